@@ -1,0 +1,47 @@
+/**
+ * WebSocket close codes used by Symphony, shared by the server and the client library so both
+ * sides agree on what a close means and whether reconnecting can help.
+ */
+export const CloseCode = {
+  /** Normal closure. */
+  Normal: 1000,
+  /** The server is shutting down or restarting: reconnect (the load balancer picks another server). */
+  GoingAway: 1001,
+  /** A frame could not be decoded as the y-websocket protocol. */
+  ProtocolError: 1002,
+  /** A text frame arrived; the protocol is binary only. */
+  UnsupportedData: 1003,
+  /** A message was larger than the server's maximum message size. */
+  MessageTooBig: 1009,
+  /** The server failed while handling the connection. */
+  InternalError: 1011,
+  /** The server is at its connection limit, or the room could not be loaded right now. */
+  TryAgainLater: 1013,
+  /** The room already has its maximum number of connections. */
+  RoomFull: 4001,
+  /** The client sent more messages per second than allowed. */
+  RateLimited: 4002,
+  /** The client did not read what the server sent fast enough. */
+  SlowConsumer: 4003,
+  /** The update would grow the document past the server's size ceiling. */
+  DocumentTooLarge: 4004,
+} as const
+
+export type CloseCodeName = keyof typeof CloseCode
+export type CloseCodeValue = (typeof CloseCode)[CloseCodeName]
+
+/** Codes after which reconnecting with the same input cannot succeed. */
+const FINAL_CODES: ReadonlySet<number> = new Set([CloseCode.DocumentTooLarge])
+
+/** Whether a client should reconnect after the server closed it with `code`. */
+export function shouldReconnect(code: number): boolean {
+  return !FINAL_CODES.has(code)
+}
+
+/** A short human name for a close code, for logs and error messages. */
+export function closeCodeName(code: number): CloseCodeName | 'Unknown' {
+  for (const [name, value] of Object.entries(CloseCode)) {
+    if (value === code) return name as CloseCodeName
+  }
+  return 'Unknown'
+}

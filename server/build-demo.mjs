@@ -1,0 +1,20 @@
+// Bundles the demo whiteboard (served by the server at `/`) into dist/demo. Run: node build-demo.mjs
+import { copyFile, mkdir } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+
+// Paths relative to this script, so it works from any working directory.
+const here = (path) => fileURLToPath(new URL(path, import.meta.url))
+
+await mkdir(here('dist/demo'), { recursive: true })
+await build({
+  entryPoints: [here('demo/whiteboard.ts')],
+  outfile: here('dist/demo/whiteboard.js'),
+  bundle: true,
+  format: 'esm',
+  target: 'es2020',
+  minify: true,
+  sourcemap: true,
+  logLevel: 'warning',
+})
+await Promise.all(['index.html', 'style.css'].map((f) => copyFile(here(`demo/${f}`), here(`dist/demo/${f}`))))

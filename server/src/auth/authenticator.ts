@@ -1,0 +1,96 @@
+import { createPublicKey, type KeyObject } from 'node:crypto'
+import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose'
+import type { Identity } from '../core/connection.js'
+import { AuthError } from '../errors.js'
+import { roomMatches } from './room-pattern.js'
+
+export type AuthConfig =
+  | { mode: 'none' }
+  | {
+      mode: 'jwt'
+      /** Exactly one of these is set. */
+      secret?: string
+      publicKeyPem?: string
+      jwksUrl?: string
+      issuer?: string
+      audience?: string
+    }
+
+/** Decides who a connection is and what it may do, before the WebSocket upgrade completes. */
+export interface Authenticator {
+  authenticate(token: string | null, room: string): Promise<Identity>
+}
+
+const ASYMMETRIC_ALGORITHMS = [
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+]
+const ANONYMOUS_WRITER: Identity = { userId: 'anonymous', access: 'rw' }
+
+export function createAuthenticator(config: AuthConfig): Authenticator {
+  if (config.mode === 'none') return { authenticate: async () => ANONYMOUS_WRITER }
+  const { key, algorithms } = verificationKey(config)
+  const options = {
+    algorithms,
+    requiredClaims: ['exp', 'room'],
+    ...(config.issuer ? { issuer: config.issuer } : {}),
+    ...(config.audience ? { audience: config.audience } : {}),
+  }
+  return {
+    async authenticate(token, room) {
+      if (!token) throw new AuthError('TOKEN_MISSING', 401, 'a token is required (?token=)')
+      let payload: JWTPayload
+      try {
+        // jose picks the overload from the key's type; both shapes verify the same way.
+        payload = (await jwtVerify(token, key as JWTVerifyGetKey, options)).payload
+      } catch (error) {
+        throw new AuthError('TOKEN_INVALID', 401, describeJoseError(error))
+      }
+      return identityFor(payload, room)
+    },
+  }
+}
+
+function verificationKey(config: Extract<AuthConfig, { mode: 'jwt' }>): {
+  key: Uint8Array | KeyObject | JWTVerifyGetKey
+  algorithms: string[]
+} {
+  if (config.secret) return { key: new TextEncoder().encode(config.secret), algorithms: ['HS256'] }
+  if (config.publicKeyPem)
+    return { key: createPublicKey(config.publicKeyPem), algorithms: ASYMMETRIC_ALGORITHMS }
+  if (config.jwksUrl)
+    return { key: createRemoteJWKSet(new URL(config.jwksUrl)), algorithms: ASYMMETRIC_ALGORITHMS }
+  throw new Error('jwt auth needs a secret, a public key or a JWKS URL')
+}
+
+function identityFor(payload: JWTPayload, room: string): Identity {
+  const claim = payload.room
+  const patterns = Array.isArray(claim) ? claim : [claim]
+  if (!patterns.every((pattern): pattern is string => typeof pattern === 'string')) {
+    throw new AuthError('TOKEN_INVALID', 401, 'the room claim must be a string or a list of strings')
+  }
+  if (!patterns.some((pattern) => roomMatches(pattern, room))) {
+    throw new AuthError('ROOM_FORBIDDEN', 403, `the token does not grant room "${room}"`)
+  }
+  const access = payload.access ?? 'ro'
+  if (access !== 'rw' && access !== 'ro') {
+    throw new AuthError('TOKEN_INVALID', 401, 'the access claim must be "rw" or "ro"')
+  }
+  return { userId: typeof payload.sub === 'string' ? payload.sub : 'anonymous', access }
+}
+
+function describeJoseError(error: unknown): string {
+  if (error instanceof errors.JWTExpired) return 'the token has expired'
+  if (error instanceof errors.JWTClaimValidationFailed) return `the token's ${error.claim} claim is not valid`
+  if (error instanceof errors.JOSEAlgNotAllowed) return "the token's signing algorithm is not accepted"
+  if (error instanceof errors.JWSSignatureVerificationFailed) return "the token's signature does not verify"
+  return 'the token is not valid'
+}

@@ -1,0 +1,143 @@
+import { CloseCode, closeCodeName } from '@symphony/client/close-codes'
+import { DocumentTooLargeError, ProtocolError } from '../errors.js'
+import type { Logger } from '../logger.js'
+import type { ServerMetrics } from '../metrics.js'
+import { encodePermissionDenied } from '../protocol/codec.js'
+import type { Room } from './room.js'
+import { TokenBucket } from './token-bucket.js'
+
+/** The socket under a connection; the core never sees `ws` itself. */
+export interface Transport {
+  send(frame: Uint8Array): void
+  close(code: number, reason: string): void
+  /** Bytes queued for sending that the peer has not taken yet. */
+  readonly bufferedAmount: number
+}
+
+export type Access = 'rw' | 'ro'
+
+export interface Identity {
+  userId: string
+  access: Access
+}
+
+export interface ConnectionLimits {
+  messagesPerSecond: number
+  messageBurst: number
+  /** A connection whose unsent backlog passes this is closed as a slow consumer. */
+  maxBufferedBytes: number
+}
+
+export const READ_ONLY_REASON = 'read-only access: document updates are ignored'
+
+/**
+ * One client in one room. Frames that arrive before the room has loaded wait here, so no client
+ * ever syncs against a half-loaded room.
+ */
+export class Connection {
+  readonly awarenessClientIds = new Set<number>()
+  readonly #rate: TokenBucket
+  #room: Room | null = null
+  #waiting: Uint8Array[] = []
+  #closed = false
+  #toldReadOnly = false
+
+  constructor(
+    readonly id: string,
+    readonly roomName: string,
+    readonly identity: Identity,
+    private readonly transport: Transport,
+    private readonly limits: ConnectionLimits,
+    private readonly metrics: ServerMetrics,
+    private readonly logger: Logger,
+  ) {
+    this.#rate = new TokenBucket(limits.messagesPerSecond, limits.messageBurst)
+  }
+
+  get canWrite(): boolean {
+    return this.identity.access === 'rw'
+  }
+
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  /** The room is loaded: join it and handle what arrived meanwhile, in order. */
+  attach(room: Room): void {
+    if (this.#closed) return
+    this.#room = room
+    room.join(this)
+    const waiting = this.#waiting
+    this.#waiting = []
+    for (const frame of waiting) this.#handle(frame)
+  }
+
+  /** The socket closed: leave the room. */
+  detach(): void {
+    this.#closed = true
+    this.#room?.leave(this)
+    this.#room = null
+    this.#waiting = []
+  }
+
+  receive(frame: Uint8Array): void {
+    if (this.#closed) return
+    this.metrics.messagesReceived.inc()
+    this.metrics.bytesReceived.inc(frame.length)
+    if (!this.#rate.take()) {
+      this.close(CloseCode.RateLimited, 'message rate limit exceeded')
+      return
+    }
+    if (this.#room) this.#handle(frame)
+    else this.#waiting.push(frame) // bounded by the rate limit's burst
+  }
+
+  send(frame: Uint8Array): void {
+    if (this.#closed) return
+    if (this.transport.bufferedAmount > this.limits.maxBufferedBytes) {
+      this.close(CloseCode.SlowConsumer, 'too slow to receive updates')
+      return
+    }
+    this.transport.send(frame)
+    this.metrics.messagesSent.inc()
+    this.metrics.bytesSent.inc(frame.length)
+  }
+
+  /** Refuses a write from a read-only connection, telling the client why once. */
+  denyWrite(): void {
+    this.metrics.writesDenied.inc()
+    if (this.#toldReadOnly) return
+    this.#toldReadOnly = true
+    this.send(encodePermissionDenied(READ_ONLY_REASON))
+  }
+
+  close(code: number, reason: string): void {
+    if (this.#closed) return
+    this.#closed = true
+    this.metrics.connectionsClosed.labels(closeCodeName(code)).inc()
+    this.transport.close(code, reason)
+  }
+
+  #handle(frame: Uint8Array): void {
+    if (this.#closed || !this.#room) return
+    try {
+      this.#room.receive(this, frame)
+    } catch (error) {
+      const [code, reason] = closeFor(error)
+      if (code === CloseCode.InternalError) {
+        this.logger.error(
+          { err: error, room: this.roomName, connection: this.id },
+          'failed to handle a message',
+        )
+      }
+      this.close(code, reason)
+    }
+  }
+}
+
+/** The close code and reason for an error raised while handling a client's frame. */
+function closeFor(error: unknown): [number, string] {
+  if (error instanceof ProtocolError) return [CloseCode.ProtocolError, error.message]
+  if (error instanceof DocumentTooLargeError) return [CloseCode.DocumentTooLarge, error.message]
+  return [CloseCode.InternalError, 'internal error']
+}

@@ -1,0 +1,231 @@
+import * as Y from 'yjs'
+import type { Logger } from '../logger.js'
+import type { ServerMetrics } from '../metrics.js'
+import type { MetadataSink } from '../ports/metadata-sink.js'
+import type { PubSub } from '../ports/pubsub.js'
+import type { RoomRegistry } from '../ports/room-registry.js'
+import type { SnapshotStore } from '../ports/snapshot-store.js'
+import { Room, type RoomOptions } from './room.js'
+import type { RoomStateSource } from './room-state-source.js'
+import { type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
+
+export interface RoomManagerOptions extends RoomOptions {
+  /** How long an empty room stays loaded, since reconnects are common. */
+  graceMs: number
+  snapshot: SnapshotPolicy
+}
+
+export interface RoomManagerDeps {
+  pubsub: PubSub
+  registry: RoomRegistry
+  snapshots: SnapshotStore
+  stateSource: RoomStateSource
+  metadata: MetadataSink
+  metrics: ServerMetrics
+  logger: Logger
+}
+
+/** A room's place in the manager, from the first acquire until it is unloaded. */
+interface Slot {
+  readonly name: string
+  /** Connections that acquired the room, counted before the load finishes. */
+  holders: number
+  readonly ready: Promise<Loaded>
+  loaded: Loaded | null
+  graceTimer: NodeJS.Timeout | null
+  /** Set while unloading; resolves when the slot is gone or the unload was abandoned. */
+  unloading: Promise<void> | null
+}
+
+interface Loaded {
+  room: Room
+  writer: SnapshotWriter
+}
+
+/**
+ * Loads rooms on first use, keeps them while held, and unloads them after the last holder
+ * leaves: grace period, final snapshot, deregister, unsubscribe, free.
+ */
+export class RoomManager {
+  readonly #slots = new Map<string, Slot>()
+
+  constructor(
+    private readonly deps: RoomManagerDeps,
+    private readonly options: RoomManagerOptions,
+  ) {}
+
+  get roomCount(): number {
+    return this.#slots.size
+  }
+
+  /** Connections holding `name` now, including those waiting for it to load. */
+  holders(name: string): number {
+    return this.#slots.get(name)?.holders ?? 0
+  }
+
+  /** The loaded room, or undefined if it is not loaded on this server. */
+  loadedRoom(name: string): Room | undefined {
+    return this.#slots.get(name)?.loaded?.room
+  }
+
+  /** Holds the room, loading it if needed. Every successful acquire needs one `release`. */
+  async acquire(name: string): Promise<Room> {
+    let slot = this.#slots.get(name)
+    while (slot?.unloading) {
+      await slot.unloading
+      slot = this.#slots.get(name)
+    }
+    if (!slot) slot = this.#startLoad(name)
+    slot.holders++
+    this.#cancelGrace(slot)
+    try {
+      return (await slot.ready).room
+    } catch (error) {
+      slot.holders--
+      throw error
+    }
+  }
+
+  release(name: string): void {
+    const slot = this.#slots.get(name)
+    if (!slot) return
+    slot.holders--
+    if (slot.holders === 0 && slot.loaded) this.#startGrace(slot, this.options.graceMs)
+  }
+
+  /**
+   * Saves every dirty room, retrying until `deadline` (epoch ms). Returns the rooms that could
+   * not be saved in time.
+   */
+  async flushAll(deadline: number): Promise<string[]> {
+    const unsaved: string[] = []
+    await Promise.all(
+      [...this.#slots.values()].map(async (slot) => {
+        if (!slot.loaded) return
+        slot.loaded.writer.stop()
+        if (!(await this.#flushUntil(slot.loaded.writer, deadline))) unsaved.push(slot.name)
+      }),
+    )
+    return unsaved
+  }
+
+  /** Deregisters, unsubscribes and frees every room (after `flushAll`, at shutdown). */
+  async unloadAll(): Promise<void> {
+    await Promise.all([...this.#slots.values()].map((slot) => this.#free(slot)))
+  }
+
+  #startLoad(name: string): Slot {
+    const ready = this.#load(name).then(
+      (loaded) => {
+        slot.loaded = loaded
+        this.deps.metrics.rooms.inc()
+        if (slot.holders === 0) this.#startGrace(slot, this.options.graceMs)
+        return loaded
+      },
+      (error: unknown) => {
+        this.#slots.delete(name)
+        this.deps.metrics.roomLoadFailures.inc()
+        this.deps.logger.error({ err: error, room: name }, 'room could not be loaded')
+        throw error
+      },
+    )
+    const slot: Slot = { name, holders: 0, ready, loaded: null, graceTimer: null, unloading: null }
+    this.#slots.set(name, slot)
+    return slot
+  }
+
+  /** Subscribe first and buffer, so nothing published while the state loads is missed. */
+  async #load(name: string): Promise<Loaded> {
+    const { pubsub, registry, stateSource, logger } = this.deps
+    const buffered: Uint8Array[] = []
+    let room: Room | null = null
+    await pubsub.subscribe(name, (frame) => (room ? room.receiveRemote(frame) : buffered.push(frame)))
+    try {
+      const { state, source } = await stateSource.load(name)
+      const doc = new Y.Doc()
+      if (state) Y.applyUpdate(doc, state)
+      const loaded = this.#createRoom(name, doc, state?.length ?? 0)
+      for (const frame of buffered) loaded.room.receiveRemote(frame)
+      await registry.register(name)
+      room = loaded.room
+      logger.info({ room: name, source, bytes: state?.length ?? 0 }, 'room loaded')
+      this.deps.metadata.record({ type: 'room-loaded', room: name, bytes: state?.length ?? 0 })
+      return loaded
+    } catch (error) {
+      await pubsub.unsubscribe(name).catch(() => {})
+      throw error
+    }
+  }
+
+  #createRoom(name: string, doc: Y.Doc, loadedBytes: number): Loaded {
+    const { pubsub, snapshots, metrics, logger } = this.deps
+    let writer: SnapshotWriter | null = null
+    const room = new Room(name, doc, loadedBytes, pubsub, this.options, logger, () => writer?.markDirty())
+    writer = new SnapshotWriter(room, snapshots, this.options.snapshot, metrics, logger)
+    return { room, writer }
+  }
+
+  #startGrace(slot: Slot, delayMs: number): void {
+    this.#cancelGrace(slot)
+    slot.graceTimer = setTimeout(() => {
+      slot.graceTimer = null
+      if (slot.holders === 0) slot.unloading = this.#unload(slot)
+    }, delayMs)
+    slot.graceTimer.unref()
+  }
+
+  #cancelGrace(slot: Slot): void {
+    if (slot.graceTimer) clearTimeout(slot.graceTimer)
+    slot.graceTimer = null
+  }
+
+  async #unload(slot: Slot): Promise<void> {
+    const loaded = slot.loaded
+    if (!loaded) return
+    try {
+      await loaded.writer.flush()
+    } catch {
+      // Keep the room (and its unsaved changes) in memory; the writer retries and so do we.
+      slot.unloading = null
+      if (slot.holders === 0) this.#startGrace(slot, this.options.snapshot.retryMaxMs)
+      return
+    }
+    await this.#free(slot)
+  }
+
+  async #free(slot: Slot): Promise<void> {
+    const loaded = slot.loaded
+    if (!loaded || this.#slots.get(slot.name) !== slot) return
+    this.#cancelGrace(slot)
+    loaded.writer.stop()
+    this.#slots.delete(slot.name)
+    const { registry, pubsub, metrics, metadata, logger } = this.deps
+    await Promise.all([
+      registry
+        .deregister(slot.name)
+        .catch((err) => logger.warn({ err, room: slot.name }, 'deregister failed')),
+      pubsub
+        .unsubscribe(slot.name)
+        .catch((err) => logger.warn({ err, room: slot.name }, 'unsubscribe failed')),
+    ])
+    const bytes = loaded.room.approximateBytes
+    loaded.room.destroy()
+    slot.loaded = null
+    metrics.rooms.dec()
+    metadata.record({ type: 'room-unloaded', room: slot.name, bytes })
+    logger.info({ room: slot.name }, 'room unloaded')
+  }
+
+  async #flushUntil(writer: SnapshotWriter, deadline: number): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await writer.flush()
+        return true
+      } catch {
+        const wait = Math.min(this.options.snapshot.retryBaseMs * 2 ** attempt, deadline - Date.now())
+        if (wait <= 0) return false
+        await new Promise((resolve) => setTimeout(resolve, wait))
+      }
+    }
+  }
+}

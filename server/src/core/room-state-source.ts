@@ -1,0 +1,54 @@
+import type { Logger } from '../logger.js'
+import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
+import type { SnapshotStore } from '../ports/snapshot-store.js'
+
+/** Fetches a room's full state from a peer server that holds it live. */
+export type PeerStateFetcher = (peer: PeerServer, room: string) => Promise<Uint8Array>
+
+export interface InitialState {
+  state: Uint8Array | null
+  source: 'peer' | 'snapshot' | 'empty'
+}
+
+/**
+ * Where a room's state comes from when a server loads it: a live peer first (it has every
+ * update), else the snapshot store, else an empty document. A failing snapshot store is an
+ * error, never an empty document, so a stored room is never overwritten with nothing.
+ */
+export class RoomStateSource {
+  constructor(
+    private readonly registry: RoomRegistry,
+    private readonly snapshots: SnapshotStore,
+    private readonly fetchFromPeer: PeerStateFetcher | null,
+    private readonly logger: Logger,
+  ) {}
+
+  async load(room: string): Promise<InitialState> {
+    const fromPeer = await this.#fromPeers(room)
+    if (fromPeer) return { state: fromPeer, source: 'peer' }
+    const snapshot = await this.snapshots.load(room)
+    return snapshot ? { state: snapshot, source: 'snapshot' } : { state: null, source: 'empty' }
+  }
+
+  async #fromPeers(room: string): Promise<Uint8Array | null> {
+    if (!this.fetchFromPeer) return null
+    let peers: PeerServer[]
+    try {
+      peers = await this.registry.peersFor(room)
+    } catch (error) {
+      this.logger.warn({ err: error, room }, 'room registry unavailable; loading from the snapshot store')
+      return null
+    }
+    for (const peer of peers) {
+      try {
+        return await this.fetchFromPeer(peer, room)
+      } catch (error) {
+        this.logger.warn(
+          { err: error, room, peer: peer.serverId },
+          'peer state fetch failed; trying the next',
+        )
+      }
+    }
+    return null
+  }
+}

@@ -1,0 +1,194 @@
+import * as awarenessProtocol from 'y-protocols/awareness'
+import * as Y from 'yjs'
+import { DocumentTooLargeError, ProtocolError } from '../errors.js'
+import type { Logger } from '../logger.js'
+import type { PubSub } from '../ports/pubsub.js'
+import {
+  decodeMessage,
+  encodeAwareness,
+  encodeSyncStep1,
+  encodeSyncStep2,
+  encodeUpdate,
+  isEmptyUpdate,
+  type Message,
+} from '../protocol/codec.js'
+import type { Connection } from './connection.js'
+
+/** Transaction origin of updates that came from another server. */
+const REMOTE = Symbol('remote')
+
+export interface RoomOptions {
+  maxDocumentBytes: number
+}
+
+/**
+ * One loaded room: its document, its presence, and the local connections editing it. Everything
+ * a client sends is applied here and forwarded as the very bytes that arrived, to the other local
+ * connections and once to the other servers.
+ */
+export class Room {
+  readonly connections = new Set<Connection>()
+  readonly awareness: awarenessProtocol.Awareness
+  /** Grows with every applied change; the snapshot writer compares it with what it saved. */
+  version = 0
+  /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
+  #sizeBound: number
+
+  constructor(
+    readonly name: string,
+    readonly doc: Y.Doc,
+    loadedBytes: number,
+    private readonly pubsub: PubSub,
+    private readonly options: RoomOptions,
+    private readonly logger: Logger,
+    private readonly onChange: () => void,
+  ) {
+    this.#sizeBound = loadedBytes
+    this.awareness = new awarenessProtocol.Awareness(doc)
+    this.awareness.setLocalState(null) // the server itself has no presence
+    this.awareness.on('update', this.#trackAwarenessOwners)
+  }
+
+  /** Starts syncing a connection: our state vector, so it sends what we lack, and who is here. */
+  join(connection: Connection): void {
+    this.connections.add(connection)
+    connection.send(encodeSyncStep1(Y.encodeStateVector(this.doc)))
+    if (this.awareness.getStates().size > 0) {
+      const clientIds = [...this.awareness.getStates().keys()]
+      connection.send(encodeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, clientIds)))
+    }
+  }
+
+  /** Removes a connection and, everywhere, the presence it owned (no ghost cursors). */
+  leave(connection: Connection): void {
+    if (!this.connections.delete(connection)) return
+    const owned = [...connection.awarenessClientIds].filter((id) => this.awareness.getStates().has(id))
+    if (owned.length === 0) return
+    awarenessProtocol.removeAwarenessStates(this.awareness, owned, connection)
+    const frame = encodeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, owned))
+    this.#broadcast(frame, null)
+    this.pubsub.publish(this.name, frame)
+  }
+
+  /** Handles one frame from a local client. Throws `ProtocolError` or `DocumentTooLargeError`. */
+  receive(connection: Connection, frame: Uint8Array): void {
+    const message = decodeMessage(frame)
+    try {
+      this.#dispatch(connection, message, frame)
+    } catch (error) {
+      if (error instanceof DocumentTooLargeError) throw error
+      // Yjs and y-protocols throw plain errors on bytes they cannot apply: the client's fault.
+      throw new ProtocolError(`could not apply ${message.kind}: ${(error as Error).message}`, {
+        cause: error,
+      })
+    }
+  }
+
+  #dispatch(connection: Connection, message: Message, frame: Uint8Array): void {
+    switch (message.kind) {
+      case 'sync-step1':
+        connection.send(encodeSyncStep2(Y.encodeStateAsUpdate(this.doc, message.stateVector)))
+        return
+      case 'sync-step2':
+      case 'update':
+        if (connection.canWrite) this.#applyClientUpdate(connection, message, frame)
+        else connection.denyWrite()
+        return
+      case 'awareness':
+        awarenessProtocol.applyAwarenessUpdate(this.awareness, message.update, connection)
+        this.#broadcast(frame, connection)
+        this.pubsub.publish(this.name, frame)
+        return
+      case 'query-awareness':
+        connection.send(
+          encodeAwareness(
+            awarenessProtocol.encodeAwarenessUpdate(this.awareness, [...this.awareness.getStates().keys()]),
+          ),
+        )
+        return
+      case 'auth':
+        return
+    }
+  }
+
+  /** Handles a frame another server published; a bad one is logged, never fatal. */
+  receiveRemote(frame: Uint8Array): void {
+    try {
+      const message = decodeMessage(frame)
+      if (message.kind === 'update' || message.kind === 'sync-step2') {
+        this.#apply(message.update, REMOTE)
+        this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
+      } else if (message.kind === 'awareness') {
+        awarenessProtocol.applyAwarenessUpdate(this.awareness, message.update, REMOTE)
+        this.#broadcast(frame, null)
+      }
+    } catch (error) {
+      this.logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
+    }
+  }
+
+  /** The document's encoded size when last measured, plus every update applied since. */
+  get approximateBytes(): number {
+    return this.#sizeBound
+  }
+
+  encodeState(): Uint8Array {
+    const state = Y.encodeStateAsUpdate(this.doc)
+    this.#sizeBound = state.length
+    return state
+  }
+
+  destroy(): void {
+    this.awareness.off('update', this.#trackAwarenessOwners)
+    this.awareness.destroy()
+    this.doc.destroy()
+    this.connections.clear()
+  }
+
+  #applyClientUpdate(
+    connection: Connection,
+    message: Message & { update: Uint8Array },
+    frame: Uint8Array,
+  ): void {
+    if (isEmptyUpdate(message.update)) return
+    this.#ensureRoomFor(message.update.length)
+    this.#apply(message.update, connection)
+    // A sync step 2 is forwarded as an update: same payload, only the sub-type differs.
+    const forwarded = message.kind === 'update' ? frame : encodeUpdate(message.update)
+    this.#broadcast(forwarded, connection)
+    this.pubsub.publish(this.name, forwarded)
+  }
+
+  #apply(update: Uint8Array, origin: unknown): void {
+    Y.applyUpdate(this.doc, update, origin)
+    this.#sizeBound += update.length
+    this.version++
+    this.onChange()
+  }
+
+  /** Refuses an update that could push the document past the ceiling, measured exactly if close. */
+  #ensureRoomFor(updateBytes: number): void {
+    const max = this.options.maxDocumentBytes
+    if (this.#sizeBound + updateBytes <= max) return
+    if (this.encodeState().length + updateBytes <= max) return
+    throw new DocumentTooLargeError(`document would exceed ${max} bytes`)
+  }
+
+  #broadcast(frame: Uint8Array, except: Connection | null): void {
+    for (const connection of this.connections) {
+      if (connection !== except) connection.send(frame)
+    }
+  }
+
+  /** Remembers which awareness client ids each connection announced, to remove them when it leaves. */
+  readonly #trackAwarenessOwners = (
+    change: { added: number[]; updated: number[]; removed: number[] },
+    origin: unknown,
+  ): void => {
+    if (typeof origin !== 'object' || origin === null || !this.connections.has(origin as Connection)) return
+    const owned = (origin as Connection).awarenessClientIds
+    for (const id of change.added) owned.add(id)
+    for (const id of change.updated) owned.add(id)
+    for (const id of change.removed) owned.delete(id)
+  }
+}

@@ -1,0 +1,104 @@
+import type { Logger } from '../logger.js'
+import type { ServerMetrics } from '../metrics.js'
+import type { SnapshotStore } from '../ports/snapshot-store.js'
+
+export interface SnapshotPolicy {
+  /** Longest a change waits before its snapshot starts (each wait is jittered below this). */
+  intervalMs: number
+  /** First retry delay after a failed write; doubles per failure up to `retryMaxMs`. */
+  retryBaseMs: number
+  retryMaxMs: number
+}
+
+/** What the writer needs of a room. */
+export interface Snapshottable {
+  readonly name: string
+  readonly version: number
+  encodeState(): Uint8Array
+}
+
+/**
+ * Saves one room's snapshots: at most one write at a time, a timer while the room is dirty,
+ * and failed writes retried with backoff until one succeeds, never dropped.
+ */
+export class SnapshotWriter {
+  #savedVersion: number
+  #tail: Promise<void> = Promise.resolve()
+  #timer: NodeJS.Timeout | null = null
+  #failures = 0
+  #stopped = false
+
+  constructor(
+    private readonly room: Snapshottable,
+    private readonly store: SnapshotStore,
+    private readonly policy: SnapshotPolicy,
+    private readonly metrics: ServerMetrics,
+    private readonly logger: Logger,
+  ) {
+    this.#savedVersion = room.version
+  }
+
+  get dirty(): boolean {
+    return this.room.version > this.#savedVersion
+  }
+
+  /** Called after every change: makes sure a snapshot is scheduled. */
+  markDirty(): void {
+    if (this.#timer || this.#stopped) return
+    // Jitter spreads the writes of rooms that changed at the same moment.
+    this.#schedule(this.policy.intervalMs * (0.8 + 0.2 * Math.random()))
+  }
+
+  /**
+   * Saves now if dirty, after any write in progress. Rejects if this write fails; a retry is
+   * scheduled either way, so the change is never lost to a failure.
+   */
+  flush(): Promise<void> {
+    const run = this.#tail.then(() => (this.dirty ? this.#write() : undefined))
+    this.#tail = run.catch(() => {})
+    return run
+  }
+
+  /** Stops the timer; writes already queued still finish. */
+  stop(): void {
+    this.#stopped = true
+    this.#clearTimer()
+  }
+
+  #schedule(delayMs: number): void {
+    this.#clearTimer()
+    this.#timer = setTimeout(() => {
+      this.#timer = null
+      this.flush().catch(() => {}) // #write logged it and scheduled the retry
+    }, delayMs)
+    this.#timer.unref()
+  }
+
+  async #write(): Promise<void> {
+    const version = this.room.version
+    const endTimer = this.metrics.snapshotDuration.startTimer()
+    try {
+      await this.store.save(this.room.name, this.room.encodeState())
+      this.#savedVersion = Math.max(this.#savedVersion, version)
+      this.#failures = 0
+      this.metrics.snapshots.inc()
+      endTimer()
+      if (this.dirty) this.markDirty()
+    } catch (error) {
+      this.#failures++
+      this.metrics.snapshotFailures.inc()
+      const retryInMs = Math.min(this.policy.retryMaxMs, this.policy.retryBaseMs * 2 ** (this.#failures - 1))
+      this.logger.error(
+        { err: error, room: this.room.name, failures: this.#failures, retryInMs },
+        'snapshot write failed; will retry',
+      )
+      if (!this.#stopped) this.#schedule(retryInMs)
+      throw error
+    }
+  }
+
+  #clearTimer(): void {
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = null
+  }
+}

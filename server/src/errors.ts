@@ -1,0 +1,43 @@
+/** Base of every error Symphony raises on purpose; `code` is stable and safe to match on. */
+export class SymphonyError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options)
+    this.name = new.target.name
+  }
+}
+
+/** A frame that does not follow the y-websocket protocol. */
+export class ProtocolError extends SymphonyError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('PROTOCOL_ERROR', message, options)
+  }
+}
+
+/** Start-up configuration that cannot be used. */
+export class ConfigError extends SymphonyError {
+  constructor(message: string) {
+    super('CONFIG_ERROR', message)
+  }
+}
+
+/** A token that is missing, invalid, or does not grant the room. `status` is the HTTP answer. */
+export class AuthError extends SymphonyError {
+  constructor(
+    code: 'TOKEN_MISSING' | 'TOKEN_INVALID' | 'ROOM_FORBIDDEN',
+    readonly status: 401 | 403,
+    message: string,
+  ) {
+    super(code, message)
+  }
+}
+
+/** An update that would grow a document past the configured ceiling. */
+export class DocumentTooLargeError extends SymphonyError {
+  constructor(message: string) {
+    super('DOCUMENT_TOO_LARGE', message)
+  }
+}

@@ -1,0 +1,57 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+
+/**
+ * Every Prometheus metric the server exports, on a registry of its own so several servers can
+ * live in one process (tests) without sharing counters.
+ */
+export class ServerMetrics {
+  readonly registry = new Registry()
+  readonly connections = this.#gauge('symphony_connections', 'Open WebSocket connections')
+  readonly rooms = this.#gauge('symphony_rooms', 'Rooms loaded in memory')
+  readonly connectionsRefused = this.#counter(
+    'symphony_connections_refused_total',
+    'Connections refused before or right after the upgrade, by reason',
+    ['reason'],
+  )
+  readonly connectionsClosed = this.#counter(
+    'symphony_connections_closed_by_server_total',
+    'Connections the server closed, by close code name',
+    ['code'],
+  )
+  readonly messagesReceived = this.#counter('symphony_messages_received_total', 'WebSocket messages received')
+  readonly bytesReceived = this.#counter('symphony_bytes_received_total', 'Bytes received from clients')
+  readonly messagesSent = this.#counter('symphony_messages_sent_total', 'WebSocket messages sent to clients')
+  readonly bytesSent = this.#counter('symphony_bytes_sent_total', 'Bytes sent to clients')
+  readonly writesDenied = this.#counter(
+    'symphony_writes_denied_total',
+    'Document updates refused because the connection is read-only',
+  )
+  readonly snapshots = this.#counter('symphony_snapshots_total', 'Snapshots saved')
+  readonly snapshotFailures = this.#counter(
+    'symphony_snapshot_failures_total',
+    'Snapshot writes that failed (each is retried)',
+  )
+  readonly snapshotDuration = new Histogram({
+    name: 'symphony_snapshot_duration_seconds',
+    help: 'Time to encode and save one snapshot',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  })
+  readonly roomLoadFailures = this.#counter(
+    'symphony_room_load_failures_total',
+    'Rooms whose state could not be loaded (their clients are asked to retry)',
+  )
+
+  constructor() {
+    // Process CPU/memory, GC and event-loop lag (nodejs_eventloop_lag_*).
+    collectDefaultMetrics({ register: this.registry })
+  }
+
+  #counter<Label extends string = never>(name: string, help: string, labelNames: readonly Label[] = []) {
+    return new Counter<Label>({ name, help, labelNames, registers: [this.registry] })
+  }
+
+  #gauge(name: string, help: string) {
+    return new Gauge({ name, help, registers: [this.registry] })
+  }
+}

@@ -1,0 +1,14 @@
+/** Receives a message another server published for a room. */
+export type RoomMessageHandler = (message: Uint8Array) => void
+
+/**
+ * Fan-out between servers holding the same room. Messages are y-websocket frames, published
+ * once per local update; an adapter never delivers a server's own messages back to it.
+ */
+export interface PubSub {
+  /** Starts delivery for `room`; resolves once messages published afterwards will arrive. */
+  subscribe(room: string, handler: RoomMessageHandler): Promise<void>
+  unsubscribe(room: string): Promise<void>
+  publish(room: string, message: Uint8Array): void
+  close(): Promise<void>
+}

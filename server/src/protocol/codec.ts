@@ -1,0 +1,106 @@
+import * as decoding from 'lib0/decoding'
+import * as encoding from 'lib0/encoding'
+import { ProtocolError } from '../errors.js'
+
+/** Top-level message types of the y-websocket protocol. */
+export const MessageType = { Sync: 0, Awareness: 1, Auth: 2, QueryAwareness: 3 } as const
+/** Sub-types of a sync message (y-protocols/sync). */
+export const SyncType = { Step1: 0, Step2: 1, Update: 2 } as const
+const AUTH_PERMISSION_DENIED = 0
+
+/**
+ * A decoded frame. Payloads are views into the received bytes, never copies, so a frame can be
+ * applied and forwarded as the very bytes that arrived.
+ */
+export type Message =
+  | { kind: 'sync-step1'; stateVector: Uint8Array }
+  | { kind: 'sync-step2'; update: Uint8Array }
+  | { kind: 'update'; update: Uint8Array }
+  | { kind: 'awareness'; update: Uint8Array }
+  | { kind: 'query-awareness' }
+  | { kind: 'auth' }
+
+/** Decodes one binary frame; throws `ProtocolError` on anything that is not exactly one message. */
+export function decodeMessage(frame: Uint8Array): Message {
+  const decoder = decoding.createDecoder(frame)
+  const message = readMessage(decoder)
+  if (decoding.hasContent(decoder)) throw new ProtocolError('trailing bytes after the message')
+  return message
+}
+
+function readMessage(decoder: decoding.Decoder): Message {
+  try {
+    const type = decoding.readVarUint(decoder)
+    switch (type) {
+      case MessageType.Sync:
+        return readSync(decoder)
+      case MessageType.Awareness:
+        return { kind: 'awareness', update: decoding.readVarUint8Array(decoder) }
+      case MessageType.QueryAwareness:
+        return { kind: 'query-awareness' }
+      case MessageType.Auth:
+        // Clients have nothing to say to us on this channel; skip the body.
+        decoder.pos = decoder.arr.length
+        return { kind: 'auth' }
+      default:
+        throw new ProtocolError(`unknown message type ${type}`)
+    }
+  } catch (error) {
+    if (error instanceof ProtocolError) throw error
+    throw new ProtocolError(`malformed frame: ${(error as Error).message}`)
+  }
+}
+
+function readSync(decoder: decoding.Decoder): Message {
+  const syncType = decoding.readVarUint(decoder)
+  const payload = decoding.readVarUint8Array(decoder)
+  switch (syncType) {
+    case SyncType.Step1:
+      return { kind: 'sync-step1', stateVector: payload }
+    case SyncType.Step2:
+      return { kind: 'sync-step2', update: payload }
+    case SyncType.Update:
+      return { kind: 'update', update: payload }
+    default:
+      throw new ProtocolError(`unknown sync message type ${syncType}`)
+  }
+}
+
+function encodeWith(write: (encoder: encoding.Encoder) => void): Uint8Array {
+  const encoder = encoding.createEncoder()
+  write(encoder)
+  return encoding.toUint8Array(encoder)
+}
+
+function encodeSync(syncType: number, payload: Uint8Array): Uint8Array {
+  return encodeWith((encoder) => {
+    encoding.writeVarUint(encoder, MessageType.Sync)
+    encoding.writeVarUint(encoder, syncType)
+    encoding.writeVarUint8Array(encoder, payload)
+  })
+}
+
+export const encodeSyncStep1 = (stateVector: Uint8Array) => encodeSync(SyncType.Step1, stateVector)
+export const encodeSyncStep2 = (update: Uint8Array) => encodeSync(SyncType.Step2, update)
+export const encodeUpdate = (update: Uint8Array) => encodeSync(SyncType.Update, update)
+
+export function encodeAwareness(update: Uint8Array): Uint8Array {
+  return encodeWith((encoder) => {
+    encoding.writeVarUint(encoder, MessageType.Awareness)
+    encoding.writeVarUint8Array(encoder, update)
+  })
+}
+
+/** Tells a y-websocket client its write was refused (its provider logs the reason). */
+export function encodePermissionDenied(reason: string): Uint8Array {
+  return encodeWith((encoder) => {
+    encoding.writeVarUint(encoder, MessageType.Auth)
+    encoding.writeVarUint(encoder, AUTH_PERMISSION_DENIED)
+    encoding.writeVarString(encoder, reason)
+  })
+}
+
+/** Whether a Yjs (v1) update carries no structs and no deletions, i.e. nothing worth forwarding. */
+export function isEmptyUpdate(update: Uint8Array): boolean {
+  return update.length === 2 && update[0] === 0 && update[1] === 0
+}

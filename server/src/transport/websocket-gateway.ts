@@ -1,0 +1,172 @@
+import type { IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+import { CloseCode } from '@symphony/client/close-codes'
+import { type WebSocket, WebSocketServer } from 'ws'
+import type { Authenticator } from '../auth/authenticator.js'
+import type { Limits } from '../config.js'
+import { Connection, type Identity } from '../core/connection.js'
+import type { RoomManager } from '../core/room-manager.js'
+import { AuthError } from '../errors.js'
+import type { Logger } from '../logger.js'
+import type { ServerMetrics } from '../metrics.js'
+import type { MetadataSink } from '../ports/metadata-sink.js'
+import { isValidRoomName } from '../protocol/room-name.js'
+import { refuseUpgrade } from './http-refusal.js'
+import { WsTransport } from './ws-transport.js'
+
+interface LiveSocket {
+  socket: WebSocket
+  connection: Connection
+  /** Cleared at each ping; a socket still silent at the next one is dead. */
+  alive: boolean
+}
+
+export interface GatewayDeps {
+  authenticator: Authenticator
+  manager: RoomManager
+  metadata: MetadataSink
+  metrics: ServerMetrics
+  logger: Logger
+}
+
+/**
+ * Turns HTTP upgrades into connections: room name and token are checked before the upgrade,
+ * connection limits right after it, and dead sockets are reaped by ping/pong.
+ */
+export class WebSocketGateway {
+  readonly #server: WebSocketServer
+  readonly #live = new Set<LiveSocket>()
+  readonly #pingTimer: NodeJS.Timeout
+  #accepting = true
+  #nextId = 0
+  #onDrained: (() => void) | null = null
+
+  constructor(
+    private readonly deps: GatewayDeps,
+    private readonly limits: Limits,
+    private readonly serverId: string,
+  ) {
+    this.#server = new WebSocketServer({
+      noServer: true,
+      clientTracking: false,
+      perMessageDeflate: false,
+      maxPayload: limits.maxMessageBytes,
+    })
+    this.#pingTimer = setInterval(() => this.#pingAll(), limits.pingIntervalMs)
+    this.#pingTimer.unref()
+  }
+
+  get connectionCount(): number {
+    return this.#live.size
+  }
+
+  readonly handleUpgrade = async (request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    socket.on('error', () => {}) // a client vanishing mid-handshake is not our error
+    const refuse = (status: number, code: string, message: string) => {
+      this.deps.metrics.connectionsRefused.labels(code).inc()
+      refuseUpgrade(socket, status, code, message)
+    }
+    if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
+    const url = new URL(request.url ?? '/', 'http://localhost')
+    const room = url.pathname.slice(1)
+    if (!isValidRoomName(room)) {
+      return refuse(400, 'ROOM_NAME_INVALID', 'room names are 1-128 characters of A-Z a-z 0-9 . _ ~ : -')
+    }
+    let identity: Identity
+    try {
+      identity = await this.deps.authenticator.authenticate(url.searchParams.get('token'), room)
+    } catch (error) {
+      if (error instanceof AuthError) return refuse(error.status, error.code, error.message)
+      this.deps.logger.error({ err: error, room }, 'authentication failed unexpectedly')
+      return refuse(500, 'AUTH_FAILED', 'authentication could not be completed')
+    }
+    if (socket.destroyed) return
+    this.#server.handleUpgrade(request, socket, head, (ws) => this.#accept(ws, room, identity))
+  }
+
+  /** New upgrades are refused with 503 from now on. */
+  stopAccepting(): void {
+    this.#accepting = false
+  }
+
+  /** Closes every connection with `code`; resolves once all sockets are gone. */
+  closeAll(code: number, reason: string): Promise<void> {
+    clearInterval(this.#pingTimer)
+    if (this.#live.size === 0) return Promise.resolve()
+    const drained = new Promise<void>((resolve) => {
+      this.#onDrained = resolve
+    })
+    for (const { connection } of this.#live) connection.close(code, reason)
+    return drained
+  }
+
+  #accept(socket: WebSocket, room: string, identity: Identity): void {
+    const { manager, metrics, metadata, logger } = this.deps
+    const transport = new WsTransport(socket)
+    if (this.#live.size >= this.limits.maxConnections) {
+      metrics.connectionsRefused.labels('SERVER_FULL').inc()
+      transport.close(CloseCode.TryAgainLater, 'server at connection capacity')
+      return
+    }
+    if (manager.holders(room) >= this.limits.maxConnectionsPerRoom) {
+      metrics.connectionsRefused.labels('ROOM_FULL').inc()
+      transport.close(CloseCode.RoomFull, 'room at connection capacity')
+      return
+    }
+    const id = `${this.serverId}:${++this.#nextId}`
+    const connection = new Connection(id, room, identity, transport, this.limits, metrics, logger)
+    const live: LiveSocket = { socket, connection, alive: true }
+    this.#live.add(live)
+    metrics.connections.inc()
+    metadata.record({ type: 'connection-opened', room, connectionId: id, userId: identity.userId })
+    socket.on('close', () => this.#forget(live))
+    socket.on('error', (error: Error & { code?: string }) => {
+      // ws has already closed the socket (1009 for an oversized message, 1002 for a bad frame).
+      if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH')
+        metrics.connectionsClosed.labels('MessageTooBig').inc()
+      logger.debug({ err: error, connection: id }, 'socket error')
+    })
+    socket.on('pong', () => {
+      live.alive = true
+    })
+    socket.on('message', (data: Buffer, isBinary) => {
+      live.alive = true
+      if (isBinary) connection.receive(data)
+      else connection.close(CloseCode.UnsupportedData, 'text frames are not part of the protocol')
+    })
+    const acquired = manager.acquire(room)
+    acquired.then(
+      (loaded) => connection.attach(loaded),
+      () => connection.close(CloseCode.TryAgainLater, 'the room could not be loaded; retry'),
+    )
+    socket.once('close', () =>
+      acquired.then(
+        () => manager.release(room),
+        () => {},
+      ),
+    )
+  }
+
+  #forget(live: LiveSocket): void {
+    this.#live.delete(live)
+    this.deps.metrics.connections.dec()
+    live.connection.detach()
+    this.deps.metadata.record({
+      type: 'connection-closed',
+      room: live.connection.roomName,
+      connectionId: live.connection.id,
+    })
+    if (this.#live.size === 0) this.#onDrained?.()
+  }
+
+  #pingAll(): void {
+    for (const live of this.#live) {
+      if (!live.alive) {
+        live.socket.terminate()
+        continue
+      }
+      live.alive = false
+      live.socket.ping()
+    }
+  }
+}

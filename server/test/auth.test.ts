@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, afterEach, before, describe, it } from 'node:test'
+import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose'
+import * as Y from 'yjs'
+import { READ_ONLY_REASON } from '../src/core/connection.js'
+import { encodeUpdate } from '../src/protocol/codec.js'
+import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
+import { collect, openRaw, refusedStatus, terminateRawSockets } from './helpers/raw-socket.js'
+import { startTestServer, type TestServer } from './helpers/test-server.js'
+import { signToken, TEST_SECRET } from './helpers/tokens.js'
+
+const base64url = (text: string) => Buffer.from(text).toString('base64url')
+
+afterEach(() => {
+  destroyClients()
+  terminateRawSockets()
+})
+
+describe('auth with an HS256 secret', () => {
+  let t: TestServer
+  before(async () => {
+    t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+  })
+  after(() => t.stop())
+
+  const refused = async (room: string, token: string | null) => {
+    const query = token === null ? '' : `?token=${encodeURIComponent(token)}`
+    const { status, body } = await refusedStatus(`${t.wsUrl}/${room}${query}`)
+    return {
+      status,
+      code: JSON.parse(body).error.code as string,
+      message: JSON.parse(body).error.message as string,
+    }
+  }
+
+  it('refuses a missing, malformed, expired or foreign-key token with 401 before the upgrade', async () => {
+    const room = uniqueRoom()
+    assert.deepEqual((await refused(room, null)).status, 401)
+    assert.equal((await refused(room, null)).code, 'TOKEN_MISSING')
+    assert.equal((await refused(room, 'not.a.jwt')).status, 401)
+    const expired = await refused(room, await signToken({ room, exp: Math.floor(Date.now() / 1000) - 60 }))
+    assert.deepEqual([expired.status, expired.message], [401, 'the token has expired'])
+    const foreign = await refused(room, await signToken({ room }, 'another-secret-of-at-least-32-characters'))
+    assert.equal(foreign.status, 401)
+  })
+
+  it('refuses tokens without exp, with alg "none", or with a tampered payload', async () => {
+    const room = uniqueRoom()
+    const noExp = await new SignJWT({ room })
+      .setProtectedHeader({ alg: 'HS256' })
+      .sign(new TextEncoder().encode(TEST_SECRET))
+    assert.equal((await refused(room, noExp)).status, 401)
+    const unsigned = `${base64url('{"alg":"none","typ":"JWT"}')}.${base64url(JSON.stringify({ room, exp: 9e9 }))}.`
+    assert.equal((await refused(room, unsigned)).status, 401)
+    const [header, , signature] = (await signToken({ room: 'other-room', access: 'ro' })).split('.')
+    const tampered = `${header}.${base64url(JSON.stringify({ room, access: 'rw', exp: 9e9 }))}.${signature}`
+    assert.equal((await refused(room, tampered)).status, 401)
+  })
+
+  it('refuses a valid token for another room with 403', async () => {
+    const other = await refused(uniqueRoom(), await signToken({ room: 'some-other-room' }))
+    assert.deepEqual([other.status, other.code], [403, 'ROOM_FORBIDDEN'])
+    const prefix = await refused('team-b:doc', await signToken({ room: 'team-a:*' }))
+    assert.equal(prefix.status, 403)
+  })
+
+  it('lets an exact or prefix* token in, and its writes reach other clients', async () => {
+    const room = `team-a:${uniqueRoom()}`
+    const writer = await connectSynced(t.wsUrl, room, {
+      token: await signToken({ room: 'team-a:*', access: 'rw' }),
+    })
+    const reader = await connectSynced(t.wsUrl, room, {
+      token: await signToken({ room, access: 'rw', sub: 'bob' }),
+    })
+    writer.doc.getMap('m').set('k', 'v')
+    await eventually(() => reader.doc.getMap('m').get('k') === 'v', 'the write reaches the other client')
+  })
+
+  it("never applies a read-only connection's updates, and tells it why", async () => {
+    const room = uniqueRoom()
+    const writer = await connectSynced(t.wsUrl, room, { token: await signToken({ room, access: 'rw' }) })
+    writer.doc.getText('t').insert(0, 'shared')
+    const readOnly = await connectSynced(t.wsUrl, room, { token: await signToken({ room, access: 'ro' }) })
+    await eventually(() => readOnly.doc.getText('t').toString() === 'shared', 'read-only clients still read')
+    readOnly.doc.getText('t').insert(0, 'vandal ')
+
+    const raw = await openRaw(`${t.wsUrl}/${room}?token=${await signToken({ room })}`) // no access claim: ro
+    const received = collect(raw)
+    const attempt = new Y.Doc()
+    attempt.getText('t').insert(0, 'raw vandal ')
+    raw.send(encodeUpdate(Y.encodeStateAsUpdate(attempt)))
+    await eventually(() => received.some((m) => m[0] === 2), 'a permission-denied message arrives')
+    const denied = received.find((m) => m[0] === 2)
+    assert.ok(denied?.toString().includes(READ_ONLY_REASON))
+
+    writer.doc.getText('t').insert(6, '!') // a marker write after the refused ones
+    await eventually(
+      () => t.server.manager.loadedRoom(room)?.doc.getText('t').toString() === 'shared!',
+      'marker',
+    )
+    assert.equal(writer.doc.getText('t').toString(), 'shared!', 'no read-only write reached anyone')
+    const metrics = await t.server.metrics.registry.getSingleMetricAsString('symphony_writes_denied_total')
+    assert.match(metrics, /symphony_writes_denied_total [1-9]/)
+  })
+})
+
+describe('auth with public keys', () => {
+  it('verifies tokens against a PEM public key and refuses other keys and HS256 confusion', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true })
+    const other = await generateKeyPair('ES256')
+    const pem = await exportSPKI(publicKey)
+    const t = await startTestServer({ auth: { mode: 'jwt', publicKeyPem: pem } })
+    try {
+      const room = uniqueRoom()
+      const sign = (key: Parameters<SignJWT['sign']>[0]) =>
+        new SignJWT({ room, access: 'rw' })
+          .setProtectedHeader({ alg: 'ES256' })
+          .setExpirationTime('1h')
+          .sign(key)
+      const client = await connectSynced(t.wsUrl, room, { token: await sign(privateKey) })
+      assert.equal(client.provider.wsconnected, true)
+      assert.equal(
+        (await refusedStatus(`${t.wsUrl}/${room}?token=${await sign(other.privateKey)}`)).status,
+        401,
+      )
+      const confused = await signToken({ room }, pem) // the public key used as an HMAC secret
+      assert.equal((await refusedStatus(`${t.wsUrl}/${room}?token=${confused}`)).status, 401)
+    } finally {
+      destroyClients()
+      await t.stop()
+    }
+  })
+
+  it('verifies tokens against a JWKS URL', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true })
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'key-1', alg: 'RS256', use: 'sig' }
+    const jwks = createServer((_request, response) => {
+      response.writeHead(200, { 'Content-Type': 'application/json' })
+      response.end(JSON.stringify({ keys: [jwk] }))
+    })
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve))
+    const jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/.well-known/jwks.json`
+    const t = await startTestServer({ auth: { mode: 'jwt', jwksUrl } })
+    try {
+      const room = uniqueRoom()
+      const token = await new SignJWT({ room, access: 'rw' })
+        .setProtectedHeader({ alg: 'RS256', kid: 'key-1' })
+        .setExpirationTime('1h')
+        .sign(privateKey)
+      const client = await connectSynced(t.wsUrl, room, { token })
+      assert.equal(client.provider.wsconnected, true)
+      assert.equal((await refusedStatus(`${t.wsUrl}/${room}?token=${await signToken({ room })}`)).status, 401)
+    } finally {
+      destroyClients()
+      await t.stop()
+      jwks.close()
+    }
+  })
+})

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { parseConfig } from '../src/config.js'
+import { ConfigError } from '../src/errors.js'
+
+const secret = 'x'.repeat(32)
+const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
+
+function errorFor(env: Record<string, string>): string {
+  try {
+    parseConfig(env)
+  } catch (error) {
+    assert.ok(error instanceof ConfigError)
+    return error.message
+  }
+  throw new Error(`accepted ${JSON.stringify(env)}`)
+}
+
+describe('configuration', () => {
+  it('has defaults for everything but the auth decision', () => {
+    const config = parseConfig({ AUTH: 'none' })
+    assert.equal(config.port, 1234)
+    assert.deepEqual(config.auth, { mode: 'none' })
+    assert.equal(config.snapshotIntervalMs, 30_000)
+    assert.equal(config.limits.maxConnectionsPerRoom, 2_000)
+    assert.match(config.snapshotFolder, /data\/snapshots$/)
+  })
+
+  it('turns auth on when a secret, key or JWKS URL is set', () => {
+    assert.equal(parseConfig({ AUTH_SECRET: secret }).auth.mode, 'jwt')
+    assert.equal(parseConfig({ AUTH_JWKS_URL: 'https://id.example.com/jwks.json' }).auth.mode, 'jwt')
+  })
+
+  it('refuses bad values with one line naming the variable', () => {
+    assert.match(errorFor({ AUTH: 'none', PORT: 'abc' }), /^PORT: /)
+    assert.match(errorFor({ AUTH: 'none', PORT: '70000' }), /^PORT: /)
+    assert.match(errorFor({}), /^AUTH: set AUTH_SECRET/)
+    assert.match(errorFor({ AUTH: 'none', AUTH_SECRET: secret }), /^AUTH: "none" contradicts AUTH_SECRET/)
+    assert.match(errorFor({ AUTH_SECRET: 'short' }), /^AUTH_SECRET: must be at least 32/)
+    assert.match(errorFor({ AUTH_SECRET: secret, AUTH_JWKS_URL: 'https://x/j' }), /^AUTH: set only one/)
+    assert.match(errorFor({ AUTH: 'none', SNAPSHOTS: 's3://bucket/' }), /^SNAPSHOTS: /)
+    assert.match(errorFor({ AUTH: 'none', PUBSUB: 'redis://localhost' }), /^PUBSUB: /)
+    assert.match(
+      errorFor({ AUTH: 'none', MAX_MESSAGES_PER_SECOND: '50', MESSAGE_BURST: '10' }),
+      /^MESSAGE_BURST/,
+    )
+    for (const message of [errorFor({}), errorFor({ AUTH: 'none', PORT: 'x' })])
+      assert.doesNotMatch(message, /\n/)
+  })
+
+  it('stops the server at start-up with one clear line', () => {
+    const result = spawnSync(process.execPath, [MAIN], {
+      env: { PATH: process.env.PATH, PORT: 'abc', AUTH: 'none' },
+    })
+    assert.equal(result.status, 1)
+    const lines = result.stderr.toString().trim().split('\n')
+    assert.equal(lines.length, 1)
+    assert.match(lines[0] ?? '', /^symphony: configuration error: PORT: /)
+  })
+})

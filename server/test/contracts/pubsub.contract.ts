@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import type { PubSub } from '../../src/ports/pubsub.js'
+import { uniqueRoom } from '../helpers/clients.js'
+
+export interface PubSubPair {
+  /** Two servers' adapters sharing one backend. */
+  a: PubSub
+  b: PubSub
+  cleanup(): Promise<void>
+}
+
+/** Receives messages and lets a test wait for a given count. */
+function inbox() {
+  const messages: Uint8Array[] = []
+  let waiter: (() => void) | null = null
+  return {
+    messages,
+    handler: (message: Uint8Array) => {
+      messages.push(message)
+      waiter?.()
+    },
+    async waitFor(count: number) {
+      const deadline = Date.now() + 5_000
+      while (messages.length < count) {
+        if (Date.now() > deadline) throw new Error(`only ${messages.length} of ${count} messages arrived`)
+        await new Promise<void>((resolve) => {
+          waiter = resolve
+          setTimeout(resolve, 50)
+        })
+      }
+    },
+  }
+}
+
+const bytes = (...values: number[]) => new Uint8Array(values)
+
+/** What every `PubSub` adapter must do. */
+export function pubSubContract(name: string, createPair: () => Promise<PubSubPair>): void {
+  describe(`PubSub contract: ${name}`, () => {
+    let pair: PubSubPair
+    before(async () => {
+      pair = await createPair()
+    })
+    after(() => pair.cleanup())
+
+    it("delivers another server's messages byte for byte, in order, and never the server's own", async () => {
+      const room = uniqueRoom('ps')
+      const atA = inbox()
+      const atB = inbox()
+      await pair.a.subscribe(room, atA.handler)
+      await pair.b.subscribe(room, atB.handler)
+      pair.a.publish(room, bytes(1, 2, 3))
+      pair.a.publish(room, bytes(4))
+      pair.b.publish(room, bytes(9))
+      await atB.waitFor(2)
+      await atA.waitFor(1)
+      assert.deepEqual(
+        atB.messages.map((m) => [...m]),
+        [[1, 2, 3], [4]],
+      )
+      assert.deepEqual(
+        atA.messages.map((m) => [...m]),
+        [[9]],
+      )
+    })
+
+    it('keeps rooms apart and stops delivering after unsubscribe', async () => {
+      const room = uniqueRoom('ps')
+      const other = uniqueRoom('ps')
+      const atB = inbox()
+      const atBOther = inbox()
+      await pair.b.subscribe(room, atB.handler)
+      await pair.b.subscribe(other, atBOther.handler)
+      pair.a.publish(room, bytes(1))
+      await atB.waitFor(1)
+      await pair.b.unsubscribe(room)
+      pair.a.publish(room, bytes(2)) // must not arrive
+      pair.a.publish(other, bytes(3)) // a marker on the other room, published after it
+      await atBOther.waitFor(1)
+      assert.deepEqual(
+        atB.messages.map((m) => [...m]),
+        [[1]],
+      )
+      assert.deepEqual(
+        atBOther.messages.map((m) => [...m]),
+        [[3]],
+      )
+    })
+
+    it('carries large messages intact', async () => {
+      const room = uniqueRoom('ps')
+      const atB = inbox()
+      await pair.b.subscribe(room, atB.handler)
+      const big = new Uint8Array(1024 * 1024).map((_, i) => i % 251)
+      pair.a.publish(room, big)
+      await atB.waitFor(1)
+      assert.deepEqual(atB.messages[0], big)
+    })
+  })
+}

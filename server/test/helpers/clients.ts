@@ -1,0 +1,64 @@
+import WebSocket from 'ws'
+import { WebsocketProvider } from 'y-websocket'
+import * as Y from 'yjs'
+
+export interface TestClient {
+  doc: Y.Doc
+  provider: WebsocketProvider
+  destroy(): void
+}
+
+const openClients = new Set<TestClient>()
+
+/** Destroys every client the test created, passed or failed (use in `afterEach`). */
+export function destroyClients(): void {
+  for (const client of openClients) client.destroy()
+}
+
+/** A real y-websocket provider, as any app would create it, pointed at `wsUrl` / `room`. */
+export function connectClient(wsUrl: string, room: string, params: Record<string, string> = {}): TestClient {
+  const doc = new Y.Doc()
+  const provider = new WebsocketProvider(wsUrl, room, doc, {
+    WebSocketPolyfill: WebSocket as unknown as typeof globalThis.WebSocket,
+    params,
+    disableBc: true,
+  })
+  const client: TestClient = {
+    doc,
+    provider,
+    destroy: () => {
+      openClients.delete(client)
+      provider.destroy()
+      doc.destroy()
+    },
+  }
+  openClients.add(client)
+  return client
+}
+
+/** Resolves once the provider has completed its first sync with the server. */
+export function synced(client: TestClient): Promise<void> {
+  if (client.provider.synced) return Promise.resolve()
+  return new Promise((resolve) => client.provider.once('sync', () => resolve()))
+}
+
+export async function connectSynced(wsUrl: string, room: string, params?: Record<string, string>) {
+  const client = connectClient(wsUrl, room, params)
+  await synced(client)
+  return client
+}
+
+/** Waits until `check` holds, re-checking every 20 ms; fails with `message` after `timeoutMs`. */
+export async function eventually(check: () => boolean, message: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${message}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+let roomCounter = 0
+/** A room name no other test uses. */
+export function uniqueRoom(prefix = 'room'): string {
+  return `${prefix}-${process.pid}-${++roomCounter}-${Date.now().toString(36)}`
+}

@@ -1,0 +1,45 @@
+import type { SnapshotStore } from '../../src/ports/snapshot-store.js'
+
+/**
+ * Wraps a real snapshot store to inject faults: failing or slow saves, failing or held loads.
+ * It records what reached the real store so tests can assert nothing was written.
+ */
+export class ControlledSnapshotStore implements SnapshotStore {
+  failSaves = 0
+  failLoads = false
+  saveDelayMs = 0
+  loadGate: Promise<void> | null = null
+  saveAttempts = 0
+  savesCompleted = 0
+  inFlight = 0
+  maxInFlight = 0
+
+  constructor(private readonly inner: SnapshotStore) {}
+
+  async load(room: string): Promise<Uint8Array | null> {
+    if (this.loadGate) await this.loadGate
+    if (this.failLoads) throw new Error('injected load failure')
+    return this.inner.load(room)
+  }
+
+  async save(room: string, state: Uint8Array): Promise<void> {
+    this.saveAttempts++
+    this.inFlight++
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight)
+    try {
+      if (this.saveDelayMs) await new Promise((resolve) => setTimeout(resolve, this.saveDelayMs))
+      if (this.failSaves > 0) {
+        this.failSaves--
+        throw new Error('injected save failure')
+      }
+      await this.inner.save(room, state)
+      this.savesCompleted++
+    } finally {
+      this.inFlight--
+    }
+  }
+
+  close(): Promise<void> {
+    return this.inner.close()
+  }
+}

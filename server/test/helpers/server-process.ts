@@ -1,0 +1,42 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
+
+export interface ServerProcess {
+  child: ChildProcess
+  port: number
+  /** Every log line so far, parsed. */
+  logs: Record<string, unknown>[]
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+}
+
+/** Runs the built server (`server/dist/main.js`, as `npm start` does) and waits until it listens. */
+export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const logs: Record<string, unknown>[] = []
+  let stderr = ''
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  )
+  return new Promise((resolve, reject) => {
+    let buffer = ''
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString()
+      const lines = buffer.split('\n')
+      buffer = lines.pop() ?? ''
+      for (const line of lines) {
+        const entry = JSON.parse(line) as Record<string, unknown>
+        logs.push(entry)
+        if (entry.msg === 'listening') resolve({ child, port: entry.port as number, logs, exited })
+      }
+    })
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString()
+    })
+    exited.then(({ code }) => reject(new Error(`server exited with ${code} before listening: ${stderr}`)))
+  })
+}

@@ -1,0 +1,77 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { FileSnapshotStore } from '../../src/adapters/file-snapshot-store.js'
+import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
+import { MemoryRoomRegistry } from '../../src/adapters/memory-room-registry.js'
+import { NoopMetadataSink } from '../../src/adapters/noop-metadata-sink.js'
+import type { Limits } from '../../src/config.js'
+import { silentLogger } from '../../src/logger.js'
+import type { SnapshotStore } from '../../src/ports/snapshot-store.js'
+import { type Adapters, SyncServer, type SyncServerOptions } from '../../src/sync-server.js'
+
+export const TEST_LIMITS: Limits = {
+  maxMessageBytes: 1024 * 1024,
+  maxDocumentBytes: 16 * 1024 * 1024,
+  maxBufferedBytes: 16 * 1024 * 1024,
+  maxConnections: 1000,
+  maxConnectionsPerRoom: 100,
+  messagesPerSecond: 1000,
+  messageBurst: 2000,
+  pingIntervalMs: 30_000,
+}
+
+export interface TestServer {
+  server: SyncServer
+  /** `ws://127.0.0.1:<port>` */
+  wsUrl: string
+  httpUrl: string
+  snapshotFolder: string
+  snapshots: SnapshotStore
+  stop(): Promise<void>
+}
+
+export interface TestServerOverrides extends Partial<Omit<SyncServerOptions, 'limits' | 'adapters'>> {
+  limits?: Partial<Limits>
+  adapters?: Partial<Adapters>
+}
+
+/** A real sync server on a free port, with embedded adapters in a fresh temporary folder. */
+export async function startTestServer(overrides: TestServerOverrides = {}): Promise<TestServer> {
+  const snapshotFolder = mkdtempSync(join(tmpdir(), 'symphony-test-'))
+  const serverId = overrides.serverId ?? `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+  const snapshots = overrides.adapters?.snapshots ?? new FileSnapshotStore(snapshotFolder)
+  const server = await SyncServer.start({
+    port: 0,
+    host: '127.0.0.1',
+    serverId,
+    auth: { mode: 'none' },
+    snapshot: { intervalMs: 30_000, retryBaseMs: 20, retryMaxMs: 200 },
+    roomGraceMs: 50,
+    shutdownTimeoutMs: 5_000,
+    logger: silentLogger,
+    demoFolder: null,
+    ...overrides,
+    limits: { ...TEST_LIMITS, ...overrides.limits },
+    adapters: {
+      pubsub: new MemoryPubSub(serverId),
+      registry: new MemoryRoomRegistry(
+        { serverId, internalAddress: '127.0.0.1:0' },
+        { leaseMs: 30_000, now: Date.now },
+      ),
+      metadata: new NoopMetadataSink(),
+      ...overrides.adapters,
+      snapshots,
+    },
+  })
+  return {
+    server,
+    wsUrl: `ws://127.0.0.1:${server.port}`,
+    httpUrl: `http://127.0.0.1:${server.port}`,
+    snapshotFolder,
+    snapshots,
+    stop: async () => {
+      await server.shutdown()
+    },
+  }
+}

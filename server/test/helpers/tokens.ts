@@ -1,0 +1,10 @@
+import { type JWTPayload, SignJWT } from 'jose'
+
+export const TEST_SECRET = 'test-secret-that-is-at-least-32-characters-long'
+
+/** An HS256 token for `claims`, valid for an hour unless `exp` says otherwise. */
+export function signToken(claims: JWTPayload, secret = TEST_SECRET): Promise<string> {
+  const jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setIssuedAt()
+  if (claims.exp === undefined) jwt.setExpirationTime('1h')
+  return jwt.sign(new TextEncoder().encode(secret))
+}

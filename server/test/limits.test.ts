@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { afterEach, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/close-codes'
+import * as Y from 'yjs'
+import { encodeUpdate } from '../src/protocol/codec.js'
+import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
+import { closed, openRaw, refusedStatus, terminateRawSockets } from './helpers/raw-socket.js'
+import { startTestServer, type TestServer, type TestServerOverrides } from './helpers/test-server.js'
+
+const servers: TestServer[] = []
+async function serverWith(limits: TestServerOverrides['limits']): Promise<TestServer> {
+  const t = await startTestServer({ limits })
+  servers.push(t)
+  return t
+}
+afterEach(async () => {
+  destroyClients()
+  terminateRawSockets()
+  await Promise.all(servers.splice(0).map((t) => t.stop()))
+})
+
+function updateFrame(fill: (doc: Y.Doc) => void): Uint8Array {
+  const doc = new Y.Doc()
+  fill(doc)
+  return encodeUpdate(Y.encodeStateAsUpdate(doc))
+}
+
+/** A peer in another room keeps syncing: one connection's trouble stays its own. */
+async function assertOtherRoomsUnaffected(t: TestServer): Promise<void> {
+  const room = uniqueRoom('bystander')
+  const a = await connectSynced(t.wsUrl, room)
+  const b = await connectSynced(t.wsUrl, room)
+  a.doc.getMap('m').set('still', 'fine')
+  await eventually(() => b.doc.getMap('m').get('still') === 'fine', 'a bystander room still syncs')
+}
+
+describe('limits', () => {
+  it('closes with 1009 on an oversized message, as soon as its header arrives', async () => {
+    const t = await serverWith({ maxMessageBytes: 64 * 1024 })
+    const socket = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
+    const close = closed(socket)
+    // A masked binary frame header announcing 10 MiB, then only 4 bytes of it.
+    const header = Buffer.alloc(14)
+    header[0] = 0x82
+    header[1] = 0x80 | 127
+    header.writeBigUInt64BE(10n * 1024n * 1024n, 2)
+    const raw = (socket as unknown as { _socket: import('node:net').Socket })._socket
+    raw.write(Buffer.concat([header, Buffer.from([1, 2, 3, 4])]))
+    assert.equal((await close).code, CloseCode.MessageTooBig)
+    const whole = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
+    const closeWhole = closed(whole)
+    whole.send(randomBytes(100 * 1024))
+    assert.equal((await closeWhole).code, CloseCode.MessageTooBig)
+    await assertOtherRoomsUnaffected(t)
+  })
+
+  it('refuses invalid room names with 400 before the upgrade', async () => {
+    const t = await serverWith({})
+    const names = [
+      '',
+      'a/b',
+      'space%20name',
+      '..%2F..%2Fetc',
+      'x'.repeat(129),
+      encodeURIComponent('räume'),
+      'a%3Fb',
+    ]
+    for (const name of names) {
+      const { status, body } = await refusedStatus(`${t.wsUrl}/${name}`)
+      assert.equal(status, 400, name)
+      assert.equal(JSON.parse(body).error.code, 'ROOM_NAME_INVALID')
+    }
+    const longest = await connectSynced(t.wsUrl, 'x'.repeat(128))
+    assert.equal(longest.provider.wsconnected, true)
+  })
+
+  it('closes only the offending connection on malformed frames, text frames and unappliable updates', async () => {
+    const t = await serverWith({})
+    const room = uniqueRoom()
+    const neighbour = await connectSynced(t.wsUrl, room)
+    const cases: [string | Uint8Array, number][] = [
+      [new Uint8Array([0, 9, 1, 2]), CloseCode.ProtocolError], // unknown sync type
+      [new Uint8Array([0, 2, 0x80]), CloseCode.ProtocolError], // truncated varint
+      [new Uint8Array([1, 5, 1, 2]), CloseCode.ProtocolError], // awareness, truncated
+      [new Uint8Array([0, 2, 4, 0xff, 0xff, 0xff, 0xff]), CloseCode.ProtocolError], // update bytes Yjs rejects
+      [new Uint8Array([1, 4, 1, 1, 1, 0x7b]), CloseCode.ProtocolError], // awareness state that is not JSON
+      ['hello', CloseCode.UnsupportedData],
+    ]
+    for (const [frame, expected] of cases) {
+      const socket = await openRaw(`${t.wsUrl}/${room}`)
+      const close = closed(socket)
+      socket.send(frame)
+      assert.equal((await close).code, expected, `frame ${String(frame)}`)
+    }
+    neighbour.doc.getMap('m').set('alive', true)
+    const late = await connectSynced(t.wsUrl, room)
+    await eventually(() => late.doc.getMap('m').get('alive') === true, 'the room still works')
+    await assertOtherRoomsUnaffected(t)
+  })
+
+  it('limits connections per room (4001) and per server (1013)', async () => {
+    const t = await serverWith({ maxConnectionsPerRoom: 2, maxConnections: 3 })
+    const room = uniqueRoom()
+    await openRaw(`${t.wsUrl}/${room}`)
+    await openRaw(`${t.wsUrl}/${room}`)
+    const third = await openRaw(`${t.wsUrl}/${room}`)
+    assert.equal((await closed(third)).code, CloseCode.RoomFull)
+    await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
+    const fourth = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
+    assert.equal((await closed(fourth)).code, CloseCode.TryAgainLater)
+  })
+
+  it('closes a connection that sends faster than its message rate (4002)', async () => {
+    const t = await serverWith({ messagesPerSecond: 20, messageBurst: 20 })
+    const socket = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
+    const close = closed(socket)
+    for (let i = 0; i < 100; i++) socket.send(new Uint8Array([3]))
+    assert.equal((await close).code, CloseCode.RateLimited)
+    const calm = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
+    for (let i = 0; i < 10; i++) calm.send(new Uint8Array([3]))
+    calm.send(new Uint8Array([3]))
+    assert.equal(calm.readyState, calm.OPEN)
+    await assertOtherRoomsUnaffected(t)
+  })
+
+  it('closes a consumer that stops reading once its backlog passes the cap (4003)', async () => {
+    const t = await serverWith({ maxBufferedBytes: 256 * 1024 })
+    const room = uniqueRoom()
+    const slow = await openRaw(`${t.wsUrl}/${room}`)
+    const slowClosed = closed(slow)
+    const rawSlow = (slow as unknown as { _socket: import('node:net').Socket })._socket
+    rawSlow.pause() // stop reading: the kernel buffers fill, then the server's backlog grows
+    const writer = await connectSynced(t.wsUrl, room)
+    const slowClosedByServer = () => t.server.manager.loadedRoom(room)?.connections.size === 1
+    for (let i = 0; i < 2_000 && !slowClosedByServer(); i++) {
+      writer.doc.getMap('m').set('blob', randomBytes(48 * 1024).toString('base64'))
+      if (i % 20 === 19) await new Promise((resolve) => setImmediate(resolve))
+    }
+    await eventually(slowClosedByServer, 'the server drops the slow consumer')
+    rawSlow.resume()
+    assert.ok([CloseCode.SlowConsumer, 1006].includes((await slowClosed).code))
+    const metric = await t.server.metrics.registry.getSingleMetricAsString(
+      'symphony_connections_closed_by_server_total',
+    )
+    assert.match(metric, /code="SlowConsumer"} 1/)
+    assert.equal(writer.provider.wsconnected, true, 'the fast writer is untouched')
+  })
+
+  it('reaps sockets that stop answering pings, and keeps those that answer', async () => {
+    const t = await serverWith({ pingIntervalMs: 100 })
+    const room = uniqueRoom()
+    const dead = await openRaw(`${t.wsUrl}/${room}`, { autoPong: false })
+    const alive = await openRaw(`${t.wsUrl}/${room}`)
+    let pingsAnswered = 0
+    alive.on('ping', () => pingsAnswered++)
+    const deadClosed = await closed(dead)
+    assert.equal(deadClosed.code, 1006, 'terminated without a close frame')
+    await eventually(() => pingsAnswered >= 3, 'three more pings')
+    assert.equal(alive.readyState, alive.OPEN)
+  })
+
+  it('refuses updates past the document size ceiling with 4004 and keeps the document', async () => {
+    const t = await serverWith({ maxDocumentBytes: 20 * 1024 })
+    const room = uniqueRoom()
+    const writer = await openRaw(`${t.wsUrl}/${room}`)
+    writer.send(updateFrame((doc) => doc.getText('t').insert(0, 'a'.repeat(12 * 1024))))
+    await eventually(
+      () => t.server.manager.loadedRoom(room)?.doc.getText('t').length === 12 * 1024,
+      'first fits',
+    )
+    const close = closed(writer)
+    writer.send(updateFrame((doc) => doc.getText('u').insert(0, 'b'.repeat(12 * 1024))))
+    const { code, reason } = await close
+    assert.equal(code, CloseCode.DocumentTooLarge)
+    assert.match(reason, /exceed/)
+    const reader = await connectSynced(t.wsUrl, room)
+    await eventually(() => reader.doc.getText('t').length === 12 * 1024, 'the stored part is intact')
+    assert.equal(reader.doc.getText('u').length, 0)
+  })
+})
