@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { ensureDebianPackage } from './lib/debian-package.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const packages = ['server', 'client-lib', 'dashboard-server', 'loadtest', 'infra']
@@ -29,6 +30,9 @@ if (files.length === 0) {
   console.error('no test files found')
   process.exit(1)
 }
+// The browser tests drive Debian's Chromium through playwright-core.
+ensureDebianPackage('chromium', '/usr/bin/chromium')
+
 const result = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--expose-gc', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files],

@@ -1,0 +1,25 @@
+// Installs a Debian package the tests need when its binary is missing (CI machines start bare).
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+
+let updated = false
+
+/** Makes sure `binary` exists, installing Debian package `name` with apt-get if it does not. */
+export function ensureDebianPackage(name, binary) {
+  if (existsSync(binary)) return
+  console.log(`[test] ${binary} is missing: installing the Debian package ${name}`)
+  const asRoot = process.getuid?.() === 0 ? [] : ['sudo', '-n']
+  const run = (args) =>
+    execFileSync(asRoot[0] ?? args[0], [...asRoot.slice(1), ...(asRoot.length ? args : args.slice(1))], {
+      stdio: 'inherit',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    })
+  try {
+    if (!updated) run(['apt-get', 'update', '-qq'])
+    updated = true
+    run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends', name])
+  } catch (error) {
+    throw new Error(`could not install ${name} (needs root or passwordless sudo): ${error.message}`)
+  }
+  if (!existsSync(binary)) throw new Error(`installed ${name} but ${binary} is still missing`)
+}
