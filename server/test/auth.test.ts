@@ -7,6 +7,7 @@ import * as Y from 'yjs'
 import { READ_ONLY_REASON } from '../src/core/connection.js'
 import { encodeUpdate } from '../src/protocol/codec.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
+import { deferred } from './helpers/deferred.js'
 import { collect, openRaw, refusedStatus, terminateRawSockets } from './helpers/raw-socket.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
 import { signToken, TEST_SECRET } from './helpers/tokens.js'
@@ -104,6 +105,20 @@ describe('auth with an HS256 secret', () => {
     const metrics = await t.server.metrics.registry.getSingleMetricAsString('symphony_writes_denied_total')
     assert.match(metrics, /symphony_writes_denied_total [1-9]/)
   })
+
+  it('does not count a read-only client that only reads as a write attempt', async () => {
+    const room = uniqueRoom()
+    const denied = async () => (await t.server.metrics.writesDenied.get()).values[0]?.value ?? 0
+    const before = await denied()
+    const reader = await connectSynced(t.wsUrl, room, { token: await signToken({ room, access: 'ro' }) })
+    reader.provider.awareness.setLocalStateField('cursor', { x: 1 })
+    const writer = await connectSynced(t.wsUrl, room, { token: await signToken({ room, access: 'rw' }) })
+    await eventually(
+      () => writer.provider.awareness.getStates().has(reader.doc.clientID),
+      'presence is allowed',
+    )
+    assert.equal(await denied(), before)
+  })
 })
 
 describe('auth with public keys', () => {
@@ -130,6 +145,39 @@ describe('auth with public keys', () => {
     } finally {
       destroyClients()
       await t.stop()
+    }
+  })
+
+  it('refuses with 503 an upgrade whose token check outlasts the start of shutdown', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true })
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256' }
+    const requested = deferred()
+    const release = deferred()
+    const jwks = createServer(async (_request, response) => {
+      requested.resolve()
+      await release.promise // the key set arrives only after shutdown has begun
+      response.writeHead(200, { 'Content-Type': 'application/json' })
+      response.end(JSON.stringify({ keys: [jwk] }))
+    })
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve))
+    const jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks`
+    const t = await startTestServer({ auth: { mode: 'jwt', jwksUrl } })
+    try {
+      const room = uniqueRoom()
+      const token = await new SignJWT({ room, access: 'rw' })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k' })
+        .setExpirationTime('1h')
+        .sign(privateKey)
+      const attempt = refusedStatus(`${t.wsUrl}/${room}?token=${token}`)
+      await requested.promise
+      const stopped = t.stop()
+      release.resolve()
+      assert.equal((await attempt).status, 503)
+      await stopped
+      assert.equal(t.server.manager.roomCount, 0)
+    } finally {
+      jwks.closeAllConnections()
+      jwks.close()
     }
   })
 

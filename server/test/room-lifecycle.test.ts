@@ -6,9 +6,12 @@ import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/close-codes'
 import * as Y from 'yjs'
 import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
+import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../src/adapters/memory-room-registry.js'
+import type { RoomRegistry } from '../src/ports/room-registry.js'
 import { connectClient, connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
+import { deferred } from './helpers/deferred.js'
 import { closed, collect, openRaw, terminateRawSockets } from './helpers/raw-socket.js'
 import { startTestServer, type TestServer, type TestServerOverrides } from './helpers/test-server.js'
 
@@ -155,10 +158,8 @@ describe('room life', () => {
     const store = controlledStore()
     const room = uniqueRoom()
     await saveText(store, room, 'stored')
-    let openGate = () => {}
-    store.loadGate = new Promise((resolve) => {
-      openGate = resolve
-    })
+    const gate = deferred()
+    store.loadGate = gate.promise
     const t = await serverWith(store)
     const raw = await openRaw(`${t.wsUrl}/${room}`)
     const received = collect(raw)
@@ -168,7 +169,7 @@ describe('room life', () => {
     await eventuallyAsync(async () => (await framesAtServer()) >= 2, 'both clients spoke')
     assert.equal(received.length, 0, 'nothing answered while loading')
     assert.equal(client.provider.synced, false)
-    openGate()
+    gate.resolve()
     await eventually(() => client.doc.getText('t').toString() === 'stored', 'synced with the loaded state')
     await eventually(() => received.length >= 2, 'the raw client is answered once loaded')
   })
@@ -210,4 +211,69 @@ describe('room life', () => {
     await eventually(() => t.server.manager.roomCount === 0, 'unloaded once saved')
     assert.equal(await storedText(store, room), 'unsaved')
   })
+
+  it('applies what another server publishes while this one is still registering the room', async () => {
+    const bus = new MemoryBus()
+    const gate = deferred()
+    const registering = deferred()
+    const slowRegistry = registryWith(async () => {
+      registering.resolve()
+      await gate.promise
+    })
+    const a = await serverWith(null, { serverId: 'a', adapters: { pubsub: new MemoryPubSub('a', bus) } })
+    const b = await serverWith(null, {
+      serverId: 'b',
+      adapters: { pubsub: new MemoryPubSub('b', bus), registry: slowRegistry },
+    })
+    const room = uniqueRoom()
+    const writer = await connectSynced(a.wsUrl, room)
+    const reader = connectClient(b.wsUrl, room)
+    await registering.promise
+    writer.doc.getText('t').insert(0, 'during registration')
+    await eventually(() => writer.doc.getText('t').length > 0, 'local')
+    await eventually(() => a.server.manager.loadedRoom(room)?.doc.getText('t').length === 19, 'A applied it')
+    gate.resolve()
+    await eventually(() => reader.doc.getText('t').toString() === 'during registration', 'B has it too')
+  })
+
+  it('leaves nothing behind when registering a loaded room fails', async () => {
+    const bus = new MemoryBus()
+    const store = controlledStore()
+    const failing = registryWith(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      throw new Error('registry down')
+    })
+    const a = await serverWith(null, { serverId: 'a', adapters: { pubsub: new MemoryPubSub('a', bus) } })
+    const b = await serverWith(store, {
+      serverId: 'b',
+      snapshot: { intervalMs: 100, retryBaseMs: 20, retryMaxMs: 50 },
+      adapters: { pubsub: new MemoryPubSub('b', bus), registry: failing },
+    })
+    const room = uniqueRoom()
+    const writer = await connectSynced(a.wsUrl, room)
+    const refused = await openRaw(`${b.wsUrl}/${room}`)
+    writer.doc.getText('t').insert(0, 'published while B loads') // reaches B's half-loaded room
+    assert.equal((await closed(refused)).code, CloseCode.TryAgainLater)
+    assert.equal(b.server.manager.roomCount, 0)
+    // Three snapshot periods: a leftover room would have tried to save by now.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.equal(store.saveAttempts, 0, 'no orphaned writer saved anything')
+  })
 })
+
+/** A memory registry whose `register` runs `onRegister` first (to delay or fail it). */
+function registryWith(onRegister: () => Promise<void>): RoomRegistry {
+  const inner = new MemoryRoomRegistry(
+    { serverId: 'b', internalAddress: 'b:1' },
+    { leaseMs: 30_000, now: Date.now },
+  )
+  return {
+    register: async (room) => {
+      await onRegister()
+      await inner.register(room)
+    },
+    deregister: (room) => inner.deregister(room),
+    peersFor: (room) => inner.peersFor(room),
+    close: () => inner.close(),
+  }
+}

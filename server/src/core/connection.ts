@@ -31,14 +31,25 @@ export interface ConnectionLimits {
 export const READ_ONLY_REASON = 'read-only access: document updates are ignored'
 
 /**
+ * Awareness client ids one connection may speak for. A y-websocket client has one (its doc's
+ * clientID); the cap stops a client from filling the room's presence table with invented ids.
+ */
+export const MAX_AWARENESS_CLIENTS_PER_CONNECTION = 8
+/** Sync requests (step 1) a client may send: each costs the server a diff encode. */
+const SYNC_REQUESTS_PER_SECOND = 2
+const SYNC_REQUEST_BURST = 10
+
+/**
  * One client in one room. Frames that arrive before the room has loaded wait here, so no client
  * ever syncs against a half-loaded room.
  */
 export class Connection {
   readonly awarenessClientIds = new Set<number>()
   readonly #rate: TokenBucket
+  readonly #syncRequests = new TokenBucket(SYNC_REQUESTS_PER_SECOND, SYNC_REQUEST_BURST)
   #room: Room | null = null
   #waiting: Uint8Array[] = []
+  #waitingBytes = 0
   #closed = false
   #toldReadOnly = false
 
@@ -69,6 +80,7 @@ export class Connection {
     room.join(this)
     const waiting = this.#waiting
     this.#waiting = []
+    this.#waitingBytes = 0
     for (const frame of waiting) this.#handle(frame)
   }
 
@@ -88,8 +100,35 @@ export class Connection {
       this.close(CloseCode.RateLimited, 'message rate limit exceeded')
       return
     }
-    if (this.#room) this.#handle(frame)
-    else this.#waiting.push(frame) // bounded by the rate limit's burst
+    if (this.#room) {
+      this.#handle(frame)
+      return
+    }
+    // Held until the room loads: bounded in count by the rate limit, and in bytes here.
+    this.#waitingBytes += frame.length
+    if (this.#waitingBytes > this.limits.maxBufferedBytes) {
+      this.close(CloseCode.TryAgainLater, 'too much sent before the room loaded')
+      return
+    }
+    this.#waiting.push(frame)
+  }
+
+  /** False when the client asks for sync (step 1) faster than allowed. */
+  takeSyncRequest(): boolean {
+    return this.#syncRequests.take()
+  }
+
+  /** Records the awareness ids a frame speaks for; throws past the per-connection cap. */
+  claimAwarenessClients(ids: number[]): void {
+    for (const id of ids) {
+      if (this.awarenessClientIds.has(id)) continue
+      if (this.awarenessClientIds.size >= MAX_AWARENESS_CLIENTS_PER_CONNECTION) {
+        throw new ProtocolError(
+          `a connection may speak for at most ${MAX_AWARENESS_CLIENTS_PER_CONNECTION} awareness clients`,
+        )
+      }
+      this.awarenessClientIds.add(id)
+    }
   }
 
   send(frame: Uint8Array): void {

@@ -48,6 +48,8 @@ interface Loaded {
  */
 export class RoomManager {
   readonly #slots = new Map<string, Slot>()
+  /** Acquirers waiting for an unload to finish before they load the room again. */
+  readonly #waitingForUnload = new Map<string, number>()
 
   constructor(
     private readonly deps: RoomManagerDeps,
@@ -58,9 +60,9 @@ export class RoomManager {
     return this.#slots.size
   }
 
-  /** Connections holding `name` now, including those waiting for it to load. */
+  /** Connections holding `name` now, including those waiting for it to load or unload. */
   holders(name: string): number {
-    return this.#slots.get(name)?.holders ?? 0
+    return (this.#slots.get(name)?.holders ?? 0) + (this.#waitingForUnload.get(name) ?? 0)
   }
 
   /** The loaded room, or undefined if it is not loaded on this server. */
@@ -72,7 +74,11 @@ export class RoomManager {
   async acquire(name: string): Promise<Room> {
     let slot = this.#slots.get(name)
     while (slot?.unloading) {
+      this.#waitingForUnload.set(name, (this.#waitingForUnload.get(name) ?? 0) + 1)
       await slot.unloading
+      const left = (this.#waitingForUnload.get(name) ?? 1) - 1
+      if (left === 0) this.#waitingForUnload.delete(name)
+      else this.#waitingForUnload.set(name, left)
       slot = this.#slots.get(name)
     }
     if (!slot) slot = this.#startLoad(name)
@@ -140,18 +146,22 @@ export class RoomManager {
     const buffered: Uint8Array[] = []
     let room: Room | null = null
     await pubsub.subscribe(name, (frame) => (room ? room.receiveRemote(frame) : buffered.push(frame)))
+    let loaded: Loaded | null = null
     try {
       const { state, source } = await stateSource.load(name)
       const doc = new Y.Doc()
       if (state) Y.applyUpdate(doc, state)
-      const loaded = this.#createRoom(name, doc, state?.length ?? 0)
+      loaded = this.#createRoom(name, doc, state?.length ?? 0)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
+      room = loaded.room // from here on frames go straight to the room, also while registering
       await registry.register(name)
-      room = loaded.room
       logger.info({ room: name, source, bytes: state?.length ?? 0 }, 'room loaded')
       this.deps.metadata.record({ type: 'room-loaded', room: name, bytes: state?.length ?? 0 })
       return loaded
     } catch (error) {
+      // No half-loaded room may live on: its writer could save over a newer snapshot later.
+      loaded?.writer.stop()
+      loaded?.room.destroy()
       await pubsub.unsubscribe(name).catch(() => {})
       throw error
     }

@@ -1,6 +1,7 @@
+import { CloseCode } from '@symphony/client/close-codes'
 import * as awarenessProtocol from 'y-protocols/awareness'
 import * as Y from 'yjs'
-import { DocumentTooLargeError, ProtocolError } from '../errors.js'
+import { DocumentTooLargeError, ProtocolError, SymphonyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { PubSub } from '../ports/pubsub.js'
 import {
@@ -11,6 +12,7 @@ import {
   encodeUpdate,
   isEmptyUpdate,
   type Message,
+  readAwarenessClientIds,
 } from '../protocol/codec.js'
 import type { Connection } from './connection.js'
 
@@ -33,6 +35,7 @@ export class Room {
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
   #sizeBound: number
+  #destroyed = false
 
   constructor(
     readonly name: string,
@@ -46,7 +49,6 @@ export class Room {
     this.#sizeBound = loadedBytes
     this.awareness = new awarenessProtocol.Awareness(doc)
     this.awareness.setLocalState(null) // the server itself has no presence
-    this.awareness.on('update', this.#trackAwarenessOwners)
   }
 
   /** Starts syncing a connection: our state vector, so it sends what we lack, and who is here. */
@@ -76,7 +78,7 @@ export class Room {
     try {
       this.#dispatch(connection, message, frame)
     } catch (error) {
-      if (error instanceof DocumentTooLargeError) throw error
+      if (error instanceof SymphonyError) throw error
       // Yjs and y-protocols throw plain errors on bytes they cannot apply: the client's fault.
       throw new ProtocolError(`could not apply ${message.kind}: ${(error as Error).message}`, {
         cause: error,
@@ -87,14 +89,22 @@ export class Room {
   #dispatch(connection: Connection, message: Message, frame: Uint8Array): void {
     switch (message.kind) {
       case 'sync-step1':
-        connection.send(encodeSyncStep2(Y.encodeStateAsUpdate(this.doc, message.stateVector)))
+        // Each answer encodes the whole difference; a client may not ask in a tight loop.
+        if (connection.takeSyncRequest()) {
+          connection.send(encodeSyncStep2(Y.encodeStateAsUpdate(this.doc, message.stateVector)))
+        } else {
+          connection.close(CloseCode.RateLimited, 'sync requests too frequent')
+        }
         return
       case 'sync-step2':
       case 'update':
+        // Every client answers our sync step 1, usually with nothing: not a write attempt.
+        if (isEmptyUpdate(message.update)) return
         if (connection.canWrite) this.#applyClientUpdate(connection, message, frame)
         else connection.denyWrite()
         return
       case 'awareness':
+        connection.claimAwarenessClients(readAwarenessClientIds(message.update))
         awarenessProtocol.applyAwarenessUpdate(this.awareness, message.update, connection)
         this.#broadcast(frame, connection)
         this.pubsub.publish(this.name, frame)
@@ -113,6 +123,7 @@ export class Room {
 
   /** Handles a frame another server published; a bad one is logged, never fatal. */
   receiveRemote(frame: Uint8Array): void {
+    if (this.#destroyed) return // the room is unloading; the servers still holding it keep the change
     try {
       const message = decodeMessage(frame)
       if (message.kind === 'update' || message.kind === 'sync-step2') {
@@ -139,7 +150,7 @@ export class Room {
   }
 
   destroy(): void {
-    this.awareness.off('update', this.#trackAwarenessOwners)
+    this.#destroyed = true
     this.awareness.destroy()
     this.doc.destroy()
     this.connections.clear()
@@ -178,17 +189,5 @@ export class Room {
     for (const connection of this.connections) {
       if (connection !== except) connection.send(frame)
     }
-  }
-
-  /** Remembers which awareness client ids each connection announced, to remove them when it leaves. */
-  readonly #trackAwarenessOwners = (
-    change: { added: number[]; updated: number[]; removed: number[] },
-    origin: unknown,
-  ): void => {
-    if (typeof origin !== 'object' || origin === null || !this.connections.has(origin as Connection)) return
-    const owned = (origin as Connection).awarenessClientIds
-    for (const id of change.added) owned.add(id)
-    for (const id of change.updated) owned.add(id)
-    for (const id of change.removed) owned.delete(id)
   }
 }

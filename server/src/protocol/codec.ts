@@ -100,6 +100,30 @@ export function encodePermissionDenied(reason: string): Uint8Array {
   })
 }
 
+/**
+ * The client ids an awareness update speaks for, read without parsing their JSON states. Throws
+ * `ProtocolError` if the update is malformed.
+ */
+export function readAwarenessClientIds(update: Uint8Array): number[] {
+  const decoder = decoding.createDecoder(update)
+  try {
+    const count = decoding.readVarUint(decoder)
+    const ids: number[] = []
+    for (let i = 0; i < count; i++) {
+      ids.push(decoding.readVarUint(decoder))
+      decoding.readVarUint(decoder) // clock
+      decoding.readVarUint8Array(decoder) // state: a length-prefixed JSON string
+      if (ids.length > MAX_AWARENESS_IDS_READ) break
+    }
+    return ids
+  } catch (error) {
+    throw new ProtocolError(`malformed awareness update: ${(error as Error).message}`)
+  }
+}
+
+/** Reading stops past this many ids: more than any connection may claim anyway. */
+const MAX_AWARENESS_IDS_READ = 64
+
 /** Whether a Yjs (v1) update carries no structs and no deletions, i.e. nothing worth forwarding. */
 export function isEmptyUpdate(update: Uint8Array): boolean {
   return update.length === 2 && update[0] === 0 && update[1] === 0

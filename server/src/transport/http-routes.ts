@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { ServerMetrics } from '../metrics.js'
+import { parseRequestTarget } from './request-target.js'
 import type { StaticFile } from './static-files.js'
 
 export interface Health {
@@ -19,7 +20,7 @@ export interface RouteDeps {
 /** The public HTTP side of the sync server: health, metrics and the demo page. */
 export function createRequestHandler(deps: RouteDeps) {
   return (request: IncomingMessage, response: ServerResponse): void => {
-    const path = new URL(request.url ?? '/', 'http://localhost').pathname
+    const { path } = parseRequestTarget(request.url)
     const file = deps.staticFiles.get(path)
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       sendError(response, 405, 'METHOD_NOT_ALLOWED', 'only GET and HEAD are served here')

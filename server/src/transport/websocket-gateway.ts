@@ -12,6 +12,7 @@ import type { ServerMetrics } from '../metrics.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
 import { isValidRoomName } from '../protocol/room-name.js'
 import { refuseUpgrade } from './http-refusal.js'
+import { parseRequestTarget } from './request-target.js'
 import { WsTransport } from './ws-transport.js'
 
 interface LiveSocket {
@@ -60,27 +61,37 @@ export class WebSocketGateway {
     return this.#live.size
   }
 
-  readonly handleUpgrade = async (request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+  /** The HTTP server's 'upgrade' listener; never throws, whatever the request. */
+  readonly handleUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => {}) // a client vanishing mid-handshake is not our error
+    this.#upgrade(request, socket, head).catch((error: unknown) => {
+      this.deps.logger.error({ err: error }, 'upgrade failed')
+      socket.destroy()
+    })
+  }
+
+  async #upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const refuse = (status: number, code: string, message: string) => {
       this.deps.metrics.connectionsRefused.labels(code).inc()
       refuseUpgrade(socket, status, code, message)
     }
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
-    const url = new URL(request.url ?? '/', 'http://localhost')
-    const room = url.pathname.slice(1)
+    const { path, query } = parseRequestTarget(request.url)
+    const room = path.slice(1)
     if (!isValidRoomName(room)) {
       return refuse(400, 'ROOM_NAME_INVALID', 'room names are 1-128 characters of A-Z a-z 0-9 . _ ~ : -')
     }
     let identity: Identity
     try {
-      identity = await this.deps.authenticator.authenticate(url.searchParams.get('token'), room)
+      identity = await this.deps.authenticator.authenticate(query.get('token'), room)
     } catch (error) {
       if (error instanceof AuthError) return refuse(error.status, error.code, error.message)
       this.deps.logger.error({ err: error, room }, 'authentication failed unexpectedly')
       return refuse(500, 'AUTH_FAILED', 'authentication could not be completed')
     }
     if (socket.destroyed) return
+    // Shutdown may have begun while the token was being checked.
+    if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
     this.#server.handleUpgrade(request, socket, head, (ws) => this.#accept(ws, room, identity))
   }
 
@@ -102,7 +113,17 @@ export class WebSocketGateway {
 
   #accept(socket: WebSocket, room: string, identity: Identity): void {
     const { manager, metrics, metadata, logger } = this.deps
+    socket.on('error', (error: Error & { code?: string }) => {
+      // ws has already closed the socket (1009 for an oversized message, 1002 for a bad frame).
+      if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH')
+        metrics.connectionsClosed.labels('MessageTooBig').inc()
+      logger.debug({ err: error, room }, 'socket error')
+    })
     const transport = new WsTransport(socket)
+    if (!this.#accepting) {
+      transport.close(CloseCode.GoingAway, 'server shutting down')
+      return
+    }
     if (this.#live.size >= this.limits.maxConnections) {
       metrics.connectionsRefused.labels('SERVER_FULL').inc()
       transport.close(CloseCode.TryAgainLater, 'server at connection capacity')

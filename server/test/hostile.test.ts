@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/close-codes'
+import * as encoding from 'lib0/encoding'
+import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
+import { MAX_AWARENESS_CLIENTS_PER_CONNECTION } from '../src/core/connection.js'
+import { encodeAwareness } from '../src/protocol/codec.js'
+import { destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
+import { ControlledSnapshotStore } from './helpers/controlled-store.js'
+import { deferred } from './helpers/deferred.js'
+import { closed, openRaw, terminateRawSockets } from './helpers/raw-socket.js'
+import { startTestServer, type TestServer, type TestServerOverrides } from './helpers/test-server.js'
+
+const servers: TestServer[] = []
+async function serverWith(overrides: TestServerOverrides = {}) {
+  const t = await startTestServer(overrides)
+  servers.push(t)
+  return t
+}
+afterEach(async () => {
+  destroyClients()
+  terminateRawSockets()
+  await Promise.all(servers.splice(0).map((t) => t.stop()))
+})
+
+/** Sends raw bytes over TCP and returns the first line the server answers. */
+function rawHttp(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(request))
+    let answer = ''
+    socket.on('data', (chunk) => {
+      answer += chunk.toString()
+    })
+    socket.on('end', () => resolve(answer.split('\r\n')[0] ?? ''))
+    socket.on('error', reject)
+  })
+}
+
+async function assertAlive(t: TestServer) {
+  assert.equal((await fetch(`${t.httpUrl}/healthz`)).status, 200, 'the process still serves')
+}
+
+function awarenessFor(ids: number[]): Uint8Array {
+  const encoder = encoding.createEncoder()
+  encoding.writeVarUint(encoder, ids.length)
+  for (const id of ids) {
+    encoding.writeVarUint(encoder, id)
+    encoding.writeVarUint(encoder, 1)
+    encoding.writeVarString(encoder, JSON.stringify({ cursor: { x: id } }))
+  }
+  return encodeAwareness(encoding.toUint8Array(encoder))
+}
+
+describe('hostile input', () => {
+  it('answers request targets that are not URLs (//, /\\) without dying', async () => {
+    const t = await serverWith()
+    assert.match(
+      await rawHttp(t.server.port, 'GET // HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      / 404 /,
+    )
+    const upgrade = (target: string) =>
+      `GET ${target} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n'
+    for (const target of ['//', '//@', '/\\', '/%', '/?token=%zz']) {
+      assert.match(await rawHttp(t.server.port, upgrade(target)), / 400 /, target)
+    }
+    await assertAlive(t)
+  })
+
+  it('survives a refused connection that sends invalid frames before it is gone', async () => {
+    const t = await serverWith({ limits: { maxConnectionsPerRoom: 1 } })
+    const room = uniqueRoom()
+    await openRaw(`${t.wsUrl}/${room}`)
+    const refused = await openRaw(`${t.wsUrl}/${room}`)
+    const gone = closed(refused)
+    // An unmasked client frame is a protocol violation that makes ws emit 'error' server-side.
+    const raw = (refused as unknown as { _socket: import('node:net').Socket })._socket
+    raw.write(Buffer.from([0x82, 0x02, 0x01, 0x02]))
+    assert.ok([CloseCode.RoomFull, CloseCode.ProtocolError, 1006].includes((await gone).code))
+    await assertAlive(t)
+  })
+
+  it(`closes a connection that speaks for more than ${MAX_AWARENESS_CLIENTS_PER_CONNECTION} awareness clients`, async () => {
+    const t = await serverWith()
+    const room = uniqueRoom()
+    const flooder = await openRaw(`${t.wsUrl}/${room}`)
+    const gone = closed(flooder)
+    flooder.send(awarenessFor([1, 2, 3]))
+    flooder.send(awarenessFor(Array.from({ length: 500 }, (_, i) => 1000 + i)))
+    assert.equal((await gone).code, CloseCode.ProtocolError)
+    const states = t.server.manager.loadedRoom(room)?.awareness.getStates().size ?? 0
+    assert.ok(states <= MAX_AWARENESS_CLIENTS_PER_CONNECTION, `${states} presence entries`)
+    await eventually(
+      () => (t.server.manager.loadedRoom(room)?.awareness.getStates().size ?? 0) === 0,
+      'removed on close',
+    )
+  })
+
+  it('closes a client that asks for sync faster than allowed (4002)', async () => {
+    const t = await serverWith()
+    const socket = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
+    const gone = closed(socket)
+    for (let i = 0; i < 50; i++) socket.send(new Uint8Array([0, 0, 1, 0]))
+    assert.equal((await gone).code, CloseCode.RateLimited)
+  })
+
+  it('closes a client that sends more than its buffer cap while the room loads (1013)', async () => {
+    const store = new ControlledSnapshotStore(new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))))
+    const gate = deferred()
+    store.loadGate = gate.promise
+    const t = await serverWith({ adapters: { snapshots: store }, limits: { maxBufferedBytes: 64 * 1024 } })
+    const socket = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
+    const gone = closed(socket)
+    for (let i = 0; i < 10; i++) socket.send(new Uint8Array(16 * 1024).fill(7))
+    assert.equal((await gone).code, CloseCode.TryAgainLater)
+    gate.resolve()
+  })
+})
