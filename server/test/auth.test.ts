@@ -12,6 +12,23 @@ import { collect, openRaw, refusedStatus, terminateRawSockets } from './helpers/
 import { startTestServer, type TestServer } from './helpers/test-server.js'
 import { signToken, TEST_SECRET } from './helpers/tokens.js'
 
+/** A JWKS endpoint on a free port; `beforeAnswer` can hold each answer back. */
+async function serveJwks(jwk: object, beforeAnswer: () => Promise<void> = async () => {}) {
+  const server = createServer(async (_request, response) => {
+    await beforeAnswer()
+    response.writeHead(200, { 'Content-Type': 'application/json' })
+    response.end(JSON.stringify({ keys: [jwk] }))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`,
+    close: () => {
+      server.closeAllConnections()
+      server.close()
+    },
+  }
+}
+
 const base64url = (text: string) => Buffer.from(text).toString('base64url')
 
 afterEach(() => {
@@ -153,15 +170,11 @@ describe('auth with public keys', () => {
     const jwk = { ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256' }
     const requested = deferred()
     const release = deferred()
-    const jwks = createServer(async (_request, response) => {
+    const jwks = await serveJwks(jwk, async () => {
       requested.resolve()
       await release.promise // the key set arrives only after shutdown has begun
-      response.writeHead(200, { 'Content-Type': 'application/json' })
-      response.end(JSON.stringify({ keys: [jwk] }))
     })
-    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve))
-    const jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks`
-    const t = await startTestServer({ auth: { mode: 'jwt', jwksUrl } })
+    const t = await startTestServer({ auth: { mode: 'jwt', jwksUrl: jwks.url } })
     try {
       const room = uniqueRoom()
       const token = await new SignJWT({ room, access: 'rw' })
@@ -176,7 +189,6 @@ describe('auth with public keys', () => {
       await stopped
       assert.equal(t.server.manager.roomCount, 0)
     } finally {
-      jwks.closeAllConnections()
       jwks.close()
     }
   })
@@ -184,13 +196,8 @@ describe('auth with public keys', () => {
   it('verifies tokens against a JWKS URL', async () => {
     const { publicKey, privateKey } = await generateKeyPair('RS256', { extractable: true })
     const jwk = { ...(await exportJWK(publicKey)), kid: 'key-1', alg: 'RS256', use: 'sig' }
-    const jwks = createServer((_request, response) => {
-      response.writeHead(200, { 'Content-Type': 'application/json' })
-      response.end(JSON.stringify({ keys: [jwk] }))
-    })
-    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve))
-    const jwksUrl = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/.well-known/jwks.json`
-    const t = await startTestServer({ auth: { mode: 'jwt', jwksUrl } })
+    const jwks = await serveJwks(jwk)
+    const t = await startTestServer({ auth: { mode: 'jwt', jwksUrl: jwks.url } })
     try {
       const room = uniqueRoom()
       const token = await new SignJWT({ room, access: 'rw' })

@@ -9,23 +9,14 @@ import * as encoding from 'lib0/encoding'
 import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
 import { MAX_AWARENESS_CLIENTS_PER_CONNECTION } from '../src/core/connection.js'
 import { encodeAwareness } from '../src/protocol/codec.js'
-import { destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { eventually, uniqueRoom } from './helpers/clients.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { deferred } from './helpers/deferred.js'
-import { closed, openRaw, terminateRawSockets } from './helpers/raw-socket.js'
-import { startTestServer, type TestServer, type TestServerOverrides } from './helpers/test-server.js'
+import { closed, openRaw } from './helpers/raw-socket.js'
+import { startTestServer, type TestServer } from './helpers/test-server.js'
 
-const servers: TestServer[] = []
-async function serverWith(overrides: TestServerOverrides = {}) {
-  const t = await startTestServer(overrides)
-  servers.push(t)
-  return t
-}
-afterEach(async () => {
-  destroyClients()
-  terminateRawSockets()
-  await Promise.all(servers.splice(0).map((t) => t.stop()))
-})
+afterEach(cleanUpAfterTest)
 
 /** Sends raw bytes over TCP and returns the first line the server answers. */
 function rawHttp(port: number, request: string): Promise<string> {
@@ -57,7 +48,7 @@ function awarenessFor(ids: number[]): Uint8Array {
 
 describe('hostile input', () => {
   it('answers request targets that are not URLs (//, /\\) without dying', async () => {
-    const t = await serverWith()
+    const t = await startTestServer()
     assert.match(
       await rawHttp(t.server.port, 'GET // HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
       / 404 /,
@@ -72,7 +63,7 @@ describe('hostile input', () => {
   })
 
   it('survives a refused connection that sends invalid frames before it is gone', async () => {
-    const t = await serverWith({ limits: { maxConnectionsPerRoom: 1 } })
+    const t = await startTestServer({ limits: { maxConnectionsPerRoom: 1 } })
     const room = uniqueRoom()
     await openRaw(`${t.wsUrl}/${room}`)
     const refused = await openRaw(`${t.wsUrl}/${room}`)
@@ -85,7 +76,7 @@ describe('hostile input', () => {
   })
 
   it(`closes a connection that speaks for more than ${MAX_AWARENESS_CLIENTS_PER_CONNECTION} awareness clients`, async () => {
-    const t = await serverWith()
+    const t = await startTestServer()
     const room = uniqueRoom()
     const flooder = await openRaw(`${t.wsUrl}/${room}`)
     const gone = closed(flooder)
@@ -101,7 +92,7 @@ describe('hostile input', () => {
   })
 
   it('closes a client that asks for sync faster than allowed (4002)', async () => {
-    const t = await serverWith()
+    const t = await startTestServer()
     const socket = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
     const gone = closed(socket)
     for (let i = 0; i < 50; i++) socket.send(new Uint8Array([0, 0, 1, 0]))
@@ -112,7 +103,10 @@ describe('hostile input', () => {
     const store = new ControlledSnapshotStore(new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))))
     const gate = deferred()
     store.loadGate = gate.promise
-    const t = await serverWith({ adapters: { snapshots: store }, limits: { maxBufferedBytes: 64 * 1024 } })
+    const t = await startTestServer({
+      adapters: { snapshots: store },
+      limits: { maxBufferedBytes: 64 * 1024 },
+    })
     const socket = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
     const gone = closed(socket)
     for (let i = 0; i < 10; i++) socket.send(new Uint8Array(16 * 1024).fill(7))

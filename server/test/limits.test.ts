@@ -4,21 +4,12 @@ import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/close-codes'
 import * as Y from 'yjs'
 import { encodeUpdate } from '../src/protocol/codec.js'
-import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
-import { closed, openRaw, refusedStatus, terminateRawSockets } from './helpers/raw-socket.js'
-import { startTestServer, type TestServer, type TestServerOverrides } from './helpers/test-server.js'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
+import { closed, openRaw, refusedStatus } from './helpers/raw-socket.js'
+import { startTestServer, type TestServer } from './helpers/test-server.js'
 
-const servers: TestServer[] = []
-async function serverWith(limits: TestServerOverrides['limits']): Promise<TestServer> {
-  const t = await startTestServer({ limits })
-  servers.push(t)
-  return t
-}
-afterEach(async () => {
-  destroyClients()
-  terminateRawSockets()
-  await Promise.all(servers.splice(0).map((t) => t.stop()))
-})
+afterEach(cleanUpAfterTest)
 
 function updateFrame(fill: (doc: Y.Doc) => void): Uint8Array {
   const doc = new Y.Doc()
@@ -37,7 +28,7 @@ async function assertOtherRoomsUnaffected(t: TestServer): Promise<void> {
 
 describe('limits', () => {
   it('closes with 1009 on an oversized message, as soon as its header arrives', async () => {
-    const t = await serverWith({ maxMessageBytes: 64 * 1024 })
+    const t = await startTestServer({ limits: { maxMessageBytes: 64 * 1024 } })
     const socket = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
     const close = closed(socket)
     // A masked binary frame header announcing 10 MiB, then only 4 bytes of it.
@@ -56,7 +47,7 @@ describe('limits', () => {
   })
 
   it('refuses invalid room names with 400 before the upgrade', async () => {
-    const t = await serverWith({})
+    const t = await startTestServer({ limits: {} })
     const names = [
       '',
       'a/b',
@@ -76,7 +67,7 @@ describe('limits', () => {
   })
 
   it('closes only the offending connection on malformed frames, text frames and unappliable updates', async () => {
-    const t = await serverWith({})
+    const t = await startTestServer({ limits: {} })
     const room = uniqueRoom()
     const neighbour = await connectSynced(t.wsUrl, room)
     const cases: [string | Uint8Array, number][] = [
@@ -100,7 +91,7 @@ describe('limits', () => {
   })
 
   it('limits connections per room (4001) and per server (1013)', async () => {
-    const t = await serverWith({ maxConnectionsPerRoom: 2, maxConnections: 3 })
+    const t = await startTestServer({ limits: { maxConnectionsPerRoom: 2, maxConnections: 3 } })
     const room = uniqueRoom()
     await openRaw(`${t.wsUrl}/${room}`)
     await openRaw(`${t.wsUrl}/${room}`)
@@ -112,7 +103,7 @@ describe('limits', () => {
   })
 
   it('closes a connection that sends faster than its message rate (4002)', async () => {
-    const t = await serverWith({ messagesPerSecond: 20, messageBurst: 20 })
+    const t = await startTestServer({ limits: { messagesPerSecond: 20, messageBurst: 20 } })
     const socket = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
     const close = closed(socket)
     for (let i = 0; i < 100; i++) socket.send(new Uint8Array([3]))
@@ -125,7 +116,7 @@ describe('limits', () => {
   })
 
   it('closes a consumer that stops reading once its backlog passes the cap (4003)', async () => {
-    const t = await serverWith({ maxBufferedBytes: 256 * 1024 })
+    const t = await startTestServer({ limits: { maxBufferedBytes: 256 * 1024 } })
     const room = uniqueRoom()
     const slow = await openRaw(`${t.wsUrl}/${room}`)
     const slowClosed = closed(slow)
@@ -148,7 +139,7 @@ describe('limits', () => {
   })
 
   it('reaps sockets that stop answering pings, and keeps those that answer', async () => {
-    const t = await serverWith({ pingIntervalMs: 100 })
+    const t = await startTestServer({ limits: { pingIntervalMs: 100 } })
     const room = uniqueRoom()
     const dead = await openRaw(`${t.wsUrl}/${room}`, { autoPong: false })
     const alive = await openRaw(`${t.wsUrl}/${room}`)
@@ -161,7 +152,7 @@ describe('limits', () => {
   })
 
   it('refuses updates past the document size ceiling with 4004 and keeps the document', async () => {
-    const t = await serverWith({ maxDocumentBytes: 20 * 1024 })
+    const t = await startTestServer({ limits: { maxDocumentBytes: 20 * 1024 } })
     const room = uniqueRoom()
     const writer = await openRaw(`${t.wsUrl}/${room}`)
     writer.send(updateFrame((doc) => doc.getText('t').insert(0, 'a'.repeat(12 * 1024))))

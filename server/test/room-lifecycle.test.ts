@@ -9,28 +9,23 @@ import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
 import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../src/adapters/memory-room-registry.js'
 import type { RoomRegistry } from '../src/ports/room-registry.js'
-import { connectClient, connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { connectClient, connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { deferred } from './helpers/deferred.js'
-import { closed, collect, openRaw, terminateRawSockets } from './helpers/raw-socket.js'
-import { startTestServer, type TestServer, type TestServerOverrides } from './helpers/test-server.js'
+import { closed, collect, openRaw } from './helpers/raw-socket.js'
+import { startTestServer, type TestServerOverrides } from './helpers/test-server.js'
 
-const servers: TestServer[] = []
-async function serverWith(store: ControlledSnapshotStore | null, overrides: TestServerOverrides = {}) {
-  const t = await startTestServer({
+/** A test server, saving to `store` when one is given. */
+function serverWith(store: ControlledSnapshotStore | null, overrides: TestServerOverrides = {}) {
+  return startTestServer({
     ...overrides,
     adapters: { ...(store ? { snapshots: store } : {}), ...overrides.adapters },
   })
-  servers.push(t)
-  return t
 }
 const controlledStore = () =>
   new ControlledSnapshotStore(new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))))
-afterEach(async () => {
-  destroyClients()
-  terminateRawSockets()
-  await Promise.all(servers.splice(0).map((t) => t.stop()))
-})
+afterEach(cleanUpAfterTest)
 
 async function storedText(
   store: { load(room: string): Promise<Uint8Array | null> },

@@ -36,6 +36,13 @@ export interface TestServerOverrides extends Partial<Omit<SyncServerOptions, 'li
   adapters?: Partial<Adapters>
 }
 
+const running = new Set<TestServer>()
+
+/** Stops every server the test started, passed or failed (use in `afterEach`). */
+export async function stopTestServers(): Promise<void> {
+  await Promise.all([...running].map((t) => t.stop()))
+}
+
 /** A real sync server on a free port, with embedded adapters in a fresh temporary folder. */
 export async function startTestServer(overrides: TestServerOverrides = {}): Promise<TestServer> {
   const snapshotFolder = mkdtempSync(join(tmpdir(), 'symphony-test-'))
@@ -64,14 +71,17 @@ export async function startTestServer(overrides: TestServerOverrides = {}): Prom
       snapshots,
     },
   })
-  return {
+  const testServer: TestServer = {
     server,
     wsUrl: `ws://127.0.0.1:${server.port}`,
     httpUrl: `http://127.0.0.1:${server.port}`,
     snapshotFolder,
     snapshots,
     stop: async () => {
+      running.delete(testServer)
       await server.shutdown()
     },
   }
+  running.add(testServer)
+  return testServer
 }
