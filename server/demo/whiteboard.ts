@@ -5,6 +5,7 @@
  */
 import { WebsocketProvider } from 'y-websocket'
 import * as Y from 'yjs'
+import { isValidRoomName } from '../src/protocol/room-name.js'
 
 type Kind = 'rect' | 'ellipse'
 /** One shape: its own Y.Map, so concurrent edits of different keys (move vs recolour) both survive. */
@@ -40,7 +41,7 @@ const CURSOR_INTERVAL = 30
 
 const query = new URLSearchParams(location.search)
 const roomParam = query.get('room') ?? ''
-const room = /^[A-Za-z0-9._~:-]{1,128}$/.test(roomParam) ? roomParam : 'demo'
+const room = isValidRoomName(roomParam) ? roomParam : 'demo'
 const token = query.get('token')
 const params: Record<string, string> = token ? { token } : {}
 const wsUrl = `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}`
