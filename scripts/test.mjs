@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Runs every package's test suite with Node's test runner. Tests are TypeScript, run through tsx;
 // --expose-gc lets the memory tests force a collection. Arguments narrow the run to those files.
-import { spawnSync } from 'node:child_process'
+// Real Redis and moto (S3, DynamoDB) run for the tests on free loopback ports and stop afterwards.
+import { spawn } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureDebianPackage } from './lib/debian-package.mjs'
+import { REDIS_SERVER, startMoto, startRedis } from './lib/services.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const packages = ['server', 'client-lib', 'dashboard-server', 'loadtest', 'infra']
@@ -33,9 +35,65 @@ if (files.length === 0) {
 // The browser tests drive Debian's Chromium through playwright-core.
 ensureDebianPackage('chromium', '/usr/bin/chromium')
 
-const result = spawnSync(
+const services = []
+let stopping
+const stopServices = () => {
+  stopping ??= Promise.allSettled(services.map((service) => service.stop()))
+  return stopping
+}
+
+// Ctrl-C or SIGTERM: stop the tests, then the services, then exit. (Children still running when this
+// process exits, e.g. a service still starting, are killed by the exit hook of lib/services.mjs.)
+let tests
+let interrupted
+const SIGNAL_CODES = { SIGINT: 130, SIGTERM: 143 }
+for (const signal of Object.keys(SIGNAL_CODES)) {
+  process.on(signal, async () => {
+    if (interrupted) return
+    interrupted = signal
+    if (tests && tests.exitCode === null && tests.signalCode === null) {
+      tests.kill(signal)
+      setTimeout(() => tests.kill('SIGKILL'), 10_000).unref()
+      return // the tests' exit handler below stops the services and exits
+    }
+    await stopServices()
+    process.exit(SIGNAL_CODES[signal])
+  })
+}
+
+// Moto first: its (first-run) pip install then goes on while apt may install redis-server.
+const [moto, redis] = await Promise.allSettled([startMoto(), startRedis()])
+for (const started of [moto, redis]) if (started.status === 'fulfilled') services.push(started.value)
+if (moto.status === 'rejected' || redis.status === 'rejected') {
+  for (const started of [moto, redis]) if (started.status === 'rejected') console.error(started.reason)
+  await stopServices()
+  process.exit(1)
+}
+console.log(`[services] redis on 127.0.0.1:${redis.value.port}`)
+console.log(`[services] moto (S3, DynamoDB) on ${moto.value.endpoint}`)
+
+const env = {
+  ...process.env,
+  SYMPHONY_TEST_REDIS_URL: redis.value.url,
+  SYMPHONY_TEST_REDIS_PORT: String(redis.value.port),
+  SYMPHONY_TEST_REDIS_SERVER: REDIS_SERVER,
+  SYMPHONY_TEST_AWS_ENDPOINT_URL: moto.value.endpoint,
+  AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'test',
+  AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'test',
+  AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
+}
+
+tests = spawn(
   process.execPath,
   ['--import', 'tsx', '--expose-gc', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files],
-  { cwd: root, stdio: 'inherit' },
+  { cwd: root, env, stdio: 'inherit' },
 )
-process.exit(result.status ?? 1)
+const status = await new Promise((resolve) => {
+  tests.once('error', (error) => {
+    console.error(error)
+    resolve(1)
+  })
+  tests.once('exit', (code) => resolve(code ?? 1))
+})
+await stopServices()
+process.exit(interrupted ? SIGNAL_CODES[interrupted] : status)

@@ -22,15 +22,31 @@ const environment = z.object({
   SERVER_ID: z.string().min(1).default(`${hostname()}-${process.pid}`),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   PUBSUB: z
-    .literal('memory', { error: 'only "memory" is available until Redis support lands' })
-    .default('memory'),
+    .string()
+    .default('memory')
+    .refine((v) => v === 'memory' || /^rediss?:\/\/./.test(v), 'must be "memory" or redis://host:port'),
   REGISTRY: z
-    .literal('memory', { error: 'only "memory" is available until DynamoDB support lands' })
-    .default('memory'),
+    .string()
+    .default('memory')
+    .refine(
+      (v) => v === 'memory' || /^dynamodb:\/\/[A-Za-z0-9_.-]{3,255}$/.test(v),
+      'must be "memory" or dynamodb://<table>',
+    ),
   SNAPSHOTS: z
     .string()
     .default('file://./data/snapshots')
-    .refine((url) => url.startsWith('file://'), 'must be file://<folder> (S3 support has not landed yet)'),
+    .refine(
+      (v) => /^file:\/\/./.test(v) || /^s3:\/\/[a-z0-9.-]{3,63}(\/.*)?$/.test(v),
+      'must be file://<folder> or s3://<bucket>/<prefix>',
+    ),
+  AWS_REGION: z.string().default('us-east-1'),
+  AWS_ENDPOINT_URL: optionalText.refine((url) => !url || URL.canParse(url), 'must be a URL'),
+  INTERNAL_PORT: int(0, 65535, 9234),
+  INTERNAL_HOST: optionalText,
+  INTERNAL_TOKEN: optionalText.refine((s) => !s || s.length >= 16, 'must be at least 16 characters'),
+  REGISTRY_LEASE_MS: int(1_000, 3_600_000, 30_000),
+  PEER_FETCH_TIMEOUT_MS: int(50, 60_000, 2_000),
+  ANTI_ENTROPY_INTERVAL_MS: int(0, 3_600_000, 10_000),
   AUTH: z.enum(['none', 'jwt']).optional(),
   AUTH_SECRET: optionalText.refine((s) => !s || s.length >= 32, 'must be at least 32 characters'),
   AUTH_PUBLIC_KEY: optionalText,
@@ -61,14 +77,33 @@ export interface Limits {
   pingIntervalMs: number
 }
 
+export type PubSubConfig = { kind: 'memory' } | { kind: 'redis'; url: string }
+export type RegistryConfig = { kind: 'memory' } | { kind: 'dynamodb'; table: string }
+export type SnapshotsConfig =
+  | { kind: 'file'; folder: string }
+  | { kind: 's3'; bucket: string; prefix: string }
+
+/** The port other servers fetch room state from, or null in single-server (memory registry) mode. */
+export interface InternalEndpointConfig {
+  port: number
+  /** Host peers reach this server at; discovered at start-up when not set. */
+  host: string | undefined
+  token: string
+}
+
 export interface Config {
   port: number
   host: string
   serverId: string
   logLevel: LogLevel
-  pubsub: 'memory'
-  registry: 'memory'
-  snapshotFolder: string
+  pubsub: PubSubConfig
+  registry: RegistryConfig
+  snapshots: SnapshotsConfig
+  aws: { region: string; endpoint: string | undefined }
+  internal: InternalEndpointConfig | null
+  registryLeaseMs: number
+  peerFetchTimeoutMs: number
+  antiEntropyIntervalMs: number
   auth: AuthConfig
   snapshotIntervalMs: number
   roomGraceMs: number
@@ -92,9 +127,15 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     serverId: e.SERVER_ID,
     logLevel: e.LOG_LEVEL,
-    pubsub: e.PUBSUB,
-    registry: e.REGISTRY,
-    snapshotFolder: folderOf(e.SNAPSHOTS),
+    pubsub: e.PUBSUB === 'memory' ? { kind: 'memory' } : { kind: 'redis', url: e.PUBSUB },
+    registry:
+      e.REGISTRY === 'memory' ? { kind: 'memory' } : { kind: 'dynamodb', table: e.REGISTRY.slice(11) },
+    snapshots: snapshotsFrom(e.SNAPSHOTS),
+    aws: { region: e.AWS_REGION, endpoint: e.AWS_ENDPOINT_URL },
+    internal: internalFrom(e),
+    registryLeaseMs: e.REGISTRY_LEASE_MS,
+    peerFetchTimeoutMs: e.PEER_FETCH_TIMEOUT_MS,
+    antiEntropyIntervalMs: e.ANTI_ENTROPY_INTERVAL_MS,
     auth: authFrom(e),
     snapshotIntervalMs: e.SNAPSHOT_INTERVAL_MS,
     roomGraceMs: e.ROOM_GRACE_MS,
@@ -112,10 +153,25 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   }
 }
 
-/** `file://./data` is relative to the working directory; `file:///srv/data` is absolute. */
-function folderOf(url: string): string {
+/** `file://./data` is relative to the working directory, `file:///srv/data` absolute; `s3://bucket/prefix/`. */
+function snapshotsFrom(url: string): SnapshotsConfig {
+  if (url.startsWith('s3://')) {
+    const [bucket = '', ...rest] = url.slice('s3://'.length).split('/')
+    return { kind: 's3', bucket, prefix: rest.join('/') }
+  }
   const rest = url.slice('file://'.length)
-  return rest.startsWith('/') ? fileURLToPath(url) : resolve(rest)
+  return { kind: 'file', folder: rest.startsWith('/') ? fileURLToPath(url) : resolve(rest) }
+}
+
+/** Peers exist only with a shared registry; then the internal endpoint must be guarded. */
+function internalFrom(e: z.infer<typeof environment>): InternalEndpointConfig | null {
+  if (e.REGISTRY === 'memory') return null
+  if (!e.INTERNAL_TOKEN) {
+    throw new ConfigError(
+      'INTERNAL_TOKEN: required with a shared REGISTRY (it guards the peer state endpoint)',
+    )
+  }
+  return { port: e.INTERNAL_PORT, host: e.INTERNAL_HOST, token: e.INTERNAL_TOKEN }
 }
 
 function authFrom(e: z.infer<typeof environment>): AuthConfig {

@@ -4,6 +4,7 @@ import { parseConfig } from './config.js'
 import { ConfigError } from './errors.js'
 import { createLogger } from './logger.js'
 import { SyncServer } from './sync-server.js'
+import { discoverInternalHost } from './transport/internal-host.js'
 
 let config: ReturnType<typeof parseConfig>
 try {
@@ -19,6 +20,7 @@ if (config.auth.mode === 'none') {
   logger.warn('AUTH=none: anyone can read and write every room. Set AUTH_SECRET (or a key) in production.')
 }
 
+const internal = config.internal
 const server = await SyncServer.start({
   port: config.port,
   host: config.host,
@@ -27,12 +29,22 @@ const server = await SyncServer.start({
   limits: config.limits,
   snapshot: { intervalMs: config.snapshotIntervalMs, retryBaseMs: 1_000, retryMaxMs: 30_000 },
   roomGraceMs: config.roomGraceMs,
+  antiEntropyIntervalMs: config.antiEntropyIntervalMs,
   shutdownTimeoutMs: config.shutdownTimeoutMs,
-  adapters: createAdapters(config),
+  internal: internal && {
+    port: internal.port,
+    token: internal.token,
+    fetchTimeoutMs: config.peerFetchTimeoutMs,
+    advertisedHost: await discoverInternalHost(internal.host, process.env.ECS_CONTAINER_METADATA_URI_V4),
+  },
+  createAdapters: (self) => createAdapters(config, self, logger),
   logger,
   demoFolder: fileURLToPath(new URL('./demo/', import.meta.url)),
 })
-logger.info({ port: server.port, url: `http://localhost:${server.port}/` }, 'listening')
+logger.info(
+  { port: server.port, internalAddress: server.internalAddress, url: `http://localhost:${server.port}/` },
+  'listening',
+)
 
 let stopping = false
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -37,6 +37,11 @@ export class ServerMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   })
+  readonly roomLoads = this.#counter(
+    'symphony_room_loads_total',
+    'Rooms loaded, by where their state came from (peer, snapshot, empty)',
+    ['source'],
+  )
   readonly roomLoadFailures = this.#counter(
     'symphony_room_load_failures_total',
     'Rooms whose state could not be loaded (their clients are asked to retry)',

@@ -10,9 +10,11 @@ import type { Logger } from './logger.js'
 import { ServerMetrics } from './metrics.js'
 import type { MetadataSink } from './ports/metadata-sink.js'
 import type { PubSub } from './ports/pubsub.js'
-import type { RoomRegistry } from './ports/room-registry.js'
+import type { PeerServer, RoomRegistry } from './ports/room-registry.js'
 import type { SnapshotStore } from './ports/snapshot-store.js'
 import { createRequestHandler } from './transport/http-routes.js'
+import { createInternalEndpoint } from './transport/internal-endpoint.js'
+import { createPeerStateFetcher } from './transport/peer-state-client.js'
 import { loadStaticFiles } from './transport/static-files.js'
 import { WebSocketGateway } from './transport/websocket-gateway.js'
 
@@ -23,6 +25,14 @@ export interface Adapters {
   metadata: MetadataSink
 }
 
+/** The endpoint peers fetch room state from; its host is what this server advertises. */
+export interface InternalEndpointOptions {
+  port: number
+  advertisedHost: string
+  token: string
+  fetchTimeoutMs: number
+}
+
 export interface SyncServerOptions {
   port: number
   host: string
@@ -31,45 +41,62 @@ export interface SyncServerOptions {
   limits: Limits
   snapshot: SnapshotPolicy
   roomGraceMs: number
+  antiEntropyIntervalMs: number
   shutdownTimeoutMs: number
-  adapters: Adapters
+  /** Null in single-server mode: there are no peers to serve. */
+  internal: InternalEndpointOptions | null
+  /** Builds the adapters once this server's peer address is known. */
+  createAdapters: (self: PeerServer) => Adapters
   logger: Logger
   /** Folder of the built demo page served at `/`, or null to serve none. */
   demoFolder: string | null
-  fetchPeerState?: PeerStateFetcher
 }
 
-/** One sync server: HTTP + WebSocket on one port, rooms, and its adapters. */
+/** One sync server: HTTP + WebSocket on one port, the internal endpoint on another, rooms, adapters. */
 export class SyncServer {
   readonly metrics = new ServerMetrics()
   readonly manager: RoomManager
   readonly #http: Server
   readonly #gateway: WebSocketGateway
+  readonly #adapters: Adapters
   readonly #startedAt = Date.now()
   #ready = false
   #shutdown: Promise<string[]> | null = null
 
-  private constructor(private readonly options: SyncServerOptions) {
-    const { adapters, logger } = options
+  private constructor(
+    private readonly options: SyncServerOptions,
+    private readonly internal: { server: Server; address: string } | null,
+  ) {
+    const { logger } = options
+    const self = { serverId: options.serverId, internalAddress: internal?.address ?? '' }
+    this.#adapters = options.createAdapters(self)
+    const fetchPeerState: PeerStateFetcher | null = options.internal
+      ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
+      : null
     const stateSource = new RoomStateSource(
-      adapters.registry,
-      adapters.snapshots,
-      options.fetchPeerState ?? null,
+      this.#adapters.registry,
+      this.#adapters.snapshots,
+      fetchPeerState,
       logger,
     )
     this.manager = new RoomManager(
-      { ...adapters, stateSource, metrics: this.metrics, logger },
+      { ...this.#adapters, stateSource, metrics: this.metrics, logger },
       {
         graceMs: options.roomGraceMs,
         snapshot: options.snapshot,
         maxDocumentBytes: options.limits.maxDocumentBytes,
+        antiEntropyIntervalMs: options.antiEntropyIntervalMs,
       },
+    )
+    internal?.server.on(
+      'request',
+      createInternalEndpoint(options.internal?.token ?? '', (name) => this.manager.loadedRoom(name)),
     )
     this.#gateway = new WebSocketGateway(
       {
         authenticator: createAuthenticator(options.auth),
         manager: this.manager,
-        metadata: adapters.metadata,
+        metadata: this.#adapters.metadata,
         metrics: this.metrics,
         logger,
       },
@@ -84,17 +111,25 @@ export class SyncServer {
   }
 
   static async start(options: SyncServerOptions): Promise<SyncServer> {
-    const server = new SyncServer(options)
-    await new Promise<void>((resolve, reject) => {
-      server.#http.once('error', reject)
-      server.#http.listen(options.port, options.host, () => resolve())
-    })
-    server.#ready = true
-    return server
+    let internal: { server: Server; address: string } | null = null
+    if (options.internal) {
+      const server = createServer()
+      const port = await listen(server, options.internal.port, options.host)
+      internal = { server, address: `${options.internal.advertisedHost}:${port}` }
+    }
+    const syncServer = new SyncServer(options, internal)
+    await listen(syncServer.#http, options.port, options.host)
+    syncServer.#ready = true
+    return syncServer
   }
 
   get port(): number {
     return (this.#http.address() as AddressInfo).port
+  }
+
+  /** `host:port` peers fetch room state from, or null in single-server mode. */
+  get internalAddress(): string | null {
+    return this.internal?.address ?? null
   }
 
   /**
@@ -108,7 +143,7 @@ export class SyncServer {
   }
 
   async #stop(): Promise<string[]> {
-    const { logger, adapters, shutdownTimeoutMs } = this.options
+    const { logger, shutdownTimeoutMs } = this.options
     const deadline = Date.now() + shutdownTimeoutMs * 0.8
     this.#ready = false
     this.#gateway.stopAccepting()
@@ -119,7 +154,12 @@ export class SyncServer {
     const unsaved = await this.manager.flushAll(deadline)
     await this.manager.unloadAll()
     await httpClosed
-    await Promise.all(Object.values(adapters).map((adapter) => adapter.close()))
+    if (this.internal) {
+      const internalClosed = new Promise((resolve) => this.internal?.server.close(resolve))
+      this.internal.server.closeAllConnections()
+      await internalClosed
+    }
+    await Promise.all(Object.values(this.#adapters).map((adapter) => adapter.close()))
     if (unsaved.length > 0) logger.error({ rooms: unsaved }, 'shut down with unsaved rooms')
     else logger.info('shut down cleanly')
     return unsaved
@@ -134,4 +174,11 @@ export class SyncServer {
       uptimeSeconds: Math.round((Date.now() - this.#startedAt) / 1000),
     }
   }
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => resolve((server.address() as AddressInfo).port))
+  })
 }

@@ -25,7 +25,24 @@ describe('configuration', () => {
     assert.deepEqual(config.auth, { mode: 'none' })
     assert.equal(config.snapshotIntervalMs, 30_000)
     assert.equal(config.limits.maxConnectionsPerRoom, 2_000)
-    assert.match(config.snapshotFolder, /data\/snapshots$/)
+    assert.match(config.snapshots.kind === 'file' ? config.snapshots.folder : '', /data\/snapshots$/)
+    assert.equal(config.internal, null, 'no peers, no internal endpoint')
+  })
+
+  it('reads the cluster adapters from their URLs', () => {
+    const config = parseConfig({
+      AUTH: 'none',
+      PUBSUB: 'redis://cache:6379',
+      REGISTRY: 'dynamodb://symphony-rooms',
+      SNAPSHOTS: 's3://my-bucket/rooms/',
+      INTERNAL_TOKEN: 'a-long-internal-token',
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:5000',
+    })
+    assert.deepEqual(config.pubsub, { kind: 'redis', url: 'redis://cache:6379' })
+    assert.deepEqual(config.registry, { kind: 'dynamodb', table: 'symphony-rooms' })
+    assert.deepEqual(config.snapshots, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/' })
+    assert.deepEqual(config.internal, { port: 9234, host: undefined, token: 'a-long-internal-token' })
+    assert.equal(config.aws.endpoint, 'http://127.0.0.1:5000')
   })
 
   it('turns auth on when a secret, key or JWKS URL is set', () => {
@@ -40,8 +57,10 @@ describe('configuration', () => {
     assert.match(errorFor({ AUTH: 'none', AUTH_SECRET: secret }), /^AUTH: "none" contradicts AUTH_SECRET/)
     assert.match(errorFor({ AUTH_SECRET: 'short' }), /^AUTH_SECRET: must be at least 32/)
     assert.match(errorFor({ AUTH_SECRET: secret, AUTH_JWKS_URL: 'https://x/j' }), /^AUTH: set only one/)
-    assert.match(errorFor({ AUTH: 'none', SNAPSHOTS: 's3://bucket/' }), /^SNAPSHOTS: /)
-    assert.match(errorFor({ AUTH: 'none', PUBSUB: 'redis://localhost' }), /^PUBSUB: /)
+    assert.match(errorFor({ AUTH: 'none', SNAPSHOTS: 'ftp://bucket/' }), /^SNAPSHOTS: /)
+    assert.match(errorFor({ AUTH: 'none', PUBSUB: 'kafka://localhost' }), /^PUBSUB: /)
+    assert.match(errorFor({ AUTH: 'none', REGISTRY: 'dynamodb://t' }), /^REGISTRY: /)
+    assert.match(errorFor({ AUTH: 'none', REGISTRY: 'dynamodb://rooms' }), /^INTERNAL_TOKEN: required/)
     assert.match(
       errorFor({ AUTH: 'none', MAX_MESSAGES_PER_SECOND: '50', MESSAGE_BURST: '10' }),
       /^MESSAGE_BURST/,

@@ -1,21 +1,47 @@
+import assert from 'node:assert/strict'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import {
+  BatchWriteItemCommand,
+  DeleteTableCommand,
+  DescribeTimeToLiveCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  type WriteRequest,
+} from '@aws-sdk/client-dynamodb'
+import { Redis } from 'ioredis'
+import { createRegistryTable, DynamoRoomRegistry } from '../src/adapters/dynamo-room-registry.js'
 import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
 import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../src/adapters/memory-room-registry.js'
 import { NoopMetadataSink } from '../src/adapters/noop-metadata-sink.js'
+import { RedisPubSub } from '../src/adapters/redis-pubsub.js'
+import { createSnapshotBucket, S3SnapshotStore } from '../src/adapters/s3-snapshot-store.js'
+import { type Logger, silentLogger } from '../src/logger.js'
 import { metadataSinkContract } from './contracts/metadata-sink.contract.js'
 import { pubSubContract } from './contracts/pubsub.contract.js'
 import { roomRegistryContract } from './contracts/room-registry.contract.js'
 import { snapshotStoreContract } from './contracts/snapshot-store.contract.js'
+import { eventually, uniqueRoom } from './helpers/clients.js'
+import { destroyTestAwsClients, requireTestServices, testAwsClients, uniqueName } from './helpers/services.js'
 
-// Each port's contract suite, run against every adapter that exists.
+// Each port's contract suite, run against every adapter that exists. The real adapters use the
+// Redis and AWS emulator that `npm test` starts; each run gets its own channels, table and prefix.
 
 pubSubContract('MemoryPubSub', async () => {
   const bus = new MemoryBus()
   const a = new MemoryPubSub('a', bus)
   const b = new MemoryPubSub('b', bus)
+  return { a, b, cleanup: async () => void (await Promise.all([a.close(), b.close()])) }
+})
+
+pubSubContract('RedisPubSub', async () => {
+  const { redisUrl } = requireTestServices()
+  const options = { channelPrefix: `${uniqueName('test')}:`, logger: silentLogger }
+  const a = new RedisPubSub('a', redisUrl, options)
+  const b = new RedisPubSub('b', redisUrl, options)
   return { a, b, cleanup: async () => void (await Promise.all([a.close(), b.close()])) }
 })
 
@@ -35,9 +61,220 @@ roomRegistryContract('MemoryRoomRegistry', async (leaseMs) => {
   }
 })
 
+const registryTableName = uniqueName('symphony-rooms')
+let registryTable: Promise<void> | null = null
+/** The run's registry table, created on first use (twice, to check that a second call is harmless). */
+function ensureRegistryTable(): Promise<void> {
+  const { dynamo } = testAwsClients()
+  registryTable ??= createRegistryTable(dynamo, registryTableName).then(() =>
+    createRegistryTable(dynamo, registryTableName),
+  )
+  return registryTable
+}
+
+roomRegistryContract('DynamoRoomRegistry', async (leaseMs) => {
+  await ensureRegistryTable()
+  const options = {
+    leaseMs,
+    now: Date.now,
+    tableName: registryTableName,
+    client: testAwsClients().dynamo,
+    logger: silentLogger,
+  }
+  const serverA = { serverId: 'a', internalAddress: '10.0.0.1:4000' }
+  const serverB = { serverId: 'b', internalAddress: '10.0.0.2:4000' }
+  const a = new DynamoRoomRegistry(serverA, options)
+  const b = new DynamoRoomRegistry(serverB, options)
+  return {
+    a,
+    b,
+    serverA,
+    serverB,
+    leaseMs,
+    cleanup: async () => void (await Promise.all([a.close(), b.close()])),
+  }
+})
+
 snapshotStoreContract(
   'FileSnapshotStore',
   async () => new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))),
 )
 
+const snapshotBucket = 'symphony-test-snapshots'
+const snapshotPrefix = `${uniqueName('run')}/`
+let bucket: Promise<void> | null = null
+/** The shared test bucket, created on first use (twice, to check that a second call is harmless). */
+function ensureSnapshotBucket(): Promise<void> {
+  const { s3 } = testAwsClients()
+  bucket ??= createSnapshotBucket(s3, snapshotBucket).then(() => createSnapshotBucket(s3, snapshotBucket))
+  return bucket
+}
+
+snapshotStoreContract('S3SnapshotStore', async () => {
+  await ensureSnapshotBucket()
+  return new S3SnapshotStore({ bucket: snapshotBucket, prefix: snapshotPrefix, client: testAwsClients().s3 })
+})
+
 metadataSinkContract('NoopMetadataSink', async () => new NoopMetadataSink())
+
+// What the real adapters promise beyond the contracts.
+
+describe('RedisPubSub', () => {
+  it('re-subscribes by itself after its subscriber connection drops, and logs it', async () => {
+    const { redisUrl } = requireTestServices()
+    const logs: LogEntry[] = []
+    const logger = recordingLogger(logs)
+    const options = { channelPrefix: `${uniqueName('test')}:`, logger }
+    const serverB = uniqueName('b')
+    const a = new RedisPubSub(uniqueName('a'), redisUrl, options)
+    const b = new RedisPubSub(serverB, redisUrl, options)
+    const admin = new Redis(redisUrl)
+    try {
+      const room = uniqueRoom('ps')
+      const received: number[][] = []
+      await b.subscribe(room, (message) => received.push([...message]))
+      const clients = String(await admin.call('CLIENT', 'LIST'))
+      const id = /id=(\d+) .*name=(\S+)/
+        .exec(clients.split('\n').find((line) => line.includes(`name=${serverB}:sub `)) ?? '')
+        ?.at(1)
+      assert.ok(id, "b's subscriber connection is listed")
+      await admin.call('CLIENT', 'KILL', 'ID', id)
+      // Published until one arrives: messages sent before the re-subscription are lost, as documented.
+      const timer = setInterval(() => a.publish(room, new Uint8Array([7])), 50)
+      try {
+        await eventually(() => received.length > 0, 'a message arrives after the reconnect')
+      } finally {
+        clearInterval(timer)
+      }
+      assert.deepEqual(received[0], [7])
+      const warnings = logs.filter((entry) => entry.level === 'warn').map((entry) => entry.message)
+      assert.ok(warnings.includes('redis connection lost, reconnecting'), warnings.join(', '))
+    } finally {
+      await Promise.all([a.close(), b.close(), admin.quit()])
+    }
+  })
+})
+
+describe('createRegistryTable', () => {
+  it('turns on TTL on expiresAt, which DynamoRoomRegistry writes in epoch seconds', async () => {
+    await ensureRegistryTable()
+    const { dynamo } = testAwsClients()
+    const ttl = await dynamo.send(new DescribeTimeToLiveCommand({ TableName: registryTableName }))
+    assert.equal(ttl.TimeToLiveDescription?.AttributeName, 'expiresAt')
+    assert.equal(ttl.TimeToLiveDescription?.TimeToLiveStatus, 'ENABLED')
+
+    const self = { serverId: uniqueName('s'), internalAddress: '10.0.0.3:4000' }
+    const options = { leaseMs: 30_000, now: () => 1_700_000_000_500, logger: silentLogger }
+    const registry = new DynamoRoomRegistry(self, {
+      ...options,
+      tableName: registryTableName,
+      client: dynamo,
+    })
+    const room = uniqueRoom('reg')
+    await registry.register(room)
+    const Key = { room: { S: room }, serverId: { S: self.serverId } }
+    const { Item } = await dynamo.send(new GetItemCommand({ TableName: registryTableName, Key }))
+    assert.deepEqual(Item, {
+      ...Key,
+      address: { S: '10.0.0.3:4000' },
+      expiresAtMs: { N: '1700000030500' },
+      expiresAt: { N: '1700000031' },
+    })
+    await registry.deregister(room)
+    await registry.close()
+  })
+})
+
+describe('DynamoRoomRegistry', () => {
+  /** A stand-in client that records BatchWriteItem sizes and leaves items unprocessed as told. */
+  function fakeDynamo(unprocessed: (requests: WriteRequest[]) => WriteRequest[]) {
+    const batchSizes: number[] = []
+    const client = {
+      send: async (command: object) => {
+        if (!(command instanceof BatchWriteItemCommand)) return {}
+        const [[table, requests] = ['', []]] = Object.entries(command.input.RequestItems ?? {})
+        batchSizes.push(requests.length)
+        const left = unprocessed(requests)
+        return { UnprocessedItems: left.length > 0 ? { [table]: left } : {} }
+      },
+    }
+    return { client: client as unknown as DynamoDBClient, batchSizes }
+  }
+
+  async function refreshOnce(client: DynamoDBClient, logs: LogEntry[], batchSizes: number[], calls: number) {
+    const self = { serverId: 's', internalAddress: '10.0.0.4:4000' }
+    const options = { leaseMs: 60, now: Date.now, tableName: 't', client, logger: recordingLogger(logs) }
+    const registry = new DynamoRoomRegistry(self, options)
+    await Promise.all(Array.from({ length: 60 }, (_, i) => registry.register(`room-${i}`)))
+    await eventually(() => batchSizes.length >= calls, 'the heartbeat refreshes the leases')
+    await registry.close()
+  }
+
+  it('refreshes leases 25 to a BatchWriteItem, retrying what DynamoDB left unprocessed', async () => {
+    const { client, batchSizes } = fakeDynamo((requests) => (requests.length > 1 ? requests.slice(-1) : []))
+    const logs: LogEntry[] = []
+    await refreshOnce(client, logs, batchSizes, 6)
+    assert.deepEqual(batchSizes.slice(0, 6).sort(), [1, 1, 1, 10, 25, 25])
+    assert.deepEqual(logs, [])
+  })
+
+  it('logs a refresh whose retry is left unprocessed too', async () => {
+    const { client, batchSizes } = fakeDynamo((requests) => requests)
+    const logs: LogEntry[] = []
+    await refreshOnce(client, logs, batchSizes, 6)
+    await eventually(() => logs.length > 0, 'the failed refresh is logged')
+    const [entry] = logs
+    assert.ok(entry)
+    assert.equal(entry.level, 'error')
+    assert.equal(entry.message, 'room lease refresh failed')
+    assert.match(String((entry.fields as { err?: Error }).err), /3 of 3 lease batches \(60 rooms\)/)
+  })
+})
+
+describe('S3SnapshotStore', () => {
+  it('fails rather than reporting "never saved" when the bucket does not exist', async () => {
+    const store = new S3SnapshotStore({
+      bucket: uniqueName('missing-bucket'),
+      prefix: '',
+      client: testAwsClients().s3,
+    })
+    await assert.rejects(store.load(uniqueRoom('snap')), /NoSuchBucket/)
+  })
+})
+
+after(async () => {
+  if (registryTable) {
+    await registryTable.catch(() => {})
+    await testAwsClients()
+      .dynamo.send(new DeleteTableCommand({ TableName: registryTableName }))
+      .catch(() => {})
+  }
+  destroyTestAwsClients()
+})
+
+interface LogEntry {
+  level: 'warn' | 'error'
+  message: string
+  fields: object
+}
+
+/** A logger that keeps its warnings and errors. */
+function recordingLogger(entries: LogEntry[]): Logger {
+  const ignore = () => {}
+  const record =
+    (level: LogEntry['level']) =>
+    (fields: object | string, message?: string): void =>
+      void entries.push(
+        typeof fields === 'string'
+          ? { level, message: fields, fields: {} }
+          : { level, message: message ?? '', fields },
+      )
+  const logger: Logger = {
+    debug: ignore,
+    info: ignore,
+    warn: record('warn'),
+    error: record('error'),
+    child: () => logger,
+  }
+  return logger
+}

@@ -1,19 +1,45 @@
 import type { Config } from '../config.js'
+import type { Logger } from '../logger.js'
+import type { PeerServer } from '../ports/room-registry.js'
 import type { Adapters } from '../sync-server.js'
+import { createAwsClients } from './aws-clients.js'
+import { DynamoRoomRegistry } from './dynamo-room-registry.js'
 import { FileSnapshotStore } from './file-snapshot-store.js'
 import { MemoryPubSub } from './memory-pubsub.js'
 import { MemoryRoomRegistry } from './memory-room-registry.js'
 import { NoopMetadataSink } from './noop-metadata-sink.js'
-
-const LEASE_MS = 30_000
+import { RedisPubSub } from './redis-pubsub.js'
+import { S3SnapshotStore } from './s3-snapshot-store.js'
 
 /** Builds the adapter for each port from the parsed configuration. */
-export function createAdapters(config: Config): Adapters {
-  const self = { serverId: config.serverId, internalAddress: `${config.host}:${config.port}` }
+export function createAdapters(config: Config, self: PeerServer, logger: Logger): Adapters {
+  let clients: ReturnType<typeof createAwsClients> | undefined
+  // Only cluster mode talks to AWS; embedded mode creates no clients.
+  const aws = () =>
+    (clients ??= createAwsClients({ region: config.aws.region, endpoint: config.aws.endpoint }))
+  const lease = { leaseMs: config.registryLeaseMs, now: Date.now }
   return {
-    pubsub: new MemoryPubSub(config.serverId),
-    registry: new MemoryRoomRegistry(self, { leaseMs: LEASE_MS, now: Date.now }),
-    snapshots: new FileSnapshotStore(config.snapshotFolder),
+    pubsub:
+      config.pubsub.kind === 'redis'
+        ? new RedisPubSub(config.serverId, config.pubsub.url, { logger })
+        : new MemoryPubSub(config.serverId),
+    registry:
+      config.registry.kind === 'dynamodb'
+        ? new DynamoRoomRegistry(self, {
+            ...lease,
+            tableName: config.registry.table,
+            client: aws().dynamo,
+            logger,
+          })
+        : new MemoryRoomRegistry(self, lease),
+    snapshots:
+      config.snapshots.kind === 's3'
+        ? new S3SnapshotStore({
+            bucket: config.snapshots.bucket,
+            prefix: config.snapshots.prefix,
+            client: aws().s3,
+          })
+        : new FileSnapshotStore(config.snapshots.folder),
     metadata: new NoopMetadataSink(),
   }
 }

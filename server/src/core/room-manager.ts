@@ -155,6 +155,7 @@ export class RoomManager {
       for (const frame of buffered) loaded.room.receiveRemote(frame)
       room = loaded.room // from here on frames go straight to the room, also while registering
       await registry.register(name)
+      this.deps.metrics.roomLoads.labels(source).inc()
       logger.info({ room: name, source, bytes: state?.length ?? 0 }, 'room loaded')
       this.deps.metadata.record({ type: 'room-loaded', room: name, bytes: state?.length ?? 0 })
       return loaded

@@ -5,8 +5,11 @@ import { DocumentTooLargeError, ProtocolError, SymphonyError } from '../errors.j
 import type { Logger } from '../logger.js'
 import type { PubSub } from '../ports/pubsub.js'
 import {
+  type Digest,
+  decodeDigest,
   decodeMessage,
   encodeAwareness,
+  encodeDigest,
   encodeSyncStep1,
   encodeSyncStep2,
   encodeUpdate,
@@ -14,6 +17,7 @@ import {
   type Message,
   readAwarenessClientIds,
 } from '../protocol/codec.js'
+import { compareDigest, digestOf } from './anti-entropy.js'
 import type { Connection } from './connection.js'
 
 /** Transaction origin of updates that came from another server. */
@@ -21,7 +25,12 @@ const REMOTE = Symbol('remote')
 
 export interface RoomOptions {
   maxDocumentBytes: number
+  /** How often this server publishes its digest of the room to its peers; 0 turns it off. */
+  antiEntropyIntervalMs: number
 }
+
+/** A server asks a peer for what it lacks at most this often per room. */
+const ASK_PEERS_MIN_INTERVAL_MS = 1_000
 
 /**
  * One loaded room: its document, its presence, and the local connections editing it. Everything
@@ -36,6 +45,8 @@ export class Room {
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
   #sizeBound: number
   #destroyed = false
+  #antiEntropyTimer: NodeJS.Timeout | null = null
+  #lastAskedPeersAt = 0
 
   constructor(
     readonly name: string,
@@ -49,6 +60,12 @@ export class Room {
     this.#sizeBound = loadedBytes
     this.awareness = new awarenessProtocol.Awareness(doc)
     this.awareness.setLocalState(null) // the server itself has no presence
+    if (options.antiEntropyIntervalMs > 0) {
+      // Jittered so the servers holding a room do not all publish at the same moment.
+      const period = options.antiEntropyIntervalMs * (0.8 + 0.4 * Math.random())
+      this.#antiEntropyTimer = setInterval(() => this.publishDigest(), period)
+      this.#antiEntropyTimer.unref()
+    }
   }
 
   /** Starts syncing a connection: our state vector, so it sends what we lack, and who is here. */
@@ -125,6 +142,11 @@ export class Room {
   receiveRemote(frame: Uint8Array): void {
     if (this.#destroyed) return // the room is unloading; the servers still holding it keep the change
     try {
+      const digest = decodeDigest(frame)
+      if (digest) {
+        this.#answerDigest(digest)
+        return
+      }
       const message = decodeMessage(frame)
       if (message.kind === 'update' || message.kind === 'sync-step2') {
         this.#apply(message.update, REMOTE)
@@ -135,6 +157,21 @@ export class Room {
       }
     } catch (error) {
       this.logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
+    }
+  }
+
+  /** Tells the other servers holding the room what this one holds (anti-entropy). */
+  publishDigest(): void {
+    this.pubsub.publish(this.name, encodeDigest(digestOf(this.doc)))
+  }
+
+  #answerDigest(theirs: Digest): void {
+    const { peerLacks, weLack } = compareDigest(this.doc, theirs)
+    if (peerLacks)
+      this.pubsub.publish(this.name, encodeUpdate(Y.encodeStateAsUpdate(this.doc, theirs.stateVector)))
+    if (weLack && Date.now() - this.#lastAskedPeersAt > ASK_PEERS_MIN_INTERVAL_MS) {
+      this.#lastAskedPeersAt = Date.now()
+      this.publishDigest()
     }
   }
 
@@ -151,6 +188,7 @@ export class Room {
 
   destroy(): void {
     this.#destroyed = true
+    if (this.#antiEntropyTimer) clearInterval(this.#antiEntropyTimer)
     this.awareness.destroy()
     this.doc.destroy()
     this.connections.clear()

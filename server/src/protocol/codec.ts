@@ -4,6 +4,12 @@ import { ProtocolError } from '../errors.js'
 
 /** Top-level message types of the y-websocket protocol. */
 export const MessageType = { Sync: 0, Awareness: 1, Auth: 2, QueryAwareness: 3 } as const
+/**
+ * Messages only servers exchange over pub/sub, numbered far from the client protocol's so a
+ * client sending one is refused as an unknown type.
+ */
+export const ServerMessageType = { Digest: 100 } as const
+
 /** Sub-types of a sync message (y-protocols/sync). */
 export const SyncType = { Step1: 0, Step2: 1, Update: 2 } as const
 const AUTH_PERMISSION_DENIED = 0
@@ -123,6 +129,35 @@ export function readAwarenessClientIds(update: Uint8Array): number[] {
 
 /** Reading stops past this many ids: more than any connection may claim anyway. */
 const MAX_AWARENESS_IDS_READ = 64
+
+/** Anti-entropy: what a server holds of a room, as its state vector and a hash of its deletions. */
+export interface Digest {
+  stateVector: Uint8Array
+  deleteSetHash: Uint8Array
+}
+
+export function encodeDigest(digest: Digest): Uint8Array {
+  return encodeWith((encoder) => {
+    encoding.writeVarUint(encoder, ServerMessageType.Digest)
+    encoding.writeVarUint8Array(encoder, digest.stateVector)
+    encoding.writeVarUint8Array(encoder, digest.deleteSetHash)
+  })
+}
+
+/** The digest in a pub/sub frame, or null if the frame is not one. */
+export function decodeDigest(frame: Uint8Array): Digest | null {
+  if (frame[0] !== ServerMessageType.Digest) return null
+  try {
+    const decoder = decoding.createDecoder(frame)
+    decoding.readVarUint(decoder)
+    return {
+      stateVector: decoding.readVarUint8Array(decoder),
+      deleteSetHash: decoding.readVarUint8Array(decoder),
+    }
+  } catch (error) {
+    throw new ProtocolError(`malformed digest: ${(error as Error).message}`)
+  }
+}
 
 /** Whether a Yjs (v1) update carries no structs and no deletions, i.e. nothing worth forwarding. */
 export function isEmptyUpdate(update: Uint8Array): boolean {

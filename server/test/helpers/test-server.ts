@@ -2,8 +2,8 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FileSnapshotStore } from '../../src/adapters/file-snapshot-store.js'
-import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
-import { MemoryRoomRegistry } from '../../src/adapters/memory-room-registry.js'
+import { type MemoryBus, MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
+import { type MemoryRegistryTable, MemoryRoomRegistry } from '../../src/adapters/memory-room-registry.js'
 import { NoopMetadataSink } from '../../src/adapters/noop-metadata-sink.js'
 import type { Limits } from '../../src/config.js'
 import { silentLogger } from '../../src/logger.js'
@@ -31,9 +31,12 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
-export interface TestServerOverrides extends Partial<Omit<SyncServerOptions, 'limits' | 'adapters'>> {
+export interface TestServerOverrides extends Partial<Omit<SyncServerOptions, 'limits' | 'createAdapters'>> {
   limits?: Partial<Limits>
   adapters?: Partial<Adapters>
+  /** Shared by servers that should see each other, as Redis and DynamoDB would be. */
+  bus?: MemoryBus
+  registryTable?: MemoryRegistryTable
 }
 
 const running = new Set<TestServer>()
@@ -55,21 +58,20 @@ export async function startTestServer(overrides: TestServerOverrides = {}): Prom
     auth: { mode: 'none' },
     snapshot: { intervalMs: 30_000, retryBaseMs: 20, retryMaxMs: 200 },
     roomGraceMs: 50,
+    antiEntropyIntervalMs: 0,
     shutdownTimeoutMs: 5_000,
+    internal: null,
     logger: silentLogger,
     demoFolder: null,
     ...overrides,
     limits: { ...TEST_LIMITS, ...overrides.limits },
-    adapters: {
-      pubsub: new MemoryPubSub(serverId),
-      registry: new MemoryRoomRegistry(
-        { serverId, internalAddress: '127.0.0.1:0' },
-        { leaseMs: 30_000, now: Date.now },
-      ),
+    createAdapters: (self) => ({
+      pubsub: new MemoryPubSub(serverId, overrides.bus),
+      registry: new MemoryRoomRegistry(self, { leaseMs: 30_000, now: Date.now }, overrides.registryTable),
       metadata: new NoopMetadataSink(),
       ...overrides.adapters,
       snapshots,
-    },
+    }),
   })
   const testServer: TestServer = {
     server,

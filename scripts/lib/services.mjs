@@ -1,0 +1,263 @@
+// Starts the real services the tests need as child processes on free loopback ports: Redis, and moto
+// standing in for S3 and DynamoDB. Missing ones are installed first (redis-server from Debian, moto into
+// a Python venv under .services/). The children die with this process: an exit hook kills them.
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { createConnection, createServer } from 'node:net'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ensureDebianPackage } from './debian-package.mjs'
+
+const root = fileURLToPath(new URL('../..', import.meta.url))
+const HOST = '127.0.0.1'
+
+/** Absolute path of the redis-server binary the tests use (Debian's package). */
+export const REDIS_SERVER = '/usr/bin/redis-server'
+
+const VENV = join(root, '.services', 'venv')
+const MOTO_SERVER = join(VENV, 'bin', 'moto_server')
+// Written once pip has finished, so an install cut short is redone rather than half used.
+const MOTO_INSTALLED = join(VENV, '.moto-installed')
+
+// Every child still running; the exit hook kills them synchronously, whatever way this process ends.
+const children = new Set()
+let exitHookInstalled = false
+
+function track(child) {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true
+    process.on('exit', () => {
+      for (const running of children) {
+        try {
+          running.kill('SIGKILL')
+        } catch {}
+      }
+    })
+  }
+  children.add(child)
+  child.once('exit', () => children.delete(child))
+  child.once('error', () => children.delete(child))
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** A TCP port free on the loopback address right now: listens on port 0, reads the port, closes. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.unref()
+    server.once('error', reject)
+    server.listen(0, HOST, () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/**
+ * Spawns a long-running service. Its output is kept (the last few KiB) for error messages, not printed.
+ * The child is unref'd, so a caller that forgets stop() still exits, and the exit hook kills it.
+ */
+function launch(command, args) {
+  const child = spawn(command, args, { cwd: root, detached: false, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  const keep = (chunk) => {
+    output = (output + chunk).slice(-4000)
+  }
+  child.stdout.on('data', keep)
+  child.stderr.on('data', keep)
+  child.stdout.unref?.()
+  child.stderr.unref?.()
+  child.unref()
+  let failure
+  child.once('error', (error) => {
+    failure = error
+  })
+  track(child)
+  return {
+    child,
+    /** Why the child is gone (an Error), or undefined while it runs. */
+    gone: () =>
+      failure ??
+      (child.exitCode !== null || child.signalCode !== null
+        ? new Error(`exited with ${child.exitCode ?? child.signalCode}`)
+        : undefined),
+    output: () => output.trim(),
+  }
+}
+
+/** Polls `ready()` until it is true; fails when the child dies or `timeoutMs` passes. */
+async function waitReady(name, launched, ready, timeoutMs) {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const gone = launched.gone()
+    if (gone) throw new Error(`${name} ${gone.message} before it was ready:\n${launched.output()}`)
+    if (await ready()) return
+    if (Date.now() > deadline) {
+      await stopChild(launched.child)
+      throw new Error(`${name} not ready after ${timeoutMs} ms:\n${launched.output()}`)
+    }
+    await sleep(50)
+  }
+}
+
+/** SIGTERM, then SIGKILL if the child is still there after `graceMs`; resolves once it has exited. */
+function stopChild(child, graceMs = 5000) {
+  if (child.exitCode !== null || child.signalCode !== null || !children.has(child)) return Promise.resolve()
+  return new Promise((resolve) => {
+    // This timer is ref'd: it keeps the event loop alive while waiting on the unref'd child.
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
+    child.once('exit', () => {
+      clearTimeout(timer)
+      resolve()
+    })
+    child.kill('SIGTERM')
+  })
+}
+
+/** Sends one inline Redis command; resolves with the reply's first bytes, or '' when nothing answers. */
+function redisCommand(port, command, timeoutMs = 1000) {
+  return new Promise((resolve) => {
+    let reply = ''
+    const socket = createConnection({ host: HOST, port })
+    const done = (value) => {
+      socket.destroy()
+      resolve(value)
+    }
+    socket.setTimeout(timeoutMs, () => done(reply))
+    socket.once('error', () => done(reply))
+    socket.once('close', () => resolve(reply))
+    socket.once('connect', () => socket.write(`${command}\r\n`))
+    socket.on('data', (chunk) => {
+      reply += chunk
+      if (reply.includes('\r\n')) done(reply)
+    })
+  })
+}
+
+/**
+ * Starts redis-server (installing Debian's package when missing) on a free loopback port, without
+ * persistence. `restart()` stops it and starts it again on the same port.
+ */
+export async function startRedis() {
+  ensureDebianPackage('redis-server', REDIS_SERVER)
+  const port = await freePort()
+  let launched
+
+  async function start() {
+    launched = launch(REDIS_SERVER, [
+      '--port',
+      String(port),
+      '--bind',
+      HOST,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--loglevel',
+      'warning',
+    ])
+    await waitReady(
+      `redis-server on port ${port}`,
+      launched,
+      async () => (await redisCommand(port, 'PING')).startsWith('+PONG'),
+      15_000,
+    )
+  }
+
+  async function stop() {
+    await stopChild(launched.child)
+    // A test may have shut our Redis down and started its own on this port: do not leave that behind.
+    if ((await redisCommand(port, 'PING', 300)).startsWith('+PONG')) {
+      await redisCommand(port, 'SHUTDOWN NOSAVE', 2000)
+    }
+  }
+
+  await start()
+  return {
+    url: `redis://${HOST}:${port}`,
+    port,
+    async restart() {
+      await stop()
+      await start()
+    },
+    stop,
+  }
+}
+
+/** Runs a command to completion, its output shown; rejects when it fails. */
+function run(command, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: root,
+      detached: false,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    })
+    track(child)
+    child.once('error', reject)
+    child.once('exit', (code, signal) =>
+      code === 0
+        ? resolve()
+        : reject(new Error(`${command} ${args.join(' ')} exited with ${code ?? signal}`)),
+    )
+  })
+}
+
+let motoInstall
+
+/** Makes sure .services/venv holds moto[server]; the first run installs it from PyPI. */
+function ensureMoto() {
+  motoInstall ??= (async () => {
+    if (existsSync(MOTO_SERVER) && existsSync(MOTO_INSTALLED)) return
+    const started = Date.now()
+    console.log('[services] installing moto[server] into .services/venv (first run only)')
+    if (!existsSync(join(VENV, 'bin', 'pip'))) {
+      mkdirSync(join(root, '.services'), { recursive: true })
+      rmSync(VENV, { recursive: true, force: true })
+      try {
+        await run('python3', ['-m', 'venv', VENV])
+      } catch {
+        // A bare Debian has python3 without the venv module: install it, then use Debian's python3.
+        ensureDebianPackage('python3', '/usr/bin/python3')
+        ensureDebianPackage('python3-venv', '/usr/share/doc/python3-venv/copyright')
+        rmSync(VENV, { recursive: true, force: true })
+        await run('/usr/bin/python3', ['-m', 'venv', VENV])
+      }
+    }
+    await run(join(VENV, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', 'moto[server]'])
+    if (!existsSync(MOTO_SERVER)) throw new Error(`installed moto[server] but ${MOTO_SERVER} is missing`)
+    writeFileSync(MOTO_INSTALLED, `${new Date().toISOString()}\n`)
+    console.log(`[services] installed moto in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  })()
+  motoInstall.catch(() => {
+    motoInstall = undefined
+  })
+  return motoInstall
+}
+
+/** Resolves true when anything answers HTTP on the port. */
+function httpAnswers(port) {
+  return new Promise((resolve) => {
+    const req = request({ host: HOST, port, path: '/moto-api/', timeout: 1000 }, (res) => {
+      res.resume()
+      resolve(true)
+    })
+    req.once('timeout', () => req.destroy())
+    req.once('error', () => resolve(false))
+    req.end()
+  })
+}
+
+/** Starts moto's server (S3, DynamoDB and the rest on one port), installing it when missing. */
+export async function startMoto() {
+  await ensureMoto()
+  const port = await freePort()
+  const launched = launch(MOTO_SERVER, ['-H', HOST, '-p', String(port)])
+  await waitReady(`moto_server on port ${port}`, launched, () => httpAnswers(port), 60_000)
+  return {
+    endpoint: `http://${HOST}:${port}`,
+    port,
+    stop: () => stopChild(launched.child),
+  }
+}

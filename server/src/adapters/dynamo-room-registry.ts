@@ -1,0 +1,203 @@
+import {
+  type AttributeValue,
+  BatchWriteItemCommand,
+  CreateTableCommand,
+  DeleteItemCommand,
+  DescribeTimeToLiveCommand,
+  type DynamoDBClient,
+  PutItemCommand,
+  QueryCommand,
+  type QueryCommandOutput,
+  UpdateTimeToLiveCommand,
+  type WriteRequest,
+  waitUntilTableExists,
+} from '@aws-sdk/client-dynamodb'
+import type { Logger } from '../logger.js'
+import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
+import { LeaseHeartbeat, type LeaseOptions } from './lease-heartbeat.js'
+
+/** BatchWriteItem's limit on requests per call. */
+const BATCH_SIZE = 25
+
+export interface DynamoRoomRegistryOptions extends LeaseOptions {
+  tableName: string
+  client: DynamoDBClient
+  logger: Logger
+}
+
+type Item = Record<string, AttributeValue>
+
+/**
+ * `RoomRegistry` in a DynamoDB table: one item per (room, serverId), its lease end in
+ * `expiresAtMs`. Reads judge leases by `expiresAtMs`, since DynamoDB's TTL (on `expiresAt`, in
+ * seconds) only deletes expired items eventually, often days later.
+ */
+export class DynamoRoomRegistry implements RoomRegistry {
+  readonly #heartbeat: LeaseHeartbeat
+  /** The heartbeat's write in flight, so a deregistration can land after it and not be undone. */
+  #refreshing: Promise<void> | null = null
+
+  constructor(
+    private readonly self: PeerServer,
+    private readonly options: DynamoRoomRegistryOptions,
+  ) {
+    this.#heartbeat = new LeaseHeartbeat(
+      options,
+      (rooms) => this.#startRefresh(rooms),
+      (error) => options.logger.error({ err: error, table: options.tableName }, 'room lease refresh failed'),
+    )
+  }
+
+  async register(room: string): Promise<void> {
+    try {
+      await this.options.client.send(
+        new PutItemCommand({ TableName: this.options.tableName, Item: this.#item(room) }),
+      )
+    } catch (error) {
+      throw this.#error(`could not register room ${room}`, error)
+    }
+    this.#heartbeat.add(room)
+  }
+
+  async deregister(room: string): Promise<void> {
+    this.#heartbeat.delete(room)
+    // A refresh that started before may still write this room's lease; delete only after it.
+    await this.#refreshing?.catch(() => {})
+    const Key = { room: { S: room }, serverId: { S: this.self.serverId } }
+    try {
+      await this.options.client.send(new DeleteItemCommand({ TableName: this.options.tableName, Key }))
+    } catch (error) {
+      throw this.#error(`could not deregister room ${room}`, error)
+    }
+  }
+
+  async peersFor(room: string): Promise<PeerServer[]> {
+    const now = this.options.now()
+    const peers: PeerServer[] = []
+    let ExclusiveStartKey: Item | undefined
+    do {
+      let page: QueryCommandOutput
+      try {
+        page = await this.options.client.send(
+          new QueryCommand({
+            TableName: this.options.tableName,
+            KeyConditionExpression: '#room = :room',
+            ExpressionAttributeNames: { '#room': 'room' },
+            ExpressionAttributeValues: { ':room': { S: room } },
+            // A server that registered a moment ago must already be offered.
+            ConsistentRead: true,
+            ExclusiveStartKey,
+          }),
+        )
+      } catch (error) {
+        throw this.#error(`could not look up the servers holding room ${room}`, error)
+      }
+      for (const item of page.Items ?? []) {
+        const serverId = item.serverId?.S
+        const internalAddress = item.address?.S
+        const expiresAtMs = Number(item.expiresAtMs?.N)
+        if (!serverId || !internalAddress || serverId === this.self.serverId) continue
+        if (!(expiresAtMs > now)) continue // expired, or unreadable
+        peers.push({ serverId, internalAddress })
+      }
+      ExclusiveStartKey = page.LastEvaluatedKey
+    } while (ExclusiveStartKey)
+    return peers
+  }
+
+  /** Stops the heartbeat only: the leases run out by themselves, as after a crash. */
+  async close(): Promise<void> {
+    this.#heartbeat.stop()
+    await this.#refreshing?.catch(() => {})
+  }
+
+  #startRefresh(rooms: string[]): Promise<void> {
+    if (this.#refreshing) return Promise.resolve() // the previous one is slow; the next tick retries
+    const refreshing = this.#refresh(rooms).finally(() => {
+      this.#refreshing = null
+    })
+    this.#refreshing = refreshing
+    return refreshing
+  }
+
+  async #refresh(rooms: string[]): Promise<void> {
+    const batches: WriteRequest[][] = []
+    for (let i = 0; i < rooms.length; i += BATCH_SIZE) {
+      batches.push(rooms.slice(i, i + BATCH_SIZE).map((room) => ({ PutRequest: { Item: this.#item(room) } })))
+    }
+    const results = await Promise.allSettled(batches.map((batch) => this.#writeBatch(batch)))
+    const failures = results.filter((result) => result.status === 'rejected')
+    if (failures.length > 0) {
+      throw this.#error(
+        `${failures.length} of ${batches.length} lease batches (${rooms.length} rooms) were not refreshed`,
+        failures[0]?.reason,
+      )
+    }
+  }
+
+  /** One BatchWriteItem, and one retry of what DynamoDB left unprocessed (throttling). */
+  async #writeBatch(requests: WriteRequest[]): Promise<void> {
+    const table = this.options.tableName
+    let pending = requests
+    for (let attempt = 0; attempt < 2 && pending.length > 0; attempt++) {
+      const output = await this.options.client.send(
+        new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
+      )
+      pending = output.UnprocessedItems?.[table] ?? []
+    }
+    if (pending.length > 0) throw new Error(`DynamoDB left ${pending.length} lease writes unprocessed twice`)
+  }
+
+  #item(room: string): Item {
+    const expiresAtMs = this.options.now() + this.options.leaseMs
+    return {
+      room: { S: room },
+      serverId: { S: this.self.serverId },
+      address: { S: this.self.internalAddress },
+      expiresAtMs: { N: String(expiresAtMs) },
+      expiresAt: { N: String(Math.ceil(expiresAtMs / 1000)) },
+    }
+  }
+
+  #error(message: string, cause: unknown): Error {
+    const reason = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
+    return new Error(`DynamoDB table ${this.options.tableName}: ${message} (${reason})`, { cause })
+  }
+}
+
+/**
+ * Creates the registry table (on-demand, TTL on `expiresAt`) unless it exists, and waits until
+ * it is ACTIVE. For scripts and tests; deployments create the table with the infrastructure.
+ */
+export async function createRegistryTable(client: DynamoDBClient, tableName: string): Promise<void> {
+  try {
+    await client.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: 'room', AttributeType: 'S' },
+          { AttributeName: 'serverId', AttributeType: 'S' },
+        ],
+        KeySchema: [
+          { AttributeName: 'room', KeyType: 'HASH' },
+          { AttributeName: 'serverId', KeyType: 'RANGE' },
+        ],
+      }),
+    )
+  } catch (error) {
+    if ((error as Error).name !== 'ResourceInUseException') throw error
+  }
+  await waitUntilTableExists({ client, minDelay: 1, maxDelay: 5, maxWaitTime: 120 }, { TableName: tableName })
+  const ttl = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }))
+  const status = ttl.TimeToLiveDescription?.TimeToLiveStatus
+  // Enabling it again is an error, so only when it is off.
+  if (status !== 'ENABLED' && status !== 'ENABLING') {
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: tableName,
+        TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      }),
+    )
+  }
+}

@@ -1,0 +1,137 @@
+import { Redis } from 'ioredis'
+import * as decoding from 'lib0/decoding'
+import * as encoding from 'lib0/encoding'
+import type { Logger } from '../logger.js'
+import type { PubSub, RoomMessageHandler } from '../ports/pubsub.js'
+
+export interface RedisPubSubOptions {
+  /** Prepended to every channel name, so several deployments can share one Redis. */
+  channelPrefix?: string
+  logger: Logger
+}
+
+/**
+ * `PubSub` over Redis: one connection publishes, one subscribes to every room this server
+ * holds. Each message is this server's id (a lib0 var-string) followed by the frame bytes, so a
+ * server can drop its own messages, which Redis delivers to every subscriber, the sender included.
+ */
+export class RedisPubSub implements PubSub {
+  readonly #publisher: Redis
+  readonly #subscriber: Redis
+  readonly #handlers = new Map<string, RoomMessageHandler>()
+  readonly #prefix: string
+  /** This server's id, encoded once: every published message starts with these bytes. */
+  readonly #header: Uint8Array
+  readonly #logger: Logger
+
+  constructor(serverId: string, redisUrl: string, options: RedisPubSubOptions) {
+    this.#prefix = options.channelPrefix ?? 'symphony:'
+    this.#logger = options.logger
+    this.#header = encoding.encode((encoder) => encoding.writeVarString(encoder, serverId))
+    // autoResubscribe (the default) makes ioredis subscribe to every channel again after a reconnect.
+    const connectionOptions = { lazyConnect: false, autoResubscribe: true }
+    this.#publisher = new Redis(redisUrl, { ...connectionOptions, connectionName: `${serverId}:pub` })
+    this.#subscriber = new Redis(redisUrl, { ...connectionOptions, connectionName: `${serverId}:sub` })
+    this.#watch(this.#publisher, 'publisher')
+    this.#watch(this.#subscriber, 'subscriber')
+    this.#subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) =>
+      this.#dispatch(channel.toString(), message),
+    )
+  }
+
+  /** Resolves once Redis has confirmed the subscription (ioredis queues it while reconnecting). */
+  async subscribe(room: string, handler: RoomMessageHandler): Promise<void> {
+    const channel = this.#channel(room)
+    // Registered first: a message may arrive right after Redis confirms, before this resolves.
+    this.#handlers.set(channel, handler)
+    try {
+      await this.#subscriber.subscribe(channel)
+    } catch (error) {
+      if (this.#handlers.get(channel) === handler) this.#handlers.delete(channel)
+      throw new Error(`Redis refused the subscription to ${channel}: ${(error as Error).message}`, {
+        cause: error,
+      })
+    }
+  }
+
+  async unsubscribe(room: string): Promise<void> {
+    const channel = this.#channel(room)
+    // Dropped first, so nothing is delivered for the room even before Redis confirms.
+    this.#handlers.delete(channel)
+    await this.#subscriber.unsubscribe(channel)
+  }
+
+  publish(room: string, message: Uint8Array): void {
+    const channel = this.#channel(room)
+    this.#publisher.publish(channel, Buffer.concat([this.#header, message])).catch((error: unknown) => {
+      this.#logger.error({ err: error, channel, bytes: message.length }, 'redis publish failed')
+    })
+  }
+
+  async close(): Promise<void> {
+    this.#handlers.clear()
+    await Promise.all([closeConnection(this.#publisher), closeConnection(this.#subscriber)])
+  }
+
+  #channel(room: string): string {
+    return `${this.#prefix}room:${room}`
+  }
+
+  #dispatch(channel: string, message: Buffer): void {
+    const handler = this.#handlers.get(channel)
+    if (!handler) return // unsubscribed while Redis was still sending
+    if (message.length >= this.#header.length && startsWith(message, this.#header)) return // our own
+    let frameStart: number
+    try {
+      const decoder = decoding.createDecoder(message)
+      decoding.readVarString(decoder)
+      frameStart = decoder.pos
+    } catch (error) {
+      this.#logger.warn({ err: error, channel }, 'dropped a pub/sub message without a sender id')
+      return
+    }
+    // Copied: ioredis hands out views into a parser buffer that it reuses for later large replies,
+    // and the core may hold a message (the buffer kept while a room loads).
+    handler(new Uint8Array(message.subarray(frameStart)))
+  }
+
+  #watch(connection: Redis, role: 'publisher' | 'subscriber'): void {
+    let reconnecting = false
+    connection.on('error', (error: Error) =>
+      this.#logger.error({ err: error, role }, 'redis connection error'),
+    )
+    connection.on('reconnecting', (delayMs: number) => {
+      reconnecting = true
+      this.#logger.warn({ role, delayMs }, 'redis connection lost, reconnecting')
+    })
+    connection.on('ready', () => {
+      if (!reconnecting) return
+      reconnecting = false
+      const channels = role === 'subscriber' ? this.#handlers.size : undefined
+      this.#logger.warn({ role, channels }, 'redis connection restored')
+    })
+  }
+}
+
+/** A var-string prefix is self-delimiting, so equal leading bytes mean exactly this sender id. */
+function startsWith(message: Uint8Array, prefix: Uint8Array): boolean {
+  for (let i = 0; i < prefix.length; i++) if (message[i] !== prefix[i]) return false
+  return true
+}
+
+/**
+ * QUIT waits for pending replies (so queued publishes go out), but only on a live connection:
+ * while ioredis is reconnecting it would queue QUIT behind them indefinitely, so disconnect then.
+ */
+async function closeConnection(connection: Redis): Promise<void> {
+  if (connection.status === 'end') return
+  if (connection.status !== 'ready') {
+    connection.disconnect()
+    return
+  }
+  try {
+    await connection.quit()
+  } catch {
+    connection.disconnect()
+  }
+}

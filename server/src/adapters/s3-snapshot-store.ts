@@ -1,0 +1,108 @@
+import {
+  type BucketLocationConstraint,
+  CreateBucketCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3'
+import type { SnapshotStore } from '../ports/snapshot-store.js'
+
+export interface S3SnapshotStoreOptions {
+  bucket: string
+  /** Prepended to `<room>.ybin`; include the trailing `/` for a folder. */
+  prefix: string
+  client: S3Client
+}
+
+/**
+ * `SnapshotStore` in S3: one `<prefix><room>.ybin` object per room. A PUT replaces the object
+ * whole, so a reader sees one complete version or the other, never a mix. Failures are retried
+ * by the SDK (its `maxAttempts`) and then by the core's SnapshotWriter, which counts them.
+ */
+export class S3SnapshotStore implements SnapshotStore {
+  constructor(private readonly options: S3SnapshotStoreOptions) {}
+
+  async load(room: string): Promise<Uint8Array | null> {
+    const Key = this.#key(room)
+    let body: { transformToByteArray(): Promise<Uint8Array> } | undefined
+    try {
+      const output = await this.options.client.send(
+        new GetObjectCommand({ Bucket: this.options.bucket, Key }),
+      )
+      body = output.Body
+    } catch (error) {
+      if (isNotFound(error)) return null
+      throw this.#error(`could not load ${Key}`, error)
+    }
+    if (!body) throw new Error(`S3 returned no body for s3://${this.options.bucket}/${Key}`)
+    let bytes: Uint8Array
+    try {
+      bytes = await body.transformToByteArray()
+    } catch (error) {
+      throw this.#error(`could not read ${Key}`, error)
+    }
+    // The SDK may hand back a Buffer; the port promises a plain Uint8Array (a view, not a copy).
+    return Object.getPrototypeOf(bytes) === Uint8Array.prototype
+      ? bytes
+      : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  }
+
+  async save(room: string, state: Uint8Array): Promise<void> {
+    const Key = this.#key(room)
+    try {
+      await this.options.client.send(
+        new PutObjectCommand({
+          Bucket: this.options.bucket,
+          Key,
+          Body: state,
+          ContentType: 'application/octet-stream',
+        }),
+      )
+    } catch (error) {
+      throw this.#error(`could not save ${Key}`, error)
+    }
+  }
+
+  /** The client belongs to whoever created it (it may serve other adapters). */
+  async close(): Promise<void> {}
+
+  #key(room: string): string {
+    return `${this.options.prefix}${room}.ybin`
+  }
+
+  #error(message: string, cause: unknown): Error {
+    const reason = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
+    return new Error(`S3 bucket ${this.options.bucket}: ${message} (${reason})`, { cause })
+  }
+}
+
+/**
+ * NoSuchKey, or a 404 whose body named no error (some emulators and proxies). A missing bucket is
+ * also a 404 but must fail: treating it as "never saved" would start every room empty.
+ */
+function isNotFound(error: unknown): boolean {
+  const { name, $metadata } = error as { name?: string; $metadata?: { httpStatusCode?: number } }
+  if (name === 'NoSuchBucket') return false
+  return name === 'NoSuchKey' || $metadata?.httpStatusCode === 404
+}
+
+/**
+ * Creates the bucket unless this account already owns it. For scripts and tests; deployments
+ * create the bucket with the infrastructure.
+ */
+export async function createSnapshotBucket(client: S3Client, bucket: string): Promise<void> {
+  const region = await client.config.region()
+  try {
+    await client.send(
+      new CreateBucketCommand({
+        Bucket: bucket,
+        // us-east-1 is the default location and refuses to be named as a constraint.
+        ...(region === 'us-east-1'
+          ? {}
+          : { CreateBucketConfiguration: { LocationConstraint: region as BucketLocationConstraint } }),
+      }),
+    )
+  } catch (error) {
+    if ((error as Error).name !== 'BucketAlreadyOwnedByYou') throw error
+  }
+}

@@ -1,0 +1,38 @@
+import { timingSafeEqual } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import * as Y from 'yjs'
+import type { Room } from '../core/room.js'
+import { isValidRoomName } from '../protocol/room-name.js'
+import { parseRequestTarget } from './request-target.js'
+
+const STATE_PATH = /^\/internal\/rooms\/([^/]+)\/state$/
+
+/**
+ * The server-to-server endpoint: `GET /internal/rooms/<room>/state` answers a loaded room's full
+ * state as one Yjs update, so a peer loading the room gets every update, not a 30 s old snapshot.
+ * It listens on its own port, which the load balancer never exposes, and needs the shared token.
+ */
+export function createInternalEndpoint(token: string, loadedRoom: (name: string) => Room | undefined) {
+  const expected = Buffer.from(`Bearer ${token}`)
+  return (request: IncomingMessage, response: ServerResponse): void => {
+    const presented = Buffer.from(request.headers.authorization ?? '')
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+      response.writeHead(401).end()
+      return
+    }
+    const match = STATE_PATH.exec(parseRequestTarget(request.url).path)
+    const name = match?.[1]
+    if (request.method !== 'GET' || !name || !isValidRoomName(name)) {
+      response.writeHead(404).end()
+      return
+    }
+    const room = loadedRoom(name)
+    if (!room) {
+      response.writeHead(404).end() // not held here (any more): the caller tries the next peer
+      return
+    }
+    const state = Y.encodeStateAsUpdate(room.doc)
+    response.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': state.length })
+    response.end(state)
+  }
+}

@@ -1,0 +1,13 @@
+import type { PeerStateFetcher } from '../core/room-state-source.js'
+
+/** Fetches a room's state from a peer's internal endpoint, giving up after `timeoutMs`. */
+export function createPeerStateFetcher(token: string, timeoutMs: number): PeerStateFetcher {
+  return async (peer, room) => {
+    const response = await fetch(`http://${peer.internalAddress}/internal/rooms/${room}/state`, {
+      headers: { authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(timeoutMs),
+    })
+    if (response.status !== 200) throw new Error(`peer ${peer.serverId} answered ${response.status}`)
+    return new Uint8Array(await response.arrayBuffer())
+  }
+}

@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict'
+import { afterEach, describe, it } from 'node:test'
+import * as Y from 'yjs'
+import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
+import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
+import type { RoomMessageHandler } from '../src/ports/pubsub.js'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
+import { startTestServer } from './helpers/test-server.js'
+
+const INTERNAL_TOKEN = 'test-internal-token-0123456789'
+const internal = { port: 0, advertisedHost: '127.0.0.1', token: INTERNAL_TOKEN, fetchTimeoutMs: 1_000 }
+
+afterEach(cleanUpAfterTest)
+
+async function loadsBy(t: Awaited<ReturnType<typeof startTestServer>>, source: string) {
+  const values = (await t.server.metrics.roomLoads.get()).values
+  return values.find((v) => v.labels.source === source)?.value ?? 0
+}
+
+describe('servers holding the same room', () => {
+  it('loads a room another server holds from that server, not from the snapshot store', async () => {
+    const bus = new MemoryBus()
+    const registryTable = new MemoryRegistryTable()
+    const a = await startTestServer({ serverId: 'a', bus, registryTable, internal })
+    const b = await startTestServer({ serverId: 'b', bus, registryTable, internal })
+    const room = uniqueRoom()
+    const writer = await connectSynced(a.wsUrl, room)
+    writer.doc.getText('t').insert(0, 'only in A’s memory')
+    await eventually(() => a.server.manager.loadedRoom(room)?.doc.getText('t').length === 18, 'A applied it')
+    assert.equal(await a.snapshots.load(room), null, 'not snapshotted yet')
+    const reader = await connectSynced(b.wsUrl, room)
+    assert.equal(reader.doc.getText('t').toString(), 'only in A’s memory')
+    assert.equal(await loadsBy(b, 'peer'), 1)
+    assert.equal(await loadsBy(b, 'snapshot'), 0)
+  })
+
+  it('guards the internal endpoint with the token and answers 404 for rooms it does not hold', async () => {
+    const a = await startTestServer({ serverId: 'a', internal })
+    const room = uniqueRoom()
+    await connectSynced(a.wsUrl, room)
+    const url = `http://${a.server.internalAddress}/internal/rooms/${room}/state`
+    assert.equal((await fetch(url)).status, 401)
+    assert.equal(
+      (await fetch(url, { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status,
+      401,
+    )
+    const auth = { headers: { authorization: `Bearer ${INTERNAL_TOKEN}` } }
+    assert.equal((await fetch(url, auth)).status, 200)
+    const other = `http://${a.server.internalAddress}/internal/rooms/${uniqueRoom()}/state`
+    assert.equal((await fetch(other, auth)).status, 404)
+    assert.equal(
+      (await fetch(`http://${a.server.internalAddress}/internal/rooms/..%2F/state`, auth)).status,
+      404,
+    )
+  })
+
+  it('heals a server that missed pub/sub messages through anti-entropy', async () => {
+    const bus = new MemoryBus()
+    const lossy = new LossyPubSub('b', bus)
+    const a = await startTestServer({ serverId: 'a', bus, antiEntropyIntervalMs: 100 })
+    const b = await startTestServer({
+      serverId: 'b',
+      antiEntropyIntervalMs: 100,
+      adapters: { pubsub: lossy },
+    })
+    const room = uniqueRoom()
+    const atA = await connectSynced(a.wsUrl, room)
+    const atB = await connectSynced(b.wsUrl, room)
+    atA.doc.getText('t').insert(0, 'abcdef')
+    await eventually(() => atB.doc.getText('t').toString() === 'abcdef', 'normal fan-out')
+    lossy.dropping = true
+    atA.doc.getText('t').insert(6, 'XYZ') // new structs
+    atA.doc.getText('t').delete(0, 2) // and a deletion, which moves no state vector
+    atA.doc.getMap('m').set('k', 1)
+    await eventually(() => lossy.dropped >= 3, 'B missed the updates')
+    lossy.dropping = false
+    await eventually(() => atB.doc.getText('t').toString() === 'cdefXYZ', 'B healed', 10_000)
+    assert.equal(atB.doc.getMap('m').get('k'), 1)
+    assert.deepEqual(Y.encodeStateVector(atA.doc), Y.encodeStateVector(atB.doc))
+  })
+})
+
+/** A MemoryPubSub that can drop what it receives, like a subscriber cut off from Redis. */
+class LossyPubSub extends MemoryPubSub {
+  dropping = false
+  dropped = 0
+  override subscribe(room: string, handler: RoomMessageHandler): Promise<void> {
+    return super.subscribe(room, (message) => {
+      if (!this.dropping) return handler(message)
+      this.dropped++
+    })
+  }
+}
