@@ -31,7 +31,13 @@ export class RedisPubSub implements PubSub {
     // autoResubscribe (the default) makes ioredis subscribe to every channel again after a reconnect.
     const connectionOptions = { lazyConnect: false, autoResubscribe: true }
     this.#publisher = new Redis(redisUrl, { ...connectionOptions, connectionName: `${serverId}:pub` })
-    this.#subscriber = new Redis(redisUrl, { ...connectionOptions, connectionName: `${serverId}:sub` })
+    // No ready check on the subscriber: ioredis runs INFO for it, which Redis refuses once a
+    // subscription is queued, and the failed check cost the first subscription.
+    this.#subscriber = new Redis(redisUrl, {
+      ...connectionOptions,
+      enableReadyCheck: false,
+      connectionName: `${serverId}:sub`,
+    })
     this.#watch(this.#publisher, 'publisher')
     this.#watch(this.#subscriber, 'subscriber')
     this.#subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) =>
@@ -107,8 +113,14 @@ export class RedisPubSub implements PubSub {
     connection.on('ready', () => {
       if (!reconnecting) return
       reconnecting = false
-      const channels = role === 'subscriber' ? this.#handlers.size : undefined
-      this.#logger.warn({ role, channels }, 'redis connection restored')
+      const channels = role === 'subscriber' ? [...this.#handlers.keys()] : []
+      this.#logger.warn({ role, channels: channels.length }, 'redis connection restored')
+      // Subscribing again is idempotent, and does not rely on ioredis having recorded every channel.
+      if (channels.length > 0) {
+        connection.subscribe(...channels).catch((error: unknown) => {
+          this.#logger.error({ err: error, channels: channels.length }, 'redis re-subscription failed')
+        })
+      }
     })
   }
 }

@@ -6,6 +6,8 @@ const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
 export interface ServerProcess {
   child: ChildProcess
   port: number
+  /** `host:port` of its internal endpoint, or null in single-server mode. */
+  internalAddress: string | null
   /** Every log line so far, parsed. */
   logs: Record<string, unknown>[]
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
@@ -31,7 +33,10 @@ export function startServerProcess(env: Record<string, string>): Promise<ServerP
       for (const line of lines) {
         const entry = JSON.parse(line) as Record<string, unknown>
         logs.push(entry)
-        if (entry.msg === 'listening') resolve({ child, port: entry.port as number, logs, exited })
+        if (entry.msg === 'listening') {
+          const internalAddress = (entry.internalAddress as string | null) ?? null
+          resolve({ child, port: entry.port as number, internalAddress, logs, exited })
+        }
       }
     })
     child.stderr?.on('data', (chunk: Buffer) => {

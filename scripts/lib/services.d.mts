@@ -1,0 +1,11 @@
+/** Types for services.mjs, so TypeScript tests can start a Redis of their own. */
+export const REDIS_SERVER: string
+export function freePort(): Promise<number>
+export interface RedisService {
+  url: string
+  port: number
+  restart(): Promise<void>
+  stop(): Promise<void>
+}
+export function startRedis(): Promise<RedisService>
+export function startMoto(): Promise<{ endpoint: string; port: number; stop(): Promise<void> }>

@@ -1,0 +1,211 @@
+import assert from 'node:assert/strict'
+import { createServer } from 'node:net'
+import { after, afterEach, before, describe, it } from 'node:test'
+import * as Y from 'yjs'
+import { connectClient, connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
+import { metricValue, REGISTRY_LEASE_MS, TestCluster } from './helpers/cluster.js'
+import { destroyTestAwsClients } from './helpers/services.js'
+import { TcpLink } from './helpers/tcp-link.js'
+
+/** Polls an async condition until it holds. */
+async function until(check: () => Promise<boolean>, message: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${message}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+const textOf = (state: Uint8Array | null) => {
+  const doc = new Y.Doc()
+  if (state) Y.applyUpdate(doc, state)
+  return doc.getText('t').toString()
+}
+
+describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (moto)', () => {
+  let cluster: TestCluster
+  before(async () => {
+    cluster = await TestCluster.create()
+  })
+  after(async () => {
+    await cluster.stop()
+    destroyTestAwsClients()
+  })
+  afterEach(destroyClients)
+
+  it('clients on three servers in one room converge, updates and presence both', async () => {
+    const servers = await Promise.all(['c1-a', 'c1-b', 'c1-c'].map((name) => cluster.start(name)))
+    const room = uniqueRoom('three')
+    const clients = await Promise.all(servers.map((server) => connectSynced(server.wsUrl, room)))
+    clients.forEach((client, i) => {
+      client.doc.getMap('m').set(`from-${i}`, i)
+      client.provider.awareness.setLocalStateField('user', { name: `user-${i}` })
+    })
+    for (const client of clients) {
+      await eventually(() => client.doc.getMap('m').size === 3, 'every update reaches every server', 10_000)
+      await eventually(
+        () => client.provider.awareness.getStates().size === 3,
+        'everyone’s presence everywhere',
+        10_000,
+      )
+    }
+    const leaving = clients[0]
+    assert.ok(leaving)
+    const leavingId = leaving.doc.clientID
+    leaving.destroy()
+    for (const client of clients.slice(1)) {
+      await eventually(
+        () => !client.provider.awareness.getStates().has(leavingId),
+        'presence removed on other servers',
+      )
+    }
+    for (const server of servers) server.child.kill('SIGKILL')
+  })
+
+  it('loads a room held by another server from that server, not from S3', async () => {
+    const a = await cluster.start('c2-a')
+    const b = await cluster.start('c2-b')
+    const room = uniqueRoom('peer')
+    const writer = await connectSynced(a.wsUrl, room)
+    writer.doc.getText('t').insert(0, 'held by A')
+    await until(
+      async () => metricValue(await a.metrics(), 'symphony_messages_received_total') >= 3,
+      'A has it',
+    )
+    assert.equal(await cluster.snapshot(room), null, 'nothing in S3 yet')
+    const reader = await connectSynced(b.wsUrl, room)
+    assert.equal(reader.doc.getText('t').toString(), 'held by A')
+    const metrics = await b.metrics()
+    assert.equal(metricValue(metrics, 'symphony_room_loads_total{source="peer"}'), 1)
+    assert.equal(metricValue(metrics, 'symphony_room_loads_total{source="snapshot"}'), 0, 'S3 was not read')
+    a.child.kill('SIGKILL')
+    b.child.kill('SIGKILL')
+  })
+
+  it('after the last user leaves: the snapshot is in S3 and the registry item is gone', async () => {
+    const a = await cluster.start('c3-a')
+    const room = uniqueRoom('leave')
+    const writer = await connectSynced(a.wsUrl, room)
+    writer.doc.getText('t').insert(0, 'saved on leave')
+    await until(async () => (await cluster.registryItems(room)).length === 1, 'registered')
+    writer.destroy()
+    await until(
+      async () => textOf(await cluster.snapshot(room)) === 'saved on leave',
+      'the snapshot is in S3',
+    )
+    await until(async () => (await cluster.registryItems(room)).length === 0, 'the registry item is deleted')
+    a.child.kill('SIGKILL')
+  })
+
+  it('a server killed with SIGKILL: its room loads from S3 elsewhere, and its address gets no fetch once its lease ran out', async () => {
+    const a = await cluster.start('c4-a', { SNAPSHOT_INTERVAL_MS: '300' })
+    const b = await cluster.start('c4-b')
+    const room = uniqueRoom('killed')
+    const writer = await connectSynced(a.wsUrl, room)
+    writer.doc.getText('t').insert(0, 'survives the crash')
+    await until(
+      async () => textOf(await cluster.snapshot(room)) === 'survives the crash',
+      'periodic snapshot',
+    )
+    writer.provider.shouldConnect = false
+    a.child.kill('SIGKILL')
+    await a.exited
+    // Stand in for A at its old internal address, counting any peer fetch that still comes.
+    const [, port] = (a.internalAddress ?? '').split(':')
+    let fetchesToDeadServer = 0
+    const impostor = createServer((socket) => {
+      fetchesToDeadServer++
+      socket.destroy()
+    })
+    await new Promise<void>((resolve) => impostor.listen(Number(port), '127.0.0.1', resolve))
+    try {
+      await until(
+        async () => (await cluster.registryItems(room)).every((item) => item.expiresAtMs < Date.now()),
+        'A’s lease has expired',
+        REGISTRY_LEASE_MS * 3,
+      )
+      const reader = await connectSynced(b.wsUrl, room)
+      assert.equal(reader.doc.getText('t').toString(), 'survives the crash')
+      assert.equal(metricValue(await b.metrics(), 'symphony_room_loads_total{source="snapshot"}'), 1)
+      assert.equal(fetchesToDeadServer, 0, 'no peer fetch was sent to the dead server')
+    } finally {
+      impostor.close()
+      b.child.kill('SIGKILL')
+    }
+  })
+
+  it('a server cut off from Redis misses messages, then heals through anti-entropy', async () => {
+    const link = await TcpLink.open(cluster.redis.port)
+    const a = await cluster.start('c5-a')
+    const b = await cluster.start('c5-b', { PUBSUB: `redis://127.0.0.1:${link.port}` })
+    try {
+      const room = uniqueRoom('partition')
+      const atA = await connectSynced(a.wsUrl, room)
+      const atB = await connectSynced(b.wsUrl, room)
+      atA.doc.getText('t').insert(0, 'before ')
+      await eventually(() => atB.doc.getText('t').toString() === 'before ', 'normal fan-out', 10_000)
+      link.cut()
+      atA.doc.getText('t').insert(7, 'during')
+      atA.doc.getText('t').delete(0, 1)
+      await until(
+        async () => metricValue(await a.metrics(), 'symphony_messages_received_total') >= 6,
+        'A applied both',
+      )
+      link.restore()
+      await eventually(() => atB.doc.getText('t').toString() === 'efore during', 'B healed', 20_000)
+      assert.equal(atA.doc.getText('t').toString(), atB.doc.getText('t').toString())
+    } finally {
+      link.close()
+      a.child.kill('SIGKILL')
+      b.child.kill('SIGKILL')
+    }
+  })
+
+  it('Redis restarted mid-session: servers reconnect and later edits reach everyone', async () => {
+    const a = await cluster.start('c6-a')
+    const b = await cluster.start('c6-b')
+    const room = uniqueRoom('redis-restart')
+    const atA = await connectSynced(a.wsUrl, room)
+    const atB = await connectSynced(b.wsUrl, room)
+    atA.doc.getMap('m').set('before', true)
+    await eventually(() => atB.doc.getMap('m').get('before') === true, 'before the restart', 10_000)
+    await cluster.redis.restart()
+    atA.doc.getMap('m').set('after-a', true)
+    atB.doc.getMap('m').set('after-b', true)
+    await eventually(() => atB.doc.getMap('m').get('after-a') === true, 'A’s later edit reaches B', 20_000)
+    await eventually(() => atA.doc.getMap('m').get('after-b') === true, 'B’s later edit reaches A', 20_000)
+    assert.deepEqual(atA.doc.getMap('m').toJSON(), atB.doc.getMap('m').toJSON())
+    a.child.kill('SIGKILL')
+    b.child.kill('SIGKILL')
+  })
+
+  it('two servers loading the same cold room at once end with one consistent document', async () => {
+    const room = uniqueRoom('cold')
+    const seed = new Y.Doc()
+    seed.getText('t').insert(0, 'stored')
+    await cluster.putSnapshot(room, Y.encodeStateAsUpdate(seed))
+    const a = await cluster.start('c7-a')
+    const b = await cluster.start('c7-b')
+    const atA = connectClient(a.wsUrl, room)
+    const atB = connectClient(b.wsUrl, room)
+    atA.doc.getMap('m').set('a', 1) // edits made before either has synced
+    atB.doc.getMap('m').set('b', 2)
+    for (const client of [atA, atB]) {
+      await eventually(
+        () => client.doc.getText('t').toString() === 'stored' && client.doc.getMap('m').size === 2,
+        'both see the stored text and both edits',
+        15_000,
+      )
+    }
+    atA.destroy()
+    atB.destroy()
+    await until(async () => {
+      const doc = new Y.Doc()
+      const state = await cluster.snapshot(room)
+      if (state) Y.applyUpdate(doc, state)
+      return doc.getText('t').toString() === 'stored' && doc.getMap('m').size === 2
+    }, 'the final snapshot holds everything')
+    a.child.kill('SIGKILL')
+    b.child.kill('SIGKILL')
+  })
+})

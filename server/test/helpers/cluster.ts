@@ -1,0 +1,134 @@
+import { randomBytes } from 'node:crypto'
+import { QueryCommand } from '@aws-sdk/client-dynamodb'
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3'
+import { type RedisService, startRedis } from '../../../scripts/lib/services.mjs'
+import { createRegistryTable } from '../../src/adapters/dynamo-room-registry.js'
+import { createSnapshotBucket } from '../../src/adapters/s3-snapshot-store.js'
+import { type ServerProcess, startServerProcess } from './server-process.js'
+import { requireTestServices, testAwsClients, uniqueName } from './services.js'
+
+const BUCKET = 'symphony-test-snapshots'
+const LEASE_MS = 2_000
+
+export interface ClusterServer extends ServerProcess {
+  name: string
+  wsUrl: string
+  /** Prometheus text of its /metrics. */
+  metrics(): Promise<string>
+}
+
+/**
+ * A real local cluster for one test file: its own Redis (so tests may restart or partition it
+ * without touching other files' tests), the shared AWS emulator with a table and key prefix of
+ * its own, and sync servers as real processes of the built server.
+ */
+export class TestCluster {
+  readonly servers: ClusterServer[] = []
+  readonly prefix = `${uniqueName('cluster')}/`
+  readonly internalToken = randomBytes(16).toString('hex')
+
+  private constructor(
+    readonly redis: RedisService,
+    readonly table: string,
+  ) {}
+
+  static async create(): Promise<TestCluster> {
+    const { dynamo, s3 } = testAwsClients()
+    const table = uniqueName('rooms')
+    const [redis] = await Promise.all([
+      startRedis(),
+      createRegistryTable(dynamo, table),
+      createSnapshotBucket(s3, BUCKET),
+    ])
+    return new TestCluster(redis, table)
+  }
+
+  /** Starts one sync server; `env` overrides the cluster defaults (e.g. a Redis URL through a TcpLink). */
+  async start(name: string, env: Record<string, string> = {}): Promise<ClusterServer> {
+    const { awsEndpoint } = requireTestServices()
+    const process = await startServerProcess({
+      AUTH: 'none',
+      SERVER_ID: name,
+      PUBSUB: this.redis.url,
+      REGISTRY: `dynamodb://${this.table}`,
+      SNAPSHOTS: `s3://${BUCKET}/${this.prefix}`,
+      AWS_ENDPOINT_URL: awsEndpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+      INTERNAL_PORT: '0',
+      INTERNAL_HOST: '127.0.0.1',
+      INTERNAL_TOKEN: this.internalToken,
+      REGISTRY_LEASE_MS: String(LEASE_MS),
+      ROOM_GRACE_MS: '300',
+      SNAPSHOT_INTERVAL_MS: '3600000',
+      ANTI_ENTROPY_INTERVAL_MS: '500',
+      PEER_FETCH_TIMEOUT_MS: '1000',
+      LOG_LEVEL: 'info',
+      ...env,
+    })
+    const server: ClusterServer = {
+      ...process,
+      name,
+      wsUrl: `ws://127.0.0.1:${process.port}`,
+      metrics: async () => (await fetch(`http://127.0.0.1:${process.port}/metrics`)).text(),
+    }
+    this.servers.push(server)
+    return server
+  }
+
+  /** The room's snapshot in S3, or null. */
+  async snapshot(room: string): Promise<Uint8Array | null> {
+    try {
+      const object = await testAwsClients().s3.send(
+        new GetObjectCommand({ Bucket: BUCKET, Key: `${this.prefix}${room}.ybin` }),
+      )
+      return (await object.Body?.transformToByteArray()) ?? null
+    } catch (error) {
+      if ((error as { name?: string }).name === 'NoSuchKey') return null
+      throw error
+    }
+  }
+
+  async putSnapshot(room: string, state: Uint8Array): Promise<void> {
+    await testAwsClients().s3.send(
+      new PutObjectCommand({ Bucket: BUCKET, Key: `${this.prefix}${room}.ybin`, Body: state }),
+    )
+  }
+
+  /** The registry items for `room`, expired or not: `{ serverId, expiresAtMs }`. */
+  async registryItems(room: string): Promise<{ serverId: string; expiresAtMs: number }[]> {
+    const result = await testAwsClients().dynamo.send(
+      new QueryCommand({
+        TableName: this.table,
+        KeyConditionExpression: '#room = :room',
+        ExpressionAttributeNames: { '#room': 'room' },
+        ExpressionAttributeValues: { ':room': { S: room } },
+        ConsistentRead: true,
+      }),
+    )
+    return (result.Items ?? []).map((item) => ({
+      serverId: item.serverId?.S ?? '',
+      expiresAtMs: Number(item.expiresAtMs?.N ?? 0),
+    }))
+  }
+
+  /** Stops every server still running (SIGKILL: the tests that need SIGTERM send it themselves). */
+  async stop(): Promise<void> {
+    await Promise.all(
+      this.servers.map(async (server) => {
+        if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL')
+        await server.exited
+      }),
+    )
+    await this.redis.stop()
+  }
+}
+
+/** The value of a Prometheus sample line, e.g. `symphony_room_loads_total{source="peer"}`; 0 if absent. */
+export function metricValue(metrics: string, sample: string): number {
+  const line = metrics.split('\n').find((l) => l.startsWith(`${sample} `))
+  return line ? Number(line.slice(sample.length + 1)) : 0
+}
+
+export const REGISTRY_LEASE_MS = LEASE_MS
