@@ -4,28 +4,12 @@
 import { spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { prettyLine } from './lib/pretty-log.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const env = { ...process.env }
 const authConfigured = ['AUTH', 'AUTH_SECRET', 'AUTH_PUBLIC_KEY', 'AUTH_JWKS_URL'].some((name) => env[name])
 if (!authConfigured) env.AUTH = 'none'
-
-const LEVELS = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' }
-const HIDDEN = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'serverId'])
-
-/** Prints the server's JSON log lines as short human lines. */
-function prettyLine(line) {
-  let entry
-  try {
-    entry = JSON.parse(line)
-  } catch {
-    return line
-  }
-  const fields = Object.entries(entry)
-    .filter(([key]) => !HIDDEN.has(key))
-    .map(([key, value]) => `${key}=${typeof value === 'object' ? JSON.stringify(value) : value}`)
-  return `[sync] ${LEVELS[entry.level] ?? entry.level} ${entry.msg ?? ''} ${fields.join(' ')}`.trimEnd()
-}
 
 const server = spawn(process.execPath, [fileURLToPath(new URL('../server/dist/main.js', import.meta.url))], {
   cwd: root,
@@ -33,7 +17,7 @@ const server = spawn(process.execPath, [fileURLToPath(new URL('../server/dist/ma
   stdio: ['ignore', 'pipe', 'inherit'],
 })
 createInterface({ input: server.stdout }).on('line', (line) => {
-  console.log(prettyLine(line))
+  console.log(prettyLine(line, 'sync'))
   if (line.includes('"msg":"listening"')) {
     const { port } = JSON.parse(line)
     console.log(`\n  Symphony is running.`)
