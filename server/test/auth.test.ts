@@ -10,7 +10,7 @@ import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers
 import { deferred } from './helpers/deferred.js'
 import { collect, openRaw, refusedStatus, terminateRawSockets } from './helpers/raw-socket.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
-import { signToken, TEST_SECRET } from './helpers/tokens.js'
+import { signToken, signWithKey, TEST_SECRET } from './helpers/tokens.js'
 
 /** A JWKS endpoint on a free port; `beforeAnswer` can hold each answer back. */
 async function serveJwks(jwk: object, beforeAnswer: () => Promise<void> = async () => {}) {
@@ -146,11 +146,8 @@ describe('auth with public keys', () => {
     const t = await startTestServer({ auth: { mode: 'jwt', publicKeyPem: pem } })
     try {
       const room = uniqueRoom()
-      const sign = (key: Parameters<SignJWT['sign']>[0]) =>
-        new SignJWT({ room, access: 'rw' })
-          .setProtectedHeader({ alg: 'ES256' })
-          .setExpirationTime('1h')
-          .sign(key)
+      const sign = (key: Parameters<typeof signWithKey>[1]) =>
+        signWithKey({ room, access: 'rw' }, key, { alg: 'ES256' })
       const client = await connectSynced(t.wsUrl, room, { token: await sign(privateKey) })
       assert.equal(client.provider.wsconnected, true)
       assert.equal(
@@ -177,10 +174,7 @@ describe('auth with public keys', () => {
     const t = await startTestServer({ auth: { mode: 'jwt', jwksUrl: jwks.url } })
     try {
       const room = uniqueRoom()
-      const token = await new SignJWT({ room, access: 'rw' })
-        .setProtectedHeader({ alg: 'ES256', kid: 'k' })
-        .setExpirationTime('1h')
-        .sign(privateKey)
+      const token = await signWithKey({ room, access: 'rw' }, privateKey, { alg: 'ES256', kid: 'k' })
       const attempt = refusedStatus(`${t.wsUrl}/${room}?token=${token}`)
       await requested.promise
       const stopped = t.stop()
@@ -200,10 +194,7 @@ describe('auth with public keys', () => {
     const t = await startTestServer({ auth: { mode: 'jwt', jwksUrl: jwks.url } })
     try {
       const room = uniqueRoom()
-      const token = await new SignJWT({ room, access: 'rw' })
-        .setProtectedHeader({ alg: 'RS256', kid: 'key-1' })
-        .setExpirationTime('1h')
-        .sign(privateKey)
+      const token = await signWithKey({ room, access: 'rw' }, privateKey, { alg: 'RS256', kid: 'key-1' })
       const client = await connectSynced(t.wsUrl, room, { token })
       assert.equal(client.provider.wsconnected, true)
       assert.equal((await refusedStatus(`${t.wsUrl}/${room}?token=${await signToken({ room })}`)).status, 401)

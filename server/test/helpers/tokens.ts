@@ -8,3 +8,12 @@ export function signToken(claims: JWTPayload, secret = TEST_SECRET): Promise<str
   if (claims.exp === undefined) jwt.setExpirationTime('1h')
   return jwt.sign(new TextEncoder().encode(secret))
 }
+
+/** A token signed with an asymmetric private key, valid for an hour. */
+export function signWithKey(
+  claims: JWTPayload,
+  key: Parameters<SignJWT['sign']>[0],
+  header: { alg: string; kid?: string },
+): Promise<string> {
+  return new SignJWT(claims).setProtectedHeader(header).setExpirationTime('1h').sign(key)
+}
