@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { prettyLine } from './lib/pretty-log.mjs'
 import { startRoundRobinProxy } from './lib/round-robin-proxy.mjs'
-import { freePort, startMoto, startRedis } from './lib/services.mjs'
+import { startMoto, startRedis } from './lib/services.mjs'
 
 /** Marks the process that runs the cluster, in a process group of its own (see superviseCluster). */
 const SUPERVISED = '--supervised'
@@ -135,7 +135,14 @@ async function runCluster() {
     const port = base + index + 1
     const child = spawn(process.execPath, [MAIN], {
       cwd: root,
-      env: { ...sharedEnv, PORT: String(port), INTERNAL_PORT: String(internalPort), SERVER_ID: id },
+      // LOG_LEVEL stays at info at least: the 'listening' line is how this script sees a server is up.
+      env: {
+        ...sharedEnv,
+        PORT: String(port),
+        INTERNAL_PORT: String(internalPort),
+        SERVER_ID: id,
+        LOG_LEVEL: ['debug', 'info'].includes(sharedEnv.LOG_LEVEL) ? sharedEnv.LOG_LEVEL : 'info',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     const server = { id, port, child, listening: false, stopping: false }
@@ -216,9 +223,8 @@ async function runCluster() {
       AWS_REGION: REGION,
       ...(authConfigured ? {} : { AUTH: 'none' }),
     }
-    const internalPorts = []
-    for (let i = 0; i < SERVER_COUNT; i++) internalPorts.push(await freePort())
-    await Promise.all(internalPorts.map((internalPort, i) => startServer(i, internalPort, sharedEnv)))
+    // INTERNAL_PORT=0: each server binds a free port itself and logs the address it got.
+    await Promise.all(Array.from({ length: SERVER_COUNT }, (_, i) => startServer(i, 0, sharedEnv)))
     if (stopping) return
 
     const url = (port) => `http://localhost:${port}/`

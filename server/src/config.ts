@@ -157,7 +157,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
 function snapshotsFrom(url: string): SnapshotsConfig {
   if (url.startsWith('s3://')) {
     const [bucket = '', ...rest] = url.slice('s3://'.length).split('/')
-    return { kind: 's3', bucket, prefix: rest.join('/') }
+    const prefix = rest.join('/')
+    // `s3://bucket/rooms` means the folder rooms/, not keys that merely start with "rooms".
+    return { kind: 's3', bucket, prefix: prefix && !prefix.endsWith('/') ? `${prefix}/` : prefix }
   }
   const rest = url.slice('file://'.length)
   return { kind: 'file', folder: rest.startsWith('/') ? fileURLToPath(url) : resolve(rest) }
@@ -166,6 +168,14 @@ function snapshotsFrom(url: string): SnapshotsConfig {
 /** Peers exist only with a shared registry; then the internal endpoint must be guarded. */
 function internalFrom(e: z.infer<typeof environment>): InternalEndpointConfig | null {
   if (e.REGISTRY === 'memory') return null
+  if (e.PUBSUB === 'memory') {
+    throw new ConfigError(
+      'PUBSUB: a shared REGISTRY needs shared pub/sub (redis://…), or servers never see each other’s edits',
+    )
+  }
+  if (e.INTERNAL_PORT !== 0 && e.INTERNAL_PORT === e.PORT) {
+    throw new ConfigError('INTERNAL_PORT: must differ from PORT')
+  }
   if (!e.INTERNAL_TOKEN) {
     throw new ConfigError(
       'INTERNAL_TOKEN: required with a shared REGISTRY (it guards the peer state endpoint)',

@@ -41,6 +41,13 @@ describe('configuration', () => {
     assert.deepEqual(config.pubsub, { kind: 'redis', url: 'redis://cache:6379' })
     assert.deepEqual(config.registry, { kind: 'dynamodb', table: 'symphony-rooms' })
     assert.deepEqual(config.snapshots, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/' })
+    const noSlash = parseConfig({ AUTH: 'none', SNAPSHOTS: 's3://my-bucket/rooms' }).snapshots
+    assert.deepEqual(noSlash, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/' }, 'a prefix is a folder')
+    assert.deepEqual(parseConfig({ AUTH: 'none', SNAPSHOTS: 's3://my-bucket' }).snapshots, {
+      kind: 's3',
+      bucket: 'my-bucket',
+      prefix: '',
+    })
     assert.deepEqual(config.internal, { port: 9234, host: undefined, token: 'a-long-internal-token' })
     assert.equal(config.aws.endpoint, 'http://127.0.0.1:5000')
   })
@@ -60,7 +67,16 @@ describe('configuration', () => {
     assert.match(errorFor({ AUTH: 'none', SNAPSHOTS: 'ftp://bucket/' }), /^SNAPSHOTS: /)
     assert.match(errorFor({ AUTH: 'none', PUBSUB: 'kafka://localhost' }), /^PUBSUB: /)
     assert.match(errorFor({ AUTH: 'none', REGISTRY: 'dynamodb://t' }), /^REGISTRY: /)
-    assert.match(errorFor({ AUTH: 'none', REGISTRY: 'dynamodb://rooms' }), /^INTERNAL_TOKEN: required/)
+    const cluster = { AUTH: 'none', REGISTRY: 'dynamodb://rooms', PUBSUB: 'redis://r:6379' }
+    assert.match(errorFor(cluster), /^INTERNAL_TOKEN: required/)
+    assert.match(
+      errorFor({ ...cluster, PUBSUB: 'memory', INTERNAL_TOKEN: 'x'.repeat(16) }),
+      /^PUBSUB: a shared REGISTRY/,
+    )
+    assert.match(
+      errorFor({ ...cluster, INTERNAL_TOKEN: 'x'.repeat(16), PORT: '9000', INTERNAL_PORT: '9000' }),
+      /^INTERNAL_PORT/,
+    )
     assert.match(
       errorFor({ AUTH: 'none', MAX_MESSAGES_PER_SECOND: '50', MESSAGE_BURST: '10' }),
       /^MESSAGE_BURST/,

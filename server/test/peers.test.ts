@@ -1,11 +1,17 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
+import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
 import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
 import type { RoomMessageHandler } from '../src/ports/pubsub.js'
+import { encodeUpdate } from '../src/protocol/codec.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
+import { collect, openRaw } from './helpers/raw-socket.js'
 import { startTestServer } from './helpers/test-server.js'
 
 const INTERNAL_TOKEN = 'test-internal-token-0123456789'
@@ -78,6 +84,71 @@ describe('servers holding the same room', () => {
     await eventually(() => atB.doc.getText('t').toString() === 'cdefXYZ', 'B healed', 10_000)
     assert.equal(atB.doc.getMap('m').get('k'), 1)
     assert.deepEqual(Y.encodeStateVector(atA.doc), Y.encodeStateVector(atB.doc))
+  })
+})
+
+describe('snapshots written by several servers', () => {
+  it('merge with the stored snapshot, so a server that missed an edit never erases it', async () => {
+    const bus = new MemoryBus()
+    const lossy = new LossyPubSub('b', bus)
+    const shared = new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'shared-snap-')))
+    const snapshot = { intervalMs: 100, retryBaseMs: 20, retryMaxMs: 100 }
+    const a = await startTestServer({ serverId: 'a', bus, snapshot, adapters: { snapshots: shared } })
+    const b = await startTestServer({
+      serverId: 'b',
+      snapshot,
+      adapters: { pubsub: lossy, snapshots: shared },
+    })
+    const room = uniqueRoom()
+    const atA = await connectSynced(a.wsUrl, room)
+    const atB = await connectSynced(b.wsUrl, room)
+    lossy.dropping = true // B misses A's edit (anti-entropy is off here)
+    atA.doc.getMap('m').set('from-a', true)
+    await eventually(() => lossy.dropped >= 1, 'B missed it')
+    atA.destroy()
+    await eventually(() => a.server.manager.roomCount === 0, 'A saved and unloaded the room')
+    atB.doc.getMap('m').set('from-b', true) // B's periodic snapshot follows, from a copy without A's edit
+    const stored = async () => {
+      const state = await shared.load(room)
+      const doc = new Y.Doc()
+      if (state) Y.applyUpdate(doc, state)
+      return doc.getMap('m').toJSON()
+    }
+    const deadline = Date.now() + 5_000
+    while (!(await stored())['from-b'] && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    assert.deepEqual(await stored(), { 'from-a': true, 'from-b': true })
+  })
+
+  it('forwards nothing to clients when a peer sends what the server already has', async () => {
+    const bus = new MemoryBus()
+    const b = await startTestServer({ serverId: 'b', bus })
+    const peer = new MemoryPubSub('peer', bus)
+    const room = uniqueRoom()
+    const observer = await openRaw(`${b.wsUrl}/${room}`)
+    const received = collect(observer)
+    await eventually(() => b.server.manager.loadedRoom(room) !== undefined, 'loaded')
+    const source = new Y.Doc()
+    source.getText('t').insert(0, 'once')
+    const update = encodeUpdate(Y.encodeStateAsUpdate(source))
+    const before = received.length
+    peer.publish(room, update)
+    await eventually(() => received.length === before + 1, 'the new update is forwarded')
+    const version = b.server.manager.loadedRoom(room)?.version
+    peer.publish(room, update) // a duplicate, as several servers answering one digest would send
+    source.getText('t').insert(4, '!')
+    peer.publish(
+      room,
+      encodeUpdate(
+        Y.encodeStateAsUpdate(source, Y.encodeStateVector(b.server.manager.loadedRoom(room)?.doc as Y.Doc)),
+      ),
+    )
+    await eventually(
+      () => b.server.manager.loadedRoom(room)?.doc.getText('t').toString() === 'once!',
+      'marker',
+    )
+    assert.equal(received.length, before + 2, 'the duplicate was not forwarded')
+    assert.equal(b.server.manager.loadedRoom(room)?.version, (version ?? 0) + 1, 'nor counted as a change')
+    await peer.close()
   })
 })
 

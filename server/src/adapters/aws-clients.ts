@@ -18,9 +18,16 @@ export interface AwsClients {
  */
 export function createAwsClients(options: AwsClientOptions): AwsClients {
   const { region, endpoint } = options
+  // The SDK waits forever by default: an endpoint that accepts and never answers would hang room
+  // loads and unloads. Failed calls are retried (the SDK's attempts, then the core's backoff).
+  const requestHandler = { connectionTimeout: 3_000, requestTimeout: 15_000 }
   return {
     // Emulators serve every bucket on one host, so bucket names go in the path, not the host name.
-    s3: new S3Client(endpoint ? { region, endpoint, forcePathStyle: true } : { region }),
-    dynamo: new DynamoDBClient(endpoint ? { region, endpoint } : { region }),
+    s3: new S3Client({ region, requestHandler, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) }),
+    dynamo: new DynamoDBClient({
+      region,
+      requestHandler: { ...requestHandler, requestTimeout: 5_000 },
+      ...(endpoint ? { endpoint } : {}),
+    }),
   }
 }

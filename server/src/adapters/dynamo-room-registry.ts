@@ -49,6 +49,8 @@ export class DynamoRoomRegistry implements RoomRegistry {
   }
 
   async register(room: string): Promise<void> {
+    // In the heartbeat first: if this write fails, the next refresh registers the room.
+    this.#heartbeat.add(room)
     try {
       await this.options.client.send(
         new PutItemCommand({ TableName: this.options.tableName, Item: this.#item(room) }),
@@ -56,7 +58,6 @@ export class DynamoRoomRegistry implements RoomRegistry {
     } catch (error) {
       throw this.#error(`could not register room ${room}`, error)
     }
-    this.#heartbeat.add(room)
   }
 
   async deregister(room: string): Promise<void> {

@@ -28,8 +28,9 @@ export class RedisPubSub implements PubSub {
     this.#prefix = options.channelPrefix ?? 'symphony:'
     this.#logger = options.logger
     this.#header = encoding.encode((encoder) => encoding.writeVarString(encoder, serverId))
-    // autoResubscribe (the default) makes ioredis subscribe to every channel again after a reconnect.
-    const connectionOptions = { lazyConnect: false, autoResubscribe: true }
+    // Not ioredis's autoResubscribe: it would also renew channels unsubscribed during an outage.
+    // The 'ready' handler below subscribes exactly the rooms held now.
+    const connectionOptions = { lazyConnect: false, autoResubscribe: false }
     this.#publisher = new Redis(redisUrl, { ...connectionOptions, connectionName: `${serverId}:pub` })
     // No ready check on the subscriber: ioredis runs INFO for it, which Redis refuses once a
     // subscription is queued, and the failed check cost the first subscription.

@@ -18,19 +18,23 @@ export interface DigestComparison {
   weLack: boolean
 }
 
-export function compareDigest(doc: Y.Doc, theirs: Digest): DigestComparison {
-  const ours = Y.decodeStateVector(Y.encodeStateVector(doc))
+export function compareDigest(ourDigest: Digest, theirs: Digest): DigestComparison {
+  const ours = Y.decodeStateVector(ourDigest.stateVector)
   const their = Y.decodeStateVector(theirs.stateVector)
   const ahead = (a: Map<number, number>, b: Map<number, number>) =>
     [...a].some(([client, clock]) => (b.get(client) ?? 0) < clock)
   // Deletions do not move the state vector, so they are compared by hash; a mismatch means both
   // sides send what they have and the union wins.
-  const deletesDiffer = Buffer.compare(deleteSetHash(doc), theirs.deleteSetHash) !== 0
+  const deletesDiffer = Buffer.compare(ourDigest.deleteSetHash, theirs.deleteSetHash) !== 0
   return { peerLacks: ahead(ours, their) || deletesDiffer, weLack: ahead(their, ours) || deletesDiffer }
 }
 
-/** The document's delete set, as the struct-free update Yjs encodes for an up-to-date peer. */
+/**
+ * A hash of the document's integrated deletions only. Pending structs (updates still waiting for
+ * a dependency) are left out: their encoding depends on arrival order, so two servers holding the
+ * same updates could otherwise never agree.
+ */
 function deleteSetHash(doc: Y.Doc): Uint8Array {
-  const deletesOnly = Y.encodeStateAsUpdate(doc, Y.encodeStateVector(doc))
-  return createHash('sha256').update(deletesOnly).digest().subarray(0, 16)
+  const deletes = Y.encodeSnapshot(Y.createSnapshot(Y.createDeleteSetFromStructStore(doc.store), new Map()))
+  return createHash('sha256').update(deletes).digest().subarray(0, 16)
 }

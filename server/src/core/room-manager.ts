@@ -146,23 +146,24 @@ export class RoomManager {
     const buffered: Uint8Array[] = []
     let room: Room | null = null
     await pubsub.subscribe(name, (frame) => (room ? room.receiveRemote(frame) : buffered.push(frame)))
-    let loaded: Loaded | null = null
     try {
       const { state, source } = await stateSource.load(name)
       const doc = new Y.Doc()
       if (state) Y.applyUpdate(doc, state)
-      loaded = this.#createRoom(name, doc, state?.length ?? 0)
+      const loaded = this.#createRoom(name, doc, state?.length ?? 0)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
       room = loaded.room // from here on frames go straight to the room, also while registering
-      await registry.register(name)
+      // A registry outage must not stop the room from loading: peers just cannot find it here
+      // until the adapter's next lease refresh succeeds.
+      await registry
+        .register(name)
+        .catch((err: unknown) => logger.warn({ err, room: name }, 'register failed'))
+      if (source !== 'peer') loaded.room.publishDigest() // peers holding newer state answer now
       this.deps.metrics.roomLoads.labels(source).inc()
       logger.info({ room: name, source, bytes: state?.length ?? 0 }, 'room loaded')
       this.deps.metadata.record({ type: 'room-loaded', room: name, bytes: state?.length ?? 0 })
       return loaded
     } catch (error) {
-      // No half-loaded room may live on: its writer could save over a newer snapshot later.
-      loaded?.writer.stop()
-      loaded?.room.destroy()
       await pubsub.unsubscribe(name).catch(() => {})
       throw error
     }

@@ -47,6 +47,9 @@ export class Room {
   #destroyed = false
   #antiEntropyTimer: NodeJS.Timeout | null = null
   #lastAskedPeersAt = 0
+  #cachedDigest: { version: number; digest: Digest } | null = null
+  /** Set by the afterTransaction listener: whether the last applied update changed anything. */
+  #lastApplyChanged = false
 
   constructor(
     readonly name: string,
@@ -60,6 +63,7 @@ export class Room {
     this.#sizeBound = loadedBytes
     this.awareness = new awarenessProtocol.Awareness(doc)
     this.awareness.setLocalState(null) // the server itself has no presence
+    doc.on('afterTransaction', this.#recordChange)
     if (options.antiEntropyIntervalMs > 0) {
       // Jittered so the servers holding a room do not all publish at the same moment.
       const period = options.antiEntropyIntervalMs * (0.8 + 0.4 * Math.random())
@@ -149,8 +153,11 @@ export class Room {
       }
       const message = decodeMessage(frame)
       if (message.kind === 'update' || message.kind === 'sync-step2') {
-        this.#apply(message.update, REMOTE)
-        this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
+        // Peers often send what this server already has (anti-entropy answers): then nothing is
+        // forwarded and the room is not marked dirty.
+        if (this.#apply(message.update, REMOTE)) {
+          this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
+        }
       } else if (message.kind === 'awareness') {
         awarenessProtocol.applyAwarenessUpdate(this.awareness, message.update, REMOTE)
         this.#broadcast(frame, null)
@@ -162,11 +169,19 @@ export class Room {
 
   /** Tells the other servers holding the room what this one holds (anti-entropy). */
   publishDigest(): void {
-    this.pubsub.publish(this.name, encodeDigest(digestOf(this.doc)))
+    this.pubsub.publish(this.name, encodeDigest(this.#digest()))
+  }
+
+  /** The room's digest, computed once per version: hashing the delete set costs O(document). */
+  #digest(): Digest {
+    if (this.#cachedDigest?.version !== this.version) {
+      this.#cachedDigest = { version: this.version, digest: digestOf(this.doc) }
+    }
+    return this.#cachedDigest.digest
   }
 
   #answerDigest(theirs: Digest): void {
-    const { peerLacks, weLack } = compareDigest(this.doc, theirs)
+    const { peerLacks, weLack } = compareDigest(this.#digest(), theirs)
     if (peerLacks)
       this.pubsub.publish(this.name, encodeUpdate(Y.encodeStateAsUpdate(this.doc, theirs.stateVector)))
     if (weLack && Date.now() - this.#lastAskedPeersAt > ASK_PEERS_MIN_INTERVAL_MS) {
@@ -208,11 +223,22 @@ export class Room {
     this.pubsub.publish(this.name, forwarded)
   }
 
-  #apply(update: Uint8Array, origin: unknown): void {
+  /** Applies an update; true if it changed the document (or left structs waiting for others). */
+  #apply(update: Uint8Array, origin: unknown): boolean {
+    this.#lastApplyChanged = false
     Y.applyUpdate(this.doc, update, origin)
+    if (!this.#lastApplyChanged && this.doc.store.pendingStructs === null) return false
     this.#sizeBound += update.length
     this.version++
     this.onChange()
+    return true
+  }
+
+  readonly #recordChange = (transaction: Y.Transaction): void => {
+    if (transaction.deleteSet.clients.size > 0) this.#lastApplyChanged = true
+    for (const [client, clock] of transaction.afterState) {
+      if (transaction.beforeState.get(client) !== clock) this.#lastApplyChanged = true
+    }
   }
 
   /** Refuses an update that could push the document past the ceiling, measured exactly if close. */

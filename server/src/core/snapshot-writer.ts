@@ -1,3 +1,4 @@
+import * as Y from 'yjs'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
@@ -78,7 +79,11 @@ export class SnapshotWriter {
     const version = this.room.version
     const endTimer = this.metrics.snapshotDuration.startTimer()
     try {
-      await this.store.save(this.room.name, this.room.encodeState())
+      const state = this.room.encodeState()
+      // Other servers holding the room save it too; merging keeps what only the stored copy has
+      // (a CRDT union), so a server whose copy briefly lags never erases another's edits.
+      const stored = await this.store.load(this.room.name)
+      await this.store.save(this.room.name, stored ? Y.mergeUpdates([stored, state]) : state)
       this.#savedVersion = Math.max(this.#savedVersion, version)
       this.#failures = 0
       this.metrics.snapshots.inc()

@@ -7,7 +7,10 @@ export function createPeerStateFetcher(token: string, timeoutMs: number): PeerSt
       headers: { authorization: `Bearer ${token}` },
       signal: AbortSignal.timeout(timeoutMs),
     })
-    if (response.status !== 200) throw new Error(`peer ${peer.serverId} answered ${response.status}`)
+    if (response.status !== 200) {
+      await response.body?.cancel() // frees the socket for the next request
+      throw new Error(`peer ${peer.serverId} answered ${response.status}`)
+    }
     return new Uint8Array(await response.arrayBuffer())
   }
 }
