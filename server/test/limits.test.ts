@@ -43,6 +43,9 @@ describe('limits', () => {
     const closeWhole = closed(whole)
     whole.send(randomBytes(100 * 1024))
     assert.equal((await closeWhole).code, CloseCode.MessageTooBig)
+    const closedByServer = await t.server.metrics.connectionsClosed.get()
+    const tooBig = closedByServer.values.find((v) => v.labels.code === 'MessageTooBig')
+    assert.equal(tooBig?.value, 2, 'each oversized message counted once')
     await assertOtherRoomsUnaffected(t)
   })
 

@@ -214,7 +214,6 @@ export class Room {
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
   ): void {
-    if (isEmptyUpdate(message.update)) return
     this.#ensureRoomFor(message.update.length)
     this.#apply(message.update, connection)
     // A sync step 2 is forwarded as an update: same payload, only the sub-type differs.
@@ -235,10 +234,9 @@ export class Room {
   }
 
   readonly #recordChange = (transaction: Y.Transaction): void => {
-    if (transaction.deleteSet.clients.size > 0) this.#lastApplyChanged = true
-    for (const [client, clock] of transaction.afterState) {
-      if (transaction.beforeState.get(client) !== clock) this.#lastApplyChanged = true
-    }
+    this.#lastApplyChanged ||=
+      transaction.deleteSet.clients.size > 0 ||
+      [...transaction.afterState].some(([client, clock]) => transaction.beforeState.get(client) !== clock)
   }
 
   /** Refuses an update that could push the document past the ceiling, measured exactly if close. */

@@ -141,12 +141,6 @@ export class WebSocketGateway {
     metrics.connections.inc()
     metadata.record({ type: 'connection-opened', room, connectionId: id, userId: identity.userId })
     socket.on('close', () => this.#forget(live))
-    socket.on('error', (error: Error & { code?: string }) => {
-      // ws has already closed the socket (1009 for an oversized message, 1002 for a bad frame).
-      if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH')
-        metrics.connectionsClosed.labels('MessageTooBig').inc()
-      logger.debug({ err: error, connection: id }, 'socket error')
-    })
     socket.on('pong', () => {
       live.alive = true
     })
