@@ -8,8 +8,9 @@ const here = (path) => fileURLToPath(new URL(path, import.meta.url))
 
 await mkdir(here('dist/demo'), { recursive: true })
 await build({
-  entryPoints: [here('demo/whiteboard.ts')],
-  outfile: here('dist/demo/whiteboard.js'),
+  // The page, and its service worker (which must sit beside index.html to control it).
+  entryPoints: [here('demo/whiteboard.ts'), here('demo/sw.ts')],
+  outdir: here('dist/demo'),
   bundle: true,
   format: 'esm',
   target: 'es2020',

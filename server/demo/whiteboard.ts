@@ -1,23 +1,27 @@
 /**
- * Symphony demo whiteboard. Shapes live in a Yjs document synced through the Symphony server;
- * names and cursors travel as awareness (presence) state. The screen is always rendered from the
- * Yjs state, so local and remote edits take the same path.
+ * Symphony demo whiteboard, built on @symphony/client. Shapes live in the room's shared map;
+ * names and cursors travel as presence. The screen is always rendered from the shared state, so
+ * local, remote and stored (offline) edits take the same path.
  */
-import { WebsocketProvider } from 'y-websocket'
+import {
+  createClient,
+  isValidRoomName,
+  type Room,
+  type RoomStatus,
+  type SymphonyClientError,
+} from '@symphony/client'
 import * as Y from 'yjs'
-import { isValidRoomName } from '../src/protocol/room-name.js'
+import { CursorLayer, type DemoPresence, type Point, type User } from './cursors.js'
 
 type Kind = 'rect' | 'ellipse'
 /** One shape: its own Y.Map, so concurrent edits of different keys (move vs recolour) both survive. */
 type ShapeMap = Y.Map<string | number>
-type Point = { x: number; y: number }
 type Box = Point & { w: number; h: number }
 type Shape = Box & { kind: Kind; color: string }
-type User = { name: string; color: string }
 
 declare global {
   interface Window {
-    symphonyDemo: { doc: Y.Doc; provider: WebsocketProvider; shapes: Y.Map<ShapeMap>; room: string }
+    symphonyDemo: { room: Room<DemoPresence>; shapes: Y.Map<ShapeMap> }
   }
 }
 
@@ -41,18 +45,19 @@ const CURSOR_INTERVAL = 30
 
 const query = new URLSearchParams(location.search)
 const roomParam = query.get('room') ?? ''
-const room = isValidRoomName(roomParam) ? roomParam : 'demo'
-const token = query.get('token')
-const params: Record<string, string> = token ? { token } : {}
+const roomName = isValidRoomName(roomParam) ? roomParam : 'demo'
+const token = query.get('token') ?? undefined
 const wsUrl = `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}`
 
-const doc = new Y.Doc()
-// Without disableBc, tabs of one browser also sync over a BroadcastChannel, which would hide
-// whether the server itself relays updates - the point of this demo.
-const provider = new WebsocketProvider(wsUrl, room, doc, { params, disableBc: true })
-const shapes = doc.getMap<ShapeMap>('shapes')
-const awareness = provider.awareness
-window.symphonyDemo = { doc, provider, shapes, room }
+// crossTab off: tabs of one browser would otherwise sync over a BroadcastChannel, which would
+// hide whether the server itself relays updates - the point of this demo.
+const client = createClient({ url: wsUrl, token, crossTab: false })
+const room = client.enter<DemoPresence>(roomName)
+const shapes = room.map<ShapeMap>('shapes')
+const history = room.history(shapes)
+window.symphonyDemo = { room, shapes }
+// The page's files, cached so a reload works offline (the document itself is in IndexedDB).
+void navigator.serviceWorker?.register('./sw.js').catch(() => {})
 
 // --- DOM ----------------------------------------------------------------------------------------
 
@@ -67,7 +72,25 @@ const cursorLayer = byId('cursors')
 const statusEl = byId('status')
 const peopleEl = byId('people')
 const paletteEl = byId('palette')
-byId('room').textContent = room
+const noticeEl = byId('notice')
+const undoButton = byId<HTMLButtonElement>('undo')
+const redoButton = byId<HTMLButtonElement>('redo')
+const roomInput = byId<HTMLInputElement>('room-input')
+roomInput.value = roomName
+
+// Another room is another page: the URL says which, so it can be shared.
+byId<HTMLFormElement>('room-form').addEventListener('submit', (e) => {
+  e.preventDefault()
+  const next = roomInput.value.trim()
+  if (!isValidRoomName(next)) {
+    roomInput.setCustomValidity('1-128 characters of A-Z a-z 0-9 . _ ~ : -')
+    roomInput.reportValidity()
+    return
+  }
+  query.set('room', next)
+  location.search = query.toString()
+})
+roomInput.addEventListener('input', () => roomInput.setCustomValidity(''))
 
 // --- Toolbar ------------------------------------------------------------------------------------
 
@@ -105,22 +128,39 @@ function renderToolbar(): void {
   for (const b of swatches) b.setAttribute('aria-pressed', String(b.dataset.color === color))
 }
 
-function renderStatus(): void {
-  // Derived from the provider's flags rather than event payloads, so every event gives one answer.
-  let status = provider.wsconnecting ? 'connecting' : 'disconnected'
-  if (provider.wsconnected) status = provider.synced ? 'synced' : 'connected'
-  statusEl.textContent = status
-  statusEl.dataset.status = status
+const STATUS_TEXT: Record<RoomStatus, string> = {
+  connecting: 'connecting…',
+  connected: 'catching up…',
+  synced: 'online',
+  offline: 'offline',
 }
-provider.on('status', renderStatus)
-provider.on('sync', renderStatus)
-// The provider clears its flags just after emitting 'connection-close', so read them a tick later.
-provider.on('connection-close', () => queueMicrotask(renderStatus))
-provider.on('closed', ({ code, reason }) => {
-  // The server said reconnecting cannot help (e.g. auth refused): show why on hover.
-  statusEl.title = `Closed by the server: ${code}${reason ? ` ${reason}` : ''}`
-  renderStatus()
+function renderStatus(): void {
+  statusEl.textContent = STATUS_TEXT[room.status]
+  statusEl.dataset.status = room.status
+  statusEl.title =
+    room.status === 'offline' ? 'Offline: edits are kept on this device and sync when the server is back' : ''
+}
+room.on('status', renderStatus)
+
+function showNotice(error: SymphonyClientError): void {
+  noticeEl.textContent = error.message
+  noticeEl.dataset.code = error.code
+  noticeEl.hidden = false
+}
+room.on('error', showNotice)
+room.on('synced', () => {
+  if (noticeEl.dataset.code !== 'READ_ONLY') noticeEl.hidden = true
 })
+
+// --- Undo / redo: only my own changes ----------------------------------------------------------
+
+function renderHistory(): void {
+  undoButton.disabled = !history.canUndo()
+  redoButton.disabled = !history.canRedo()
+}
+history.subscribe(renderHistory)
+undoButton.addEventListener('click', () => history.undo())
+redoButton.addEventListener('click', () => history.redo())
 
 // --- Shapes -------------------------------------------------------------------------------------
 
@@ -143,7 +183,7 @@ let idCounter = 0
 function createShape(box: Box): string {
   // A time prefix makes ids sort in creation order, which gives every client the same stacking;
   // the client id and a counter keep them unique.
-  const id = `${Date.now().toString(36)}-${doc.clientID.toString(36)}-${(idCounter++).toString(36)}`
+  const id = `${Date.now().toString(36)}-${room.doc.clientID.toString(36)}-${(idCounter++).toString(36)}`
   const shape: Shape = { kind, color, ...box }
   shapes.set(id, new Y.Map<string | number>(Object.entries(shape)))
   return id
@@ -240,7 +280,7 @@ canvas.addEventListener('pointermove', (e) => {
     }
     const { origin } = gesture
     // One transaction, so peers never see x applied without y.
-    doc.transact(() => {
+    room.transact(() => {
       shape.set('x', origin.x + dx)
       shape.set('y', origin.y + dy)
     })
@@ -250,7 +290,7 @@ canvas.addEventListener('pointermove', (e) => {
   const box = { x: Math.min(start.x, p.x), y: Math.min(start.y, p.y), w: Math.abs(dx), h: Math.abs(dy) }
   const shape = gesture.id ? shapes.get(gesture.id) : undefined
   if (shape) {
-    doc.transact(() => {
+    room.transact(() => {
       for (const [key, v] of Object.entries(box)) shape.set(key, v)
     })
   } else {
@@ -265,15 +305,28 @@ canvas.addEventListener('pointerup', () => {
     const { x, y } = gesture.start
     createShape({ x: x - DEFAULT_SIZE.w / 2, y: y - DEFAULT_SIZE.h / 2, ...DEFAULT_SIZE })
   }
-  gesture = null
+  endGesture()
 })
-canvas.addEventListener('pointercancel', () => {
+canvas.addEventListener('pointercancel', endGesture)
+
+/** One gesture, one undo step, however many updates the drag produced. */
+function endGesture(): void {
   gesture = null
-})
+  history.stopCapturing()
+}
 canvas.addEventListener('pointerleave', () => sendCursor(null))
 
 window.addEventListener('keydown', (e) => {
-  if ((e.key === 'Delete' || e.key === 'Backspace') && selectedId) {
+  if (e.target instanceof HTMLInputElement) return
+  const mod = e.ctrlKey || e.metaKey
+  if (mod && e.key.toLowerCase() === 'z') {
+    e.preventDefault()
+    if (e.shiftKey) history.redo()
+    else history.undo()
+  } else if (mod && e.key.toLowerCase() === 'y') {
+    e.preventDefault()
+    history.redo()
+  } else if ((e.key === 'Delete' || e.key === 'Backspace') && selectedId) {
     e.preventDefault()
     shapes.delete(selectedId) // renderShapes clears the selection
   } else if (e.key === 'Escape' && selectedId) {
@@ -290,7 +343,7 @@ const user: User = {
   name: query.get('name')?.trim().slice(0, 40) || `${hue.name} ${pick(ANIMALS)}`,
   color: hue.color,
 }
-awareness.setLocalState({ user, cursor: null })
+room.presence.set({ user, cursor: null })
 
 // Throttled with a trailing send, so the last position (or the null on leave) always goes out.
 let pendingCursor: Point | null = null
@@ -303,67 +356,32 @@ function sendCursor(cursor: Point | null): void {
     () => {
       cursorTimer = undefined
       lastCursorSent = performance.now()
-      awareness.setLocalStateField('cursor', pendingCursor)
+      room.presence.set({ cursor: pendingCursor })
     },
     Math.max(0, lastCursorSent + CURSOR_INTERVAL - performance.now()),
   )
 }
 
-// Say goodbye explicitly so peers drop our cursor at once instead of after a timeout.
-window.addEventListener('pagehide', () => awareness.setLocalState(null))
+// Leave explicitly so peers drop our cursor at once; a page restored from the back/forward
+// cache starts over.
+window.addEventListener('pagehide', () => void client.destroy())
 window.addEventListener('pageshow', (e) => {
-  if (e.persisted) awareness.setLocalState({ user, cursor: null })
+  if (e.persisted) location.reload()
 })
 
-/** Reads a peer's presence defensively; null when it has no visible cursor. */
-function readPresence(state: Record<string, unknown>): { user: User; cursor: Point } | null {
-  const u = state.user as Partial<User> | undefined
-  const c = state.cursor as Partial<Point> | null | undefined
-  if (typeof u?.name !== 'string' || typeof u.color !== 'string') return null
-  if (!Number.isFinite(c?.x) || !Number.isFinite(c?.y)) return null
-  return { user: { name: u.name.slice(0, 40), color: u.color }, cursor: c as Point }
-}
-
-function createCursorEl(clientId: number): HTMLElement {
-  const el = document.createElement('div')
-  el.className = 'cursor'
-  el.dataset.cursorClient = String(clientId)
-  // Static markup only; the name is set later through textContent.
-  el.innerHTML =
-    '<svg viewBox="0 0 18 18"><path d="M1 1v14l4-3.6 2.8 5.6 2.3-1.1-2.7-5.4H13z" fill="currentColor" stroke="#fff"/></svg><span class="label"></span>'
-  return el
-}
-
-const cursorEls = new Map<number, HTMLElement>()
+const cursors = new CursorLayer(cursorLayer)
 function renderPresence(): void {
-  const states = awareness.getStates()
-  peopleEl.textContent = String(states.size)
-  const visible = new Set<number>()
-  for (const [clientId, state] of states) {
-    const presence = clientId === doc.clientID ? null : readPresence(state)
-    if (!presence) continue
-    visible.add(clientId)
-    let el = cursorEls.get(clientId)
-    if (!el) {
-      el = createCursorEl(clientId)
-      cursorEls.set(clientId, el)
-      cursorLayer.append(el)
-    }
-    // The arrow's tip sits at (1, 1) in its box.
-    el.style.transform = `translate(${presence.cursor.x - 1}px, ${presence.cursor.y - 1}px)`
-    el.style.color = presence.user.color
-    const label = el.lastElementChild as HTMLElement
-    label.textContent = presence.user.name
-    label.style.background = presence.user.color
-  }
-  prune(cursorEls, (clientId) => visible.has(clientId))
+  const others = room.presence.others()
+  peopleEl.textContent = String(others.length + 1)
+  cursors.render(others)
 }
 
 // --- Wire up ------------------------------------------------------------------------------------
 
 shapes.observeDeep(renderShapes)
-awareness.on('change', renderPresence)
+room.presence.subscribe(renderPresence)
 renderToolbar()
 renderStatus()
+renderHistory()
 renderShapes()
 renderPresence()

@@ -92,9 +92,10 @@ export class SyncServer {
       'request',
       createInternalEndpoint(options.internal?.token ?? '', (name) => this.manager.loadedRoom(name)),
     )
+    const authenticator = createAuthenticator(options.auth)
     this.#gateway = new WebSocketGateway(
       {
-        authenticator: createAuthenticator(options.auth),
+        authenticator,
         manager: this.manager,
         metadata: this.#adapters.metadata,
         metrics: this.metrics,
@@ -105,7 +106,12 @@ export class SyncServer {
     )
     const staticFiles = options.demoFolder ? loadStaticFiles(options.demoFolder) : new Map()
     this.#http = createServer(
-      createRequestHandler({ metrics: this.metrics, staticFiles, health: () => this.#health() }),
+      createRequestHandler({
+        metrics: this.metrics,
+        staticFiles,
+        authenticator,
+        health: () => this.#health(),
+      }),
     )
     this.#http.on('upgrade', this.#gateway.handleUpgrade)
   }

@@ -29,6 +29,13 @@ async function serveJwks(jwk: object, beforeAnswer: () => Promise<void> = async 
   }
 }
 
+type AccessAnswer = {
+  room?: string
+  access?: string
+  userId?: string
+  error?: { code: string; message: string }
+}
+
 const base64url = (text: string) => Buffer.from(text).toString('base64url')
 
 afterEach(() => {
@@ -82,6 +89,28 @@ describe('auth with an HS256 secret', () => {
     assert.deepEqual([other.status, other.code], [403, 'ROOM_FORBIDDEN'])
     const prefix = await refused('team-b:doc', await signToken({ room: 'team-a:*' }))
     assert.equal(prefix.status, 403)
+  })
+
+  it('answers GET /rooms/<room>/access with the verdict a browser cannot read from a refused upgrade', async () => {
+    const room = uniqueRoom()
+    const check = async (target: string) => {
+      const response = await fetch(`${t.httpUrl}${target}`)
+      assert.equal(response.headers.get('access-control-allow-origin'), '*')
+      return { status: response.status, body: (await response.json()) as AccessAnswer }
+    }
+    const writer = await signToken({ room, access: 'rw', sub: 'ada' })
+    assert.deepEqual(await check(`/rooms/${room}/access?token=${writer}`), {
+      status: 200,
+      body: { room, access: 'rw', userId: 'ada' },
+    })
+    const expired = await signToken({ room, exp: Math.floor(Date.now() / 1000) - 60 })
+    const refusal = await check(`/rooms/${room}/access?token=${expired}`)
+    assert.equal(refusal.status, 401)
+    assert.deepEqual(refusal.body.error, { code: 'TOKEN_INVALID', message: 'the token has expired' })
+    const foreign = await signToken({ room: 'another-room' })
+    assert.equal((await check(`/rooms/${room}/access?token=${foreign}`)).body.error?.code, 'ROOM_FORBIDDEN')
+    assert.equal((await check(`/rooms/${room}/access`)).body.error?.code, 'TOKEN_MISSING')
+    assert.equal((await check('/rooms/bad%20name/access')).status, 400)
   })
 
   it('lets an exact or prefix* token in, and its writes reach other clients', async () => {

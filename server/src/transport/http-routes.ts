@@ -1,4 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
+import type { Authenticator } from '../auth/authenticator.js'
+import { AuthError } from '../errors.js'
 import type { ServerMetrics } from '../metrics.js'
 import { parseRequestTarget } from './request-target.js'
 import type { StaticFile } from './static-files.js'
@@ -15,15 +18,22 @@ export interface RouteDeps {
   metrics: ServerMetrics
   health: () => Health
   staticFiles: Map<string, StaticFile>
+  authenticator: Authenticator
 }
 
-/** The public HTTP side of the sync server: health, metrics and the demo page. */
+/** `/rooms/<room>/access`: no room name contains a slash, so this can never shadow a room. */
+const ACCESS_PATH = /^\/rooms\/([^/]*)\/access$/
+
+/** The public HTTP side of the sync server: health, metrics, access checks and the demo page. */
 export function createRequestHandler(deps: RouteDeps) {
   return (request: IncomingMessage, response: ServerResponse): void => {
-    const { path } = parseRequestTarget(request.url)
+    const { path, query } = parseRequestTarget(request.url)
     const file = deps.staticFiles.get(path)
+    const accessRoom = ACCESS_PATH.exec(path)?.[1]
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       sendError(response, 405, 'METHOD_NOT_ALLOWED', 'only GET and HEAD are served here')
+    } else if (accessRoom !== undefined) {
+      answerAccessCheck(deps.authenticator, accessRoom, query.get('token'), response)
     } else if (path === '/healthz') {
       const health = deps.health()
       sendJson(response, health.ready ? 200 : 503, { status: health.ready ? 'ok' : 'draining', ...health })
@@ -38,6 +48,32 @@ export function createRequestHandler(deps: RouteDeps) {
       sendError(response, 404, 'NOT_FOUND', 'nothing here; WebSocket clients connect to /<room>')
     }
   }
+}
+
+/**
+ * Tells a client whether its token opens a room, with the reason when not. Browsers cannot read
+ * the HTTP status of a refused WebSocket upgrade, so the client library asks here before deciding
+ * between "retry later" and "stop and report". Open to any origin: it reveals nothing the
+ * upgrade itself does not.
+ */
+function answerAccessCheck(
+  authenticator: Authenticator,
+  room: string,
+  token: string | null,
+  response: ServerResponse,
+): void {
+  response.setHeader('Access-Control-Allow-Origin', '*')
+  if (!isValidRoomName(room)) {
+    sendError(response, 400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
+    return
+  }
+  authenticator.authenticate(token, room).then(
+    (identity) => sendJson(response, 200, { room, access: identity.access, userId: identity.userId }),
+    (error: unknown) => {
+      if (error instanceof AuthError) sendError(response, error.status, error.code, error.message)
+      else sendError(response, 500, 'AUTH_FAILED', 'authentication could not be completed')
+    },
+  )
 }
 
 function sendError(response: ServerResponse, status: number, code: string, message: string): void {

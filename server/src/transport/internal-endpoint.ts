@@ -1,8 +1,8 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { isValidRoomName } from '@symphony/client/room-name'
 import * as Y from 'yjs'
 import type { Room } from '../core/room.js'
-import { isValidRoomName } from '../protocol/room-name.js'
 import { parseRequestTarget } from './request-target.js'
 
 const STATE_PATH = /^\/internal\/rooms\/([^/]+)\/state$/

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { CloseCode } from '@symphony/client/close-codes'
+import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Authenticator } from '../auth/authenticator.js'
 import type { Limits } from '../config.js'
@@ -10,7 +11,6 @@ import { AuthError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
-import { isValidRoomName } from '../protocol/room-name.js'
 import { refuseUpgrade } from './http-refusal.js'
 import { parseRequestTarget } from './request-target.js'
 import { WsTransport } from './ws-transport.js'
@@ -79,7 +79,7 @@ export class WebSocketGateway {
     const { path, query } = parseRequestTarget(request.url)
     const room = path.slice(1)
     if (!isValidRoomName(room)) {
-      return refuse(400, 'ROOM_NAME_INVALID', 'room names are 1-128 characters of A-Z a-z 0-9 . _ ~ : -')
+      return refuse(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
     }
     let identity: Identity
     try {

@@ -1,0 +1,138 @@
+import { hasIndexedDb } from './offline-store.js'
+import { type ReconnectOptions, ReconnectSchedule } from './reconnect-schedule.js'
+import { Room } from './room.js'
+import type { TokenSource } from './room-connection.js'
+import { isValidRoomName, ROOM_NAME_RULE } from './room-name.js'
+
+export interface ClientOptions {
+  /** The sync server, e.g. `wss://sync.example.com` (http(s) URLs are accepted too). */
+  url: string
+  /** A fixed JWT. Use `getToken` instead when tokens expire. */
+  token?: string
+  /** Returns a fresh JWT; called before every connection attempt, reconnects included. */
+  getToken?: () => string | Promise<string>
+  /**
+   * Keep each room in IndexedDB so edits survive reloads and sync when the network returns.
+   * Default: true where IndexedDB exists (browsers), false elsewhere (Node).
+   */
+  offline?: boolean
+  /** Backoff between connection attempts. */
+  reconnect?: ReconnectOptions
+  /**
+   * Share edits and presence with other tabs of this browser over a BroadcastChannel, even while
+   * offline. Default: true in browsers, false elsewhere (in Node every client would see every other).
+   */
+  crossTab?: boolean
+  /** A WebSocket implementation, for runtimes without a global one (Node 20: the `ws` package). */
+  WebSocket?: typeof WebSocket
+}
+
+/**
+ * The entry point: one per server, usually one per page.
+ *
+ * @example
+ * const client = createClient({ url: 'wss://sync.example.com', getToken: fetchMyToken })
+ * const room = client.enter('board-1')
+ */
+export function createClient(options: ClientOptions): SymphonyClient {
+  return new SymphonyClient(options)
+}
+
+/** Holds the rooms a page is in. Made by `createClient`. */
+export class SymphonyClient {
+  readonly #rooms = new Map<string, Room<object>>()
+  readonly #serverUrl: string
+  readonly #tokens: TokenSource
+  readonly #offline: boolean
+
+  constructor(private readonly options: ClientOptions) {
+    this.#serverUrl = toWebSocketUrl(options.url)
+    this.#tokens = tokenSource(options)
+    this.#offline = options.offline ?? hasIndexedDb()
+    if (this.#offline && !hasIndexedDb()) {
+      throw new TypeError('offline: true needs IndexedDB, which this runtime lacks; pass offline: false')
+    }
+    if (!options.WebSocket && typeof WebSocket === 'undefined') {
+      throw new TypeError('this runtime has no WebSocket; pass one as the WebSocket option (e.g. from "ws")')
+    }
+    new ReconnectSchedule(options.reconnect) // validates the delays now rather than at the first failure
+  }
+
+  /**
+   * Joins `roomId` (1–128 characters of `A-Z a-z 0-9 . _ ~ : -`) and starts syncing. Entering a
+   * room the client is already in returns the same `Room`.
+   *
+   * @example
+   * const room = client.enter<{ name: string }>('board-1')
+   * room.presence.set({ name: 'Ada' })
+   */
+  enter<P extends object = Record<string, unknown>>(roomId: string): Room<P> {
+    if (!isValidRoomName(roomId)) {
+      throw new TypeError(`invalid room name ${JSON.stringify(roomId)}: ${ROOM_NAME_RULE}`)
+    }
+    const existing = this.#rooms.get(roomId)
+    if (existing) return existing as Room<P>
+    const room = new Room<P>({
+      id: roomId,
+      serverUrl: this.#serverUrl,
+      tokens: this.#tokens,
+      schedule: new ReconnectSchedule(this.options.reconnect),
+      WebSocket: this.options.WebSocket ?? WebSocket,
+      fetch: (...args) => fetch(...args),
+      crossTab: this.options.crossTab ?? typeof window !== 'undefined',
+      offlineStoreName: this.#offline ? `symphony:${this.#serverUrl}/${roomId}` : null,
+    })
+    this.#rooms.set(roomId, room as Room<object>)
+    return room
+  }
+
+  /**
+   * Leaves `roomId`: peers see this user go, the connection closes, the local copy stays in
+   * IndexedDB for next time.
+   *
+   * @example
+   * await client.leave('board-1')
+   */
+  async leave(roomId: string): Promise<void> {
+    const room = this.#rooms.get(roomId)
+    if (!room) return
+    this.#rooms.delete(roomId)
+    await room.close()
+  }
+
+  /**
+   * Leaves every room.
+   *
+   * @example
+   * window.addEventListener('pagehide', () => client.destroy())
+   */
+  async destroy(): Promise<void> {
+    await Promise.all([...this.#rooms.keys()].map((roomId) => this.leave(roomId)))
+  }
+}
+
+function toWebSocketUrl(url: string): string {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new TypeError(`url ${JSON.stringify(url)} is not a URL; expected e.g. wss://sync.example.com`)
+  }
+  if (!/^(wss?|https?):$/.test(parsed.protocol)) {
+    throw new TypeError(`url must be ws://, wss://, http:// or https://, not ${parsed.protocol}`)
+  }
+  parsed.protocol = parsed.protocol.replace('http', 'ws')
+  parsed.search = ''
+  parsed.hash = ''
+  return parsed.toString().replace(/\/+$/, '')
+}
+
+function tokenSource({ token, getToken }: ClientOptions): TokenSource {
+  if (token !== undefined && getToken) throw new TypeError('pass token or getToken, not both')
+  if (!getToken) return async () => token ?? null
+  return async () => {
+    const fresh = await getToken()
+    if (typeof fresh !== 'string' || fresh === '') throw new Error('getToken returned no token')
+    return fresh
+  }
+}

@@ -1,0 +1,34 @@
+/** What went wrong, for code that handles `room.on('error')`. */
+export type ClientErrorCode =
+  /** The server refused the token (HTTP 401/403): `status` and `serverCode` say why. No retries. */
+  | 'AUTH_REFUSED'
+  /** `getToken` threw or returned no string; retried with backoff. */
+  | 'TOKEN_UNAVAILABLE'
+  /** The server closed the connection with a code after which retrying cannot help. */
+  | 'CLOSED_BY_SERVER'
+  /** The token grants read-only access: local edits stay local and are not saved by the server. */
+  | 'READ_ONLY'
+  /** IndexedDB could not be opened; the room works online only. */
+  | 'OFFLINE_STORE_FAILED'
+  /** The room was left or the client destroyed before it synced. */
+  | 'ROOM_LEFT'
+
+/**
+ * The error a room reports through `room.on('error', cb)` and `whenSynced()` rejections.
+ *
+ * @example
+ * room.on('error', (error) => {
+ *   if (error.code === 'AUTH_REFUSED') showLogin(error.message)
+ * })
+ */
+export class SymphonyClientError extends Error {
+  override readonly name = 'SymphonyClientError'
+
+  constructor(
+    readonly code: ClientErrorCode,
+    message: string,
+    readonly details: { status?: number; serverCode?: string; closeCode?: number } = {},
+  ) {
+    super(message)
+  }
+}

@@ -1,0 +1,55 @@
+import * as Y from 'yjs'
+
+/**
+ * Any shared type (map, list, text, XML). `any` because Yjs types its event handlers invariantly:
+ * a `Y.Map<string>` is not an `AbstractType<unknown>`.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+export type SharedType = Y.AbstractType<any>
+
+/** Undo and redo of this user's own changes; see `room.history`. */
+export interface History {
+  /** Reverts this user's last change; false when there is none. */
+  undo(): boolean
+  /** Re-applies the last undone change; false when there is none. */
+  redo(): boolean
+  canUndo(): boolean
+  canRedo(): boolean
+  /** Forgets both stacks. */
+  clear(): void
+  /**
+   * Ends the current undo step: changes within 500 ms otherwise merge into one step, so call
+   * this at a natural boundary (end of a drag, a stroke, a word).
+   */
+  stopCapturing(): void
+  /** Calls `listener` when the stacks change (to enable buttons). Returns the unsubscribe. */
+  subscribe(listener: () => void): () => void
+}
+
+/**
+ * A `History` over `types`, tracking only transactions whose origin is in `localOrigins`: the
+ * user's own edits. Remote and stored updates arrive with other origins, so undo never reverts
+ * what someone else did.
+ */
+export function createHistory(
+  types: SharedType | SharedType[],
+  localOrigins: ReadonlySet<unknown>,
+): { history: History; destroy(): void } {
+  const manager = new Y.UndoManager(types, { trackedOrigins: new Set(localOrigins) })
+  const history: History = {
+    undo: () => manager.undo() !== null,
+    redo: () => manager.redo() !== null,
+    canUndo: () => manager.canUndo(),
+    canRedo: () => manager.canRedo(),
+    clear: () => manager.clear(),
+    stopCapturing: () => manager.stopCapturing(),
+    subscribe(listener) {
+      const events = ['stack-item-added', 'stack-item-popped', 'stack-cleared'] as const
+      for (const event of events) manager.on(event, listener)
+      return () => {
+        for (const event of events) manager.off(event, listener)
+      }
+    },
+  }
+  return { history, destroy: () => manager.destroy() }
+}

@@ -1,0 +1,212 @@
+import { readAuthMessage } from 'y-protocols/auth'
+import type { Awareness } from 'y-protocols/awareness'
+import { messageAuth, WebsocketProvider } from 'y-websocket'
+import type * as Y from 'yjs'
+import { checkAccess } from './access-check.js'
+import { closeCodeName, shouldReconnect } from './close-codes.js'
+import { SymphonyClientError } from './errors.js'
+import type { ReconnectSchedule } from './reconnect-schedule.js'
+
+/** Where a room stands with the server. */
+export type RoomStatus = 'connecting' | 'connected' | 'synced' | 'offline'
+
+/** Returns the token for the next connection attempt, or null to connect without one. */
+export type TokenSource = () => Promise<string | null>
+
+export interface RoomConnectionOptions {
+  serverUrl: string
+  room: string
+  doc: Y.Doc
+  awareness: Awareness
+  tokens: TokenSource
+  schedule: ReconnectSchedule
+  WebSocket: typeof WebSocket
+  fetch: typeof fetch
+  crossTab: boolean
+  onStatus(status: RoomStatus): void
+  onError(error: SymphonyClientError, final: boolean): void
+}
+
+/**
+ * Keeps one room connected. y-websocket's provider speaks the protocol; this class owns when to
+ * connect: a fresh token before every attempt, full-jitter backoff between attempts, no attempts
+ * while the browser is offline, and none at all after the server refused the token or closed
+ * with a code that retrying cannot fix.
+ */
+export class RoomConnection {
+  readonly #provider: WebsocketProvider
+  #status: RoomStatus = 'offline'
+  #retryTimer: ReturnType<typeof setTimeout> | undefined
+  /** Bumped by every attempt and by `stop`, so a late token or probe answer is ignored. */
+  #attempt = 0
+  #opened = false
+  #stopped = true
+  #destroyed = false
+  #token: string | null = null
+  #tokenErrorReported = false
+  #readOnlyReported = false
+
+  constructor(private readonly options: RoomConnectionOptions) {
+    const provider = new WebsocketProvider(options.serverUrl, options.room, options.doc, {
+      connect: false,
+      awareness: options.awareness,
+      WebSocketPolyfill: options.WebSocket,
+      disableBc: !options.crossTab,
+      // Every close comes back to us (see #closed); the provider never schedules its own retry.
+      shouldReconnect: () => false,
+    })
+    provider.messageHandlers[messageAuth] = (_encoder, decoder) =>
+      readAuthMessage(decoder, options.doc, (_doc, reason) => this.#readOnly(reason))
+    provider.on('status', ({ status }) => {
+      if (status !== 'connected') return
+      this.#opened = true
+      this.#setStatus(provider.synced ? 'synced' : 'connected')
+    })
+    provider.on('sync', (synced) => {
+      if (!synced || !provider.wsconnected) return
+      options.schedule.reset()
+      this.#tokenErrorReported = false
+      this.#setStatus('synced')
+    })
+    provider.on('connection-close', (event) => this.#closed(event))
+    this.#provider = provider
+    if (typeof window !== 'undefined') {
+      window.addEventListener('online', this.#online)
+      window.addEventListener('offline', this.#offline)
+    }
+  }
+
+  get status(): RoomStatus {
+    return this.#status
+  }
+
+  /** Starts connecting (again, after a final error). */
+  start(): void {
+    if (this.#destroyed) return
+    this.#stopped = false
+    this.options.schedule.reset()
+    void this.#connect()
+  }
+
+  destroy(): void {
+    this.#destroyed = true
+    this.#stop()
+    if (typeof window !== 'undefined') {
+      window.removeEventListener('online', this.#online)
+      window.removeEventListener('offline', this.#offline)
+    }
+    this.#provider.destroy()
+  }
+
+  async #connect(): Promise<void> {
+    clearTimeout(this.#retryTimer)
+    if (this.#stopped || this.#provider.ws !== null) return
+    // Offline: wait for the browser's 'online' event instead of burning attempts.
+    if (isBrowserOffline()) return this.#setStatus('offline')
+    const attempt = ++this.#attempt
+    this.#setStatus('connecting')
+    let token: string | null
+    try {
+      token = await this.options.tokens()
+    } catch (error) {
+      if (attempt !== this.#attempt) return
+      if (!this.#tokenErrorReported) {
+        this.#tokenErrorReported = true
+        const reason = error instanceof Error ? error.message : String(error)
+        this.options.onError(
+          new SymphonyClientError('TOKEN_UNAVAILABLE', `getToken failed: ${reason}`),
+          false,
+        )
+      }
+      return this.#retryLater()
+    }
+    if (attempt !== this.#attempt || this.#stopped) return
+    this.#token = token
+    this.#opened = false
+    this.#provider.params = token ? { token } : {}
+    this.#provider.connect()
+  }
+
+  async #closed(event: CloseEvent | null): Promise<void> {
+    // The provider would otherwise reconnect by itself after a close it started (its watchdog).
+    this.#provider.shouldConnect = false
+    this.#setStatus('offline')
+    if (this.#stopped) return
+    if (event && this.#opened && !shouldReconnect(event.code)) {
+      const name = closeCodeName(event.code)
+      const message = `the server closed the connection: ${event.code} ${name}${event.reason ? `: ${event.reason}` : ''}`
+      return this.#fail(new SymphonyClientError('CLOSED_BY_SERVER', message, { closeCode: event.code }))
+    }
+    if (event && !this.#opened) {
+      // Never opened: a refused token, or a server that is simply away? Only the server knows.
+      const attempt = this.#attempt
+      const verdict = await checkAccess(
+        this.options.serverUrl,
+        this.options.room,
+        this.#token,
+        this.options.fetch,
+      )
+      if (attempt !== this.#attempt || this.#stopped) return
+      if (verdict.kind === 'refused') {
+        const { status, serverCode, message } = verdict
+        return this.#fail(
+          new SymphonyClientError('AUTH_REFUSED', `the server refused the token: ${message}`, {
+            status,
+            serverCode,
+          }),
+        )
+      }
+    }
+    this.#retryLater()
+  }
+
+  #retryLater(): void {
+    this.#setStatus('offline')
+    // Offline: the browser's 'online' event reconnects; timers would only burn attempts.
+    if (this.#stopped || isBrowserOffline()) return
+    this.#retryTimer = setTimeout(() => void this.#connect(), this.options.schedule.nextDelay())
+  }
+
+  #fail(error: SymphonyClientError): void {
+    this.#stop()
+    this.options.onError(error, true)
+  }
+
+  #stop(): void {
+    this.#stopped = true
+    this.#attempt++
+    clearTimeout(this.#retryTimer)
+    if (this.#provider.ws) this.#provider.disconnect()
+    this.#setStatus('offline')
+  }
+
+  #readOnly(reason: string): void {
+    if (this.#readOnlyReported) return
+    this.#readOnlyReported = true
+    this.options.onError(new SymphonyClientError('READ_ONLY', `edits are not saved: ${reason}`), false)
+  }
+
+  readonly #online = (): void => {
+    if (this.#stopped) return
+    this.options.schedule.reset()
+    void this.#connect()
+  }
+
+  readonly #offline = (): void => {
+    // Browsers keep a dead socket open for a long while after the network goes; drop it now.
+    clearTimeout(this.#retryTimer)
+    this.#attempt++
+    if (this.#provider.ws) this.#provider.disconnect()
+    this.#setStatus('offline')
+  }
+
+  #setStatus(status: RoomStatus): void {
+    if (status === this.#status) return
+    this.#status = status
+    this.options.onStatus(status)
+  }
+}
+
+function isBrowserOffline(): boolean {
+  return typeof navigator !== 'undefined' && navigator.onLine === false
+}

@@ -1,0 +1,227 @@
+import { ObservableV2 } from 'lib0/observable'
+import { Awareness, removeAwarenessStates } from 'y-protocols/awareness'
+import * as Y from 'yjs'
+import { SymphonyClientError } from './errors.js'
+import { createHistory, type History, type SharedType } from './history.js'
+import { openOfflineStore } from './offline-store.js'
+import { Presence } from './presence.js'
+import type { ReconnectSchedule } from './reconnect-schedule.js'
+import { RoomConnection, type RoomStatus, type TokenSource } from './room-connection.js'
+
+/** What `room.on` can listen to. */
+export interface RoomEvents {
+  /** The status changed. */
+  status: (status: RoomStatus) => void
+  /** The room caught up with the server (after every (re)connection). */
+  synced: () => void
+  /** Something needs the app's attention; see `SymphonyClientError.code`. */
+  error: (error: SymphonyClientError) => void
+}
+
+type SyncWaiter = { resolve: () => void; reject: (error: SymphonyClientError) => void }
+
+/** How a client opens a room; built by `createClient`. */
+export interface RoomSetup {
+  id: string
+  serverUrl: string
+  tokens: TokenSource
+  schedule: ReconnectSchedule
+  WebSocket: typeof WebSocket
+  fetch: typeof fetch
+  crossTab: boolean
+  /** The IndexedDB database name, or null to keep the room in memory only. */
+  offlineStoreName: string | null
+}
+
+/**
+ * One shared document and the people in it. Get one from `client.enter(roomId)`.
+ *
+ * @example
+ * const room = client.enter('board-1')
+ * const todos = room.list<string>('todos')
+ * todos.push(['write the quick start'])
+ * await room.whenSynced()
+ */
+export class Room<P extends object = Record<string, unknown>> {
+  /** The room's name on the server. */
+  readonly id: string
+  /** The Yjs document, for anything the helpers below do not cover. */
+  readonly doc = new Y.Doc()
+  /** Who else is here; see `Presence`. */
+  readonly presence: Presence<P>
+
+  readonly #events = new ObservableV2<RoomEvents>()
+  readonly #awareness: Awareness
+  readonly #connection: RoomConnection
+  readonly #histories = new Set<{ destroy(): void }>()
+  readonly #closeStore: () => Promise<void>
+  /** The error that ended connecting, until `reconnect()`; `whenSynced` rejects with it. */
+  #finalError: SymphonyClientError | null = null
+  #left = false
+  readonly #waiters = new Set<SyncWaiter>()
+
+  constructor(setup: RoomSetup) {
+    this.id = setup.id
+    this.#awareness = new Awareness(this.doc)
+    this.presence = new Presence<P>(this.#awareness)
+    this.#connection = new RoomConnection({
+      serverUrl: setup.serverUrl,
+      room: setup.id,
+      doc: this.doc,
+      awareness: this.#awareness,
+      tokens: setup.tokens,
+      schedule: setup.schedule,
+      WebSocket: setup.WebSocket,
+      fetch: setup.fetch,
+      crossTab: setup.crossTab,
+      onStatus: (status) => {
+        this.#events.emit('status', [status])
+        if (status !== 'synced') return
+        this.#settleWaiters((waiter) => waiter.resolve())
+        this.#events.emit('synced', [])
+      },
+      onError: (error, final) => {
+        if (final) {
+          this.#finalError = error
+          this.#settleWaiters((waiter) => waiter.reject(error))
+        }
+        this.#events.emit('error', [error])
+      },
+    })
+    // The offline store is opened first, so its update listener runs before the provider's: each
+    // change is queued to IndexedDB before it is sent. Connecting waits for the stored state, so
+    // the first sync already carries the edits made offline.
+    const store = setup.offlineStoreName ? openOfflineStore(setup.offlineStoreName, this.doc) : null
+    this.#closeStore = store ? store.close : async () => {}
+    const stored = store?.ready.catch((error: unknown) => {
+      const reason = error instanceof Error ? error.message : String(error)
+      this.#events.emit('error', [new SymphonyClientError('OFFLINE_STORE_FAILED', `IndexedDB: ${reason}`)])
+    })
+    void Promise.resolve(stored).then(() => {
+      if (!this.#left) this.#connection.start()
+    })
+  }
+
+  /** `'connecting'`, `'connected'` (open, catching up), `'synced'` or `'offline'`. */
+  get status(): RoomStatus {
+    return this.#connection.status
+  }
+
+  /**
+   * The shared map called `name` (created on first use).
+   *
+   * @example
+   * const shapes = room.map<{ x: number; y: number }>('shapes')
+   * shapes.set('a', { x: 1, y: 2 })
+   */
+  map<T = unknown>(name: string): Y.Map<T> {
+    return this.doc.getMap<T>(name)
+  }
+
+  /**
+   * The shared list (Y.Array) called `name`.
+   *
+   * @example
+   * room.list<string>('todos').push(['milk'])
+   */
+  list<T = unknown>(name: string): Y.Array<T> {
+    return this.doc.getArray<T>(name)
+  }
+
+  /**
+   * The shared rich text called `name`.
+   *
+   * @example
+   * room.text('notes').insert(0, 'Hello')
+   */
+  text(name: string): Y.Text {
+    return this.doc.getText(name)
+  }
+
+  /**
+   * Runs `fn` as one change: peers see all of it or none, and undo reverts it as one step.
+   *
+   * @example
+   * room.transact(() => {
+   *   shape.set('x', 10)
+   *   shape.set('y', 20)
+   * })
+   */
+  transact(fn: () => void): void {
+    this.doc.transact(fn, this)
+  }
+
+  /**
+   * Undo/redo over `types` that reverts only this user's changes, never a peer's.
+   *
+   * @example
+   * const history = room.history(room.map('shapes'))
+   * undoButton.onclick = () => history.undo()
+   */
+  history(types: SharedType | SharedType[]): History {
+    // null is the origin of plain edits; `this` is the origin of room.transact.
+    const { history, destroy } = createHistory(types, new Set([null, this]))
+    this.#histories.add({ destroy })
+    return history
+  }
+
+  /**
+   * Listens to `'status'`, `'synced'` or `'error'`. Returns the function that stops listening.
+   *
+   * @example
+   * const stop = room.on('status', (status) => (badge.textContent = status))
+   */
+  on<E extends keyof RoomEvents>(event: E, listener: RoomEvents[E]): () => void {
+    this.#events.on(event, listener)
+    return () => this.#events.off(event, listener)
+  }
+
+  /**
+   * Resolves when the room is synced with the server (at once if it is). Rejects when connecting
+   * stopped for good (token refused, a final close) or the room was left.
+   *
+   * @example
+   * await room.whenSynced()
+   */
+  whenSynced(): Promise<void> {
+    if (this.status === 'synced') return Promise.resolve()
+    if (this.#finalError) return Promise.reject(this.#finalError)
+    return new Promise((resolve, reject) => this.#waiters.add({ resolve, reject }))
+  }
+
+  #settleWaiters(settle: (waiter: SyncWaiter) => void): void {
+    const waiters = [...this.#waiters]
+    this.#waiters.clear()
+    for (const waiter of waiters) settle(waiter)
+  }
+
+  /**
+   * Starts connecting again after an error stopped it (for example with a new token from
+   * `getToken` after the user signed in again).
+   *
+   * @example
+   * room.on('error', async (e) => { if (e.code === 'AUTH_REFUSED') { await signIn(); room.reconnect() } })
+   */
+  reconnect(): void {
+    if (this.#left) return
+    this.#finalError = null
+    this.#connection.start()
+  }
+
+  /** Called by `client.leave`: says goodbye to peers, disconnects, closes the offline store. */
+  async close(): Promise<void> {
+    if (this.#left) return
+    this.#left = true
+    const error = new SymphonyClientError('ROOM_LEFT', `room "${this.id}" was left`)
+    this.#finalError = error
+    this.#settleWaiters((waiter) => waiter.reject(error))
+    // Peers drop this user's cursor now rather than after the 30 s awareness timeout.
+    removeAwarenessStates(this.#awareness, [this.doc.clientID], 'left')
+    for (const history of this.#histories) history.destroy()
+    this.#connection.destroy()
+    this.#awareness.destroy()
+    await this.#closeStore().catch(() => {})
+    this.doc.destroy()
+    this.#events.destroy()
+  }
+}

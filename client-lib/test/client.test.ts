@@ -1,0 +1,274 @@
+import assert from 'node:assert/strict'
+import { afterEach, describe, it } from 'node:test'
+import WebSocket from 'ws'
+import { eventually, uniqueRoom } from '../../server/test/helpers/clients.js'
+import { TcpLink } from '../../server/test/helpers/tcp-link.js'
+import { startTestServer, stopTestServers, type TestServer } from '../../server/test/helpers/test-server.js'
+import { signToken, TEST_SECRET } from '../../server/test/helpers/tokens.js'
+import {
+  type ClientOptions,
+  createClient,
+  type Room,
+  type SymphonyClient,
+  type SymphonyClientError,
+} from '../src/index.js'
+
+const clients = new Set<SymphonyClient>()
+afterEach(async () => {
+  await Promise.all([...clients].map((c) => c.destroy()))
+  clients.clear()
+  await stopTestServers()
+})
+
+/** Our client as a Node app would use it: `ws` for WebSocket, no IndexedDB, fast retries. */
+function client(url: string, options: Partial<ClientOptions> = {}): SymphonyClient {
+  const c = createClient({
+    url,
+    WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
+    reconnect: { baseDelayMs: 20, maxDelayMs: 100 },
+    ...options,
+  })
+  clients.add(c)
+  return c
+}
+
+function recordErrors(room: Room): SymphonyClientError[] {
+  const errors: SymphonyClientError[] = []
+  room.on('error', (error) => errors.push(error))
+  return errors
+}
+
+const refusals = async (t: TestServer, reason: string) =>
+  (await t.server.metrics.connectionsRefused.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0
+
+describe('@symphony/client against a real server', () => {
+  it('syncs maps, lists and text between two clients, and entering twice gives the same room', async () => {
+    const t = await startTestServer()
+    const room = uniqueRoom('client')
+    const ada = client(t.wsUrl)
+    const a = ada.enter(room)
+    const b = client(t.httpUrl).enter(room) // an http(s) URL works too
+    assert.equal(ada.enter(room), a)
+    await Promise.all([a.whenSynced(), b.whenSynced()])
+    a.transact(() => {
+      a.map<number>('scores').set('ada', 3)
+      a.list<string>('todos').push(['milk'])
+    })
+    b.text('notes').insert(0, 'hello')
+    await eventually(
+      () => b.map('scores').get('ada') === 3 && b.list('todos').length === 1,
+      'b has a’s edits',
+    )
+    await eventually(() => a.text('notes').toString() === 'hello', 'a has b’s text')
+  })
+
+  it('reports connecting, connected and synced in order, and whenSynced resolves', async () => {
+    const t = await startTestServer()
+    const room = client(t.wsUrl).enter(uniqueRoom('status'))
+    const statuses: string[] = [room.status]
+    room.on('status', (status) => statuses.push(status))
+    let syncedEvents = 0
+    room.on('synced', () => syncedEvents++)
+    await room.whenSynced()
+    assert.deepEqual(statuses, ['offline', 'connecting', 'connected', 'synced'])
+    assert.equal(syncedEvents, 1)
+    await room.whenSynced() // at once when already synced
+  })
+
+  it('shares presence, lists only others, and drops a user who leaves', async () => {
+    const t = await startTestServer()
+    const name = uniqueRoom('presence')
+    const ada = client(t.wsUrl)
+    const a = ada.enter<{ name: string; cursor: { x: number } | null }>(name)
+    const b = client(t.wsUrl).enter<{ name: string; cursor: { x: number } | null }>(name)
+    b.presence.set({ name: 'Bob', cursor: null })
+    const seen: number[] = []
+    const stop = b.presence.subscribe((others) => seen.push(others.length))
+    a.presence.set({ name: 'Ada', cursor: null })
+    a.presence.set({ cursor: { x: 5 } }) // merges, keeping the name
+    assert.deepEqual(a.presence.get(), { name: 'Ada', cursor: { x: 5 } })
+    await eventually(() => b.presence.others()[0]?.cursor?.x === 5, 'b sees a’s cursor')
+    assert.deepEqual(b.presence.others(), [{ clientId: a.doc.clientID, name: 'Ada', cursor: { x: 5 } }])
+    assert.ok(seen.length > 0)
+    await ada.leave(name)
+    await eventually(() => b.presence.others().length === 0, 'a is gone from b’s presence')
+    stop()
+    const calls = seen.length
+    b.presence.set({ name: 'Bobby' })
+    assert.equal(seen.length, calls, 'no calls after unsubscribing')
+  })
+
+  it('undoes only this user’s own changes', async () => {
+    const t = await startTestServer()
+    const name = uniqueRoom('undo')
+    const a = client(t.wsUrl).enter(name)
+    const b = client(t.wsUrl).enter(name)
+    await Promise.all([a.whenSynced(), b.whenSynced()])
+    const history = a.history(a.map('shapes'))
+    let stackChanges = 0
+    history.subscribe(() => stackChanges++)
+    a.map('shapes').set('a1', 'mine')
+    history.stopCapturing()
+    b.map('shapes').set('b1', 'theirs')
+    await eventually(() => a.map('shapes').has('b1'), 'a has b’s shape')
+    assert.ok(history.canUndo())
+    assert.equal(history.undo(), true)
+    assert.equal(history.undo(), false, 'nothing of a’s is left to undo')
+    assert.deepEqual(a.map('shapes').toJSON(), { b1: 'theirs' })
+    await eventually(() => !b.map('shapes').has('a1'), 'the undo reaches b')
+    assert.equal(b.map('shapes').get('b1'), 'theirs')
+    assert.ok(history.canRedo())
+    history.redo()
+    assert.equal(a.map('shapes').get('a1'), 'mine')
+    history.clear()
+    assert.equal(history.canUndo() || history.canRedo(), false)
+    assert.ok(stackChanges >= 4)
+  })
+
+  it('asks getToken for a fresh token before every reconnect', async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const link = await TcpLink.open(t.server.port)
+    const name = uniqueRoom('tokens')
+    const issued: string[] = []
+    const room = client(`ws://127.0.0.1:${link.port}`, {
+      getToken: async () => {
+        const token = await signToken({ room: name, access: 'rw', jti: String(issued.length) })
+        issued.push(token)
+        return token
+      },
+    }).enter(name)
+    await room.whenSynced()
+    assert.equal(issued.length, 1)
+    room.map('m').set('before', 1)
+    link.cut()
+    await eventually(() => room.status !== 'synced', 'the room notices the cut')
+    link.restore()
+    await eventually(() => room.status === 'synced', 'the room syncs again')
+    assert.ok(issued.length >= 2, `getToken called ${issued.length} times`)
+    assert.equal(new Set(issued).size, issued.length, 'every attempt carried its own token')
+    link.close()
+  })
+
+  it('stops on an expired token: one clear error, whenSynced rejects, no reconnect storm', async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const name = uniqueRoom('expired')
+    const token = await signToken({ room: name, exp: Math.floor(Date.now() / 1000) - 60 })
+    const room = client(t.wsUrl, { token }).enter(name)
+    const errors = recordErrors(room)
+    await assert.rejects(room.whenSynced(), (error: SymphonyClientError) => {
+      assert.equal(error.code, 'AUTH_REFUSED')
+      assert.equal(error.details.status, 401)
+      assert.match(error.message, /expired/)
+      return true
+    })
+    // With 20-100 ms backoff, a client that kept retrying would knock many times in this window.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    assert.equal(await refusals(t, 'TOKEN_INVALID'), 1, 'exactly one upgrade attempt')
+    assert.deepEqual(
+      errors.map((e) => e.code),
+      ['AUTH_REFUSED'],
+    )
+    assert.equal(room.status, 'offline')
+  })
+
+  it('does not retry when getToken hands out a token for another room, and can resume later', async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const name = uniqueRoom('forbidden')
+    let grant = 'another-room'
+    let calls = 0
+    const room = client(t.wsUrl, {
+      getToken: () => {
+        calls++
+        return signToken({ room: grant, access: 'rw' })
+      },
+    }).enter(name)
+    const error = await room.whenSynced().then(
+      () => assert.fail('must not sync'),
+      (e: SymphonyClientError) => e,
+    )
+    assert.equal(error.details.status, 403)
+    assert.equal(error.details.serverCode, 'ROOM_FORBIDDEN')
+    assert.equal(calls, 1)
+    grant = name // the user signs in again
+    room.reconnect()
+    await room.whenSynced()
+    assert.equal(calls, 2)
+  })
+
+  it('keeps retrying while getToken fails, reporting it once, and connects when it recovers', async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const name = uniqueRoom('token-outage')
+    let failures = 3
+    const room = client(t.wsUrl, {
+      getToken: () => {
+        if (failures-- > 0) throw new Error('auth service down')
+        return signToken({ room: name, access: 'rw' })
+      },
+    }).enter(name)
+    const errors = recordErrors(room)
+    await room.whenSynced()
+    assert.deepEqual(
+      errors.map((e) => [e.code, e.message]),
+      [['TOKEN_UNAVAILABLE', 'getToken failed: auth service down']],
+    )
+  })
+
+  it('reports a read-only token once and keeps syncing down', async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const name = uniqueRoom('read-only')
+    const writer = client(t.wsUrl, { token: await signToken({ room: name, access: 'rw' }) }).enter(name)
+    const reader = client(t.wsUrl, { token: await signToken({ room: name, access: 'ro' }) }).enter(name)
+    const errors = recordErrors(reader)
+    await Promise.all([writer.whenSynced(), reader.whenSynced()])
+    reader.map('m').set('x', 1)
+    reader.map('m').set('y', 2)
+    writer.map('m').set('w', 1)
+    await eventually(() => reader.map('m').get('w') === 1, 'the reader still receives')
+    await eventually(() => errors.length > 0, 'the reader is told')
+    assert.deepEqual(
+      errors.map((e) => e.code),
+      ['READ_ONLY'],
+    )
+    assert.equal(writer.map('m').has('x'), false)
+  })
+
+  it('stops when the server closes with a final code (document too large)', async () => {
+    const t = await startTestServer({ limits: { maxDocumentBytes: 2_000 } })
+    const room = client(t.wsUrl).enter(uniqueRoom('too-large'))
+    await room.whenSynced()
+    const errors = recordErrors(room)
+    room.text('t').insert(0, 'x'.repeat(5_000))
+    await eventually(() => errors.length > 0, 'the close is reported')
+    assert.equal(errors[0]?.code, 'CLOSED_BY_SERVER')
+    assert.equal(errors[0]?.details.closeCode, 4004)
+    assert.match(errors[0]?.message ?? '', /4004 DocumentTooLarge/)
+    assert.equal(room.status, 'offline')
+    await assert.rejects(room.whenSynced(), { code: 'CLOSED_BY_SERVER' })
+  })
+
+  it('rejects bad options and room names with clear errors', () => {
+    const WebSocketImpl = WebSocket as unknown as typeof globalThis.WebSocket
+    assert.throws(() => createClient({ url: 'not a url', WebSocket: WebSocketImpl }), /not a URL/)
+    assert.throws(() => createClient({ url: 'ftp://x', WebSocket: WebSocketImpl }), /ws:\/\/, wss:\/\//)
+    assert.throws(
+      () => createClient({ url: 'ws://x', WebSocket: WebSocketImpl, token: 't', getToken: () => 't' }),
+      /not both/,
+    )
+    assert.throws(() => createClient({ url: 'ws://x', WebSocket: WebSocketImpl, offline: true }), /IndexedDB/)
+    assert.throws(() => createClient({ url: 'ws://x' }), /no WebSocket/)
+    assert.throws(() => client('ws://x').enter('a/b'), /invalid room name "a\/b"/)
+    assert.throws(() => client('ws://x', { reconnect: { baseDelayMs: -1 } }), RangeError)
+  })
+
+  it('leaves cleanly: whenSynced rejects, and the doc is destroyed', async () => {
+    const t = await startTestServer()
+    const c = client(t.wsUrl)
+    const name = uniqueRoom('leave')
+    const room = c.enter(name)
+    const pending = room.whenSynced()
+    await c.leave(name)
+    await assert.rejects(pending, { code: 'ROOM_LEFT' })
+    assert.notEqual(c.enter(name), room, 'entering again opens a new room')
+    assert.equal(room.doc.isDestroyed, true)
+  })
+})
