@@ -1,4 +1,9 @@
-/** The server's answer to "may this token enter this room?". */
+/**
+ * The server's answer to "may this token enter this room?".
+ *
+ * @example
+ * if (verdict.kind === 'refused' && verdict.status === 401) askForANewLogin()
+ */
 export type AccessVerdict =
   | { kind: 'granted' }
   | { kind: 'refused'; status: number; serverCode: string; message: string }

@@ -4,6 +4,12 @@ import { Room } from './room.js'
 import type { TokenSource } from './room-connection.js'
 import { isValidRoomName, ROOM_NAME_RULE } from './room-name.js'
 
+/**
+ * Options of `createClient`.
+ *
+ * @example
+ * const options: ClientOptions = { url: 'wss://sync.example.com', getToken: () => api.syncToken() }
+ */
 export interface ClientOptions {
   /** The sync server, e.g. `wss://sync.example.com` (http(s) URLs are accepted too). */
   url: string
@@ -18,6 +24,8 @@ export interface ClientOptions {
   offline?: boolean
   /** Backoff between connection attempts. */
   reconnect?: ReconnectOptions
+  /** An attempt not open after this many milliseconds (getToken included) is retried. Default 15 000. */
+  connectTimeoutMs?: number
   /**
    * Share edits and presence with other tabs of this browser over a BroadcastChannel, even while
    * offline. Default: true in browsers, false elsewhere (in Node every client would see every other).
@@ -38,7 +46,12 @@ export function createClient(options: ClientOptions): SymphonyClient {
   return new SymphonyClient(options)
 }
 
-/** Holds the rooms a page is in. Made by `createClient`. */
+/**
+ * Holds the rooms a page is in. Made by `createClient`.
+ *
+ * @example
+ * const client: SymphonyClient = createClient({ url: 'wss://sync.example.com' })
+ */
 export class SymphonyClient {
   readonly #rooms = new Map<string, Room<object>>()
   readonly #serverUrl: string
@@ -56,6 +69,9 @@ export class SymphonyClient {
       throw new TypeError('this runtime has no WebSocket; pass one as the WebSocket option (e.g. from "ws")')
     }
     new ReconnectSchedule(options.reconnect) // validates the delays now rather than at the first failure
+    if (options.connectTimeoutMs !== undefined && !(options.connectTimeoutMs > 0)) {
+      throw new RangeError('connectTimeoutMs must be a positive number of milliseconds')
+    }
   }
 
   /**
@@ -79,6 +95,7 @@ export class SymphonyClient {
       schedule: new ReconnectSchedule(this.options.reconnect),
       WebSocket: this.options.WebSocket ?? WebSocket,
       fetch: (...args) => fetch(...args),
+      connectTimeoutMs: this.options.connectTimeoutMs ?? 15_000,
       crossTab: this.options.crossTab ?? typeof window !== 'undefined',
       offlineStoreName: this.#offline ? `symphony:${this.#serverUrl}/${roomId}` : null,
     })

@@ -1,6 +1,9 @@
 /**
  * WebSocket close codes used by Symphony, shared by the server and the client library so both
  * sides agree on what a close means and whether reconnecting can help.
+ *
+ * @example
+ * if (error.details.closeCode === CloseCode.DocumentTooLarge) warn('this board is full')
  */
 export const CloseCode = {
   /** Normal closure. */
@@ -27,18 +30,48 @@ export const CloseCode = {
   DocumentTooLarge: 4004,
 } as const
 
+/**
+ * A close code's name.
+ *
+ * @example
+ * const name: CloseCodeName = 'RoomFull'
+ */
 export type CloseCodeName = keyof typeof CloseCode
+/**
+ * A close code's number.
+ *
+ * @example
+ * const code: CloseCodeValue = CloseCode.RoomFull // 4001
+ */
 export type CloseCodeValue = (typeof CloseCode)[CloseCodeName]
 
-/** Codes after which reconnecting with the same input cannot succeed. */
-const FINAL_CODES: ReadonlySet<number> = new Set([CloseCode.DocumentTooLarge])
+/**
+ * Codes after which reconnecting cannot succeed: the client would send the same oversized or
+ * malformed data again on the next sync, and be closed again, in a loop.
+ */
+const FINAL_CODES: ReadonlySet<number> = new Set([
+  CloseCode.ProtocolError,
+  CloseCode.UnsupportedData,
+  CloseCode.MessageTooBig,
+  CloseCode.DocumentTooLarge,
+])
 
-/** Whether a client should reconnect after the server closed it with `code`. */
+/**
+ * Whether a client should reconnect after the server closed it with `code`.
+ *
+ * @example
+ * socket.onclose = (e) => { if (shouldReconnect(e.code)) scheduleReconnect() }
+ */
 export function shouldReconnect(code: number): boolean {
   return !FINAL_CODES.has(code)
 }
 
-/** A short human name for a close code, for logs and error messages. */
+/**
+ * A short human name for a close code, for logs and error messages.
+ *
+ * @example
+ * closeCodeName(4004) // 'DocumentTooLarge'
+ */
 export function closeCodeName(code: number): CloseCodeName | 'Unknown' {
   for (const [name, value] of Object.entries(CloseCode)) {
     if (value === code) return name as CloseCodeName

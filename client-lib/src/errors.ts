@@ -1,4 +1,9 @@
-/** What went wrong, for code that handles `room.on('error')`. */
+/**
+ * What went wrong, for code that handles `room.on('error')`.
+ *
+ * @example
+ * const final: ClientErrorCode[] = ['AUTH_REFUSED', 'CLOSED_BY_SERVER', 'CONNECTION_FAILED']
+ */
 export type ClientErrorCode =
   /** The server refused the token (HTTP 401/403): `status` and `serverCode` say why. No retries. */
   | 'AUTH_REFUSED'
@@ -6,6 +11,8 @@ export type ClientErrorCode =
   | 'TOKEN_UNAVAILABLE'
   /** The server closed the connection with a code after which retrying cannot help. */
   | 'CLOSED_BY_SERVER'
+  /** The browser would not open a WebSocket to the URL at all (e.g. ws:// from an https:// page). */
+  | 'CONNECTION_FAILED'
   /** The token grants read-only access: local edits stay local and are not saved by the server. */
   | 'READ_ONLY'
   /** IndexedDB could not be opened; the room works online only. */

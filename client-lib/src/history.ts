@@ -1,13 +1,23 @@
 import * as Y from 'yjs'
+import { guarded } from './listeners.js'
 
 /**
  * Any shared type (map, list, text, XML). `any` because Yjs types its event handlers invariantly:
  * a `Y.Map<string>` is not an `AbstractType<unknown>`.
+ *
+ * @example
+ * const tracked: SharedType[] = [room.map('shapes'), room.text('title')]
  */
 // biome-ignore lint/suspicious/noExplicitAny: see above
 export type SharedType = Y.AbstractType<any>
 
-/** Undo and redo of this user's own changes; see `room.history`. */
+/**
+ * Undo and redo of this user's own changes; see `room.history`.
+ *
+ * @example
+ * const history: History = room.history(room.map('shapes'))
+ * history.subscribe(() => (undoButton.disabled = !history.canUndo()))
+ */
 export interface History {
   /** Reverts this user's last change; false when there is none. */
   undo(): boolean
@@ -24,6 +34,8 @@ export interface History {
   stopCapturing(): void
   /** Calls `listener` when the stacks change (to enable buttons). Returns the unsubscribe. */
   subscribe(listener: () => void): () => void
+  /** Stops tracking (a component that made this history unmounts). Leaving the room does it too. */
+  destroy(): void
 }
 
 /**
@@ -34,9 +46,10 @@ export interface History {
 export function createHistory(
   types: SharedType | SharedType[],
   localOrigins: ReadonlySet<unknown>,
-): { history: History; destroy(): void } {
+  onDestroy: () => void,
+): History {
   const manager = new Y.UndoManager(types, { trackedOrigins: new Set(localOrigins) })
-  const history: History = {
+  return {
     undo: () => manager.undo() !== null,
     redo: () => manager.redo() !== null,
     canUndo: () => manager.canUndo(),
@@ -45,11 +58,15 @@ export function createHistory(
     stopCapturing: () => manager.stopCapturing(),
     subscribe(listener) {
       const events = ['stack-item-added', 'stack-item-popped', 'stack-cleared'] as const
-      for (const event of events) manager.on(event, listener)
+      const safe = guarded(listener)
+      for (const event of events) manager.on(event, safe)
       return () => {
-        for (const event of events) manager.off(event, listener)
+        for (const event of events) manager.off(event, safe)
       }
     },
+    destroy() {
+      manager.destroy()
+      onDestroy()
+    },
   }
-  return { history, destroy: () => manager.destroy() }
 }

@@ -1,6 +1,12 @@
 import type { Awareness } from 'y-protocols/awareness'
+import { guarded } from './listeners.js'
 
-/** Another user in the room: their awareness client id and whatever state they set. */
+/**
+ * Another user in the room: their awareness client id and whatever state they set.
+ *
+ * @example
+ * const label = (peer: Peer<{ name?: string }>) => peer.name ?? `user ${peer.clientId}`
+ */
 export type Peer<P> = P & { clientId: number }
 
 /**
@@ -57,7 +63,8 @@ export class Presence<P extends object = Record<string, unknown>> {
    * const unsubscribe = room.presence.subscribe((others) => (counter.textContent = String(others.length)))
    */
   subscribe(listener: (others: Peer<P>[]) => void): () => void {
-    const onChange = () => listener(this.others())
+    const notify = guarded(listener)
+    const onChange = () => notify(this.others())
     this.awareness.on('change', onChange)
     return () => this.awareness.off('change', onChange)
   }

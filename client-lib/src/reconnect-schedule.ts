@@ -1,4 +1,9 @@
-/** How long to wait between connection attempts. */
+/**
+ * How long to wait between connection attempts.
+ *
+ * @example
+ * createClient({ url, reconnect: { baseDelayMs: 1_000, maxDelayMs: 60_000 } })
+ */
 export interface ReconnectOptions {
   /** The ceiling of the first wait, in milliseconds; each failed attempt doubles it. Default 500. */
   baseDelayMs?: number

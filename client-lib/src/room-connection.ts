@@ -7,7 +7,13 @@ import { closeCodeName, shouldReconnect } from './close-codes.js'
 import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
 
-/** Where a room stands with the server. */
+/**
+ * Where a room stands with the server: `'connecting'`, `'connected'` (open, catching up),
+ * `'synced'` or `'offline'` (waiting to retry, stopped, or the browser is offline).
+ *
+ * @example
+ * room.on('status', (status: RoomStatus) => badge.classList.toggle('live', status === 'synced'))
+ */
 export type RoomStatus = 'connecting' | 'connected' | 'synced' | 'offline'
 
 /** Returns the token for the next connection attempt, or null to connect without one. */
@@ -23,6 +29,8 @@ export interface RoomConnectionOptions {
   WebSocket: typeof WebSocket
   fetch: typeof fetch
   crossTab: boolean
+  /** An attempt still not open after this long (token included) is abandoned and retried. */
+  connectTimeoutMs: number
   onStatus(status: RoomStatus): void
   onError(error: SymphonyClientError, final: boolean): void
 }
@@ -37,6 +45,7 @@ export class RoomConnection {
   readonly #provider: WebsocketProvider
   #status: RoomStatus = 'offline'
   #retryTimer: ReturnType<typeof setTimeout> | undefined
+  #openTimer: ReturnType<typeof setTimeout> | undefined
   /** Bumped by every attempt and by `stop`, so a late token or probe answer is ignored. */
   #attempt = 0
   #opened = false
@@ -59,6 +68,7 @@ export class RoomConnection {
       readAuthMessage(decoder, options.doc, (_doc, reason) => this.#readOnly(reason))
     provider.on('status', ({ status }) => {
       if (status !== 'connected') return
+      clearTimeout(this.#openTimer)
       this.#opened = true
       this.#setStatus(provider.synced ? 'synced' : 'connected')
     })
@@ -70,10 +80,9 @@ export class RoomConnection {
     })
     provider.on('connection-close', (event) => this.#closed(event))
     this.#provider = provider
-    if (typeof window !== 'undefined') {
-      window.addEventListener('online', this.#online)
-      window.addEventListener('offline', this.#offline)
-    }
+    // globalThis, not window: workers get online/offline events too.
+    globalThis.addEventListener?.('online', this.#online)
+    globalThis.addEventListener?.('offline', this.#offline)
   }
 
   get status(): RoomStatus {
@@ -84,17 +93,19 @@ export class RoomConnection {
   start(): void {
     if (this.#destroyed) return
     this.#stopped = false
+    this.#tokenErrorReported = false
+    this.#readOnlyReported = false
     this.options.schedule.reset()
+    // Other tabs sync over the BroadcastChannel whether or not the server is reachable.
+    this.#provider.connectBc()
     void this.#connect()
   }
 
   destroy(): void {
     this.#destroyed = true
     this.#stop()
-    if (typeof window !== 'undefined') {
-      window.removeEventListener('online', this.#online)
-      window.removeEventListener('offline', this.#offline)
-    }
+    globalThis.removeEventListener?.('online', this.#online)
+    globalThis.removeEventListener?.('offline', this.#offline)
     this.#provider.destroy()
   }
 
@@ -104,12 +115,15 @@ export class RoomConnection {
     // Offline: wait for the browser's 'online' event instead of burning attempts.
     if (isBrowserOffline()) return this.#setStatus('offline')
     const attempt = ++this.#attempt
+    this.#opened = false
     this.#setStatus('connecting')
+    this.#openTimer = setTimeout(() => this.#abandon(attempt), this.options.connectTimeoutMs)
     let token: string | null
     try {
       token = await this.options.tokens()
     } catch (error) {
       if (attempt !== this.#attempt) return
+      clearTimeout(this.#openTimer)
       if (!this.#tokenErrorReported) {
         this.#tokenErrorReported = true
         const reason = error instanceof Error ? error.message : String(error)
@@ -122,14 +136,31 @@ export class RoomConnection {
     }
     if (attempt !== this.#attempt || this.#stopped) return
     this.#token = token
-    this.#opened = false
     this.#provider.params = token ? { token } : {}
-    this.#provider.connect()
+    try {
+      this.#provider.connect()
+    } catch (error) {
+      // The WebSocket constructor throws only for what no retry fixes: a malformed URL, or
+      // ws:// from an https:// page.
+      this.#provider.shouldConnect = false
+      const reason = error instanceof Error ? error.message : String(error)
+      this.#fail(new SymphonyClientError('CONNECTION_FAILED', `cannot open a WebSocket: ${reason}`))
+    }
+  }
+
+  /** An attempt that neither opened nor failed in time (a hung getToken or handshake). */
+  #abandon(attempt: number): void {
+    if (attempt !== this.#attempt || this.#stopped || this.#opened) return
+    this.#attempt++
+    // Closing a socket that is still opening comes back through #closed, which retries.
+    if (this.#provider.ws) this.#provider.disconnect()
+    else this.#retryLater()
   }
 
   async #closed(event: CloseEvent | null): Promise<void> {
     // The provider would otherwise reconnect by itself after a close it started (its watchdog).
     this.#provider.shouldConnect = false
+    clearTimeout(this.#openTimer)
     this.#setStatus('offline')
     if (this.#stopped) return
     if (event && this.#opened && !shouldReconnect(event.code)) {
@@ -176,6 +207,7 @@ export class RoomConnection {
     this.#stopped = true
     this.#attempt++
     clearTimeout(this.#retryTimer)
+    clearTimeout(this.#openTimer)
     if (this.#provider.ws) this.#provider.disconnect()
     this.#setStatus('offline')
   }
@@ -195,8 +227,11 @@ export class RoomConnection {
   readonly #offline = (): void => {
     // Browsers keep a dead socket open for a long while after the network goes; drop it now.
     clearTimeout(this.#retryTimer)
+    clearTimeout(this.#openTimer)
     this.#attempt++
     if (this.#provider.ws) this.#provider.disconnect()
+    // disconnect() also leaves the BroadcastChannel; tabs keep syncing with each other offline.
+    if (!this.#stopped) this.#provider.connectBc()
     this.#setStatus('offline')
   }
 

@@ -1,14 +1,19 @@
-import { ObservableV2 } from 'lib0/observable'
 import { Awareness, removeAwarenessStates } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { SymphonyClientError } from './errors.js'
 import { createHistory, type History, type SharedType } from './history.js'
+import { Listeners } from './listeners.js'
 import { openOfflineStore } from './offline-store.js'
 import { Presence } from './presence.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
 import { RoomConnection, type RoomStatus, type TokenSource } from './room-connection.js'
 
-/** What `room.on` can listen to. */
+/**
+ * What `room.on` can listen to.
+ *
+ * @example
+ * room.on('synced', () => hideSpinner())
+ */
 export interface RoomEvents {
   /** The status changed. */
   status: (status: RoomStatus) => void
@@ -29,6 +34,7 @@ export interface RoomSetup {
   WebSocket: typeof WebSocket
   fetch: typeof fetch
   crossTab: boolean
+  connectTimeoutMs: number
   /** The IndexedDB database name, or null to keep the room in memory only. */
   offlineStoreName: string | null
 }
@@ -50,11 +56,11 @@ export class Room<P extends object = Record<string, unknown>> {
   /** Who else is here; see `Presence`. */
   readonly presence: Presence<P>
 
-  readonly #events = new ObservableV2<RoomEvents>()
+  readonly #events = new Listeners<RoomEvents>()
   readonly #awareness: Awareness
   readonly #connection: RoomConnection
-  readonly #histories = new Set<{ destroy(): void }>()
-  readonly #closeStore: () => Promise<void>
+  readonly #histories = new Set<History>()
+  readonly #closeStore: () => Promise<void> = async () => {}
   /** The error that ended connecting, until `reconnect()`; `whenSynced` rejects with it. */
   #finalError: SymphonyClientError | null = null
   #left = false
@@ -64,6 +70,19 @@ export class Room<P extends object = Record<string, unknown>> {
     this.id = setup.id
     this.#awareness = new Awareness(this.doc)
     this.presence = new Presence<P>(this.#awareness)
+    // The offline store comes before the connection, so its update listener runs before the
+    // provider's: each change is queued to IndexedDB before it is sent. Connecting waits for the
+    // stored state (or its failure), so the first sync already carries the edits made offline.
+    let stored = Promise.resolve()
+    if (setup.offlineStoreName) {
+      const store = openOfflineStore(setup.offlineStoreName, this.doc)
+      this.#closeStore = store.close
+      stored = store.ready.catch((error: unknown) => {
+        const reason = error instanceof Error ? error.message : String(error)
+        const failure = new SymphonyClientError('OFFLINE_STORE_FAILED', `IndexedDB: ${reason}; online only`)
+        this.#events.emit('error', failure)
+      })
+    }
     this.#connection = new RoomConnection({
       serverUrl: setup.serverUrl,
       room: setup.id,
@@ -74,30 +93,22 @@ export class Room<P extends object = Record<string, unknown>> {
       WebSocket: setup.WebSocket,
       fetch: setup.fetch,
       crossTab: setup.crossTab,
+      connectTimeoutMs: setup.connectTimeoutMs,
       onStatus: (status) => {
-        this.#events.emit('status', [status])
+        this.#events.emit('status', status)
         if (status !== 'synced') return
         this.#settleWaiters((waiter) => waiter.resolve())
-        this.#events.emit('synced', [])
+        this.#events.emit('synced')
       },
       onError: (error, final) => {
         if (final) {
           this.#finalError = error
           this.#settleWaiters((waiter) => waiter.reject(error))
         }
-        this.#events.emit('error', [error])
+        this.#events.emit('error', error)
       },
     })
-    // The offline store is opened first, so its update listener runs before the provider's: each
-    // change is queued to IndexedDB before it is sent. Connecting waits for the stored state, so
-    // the first sync already carries the edits made offline.
-    const store = setup.offlineStoreName ? openOfflineStore(setup.offlineStoreName, this.doc) : null
-    this.#closeStore = store ? store.close : async () => {}
-    const stored = store?.ready.catch((error: unknown) => {
-      const reason = error instanceof Error ? error.message : String(error)
-      this.#events.emit('error', [new SymphonyClientError('OFFLINE_STORE_FAILED', `IndexedDB: ${reason}`)])
-    })
-    void Promise.resolve(stored).then(() => {
+    void stored.then(() => {
       if (!this.#left) this.#connection.start()
     })
   }
@@ -160,8 +171,8 @@ export class Room<P extends object = Record<string, unknown>> {
    */
   history(types: SharedType | SharedType[]): History {
     // null is the origin of plain edits; `this` is the origin of room.transact.
-    const { history, destroy } = createHistory(types, new Set([null, this]))
-    this.#histories.add({ destroy })
+    const history = createHistory(types, new Set([null, this]), () => this.#histories.delete(history))
+    this.#histories.add(history)
     return history
   }
 
@@ -172,8 +183,7 @@ export class Room<P extends object = Record<string, unknown>> {
    * const stop = room.on('status', (status) => (badge.textContent = status))
    */
   on<E extends keyof RoomEvents>(event: E, listener: RoomEvents[E]): () => void {
-    this.#events.on(event, listener)
-    return () => this.#events.off(event, listener)
+    return this.#events.on(event, listener)
   }
 
   /**
@@ -222,6 +232,6 @@ export class Room<P extends object = Record<string, unknown>> {
     this.#awareness.destroy()
     await this.#closeStore().catch(() => {})
     this.doc.destroy()
-    this.#events.destroy()
+    this.#events.clear()
   }
 }

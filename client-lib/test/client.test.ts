@@ -232,18 +232,98 @@ describe('@symphony/client against a real server', () => {
     assert.equal(writer.map('m').has('x'), false)
   })
 
-  it('stops when the server closes with a final code (document too large)', async () => {
-    const t = await startTestServer({ limits: { maxDocumentBytes: 2_000 } })
-    const room = client(t.wsUrl).enter(uniqueRoom('too-large'))
+  for (const { name, limits, closeCode } of [
+    { name: 'document too large', limits: { maxDocumentBytes: 2_000 }, closeCode: 4004 },
+    { name: 'message too big', limits: { maxMessageBytes: 2_000 }, closeCode: 1009 },
+  ]) {
+    it(`stops when the server closes with a final code (${name}) instead of resending in a loop`, async () => {
+      const t = await startTestServer({ limits })
+      const room = client(t.wsUrl).enter(uniqueRoom('too-large'))
+      await room.whenSynced()
+      const errors = recordErrors(room)
+      room.text('t').insert(0, 'x'.repeat(5_000))
+      await eventually(() => errors.length > 0, 'the close is reported')
+      assert.equal(errors[0]?.code, 'CLOSED_BY_SERVER')
+      assert.equal(errors[0]?.details.closeCode, closeCode)
+      assert.equal(room.status, 'offline')
+      await assert.rejects(room.whenSynced(), { code: 'CLOSED_BY_SERVER' })
+      const closes = (await t.server.metrics.connectionsClosed.get()).values.reduce(
+        (sum, v) => sum + v.value,
+        0,
+      )
+      assert.equal(closes, 1, 'closed once, never reconnected to be closed again')
+    })
+  }
+
+  it('abandons an attempt that hangs in getToken and tries again', async () => {
+    const t = await startTestServer()
+    let calls = 0
+    const room = client(t.wsUrl, {
+      connectTimeoutMs: 100,
+      getToken: () => (++calls === 1 ? new Promise<string>(() => {}) : 'unused-token'),
+    }).enter(uniqueRoom('hung-token'))
     await room.whenSynced()
-    const errors = recordErrors(room)
-    room.text('t').insert(0, 'x'.repeat(5_000))
-    await eventually(() => errors.length > 0, 'the close is reported')
-    assert.equal(errors[0]?.code, 'CLOSED_BY_SERVER')
-    assert.equal(errors[0]?.details.closeCode, 4004)
-    assert.match(errors[0]?.message ?? '', /4004 DocumentTooLarge/)
+    assert.equal(calls, 2)
+  })
+
+  it('reports a URL the WebSocket constructor rejects, once, without retrying', async () => {
+    let constructed = 0
+    class RefusingWebSocket {
+      constructor() {
+        constructed++
+        throw new SyntaxError(
+          'An insecure WebSocket connection may not be initiated from a page loaded over HTTPS.',
+        )
+      }
+    }
+    const room = client('ws://127.0.0.1:9', {
+      WebSocket: RefusingWebSocket as unknown as typeof globalThis.WebSocket,
+    }).enter(uniqueRoom('insecure'))
+    await assert.rejects(room.whenSynced(), (error: SymphonyClientError) => {
+      assert.equal(error.code, 'CONNECTION_FAILED')
+      assert.match(error.message, /insecure WebSocket/)
+      return true
+    })
+    assert.equal(constructed, 1)
     assert.equal(room.status, 'offline')
-    await assert.rejects(room.whenSynced(), { code: 'CLOSED_BY_SERVER' })
+  })
+
+  it('keeps working when an app listener throws', async () => {
+    const t = await startTestServer()
+    const name = uniqueRoom('throwing-listener')
+    const a = client(t.wsUrl).enter(name)
+    const b = client(t.wsUrl).enter(name)
+    const reported: unknown[] = []
+    const originalConsoleError = console.error
+    console.error = (error: unknown) => reported.push(error)
+    try {
+      a.on('status', () => {
+        throw new Error('app bug in a status listener')
+      })
+      a.presence.subscribe(() => {
+        throw new Error('app bug in a presence listener')
+      })
+      await a.whenSynced()
+      b.presence.set({ name: 'Bob' })
+      b.map('m').set('k', 1)
+      await eventually(() => a.map('m').get('k') === 1 && a.presence.others().length === 1, 'a still syncs')
+    } finally {
+      console.error = originalConsoleError
+    }
+    assert.ok(reported.some((e) => e instanceof Error && e.message === 'app bug in a status listener'))
+    assert.ok(reported.some((e) => e instanceof Error && e.message === 'app bug in a presence listener'))
+  })
+
+  it('stops tracking a destroyed history', async () => {
+    const t = await startTestServer()
+    const room = client(t.wsUrl).enter(uniqueRoom('history-destroy'))
+    const history = room.history(room.map('m'))
+    room.map('m').set('a', 1)
+    assert.equal(history.canUndo(), true)
+    history.destroy()
+    history.clear()
+    room.map('m').set('b', 2)
+    assert.equal(history.canUndo(), false)
   })
 
   it('rejects bad options and room names with clear errors', () => {
@@ -258,6 +338,7 @@ describe('@symphony/client against a real server', () => {
     assert.throws(() => createClient({ url: 'ws://x' }), /no WebSocket/)
     assert.throws(() => client('ws://x').enter('a/b'), /invalid room name "a\/b"/)
     assert.throws(() => client('ws://x', { reconnect: { baseDelayMs: -1 } }), RangeError)
+    assert.throws(() => client('ws://x', { connectTimeoutMs: 0 }), /connectTimeoutMs/)
   })
 
   it('leaves cleanly: whenSynced rejects, and the doc is destroyed', async () => {

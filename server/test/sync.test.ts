@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, it } from 'node:test'
+import { Awareness, encodeAwarenessUpdate } from 'y-protocols/awareness'
 import * as Y from 'yjs'
-import { encodeUpdate } from '../src/protocol/codec.js'
+import { encodeAwareness, encodeUpdate } from '../src/protocol/codec.js'
 import {
   connectClient,
   connectSynced,
@@ -71,6 +72,21 @@ describe('sync with y-websocket providers', () => {
     await eventually(() => !b.provider.awareness.getStates().has(aId), "A's cursor leaves B")
     await eventually(() => !c.provider.awareness.getStates().has(aId), "A's cursor leaves C")
     for (const client of [a, b, c]) client.destroy()
+  })
+
+  it('returns awareness to its sender, so a client alone in a room keeps hearing from the server', async () => {
+    const room = uniqueRoom()
+    const alone = await openRaw(`${t.wsUrl}/${room}`)
+    const received = collect(alone)
+    await eventually(() => t.server.manager.loadedRoom(room)?.connections.size === 1, 'joined')
+    const awareness = new Awareness(new Y.Doc())
+    awareness.setLocalState({ cursor: 1 })
+    const frame = encodeAwareness(encodeAwarenessUpdate(awareness, [awareness.clientID]))
+    // y-websocket's provider renews this every 15 s and drops a connection silent for 30 s.
+    alone.send(frame)
+    await eventually(() => received.some((m) => Buffer.compare(m, frame) === 0), 'the renewal comes back')
+    awareness.destroy()
+    alone.close()
   })
 
   it('forwards an update as the same bytes to other clients and never echoes it to the sender', async () => {

@@ -127,7 +127,10 @@ export class Room {
       case 'awareness':
         connection.claimAwarenessClients(readAwarenessClientIds(message.update))
         awarenessProtocol.applyAwarenessUpdate(this.awareness, message.update, connection)
-        this.#broadcast(frame, connection)
+        // Back to the sender too, as y-websocket's own server does: a client alone in a room
+        // hears nothing else, and its provider drops a connection silent for 30 s. The client
+        // ignores its own state coming back (same clock).
+        this.#broadcast(frame, null)
         this.pubsub.publish(this.name, frame)
         return
       case 'query-awareness':
