@@ -7,7 +7,7 @@ import { readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureDebianPackage } from './lib/debian-package.mjs'
-import { REDIS_SERVER, startMoto, startRedis } from './lib/services.mjs'
+import { REDIS_SERVER, startMoto, startPostgres, startRedis } from './lib/services.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const packages = ['server', 'client-lib', 'dashboard-server', 'loadtest', 'infra']
@@ -62,14 +62,16 @@ for (const signal of Object.keys(SIGNAL_CODES)) {
 }
 
 // Moto first: its (first-run) pip install then goes on while apt may install redis-server.
-const [moto, redis] = await Promise.allSettled([startMoto(), startRedis()])
-for (const started of [moto, redis]) if (started.status === 'fulfilled') services.push(started.value)
-if (moto.status === 'rejected' || redis.status === 'rejected') {
-  for (const started of [moto, redis]) if (started.status === 'rejected') console.error(started.reason)
+const [moto, redis, postgres] = await Promise.allSettled([startMoto(), startRedis(), startPostgres()])
+const started = [moto, redis, postgres]
+for (const service of started) if (service.status === 'fulfilled') services.push(service.value)
+if (moto.status === 'rejected' || redis.status === 'rejected' || postgres.status === 'rejected') {
+  for (const service of started) if (service.status === 'rejected') console.error(service.reason)
   await stopServices()
   process.exit(1)
 }
 console.log(`[services] redis on 127.0.0.1:${redis.value.port}`)
+console.log(`[services] postgres on 127.0.0.1:${postgres.value.port}`)
 console.log(`[services] moto (S3, DynamoDB) on ${moto.value.endpoint}`)
 
 const env = {
@@ -78,6 +80,7 @@ const env = {
   SYMPHONY_TEST_REDIS_PORT: String(redis.value.port),
   SYMPHONY_TEST_REDIS_SERVER: REDIS_SERVER,
   SYMPHONY_TEST_AWS_ENDPOINT_URL: moto.value.endpoint,
+  SYMPHONY_TEST_DATABASE_URL: postgres.value.url,
   AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'test',
   AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'test',
   AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',

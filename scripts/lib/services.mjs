@@ -1,10 +1,11 @@
-// Starts the real services the tests need as child processes on free loopback ports: Redis, and moto
-// standing in for S3 and DynamoDB. Missing ones are installed first (redis-server from Debian, moto into
-// a Python venv under .services/). The children die with this process: an exit hook kills them.
-import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+// Starts the real services the tests need as child processes on free loopback ports: Redis, Postgres,
+// and moto standing in for S3 and DynamoDB. Missing ones are installed first (redis-server and
+// postgresql from Debian, moto into a Python venv under .services/). The children die with this process: an exit hook kills them.
+import { execFileSync, spawn } from 'node:child_process'
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { createConnection, createServer } from 'node:net'
+import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureDebianPackage } from './debian-package.mjs'
@@ -59,8 +60,13 @@ export function freePort() {
  * Spawns a long-running service. Its output is kept (the last few KiB) for error messages, not printed.
  * The child is unref'd, so a caller that forgets stop() still exits, and the exit hook kills it.
  */
-function launch(command, args) {
-  const child = spawn(command, args, { cwd: root, detached: false, stdio: ['ignore', 'pipe', 'pipe'] })
+function launch(command, args, options = {}) {
+  const child = spawn(command, args, {
+    cwd: root,
+    ...options,
+    detached: false,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let output = ''
   const keep = (chunk) => {
     output = (output + chunk).slice(-4000)
@@ -187,12 +193,13 @@ export async function startRedis() {
 }
 
 /** Runs a command to completion, its output shown; rejects when it fails. */
-function run(command, args) {
+function run(command, args, options = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd: root,
+      ...options,
       detached: false,
-      stdio: ['ignore', 'inherit', 'inherit'],
+      stdio: ['ignore', options.quiet ? 'ignore' : 'inherit', 'inherit'],
     })
     track(child)
     child.once('error', reject)
@@ -260,4 +267,77 @@ export async function startMoto() {
     port,
     stop: () => stopChild(launched.child),
   }
+}
+
+/** The newest Debian PostgreSQL server's bin folder, installing the package when there is none. */
+function postgresBin() {
+  const find = () => {
+    const base = '/usr/lib/postgresql'
+    const versions = existsSync(base)
+      ? readdirSync(base).filter((v) => existsSync(join(base, v, 'bin', 'postgres')))
+      : []
+    const newest = versions.sort((a, b) => Number(b) - Number(a))[0]
+    return newest ? join(base, newest, 'bin') : null
+  }
+  if (!find()) ensureDebianPackage('postgresql', '/usr/lib/postgresql')
+  const bin = find()
+  if (!bin)
+    throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql after installing postgresql')
+  return bin
+}
+
+/**
+ * Starts a throwaway PostgreSQL cluster (Debian's binaries, installed when missing) in a fresh
+ * temporary folder on a free loopback port, trusting local connections. Postgres refuses to run as
+ * root, so as root it runs as the `postgres` user Debian's package creates.
+ */
+export async function startPostgres() {
+  const bin = postgresBin()
+  const folder = mkdtempSync(join(tmpdir(), 'symphony-pg-'))
+  // Spawned as that user directly (not through runuser), so the exit hook's SIGKILL reaches postgres.
+  const user = userInfo().uid === 0 ? postgresUser() : {}
+  if (user.uid !== undefined) chownSync(folder, user.uid, user.gid)
+  const data = join(folder, 'data')
+  const options = { cwd: folder, ...user }
+  await run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'], {
+    ...options,
+    quiet: true,
+  })
+  const port = await freePort()
+  const settings = [`listen_addresses=${HOST}`, 'fsync=off', 'synchronous_commit=off', 'full_page_writes=off']
+  const launched = launch(
+    join(bin, 'postgres'),
+    ['-D', data, '-p', String(port), '-k', folder, ...settings.flatMap((setting) => ['-c', setting])],
+    options,
+  )
+  await waitReady(`postgres on port ${port}`, launched, () => acceptsConnections(port), 30_000)
+  return {
+    url: `postgres://postgres@${HOST}:${port}/postgres`,
+    port,
+    async stop() {
+      await stopChild(launched.child)
+      rmSync(folder, { recursive: true, force: true })
+    },
+  }
+}
+
+/** The uid and gid of the `postgres` user (Postgres will not run as root). */
+function postgresUser() {
+  const id = (flag) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim())
+  return { uid: id('-u'), gid: id('-g') }
+}
+
+/** Whether something answers a Postgres SSLRequest on `port` (any one-byte reply). */
+function acceptsConnections(port) {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: HOST, port })
+    const done = (value) => {
+      socket.destroy()
+      resolve(value)
+    }
+    socket.setTimeout(1000, () => done(false))
+    socket.once('error', () => done(false))
+    socket.once('connect', () => socket.write(Buffer.from([0, 0, 0, 8, 4, 210, 22, 47])))
+    socket.once('data', () => done(true))
+  })
 }

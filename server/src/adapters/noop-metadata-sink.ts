@@ -1,7 +1,10 @@
-import type { MetadataSink } from '../ports/metadata-sink.js'
+import type { MetadataSink, MetadataSinkStats } from '../ports/metadata-sink.js'
 
-/** Stands in for the Postgres sink until the dashboard (issue #5) needs the data. */
+/** Keeps no metadata: for tests and for deployments without a dashboard. */
 export class NoopMetadataSink implements MetadataSink {
   record(): void {}
+  stats(): MetadataSinkStats {
+    return { queued: 0, dropped: 0 }
+  }
   async close(): Promise<void> {}
 }

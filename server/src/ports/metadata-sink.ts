@@ -2,8 +2,18 @@
 export type MetadataEvent =
   | { type: 'room-loaded'; room: string; bytes: number }
   | { type: 'room-unloaded'; room: string; bytes: number }
+  /** Sampled now and then for every loaded room: the time series behind the dashboard's charts. */
+  | { type: 'room-sample'; room: string; connections: number; bytes: number }
   | { type: 'connection-opened'; room: string; connectionId: string; userId: string }
   | { type: 'connection-closed'; room: string; connectionId: string }
+
+/** Queue health, for /metrics. */
+export interface MetadataSinkStats {
+  /** Events waiting to be written. */
+  queued: number
+  /** Events dropped since start because the queue was full (a slow or unreachable database). */
+  dropped: number
+}
 
 /**
  * Metadata about rooms and connections. `record` is called on the hot path, so adapters must
@@ -11,5 +21,7 @@ export type MetadataEvent =
  */
 export interface MetadataSink {
   record(event: MetadataEvent): void
+  stats(): MetadataSinkStats
+  /** Writes what is queued (bounded by the adapter's own timeout), then releases resources. */
   close(): Promise<void>
 }

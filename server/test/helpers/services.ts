@@ -6,6 +6,8 @@ export interface TestServices {
   redisUrl: string
   /** The AWS emulator (S3 + DynamoDB) the real adapters are pointed at. */
   awsEndpoint: string
+  /** A real PostgreSQL server, e.g. `postgres://postgres@127.0.0.1:5439/postgres`. */
+  databaseUrl: string
 }
 
 /**
@@ -16,16 +18,18 @@ export interface TestServices {
 export function requireTestServices(): TestServices {
   const redisUrl = process.env.SYMPHONY_TEST_REDIS_URL
   const awsEndpoint = process.env.SYMPHONY_TEST_AWS_ENDPOINT_URL
+  const databaseUrl = process.env.SYMPHONY_TEST_DATABASE_URL
   const missing = [
     redisUrl ? null : 'SYMPHONY_TEST_REDIS_URL',
     awsEndpoint ? null : 'SYMPHONY_TEST_AWS_ENDPOINT_URL',
+    databaseUrl ? null : 'SYMPHONY_TEST_DATABASE_URL',
   ].filter((name) => name !== null)
-  if (!redisUrl || !awsEndpoint) {
+  if (!redisUrl || !awsEndpoint || !databaseUrl) {
     throw new Error(
-      `${missing.join(' and ')} not set: run through npm test, which starts Redis and the AWS emulator`,
+      `${missing.join(', ')} not set: run through npm test, which starts Redis, Postgres and the AWS emulator`,
     )
   }
-  return { redisUrl, awsEndpoint }
+  return { redisUrl, awsEndpoint, databaseUrl }
 }
 
 let clients: AwsClients | null = null

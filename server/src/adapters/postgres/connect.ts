@@ -1,0 +1,48 @@
+import pg from 'pg'
+import type { Logger } from '../../logger.js'
+import { startEmbeddedPostgres } from './embedded-postgres.js'
+
+/** Where metadata goes: a real Postgres, or PGlite in this process served on a loopback port. */
+export type DatabaseConfig =
+  | { kind: 'postgres'; url: string }
+  | { kind: 'pglite'; folder: string; port: number }
+  | { kind: 'none' }
+
+export interface DatabaseConnection {
+  pool: pg.Pool
+  close(): Promise<void>
+}
+
+/** A pool that never hangs a flush for long and never crashes the process on a dropped idle client. */
+export function createPool(url: string, logger: Logger): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 4,
+    connectionTimeoutMillis: 5_000,
+    query_timeout: 10_000,
+    idleTimeoutMillis: 30_000,
+  })
+  pool.on('error', (error) => logger.warn({ err: error }, 'metadata database connection lost'))
+  return pool
+}
+
+/** Opens the configured database; for PGlite this starts the embedded server first. */
+export async function connectDatabase(
+  config: Exclude<DatabaseConfig, { kind: 'none' }>,
+  logger: Logger,
+): Promise<DatabaseConnection> {
+  if (config.kind === 'postgres') {
+    const pool = createPool(config.url, logger)
+    return { pool, close: () => pool.end() }
+  }
+  const embedded = await startEmbeddedPostgres(config.folder, config.port)
+  logger.info({ url: embedded.url, folder: config.folder }, 'embedded Postgres (PGlite) serving')
+  const pool = createPool(embedded.url, logger)
+  return {
+    pool,
+    async close() {
+      await pool.end()
+      await embedded.stop()
+    },
+  }
+}

@@ -1,0 +1,116 @@
+import type { PoolClient } from 'pg'
+import type { MetadataEvent } from '../../ports/metadata-sink.js'
+
+/** An event and when it happened (the write may come seconds later). */
+export interface TimedEvent {
+  event: MetadataEvent
+  at: Date
+}
+
+/** The channel the dashboard LISTENs on; the payload names the rooms a batch touched. */
+export const NOTIFY_CHANNEL = 'symphony_metadata'
+/** Postgres caps NOTIFY payloads at 8000 bytes; past this many rooms the payload says "many". */
+const MAX_NOTIFIED_ROOMS = 100
+
+/**
+ * Writes one batch in the caller's transaction with a handful of set-based statements (never
+ * one per event), then notifies listeners.
+ */
+export async function writeBatch(
+  db: PoolClient,
+  serverId: string,
+  batch: readonly TimedEvent[],
+): Promise<void> {
+  const opened = batch.flatMap(({ event, at }) =>
+    event.type === 'connection-opened' ? [{ ...event, at }] : [],
+  )
+  const closed = batch.flatMap(({ event, at }) =>
+    event.type === 'connection-closed' ? [{ ...event, at }] : [],
+  )
+  const samples = batch.flatMap(({ event, at }) => (event.type === 'room-sample' ? [{ ...event, at }] : []))
+  // The newest size and activity per room.
+  const rooms = new Map<string, { bytes: number | null; at: Date }>()
+  for (const { event, at } of batch) {
+    const bytes = 'bytes' in event ? event.bytes : (rooms.get(event.room)?.bytes ?? null)
+    rooms.set(event.room, { bytes, at })
+  }
+  const holders = new Map<string, { held: boolean; at: Date }>()
+  for (const { event, at } of batch) {
+    if (event.type === 'room-loaded') holders.set(event.room, { held: true, at })
+    if (event.type === 'room-unloaded') holders.set(event.room, { held: false, at })
+  }
+
+  await db.query('UPDATE servers SET last_heartbeat_at = now() WHERE id = $1', [serverId])
+  if (rooms.size > 0) {
+    const names = [...rooms.keys()]
+    await db.query(
+      `INSERT INTO rooms (name, bytes, last_active_at)
+       SELECT name, coalesce(bytes, 0), at FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS t(name, bytes, at)
+       ON CONFLICT (name) DO UPDATE SET
+         bytes = coalesce(EXCLUDED.bytes, rooms.bytes),
+         last_active_at = greatest(rooms.last_active_at, EXCLUDED.last_active_at)`,
+      [names, names.map((n) => rooms.get(n)?.bytes ?? null), names.map((n) => rooms.get(n)?.at)],
+    )
+  }
+  const held = [...holders].filter(([, h]) => h.held)
+  const released = [...holders].filter(([, h]) => !h.held).map(([room]) => room)
+  if (held.length > 0) {
+    await db.query(
+      `INSERT INTO room_holders (room, server_id, since)
+       SELECT room, $1, since FROM unnest($2::text[], $3::timestamptz[]) AS t(room, since)
+       ON CONFLICT DO NOTHING`,
+      [serverId, held.map(([room]) => room), held.map(([, h]) => h.at)],
+    )
+  }
+  if (released.length > 0) {
+    await db.query('DELETE FROM room_holders WHERE server_id = $1 AND room = ANY($2)', [serverId, released])
+  }
+  if (holders.size > 0) {
+    await db.query(
+      `UPDATE rooms SET active = EXISTS (SELECT 1 FROM room_holders h WHERE h.room = rooms.name)
+       WHERE name = ANY($1)`,
+      [[...holders.keys()]],
+    )
+  }
+  if (opened.length > 0) {
+    await db.query(
+      `INSERT INTO connection_sessions (id, room, server_id, user_id, opened_at)
+       SELECT id, room, $1, user_id, opened_at
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(id, room, user_id, opened_at)
+       ON CONFLICT (id) DO NOTHING`,
+      [
+        serverId,
+        opened.map((e) => e.connectionId),
+        opened.map((e) => e.room),
+        opened.map((e) => e.userId),
+        opened.map((e) => e.at),
+      ],
+    )
+  }
+  if (closed.length > 0) {
+    await db.query(
+      `UPDATE connection_sessions s SET closed_at = t.closed_at
+       FROM unnest($1::text[], $2::timestamptz[]) AS t(id, closed_at)
+       WHERE s.id = t.id AND s.closed_at IS NULL`,
+      [closed.map((e) => e.connectionId), closed.map((e) => e.at)],
+    )
+  }
+  if (samples.length > 0) {
+    await db.query(
+      `INSERT INTO room_samples (room, server_id, at, connections, bytes)
+       SELECT room, $1, at, connections, bytes
+       FROM unnest($2::text[], $3::timestamptz[], $4::int[], $5::bigint[]) AS t(room, at, connections, bytes)
+       ON CONFLICT DO NOTHING`,
+      [
+        serverId,
+        samples.map((e) => e.room),
+        samples.map((e) => e.at),
+        samples.map((e) => e.connections),
+        samples.map((e) => e.bytes),
+      ],
+    )
+  }
+  const touched = [...rooms.keys()]
+  const payload = { server: serverId, rooms: touched.length <= MAX_NOTIFIED_ROOMS ? touched : null }
+  await db.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, JSON.stringify(payload)])
+}

@@ -1,0 +1,211 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import pg from 'pg'
+import { freePort } from '../../scripts/lib/services.mjs'
+import { connectDatabase, type DatabaseConnection } from '../src/adapters/postgres/connect.js'
+import { MIGRATIONS, migrate } from '../src/adapters/postgres/migrations.js'
+import { PgMetadataSink } from '../src/adapters/postgres/pg-metadata-sink.js'
+import { NOTIFY_CHANNEL } from '../src/adapters/postgres/write-batch.js'
+import type { Logger } from '../src/logger.js'
+import { silentLogger } from '../src/logger.js'
+import { requireTestServices, uniqueName } from './helpers/services.js'
+
+/** A logger that keeps warnings, to check what operators would read. */
+function recordingLogger(): Logger & { warnings: string[] } {
+  const warnings: string[] = []
+  const warn = (fieldsOrMessage: object | string, message?: string) => {
+    warnings.push(typeof fieldsOrMessage === 'string' ? fieldsOrMessage : (message ?? ''))
+  }
+  const logger: Logger & { warnings: string[] } = { ...silentLogger, warnings, warn, child: () => logger }
+  return logger
+}
+
+const backends = [
+  {
+    name: 'real PostgreSQL',
+    open: async (): Promise<DatabaseConnection & { cleanup(): void }> => {
+      // A schema of its own, so runs and concurrent test files never see each other's rows.
+      const schema = uniqueName('t').replaceAll('-', '_')
+      const admin = new pg.Client(requireTestServices().databaseUrl)
+      await admin.connect()
+      await admin.query(`CREATE SCHEMA ${schema}`)
+      await admin.end()
+      const url = new URL(requireTestServices().databaseUrl)
+      url.searchParams.set('options', `-c search_path=${schema}`)
+      return {
+        ...(await connectDatabase({ kind: 'postgres', url: url.toString() }, silentLogger)),
+        cleanup() {},
+      }
+    },
+  },
+  {
+    name: 'PGlite over the wire protocol',
+    open: async (): Promise<DatabaseConnection & { cleanup(): void }> => {
+      const folder = mkdtempSync(join(tmpdir(), 'symphony-pglite-'))
+      const connection = await connectDatabase({ kind: 'pglite', folder, port: 0 }, silentLogger)
+      return { ...connection, cleanup: () => rmSync(folder, { recursive: true, force: true }) }
+    },
+  },
+]
+
+for (const backend of backends) {
+  describe(`PgMetadataSink and migrations on ${backend.name}`, () => {
+    let db: DatabaseConnection & { cleanup(): void }
+    before(async () => {
+      db = await backend.open()
+    })
+    after(async () => {
+      await db.close()
+      db.cleanup()
+    })
+
+    const sinkFor = (serverId: string) =>
+      new PgMetadataSink({
+        serverId,
+        address: '10.0.0.7:9234',
+        connect: async () => ({ pool: db.pool, close: async () => {} }),
+        logger: silentLogger,
+        flushIntervalMs: 60_000, // the tests flush themselves
+      })
+
+    it('applies each migration once, even when servers start together', async () => {
+      const applied = await Promise.all([migrate(db.pool), migrate(db.pool)])
+      assert.deepEqual(applied.flat().sort(), MIGRATIONS.map((m) => m.version).sort())
+      assert.deepEqual(await migrate(db.pool), [])
+      const { rows } = await db.pool.query('SELECT version FROM schema_migrations ORDER BY version')
+      assert.deepEqual(
+        rows.map((r) => r.version),
+        MIGRATIONS.map((m) => m.version),
+      )
+    })
+
+    it('writes servers, rooms, holders, sessions and samples in batches', async () => {
+      const serverId = uniqueName('server')
+      const room = uniqueName('room')
+      const sink = sinkFor(serverId)
+      sink.record({ type: 'room-loaded', room, bytes: 120 })
+      sink.record({ type: 'connection-opened', room, connectionId: `${serverId}:1`, userId: 'ada' })
+      sink.record({ type: 'connection-opened', room, connectionId: `${serverId}:2`, userId: 'bob' })
+      sink.record({ type: 'room-sample', room, connections: 2, bytes: 300 })
+      assert.deepEqual(sink.stats(), { queued: 4, dropped: 0 })
+      await sink.flush()
+      assert.deepEqual(sink.stats(), { queued: 0, dropped: 0 })
+
+      const server = (
+        await db.pool.query('SELECT address, last_heartbeat_at FROM servers WHERE id = $1', [serverId])
+      ).rows[0]
+      assert.equal(server?.address, '10.0.0.7:9234')
+      const roomRow = async () =>
+        (await db.pool.query('SELECT bytes, active FROM rooms WHERE name = $1', [room])).rows[0]
+      assert.deepEqual(await roomRow(), { bytes: '300', active: true })
+      const open = await db.pool.query(
+        'SELECT user_id FROM connection_sessions WHERE room = $1 AND closed_at IS NULL ORDER BY user_id',
+        [room],
+      )
+      assert.deepEqual(
+        open.rows.map((r) => r.user_id),
+        ['ada', 'bob'],
+      )
+      const samples = await db.pool.query('SELECT connections, bytes FROM room_samples WHERE room = $1', [
+        room,
+      ])
+      assert.deepEqual(samples.rows, [{ connections: 2, bytes: '300' }])
+
+      sink.record({ type: 'connection-closed', room, connectionId: `${serverId}:1` })
+      sink.record({ type: 'connection-closed', room, connectionId: `${serverId}:2` })
+      sink.record({ type: 'room-unloaded', room, bytes: 280 })
+      await sink.close()
+      assert.deepEqual(await roomRow(), { bytes: '280', active: false })
+      const closed = await db.pool.query(
+        'SELECT count(*)::int AS n FROM connection_sessions WHERE room = $1 AND closed_at IS NOT NULL',
+        [room],
+      )
+      assert.equal(closed.rows[0]?.n, 2)
+    })
+
+    it('closes what a previous run of the same server left open', async () => {
+      const serverId = uniqueName('server')
+      const room = uniqueName('room')
+      const crashed = sinkFor(serverId)
+      crashed.record({ type: 'room-loaded', room, bytes: 1 })
+      crashed.record({ type: 'connection-opened', room, connectionId: `${serverId}:1`, userId: 'ada' })
+      await crashed.flush() // and then the process dies without closing anything
+      const restarted = sinkFor(serverId)
+      await restarted.flush()
+      const open = await db.pool.query(
+        'SELECT count(*)::int AS n FROM connection_sessions WHERE room = $1 AND closed_at IS NULL',
+        [room],
+      )
+      assert.equal(open.rows[0]?.n, 0)
+      const holders = await db.pool.query(
+        'SELECT count(*)::int AS n FROM room_holders WHERE server_id = $1',
+        [serverId],
+      )
+      assert.equal(holders.rows[0]?.n, 0)
+      await Promise.all([crashed.close(), restarted.close()])
+    })
+  })
+}
+
+describe('PgMetadataSink with real PostgreSQL: notifications and outages', () => {
+  let db: DatabaseConnection
+  before(async () => {
+    db = await connectDatabase({ kind: 'postgres', url: requireTestServices().databaseUrl }, silentLogger)
+  })
+  after(() => db.close())
+
+  it('NOTIFYs the rooms each batch touched', async () => {
+    const listener = new pg.Client(requireTestServices().databaseUrl)
+    await listener.connect()
+    const room = uniqueName('room')
+    const payloads: string[] = []
+    listener.on('notification', (n) => {
+      if (n.payload?.includes(room)) payloads.push(n.payload)
+    })
+    await listener.query(`LISTEN ${NOTIFY_CHANNEL}`)
+    const serverId = uniqueName('server')
+    const sink = new PgMetadataSink({
+      serverId,
+      address: 'a',
+      connect: async () => ({ pool: db.pool, close: async () => {} }),
+      logger: silentLogger,
+    })
+    sink.record({ type: 'connection-opened', room, connectionId: `${serverId}:1`, userId: 'ada' })
+    await sink.flush()
+    await new Promise<void>((resolve) => {
+      if (payloads.length > 0) resolve()
+      else listener.once('notification', () => resolve())
+    })
+    assert.deepEqual(JSON.parse(payloads[0] ?? ''), { server: serverId, rooms: [room] })
+    await sink.close()
+    await listener.end()
+  })
+
+  it('holds at most maxQueued events while the database is down, counting and logging the rest', async () => {
+    const deadPort = await freePort() // nothing listens: the database is down
+    const logger = recordingLogger()
+    const sink = new PgMetadataSink({
+      serverId: uniqueName('server'),
+      address: 'a',
+      connect: () =>
+        connectDatabase({ kind: 'postgres', url: `postgres://postgres@127.0.0.1:${deadPort}/x` }, logger),
+      logger,
+      maxQueued: 20,
+      flushIntervalMs: 60_000,
+    })
+    const started = performance.now()
+    for (let i = 0; i < 50; i++) {
+      sink.record({ type: 'connection-opened', room: 'r', connectionId: `c${i}`, userId: 'u' })
+    }
+    assert.ok(performance.now() - started < 50, 'record never waits for the database')
+    assert.deepEqual(sink.stats(), { queued: 20, dropped: 30 })
+    await sink.flush() // fails: the batch goes back, still within the bound
+    assert.deepEqual(sink.stats(), { queued: 20, dropped: 30 })
+    assert.ok(logger.warnings.includes('metadata queue full: events dropped'))
+    assert.ok(logger.warnings.includes('metadata write failed; will retry'))
+    await sink.close()
+  })
+})
