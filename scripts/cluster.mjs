@@ -219,6 +219,7 @@ async function runCluster() {
       PUBSUB: redis.url,
       REGISTRY: `dynamodb://${TABLE}`,
       SNAPSHOTS: `s3://${BUCKET}/${PREFIX}`,
+      DATABASE_URL: 'none',
       AWS_ENDPOINT_URL: moto.endpoint,
       AWS_REGION: REGION,
       ...(authConfigured ? {} : { AUTH: 'none' }),

@@ -26,6 +26,13 @@ createInterface({ input: server.stdout }).on('line', (line) => {
     )
     console.log(`  WebSocket:       ws://localhost:${port}/<room>`)
     console.log(`  Health/metrics:  http://localhost:${port}/healthz  http://localhost:${port}/metrics`)
+    const database = env.DATABASE_URL ?? 'pglite://./data/pg'
+    const metadata = database.startsWith('pglite://')
+      ? `PGlite in ${database.slice('pglite://'.length)}, served at postgres://postgres@127.0.0.1:${env.PGLITE_PORT ?? 5433}/postgres`
+      : database === 'none'
+        ? 'not kept (DATABASE_URL=none)'
+        : 'in DATABASE_URL'
+    console.log(`  Metadata:        ${metadata}`)
     console.log(
       `  Auth:            ${env.AUTH === 'none' ? 'off (AUTH=none; set AUTH_SECRET to turn it on)' : 'on'}`,
     )

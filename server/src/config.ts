@@ -2,6 +2,7 @@ import { hostname } from 'node:os'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
+import type { DatabaseConfig } from './adapters/postgres/connect.js'
 import type { AuthConfig } from './auth/authenticator.js'
 import { ConfigError } from './errors.js'
 import type { LogLevel } from './logger.js'
@@ -39,6 +40,15 @@ const environment = z.object({
       (v) => /^file:\/\/./.test(v) || /^s3:\/\/[a-z0-9.-]{3,63}(\/.*)?$/.test(v),
       'must be file://<folder> or s3://<bucket>/<prefix>',
     ),
+  DATABASE_URL: z
+    .string()
+    .default('pglite://./data/pg')
+    .refine(
+      (v) => v === 'none' || /^pglite:\/\/./.test(v) || /^postgres(ql)?:\/\/./.test(v),
+      'must be postgres://…, pglite://<folder> or none',
+    ),
+  PGLITE_PORT: int(0, 65535, 5433),
+  METADATA_SAMPLE_INTERVAL_MS: int(0, 3_600_000, 10_000),
   AWS_REGION: z.string().default('us-east-1'),
   AWS_ENDPOINT_URL: optionalText.refine((url) => !url || URL.canParse(url), 'must be a URL'),
   INTERNAL_PORT: int(0, 65535, 9234),
@@ -99,6 +109,9 @@ export interface Config {
   pubsub: PubSubConfig
   registry: RegistryConfig
   snapshots: SnapshotsConfig
+  database: DatabaseConfig
+  /** How often each loaded room's connections and size are recorded (0: never). */
+  metadataSampleIntervalMs: number
   aws: { region: string; endpoint: string | undefined }
   internal: InternalEndpointConfig | null
   registryLeaseMs: number
@@ -131,6 +144,8 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     registry:
       e.REGISTRY === 'memory' ? { kind: 'memory' } : { kind: 'dynamodb', table: e.REGISTRY.slice(11) },
     snapshots: snapshotsFrom(e.SNAPSHOTS),
+    database: databaseFrom(e.DATABASE_URL, e.PGLITE_PORT),
+    metadataSampleIntervalMs: e.METADATA_SAMPLE_INTERVAL_MS,
     aws: { region: e.AWS_REGION, endpoint: e.AWS_ENDPOINT_URL },
     internal: internalFrom(e),
     registryLeaseMs: e.REGISTRY_LEASE_MS,
@@ -163,6 +178,14 @@ function snapshotsFrom(url: string): SnapshotsConfig {
   }
   const rest = url.slice('file://'.length)
   return { kind: 'file', folder: rest.startsWith('/') ? fileURLToPath(url) : resolve(rest) }
+}
+
+/** `pglite://./data/pg` is a folder relative to the working directory, like `file://`. */
+function databaseFrom(url: string, pglitePort: number): DatabaseConfig {
+  if (url === 'none') return { kind: 'none' }
+  if (!url.startsWith('pglite://')) return { kind: 'postgres', url }
+  const rest = url.slice('pglite://'.length)
+  return { kind: 'pglite', folder: resolve(rest), port: pglitePort }
 }
 
 /** Peers exist only with a shared registry; then the internal endpoint must be guarded. */

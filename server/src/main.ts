@@ -30,6 +30,7 @@ const server = await SyncServer.start({
   snapshot: { intervalMs: config.snapshotIntervalMs, retryBaseMs: 1_000, retryMaxMs: 30_000 },
   roomGraceMs: config.roomGraceMs,
   antiEntropyIntervalMs: config.antiEntropyIntervalMs,
+  metadataSampleIntervalMs: config.metadataSampleIntervalMs,
   shutdownTimeoutMs: config.shutdownTimeoutMs,
   internal: internal && {
     port: internal.port,

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import type { MetadataSinkStats } from './ports/metadata-sink.js'
 
 /**
  * Every Prometheus metric the server exports, on a registry of its own so several servers can
@@ -46,6 +47,27 @@ export class ServerMetrics {
     'symphony_room_load_failures_total',
     'Rooms whose state could not be loaded (their clients are asked to retry)',
   )
+
+  /** Reports the metadata sink's queue (a slow or absent database shows here first). */
+  watchMetadata(stats: () => MetadataSinkStats): void {
+    new Gauge({
+      name: 'symphony_metadata_queue_length',
+      help: 'Metadata events waiting to be written to the database',
+      registers: [this.registry],
+      collect() {
+        this.set(stats().queued)
+      },
+    })
+    new Counter({
+      name: 'symphony_metadata_events_dropped_total',
+      help: 'Metadata events dropped because the queue was full (database slow or unreachable)',
+      registers: [this.registry],
+      collect() {
+        this.reset()
+        this.inc(stats().dropped)
+      },
+    })
+  }
 
   constructor() {
     // Process CPU/memory, GC and event-loop lag (nodejs_eventloop_lag_*).

@@ -42,6 +42,8 @@ export interface SyncServerOptions {
   snapshot: SnapshotPolicy
   roomGraceMs: number
   antiEntropyIntervalMs: number
+  /** How often every loaded room's connections and size go to the metadata sink (0 or unset: never). */
+  metadataSampleIntervalMs?: number
   shutdownTimeoutMs: number
   /** Null in single-server mode: there are no peers to serve. */
   internal: InternalEndpointOptions | null
@@ -62,6 +64,7 @@ export class SyncServer {
   readonly #startedAt = Date.now()
   #ready = false
   #shutdown: Promise<string[]> | null = null
+  #sampleTimer: NodeJS.Timeout | undefined
 
   private constructor(
     private readonly options: SyncServerOptions,
@@ -114,6 +117,15 @@ export class SyncServer {
       }),
     )
     this.#http.on('upgrade', this.#gateway.handleUpgrade)
+    this.metrics.watchMetadata(() => this.#adapters.metadata.stats())
+    if (options.metadataSampleIntervalMs) {
+      const { metadata } = this.#adapters
+      this.#sampleTimer = setInterval(
+        () => this.manager.sampleRooms(metadata),
+        options.metadataSampleIntervalMs,
+      )
+      this.#sampleTimer.unref()
+    }
   }
 
   static async start(options: SyncServerOptions): Promise<SyncServer> {
@@ -152,6 +164,7 @@ export class SyncServer {
     const { logger, shutdownTimeoutMs } = this.options
     const deadline = Date.now() + shutdownTimeoutMs * 0.8
     this.#ready = false
+    clearInterval(this.#sampleTimer)
     this.#gateway.stopAccepting()
     const httpClosed = new Promise((resolve) => this.#http.close(resolve))
     this.#http.closeIdleConnections()

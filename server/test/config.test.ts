@@ -29,6 +29,22 @@ describe('configuration', () => {
     assert.equal(config.internal, null, 'no peers, no internal endpoint')
   })
 
+  it('keeps metadata in embedded PGlite by default, in Postgres or nowhere when told', () => {
+    const embedded = parseConfig({ AUTH: 'none' }).database
+    assert.equal(embedded.kind, 'pglite')
+    assert.match(embedded.kind === 'pglite' ? embedded.folder : '', /\/data\/pg$/)
+    assert.equal(embedded.kind === 'pglite' ? embedded.port : 0, 5433)
+    assert.deepEqual(
+      parseConfig({ AUTH: 'none', DATABASE_URL: 'postgres://u:p@db:5432/symphony' }).database,
+      {
+        kind: 'postgres',
+        url: 'postgres://u:p@db:5432/symphony',
+      },
+    )
+    assert.deepEqual(parseConfig({ AUTH: 'none', DATABASE_URL: 'none' }).database, { kind: 'none' })
+    assert.match(errorFor({ AUTH: 'none', DATABASE_URL: 'mysql://db' }), /^DATABASE_URL: must be postgres/)
+  })
+
   it('reads the cluster adapters from their URLs', () => {
     const config = parseConfig({
       AUTH: 'none',

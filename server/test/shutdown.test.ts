@@ -19,6 +19,7 @@ describe('graceful shutdown (SIGTERM) of the built server', () => {
     const env = {
       AUTH: 'none',
       SNAPSHOTS: `file://${folder}`,
+      DATABASE_URL: 'none',
       SNAPSHOT_INTERVAL_MS: '3600000',
       LOG_LEVEL: 'info',
     }
@@ -66,6 +67,7 @@ describe('graceful shutdown (SIGTERM) of the built server', () => {
     const server = await startServerProcess({
       AUTH: 'none',
       SNAPSHOTS: `file://${folder}`,
+      DATABASE_URL: 'none',
       SNAPSHOT_INTERVAL_MS: '3600000',
       SHUTDOWN_TIMEOUT_MS: '2000',
     })

@@ -8,6 +8,8 @@ import { FileSnapshotStore } from './file-snapshot-store.js'
 import { MemoryPubSub } from './memory-pubsub.js'
 import { MemoryRoomRegistry } from './memory-room-registry.js'
 import { NoopMetadataSink } from './noop-metadata-sink.js'
+import { connectDatabase } from './postgres/connect.js'
+import { PgMetadataSink } from './postgres/pg-metadata-sink.js'
 import { RedisPubSub } from './redis-pubsub.js'
 import { S3SnapshotStore } from './s3-snapshot-store.js'
 
@@ -40,6 +42,17 @@ export function createAdapters(config: Config, self: PeerServer, logger: Logger)
             client: aws().s3,
           })
         : new FileSnapshotStore(config.snapshots.folder),
-    metadata: new NoopMetadataSink(),
+    metadata: createMetadataSink(config, self, logger),
   }
+}
+
+function createMetadataSink(config: Config, self: PeerServer, logger: Logger) {
+  const { database } = config
+  if (database.kind === 'none') return new NoopMetadataSink()
+  return new PgMetadataSink({
+    serverId: config.serverId,
+    address: self.internalAddress || `${config.host}:${config.port}`,
+    connect: () => connectDatabase(database, logger),
+    logger,
+  })
 }

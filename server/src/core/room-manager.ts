@@ -66,6 +66,20 @@ export class RoomManager {
   }
 
   /** The loaded room, or undefined if it is not loaded on this server. */
+  /** Records every loaded room's connection count and (approximate) size: the dashboard's charts. */
+  sampleRooms(metadata: MetadataSink): void {
+    for (const slot of this.#slots.values()) {
+      const room = slot.loaded?.room
+      if (!room) continue
+      metadata.record({
+        type: 'room-sample',
+        room: slot.name,
+        connections: room.connections.size,
+        bytes: room.approximateBytes,
+      })
+    }
+  }
+
   loadedRoom(name: string): Room | undefined {
     return this.#slots.get(name)?.loaded?.room
   }

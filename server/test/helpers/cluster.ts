@@ -52,6 +52,7 @@ export class TestCluster {
       PUBSUB: this.redis.url,
       REGISTRY: `dynamodb://${this.table}`,
       SNAPSHOTS: `s3://${BUCKET}/${this.prefix}`,
+      DATABASE_URL: 'none',
       AWS_ENDPOINT_URL: awsEndpoint,
       AWS_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'test',
