@@ -12,6 +12,7 @@ import { NOTIFY_CHANNEL } from '../src/adapters/postgres/write-batch.js'
 import type { Logger } from '../src/logger.js'
 import { silentLogger } from '../src/logger.js'
 import { requireTestServices, uniqueName } from './helpers/services.js'
+import { connectIsolatedDatabase } from './helpers/test-database.js'
 
 /** A logger that keeps warnings, to check what operators would read. */
 function recordingLogger(): Logger & { warnings: string[] } {
@@ -26,20 +27,10 @@ function recordingLogger(): Logger & { warnings: string[] } {
 const backends = [
   {
     name: 'real PostgreSQL',
-    open: async (): Promise<DatabaseConnection & { cleanup(): void }> => {
-      // A schema of its own, so runs and concurrent test files never see each other's rows.
-      const schema = uniqueName('t').replaceAll('-', '_')
-      const admin = new pg.Client(requireTestServices().databaseUrl)
-      await admin.connect()
-      await admin.query(`CREATE SCHEMA ${schema}`)
-      await admin.end()
-      const url = new URL(requireTestServices().databaseUrl)
-      url.searchParams.set('options', `-c search_path=${schema}`)
-      return {
-        ...(await connectDatabase({ kind: 'postgres', url: url.toString() }, silentLogger)),
-        cleanup() {},
-      }
-    },
+    open: async (): Promise<DatabaseConnection & { cleanup(): void }> => ({
+      ...(await connectIsolatedDatabase()),
+      cleanup() {},
+    }),
   },
   {
     name: 'PGlite over the wire protocol',

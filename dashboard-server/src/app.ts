@@ -1,0 +1,95 @@
+import { timingSafeEqual } from 'node:crypto'
+import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
+import express, { type NextFunction, type Request, type Response } from 'express'
+import helmet from 'helmet'
+import { z } from 'zod'
+import { type MetadataQueries, ROOM_SORTS } from './queries.js'
+
+export interface DashboardDeps {
+  queries: MetadataQueries
+  /** Bearer token every /api request must carry; null: open (development only). */
+  token: string | null
+}
+
+/** An error the API reports as `{ error: { code, message } }` with `status`. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+const roomListQuery = z.object({
+  q: z.string().max(128).default(''),
+  sort: z.enum(ROOM_SORTS).default('lastActive'),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  offset: z.coerce.number().int().min(0).default(0),
+})
+
+/** The dashboard's HTTP API: metadata for operators, behind a bearer token. */
+export function createDashboardApp(deps: DashboardDeps): express.Express {
+  const app = express()
+  app.disable('x-powered-by')
+  app.use(helmet())
+  app.use('/api', requireToken(deps.token))
+
+  app.get('/api/servers', async (_request, response) => {
+    response.json({ servers: await deps.queries.servers() })
+  })
+  app.get('/api/rooms', async (request, response) => {
+    const query = roomListQuery.safeParse(request.query)
+    if (!query.success) {
+      const issue = query.error.issues[0]
+      throw new ApiError(400, 'BAD_QUERY', `${issue?.path.join('.')}: ${issue?.message}`)
+    }
+    response.json(await deps.queries.rooms(query.data))
+  })
+  app.get('/api/rooms/:room', async (request, response) => {
+    const room = await deps.queries.room(roomParam(request))
+    if (!room) throw new ApiError(404, 'ROOM_NOT_FOUND', `no room "${request.params.room}" has been seen`)
+    response.json(room)
+  })
+  app.get('/api/stats', async (_request, response) => {
+    response.json(await deps.queries.stats())
+  })
+  app.use('/api', () => {
+    throw new ApiError(404, 'NOT_FOUND', 'no such API route')
+  })
+  app.use(sendError)
+  return app
+}
+
+function roomParam(request: Request): string {
+  const room = String(request.params.room)
+  if (!isValidRoomName(room)) throw new ApiError(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
+  return room
+}
+
+function requireToken(token: string | null) {
+  const expected = token ? Buffer.from(`Bearer ${token}`) : null
+  return (request: Request, _response: Response, next: NextFunction) => {
+    if (!expected) return next()
+    const given = Buffer.from(request.get('authorization') ?? '')
+    // Constant time, so the token cannot be guessed byte by byte from response times.
+    if (given.length === expected.length && timingSafeEqual(given, expected)) return next()
+    next(new ApiError(401, 'UNAUTHORIZED', 'send Authorization: Bearer <DASHBOARD_TOKEN>'))
+  }
+}
+
+function sendError(error: unknown, _request: Request, response: Response, _next: NextFunction): void {
+  if (error instanceof ApiError) {
+    response.status(error.status).json({ error: { code: error.code, message: error.message } })
+    return
+  }
+  const status = (error as { status?: number }).status
+  if (status && status >= 400 && status < 500) {
+    // express's own refusals (e.g. malformed URL encoding).
+    response.status(status).json({ error: { code: 'BAD_REQUEST', message: (error as Error).message } })
+    return
+  }
+  console.error(error)
+  response.status(500).json({ error: { code: 'INTERNAL', message: 'the dashboard failed; see its log' } })
+}

@@ -1,0 +1,48 @@
+import { z } from 'zod'
+
+/** Every environment variable the dashboard reads, with its default. The README lists them. */
+const environment = z.object({
+  DASHBOARD_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  DASHBOARD_HOST: z.string().default('0.0.0.0'),
+  DATABASE_URL: z
+    .string({ error: 'is required: the Postgres the sync servers write metadata to' })
+    .refine(
+      (v) => /^postgres(ql)?:\/\/./.test(v),
+      'must be postgres://… (for embedded PGlite: its PGLITE_PORT URL)',
+    ),
+  DASHBOARD_TOKEN: z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() ? v.trim() : undefined))
+    .refine((v) => !v || v.length >= 16, 'must be at least 16 characters'),
+  NODE_ENV: z.string().default('development'),
+})
+
+export interface DashboardConfig {
+  port: number
+  host: string
+  databaseUrl: string
+  /** Bearer token for the API and the page; null only outside production (then a warning). */
+  token: string | null
+}
+
+/** Reads and checks the environment once, at start-up; throws one clear line. */
+export function parseDashboardConfig(env: Record<string, string | undefined>): DashboardConfig {
+  const parsed = environment.safeParse(env)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new Error(`${issue?.path.join('.')}: ${issue?.message}`)
+  }
+  const e = parsed.data
+  if (!e.DASHBOARD_TOKEN && e.NODE_ENV === 'production') {
+    throw new Error(
+      'DASHBOARD_TOKEN: required in production (NODE_ENV=production): the dashboard shows every room',
+    )
+  }
+  return {
+    port: e.DASHBOARD_PORT,
+    host: e.DASHBOARD_HOST,
+    databaseUrl: e.DATABASE_URL,
+    token: e.DASHBOARD_TOKEN ?? null,
+  }
+}

@@ -1,0 +1,97 @@
+import type { Pool } from 'pg'
+
+/** A server whose heartbeat is older than this is shown as gone, and its sessions are not counted. */
+export const LIVE_WITHIN_SECONDS = 30
+
+/** Open sessions on servers that are still alive (a crashed server leaves its sessions open). */
+const LIVE_SESSIONS = `
+  SELECT s.* FROM connection_sessions s JOIN servers v ON v.id = s.server_id
+  WHERE s.closed_at IS NULL AND v.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds'`
+
+export const ROOM_SORTS = ['name', 'connections', 'bytes', 'lastActive'] as const
+export type RoomSort = (typeof ROOM_SORTS)[number]
+const SORT_SQL: Record<RoomSort, string> = {
+  name: 'r.name ASC',
+  connections: 'connections DESC, r.name ASC',
+  bytes: 'r.bytes DESC, r.name ASC',
+  lastActive: 'r.last_active_at DESC, r.name ASC',
+}
+
+/** The read side of the metadata tables, as the dashboard API shows it. */
+export class MetadataQueries {
+  constructor(private readonly pool: Pool) {}
+
+  async servers() {
+    const { rows } = await this.pool.query(`
+      SELECT v.id, v.address, v.started_at AS "startedAt", v.last_heartbeat_at AS "lastHeartbeatAt",
+        v.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds' AS live,
+        (SELECT count(*)::int FROM connection_sessions s WHERE s.server_id = v.id AND s.closed_at IS NULL) AS connections,
+        (SELECT count(*)::int FROM room_holders h WHERE h.server_id = v.id) AS rooms
+      FROM servers v ORDER BY v.id`)
+    return rows
+  }
+
+  async rooms(options: { q: string; sort: RoomSort; limit: number; offset: number }) {
+    const pattern = `%${options.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+    const { rows } = await this.pool.query(
+      `WITH live AS (${LIVE_SESSIONS})
+       SELECT r.name, r.bytes::float8 AS bytes, r.active, r.last_active_at AS "lastActiveAt",
+         (SELECT count(*)::int FROM live WHERE live.room = r.name) AS connections,
+         count(*) OVER ()::int AS total
+       FROM rooms r WHERE r.name ILIKE $1
+       ORDER BY ${SORT_SQL[options.sort]} LIMIT $2 OFFSET $3`,
+      [pattern, options.limit, options.offset],
+    )
+    const total = rows[0]?.total ?? 0
+    return { total, rooms: rows.map(({ total: _, ...room }) => room) }
+  }
+
+  async room(name: string) {
+    const { rows } = await this.pool.query(
+      `SELECT name, bytes::float8 AS bytes, active, last_active_at AS "lastActiveAt" FROM rooms WHERE name = $1`,
+      [name],
+    )
+    const room = rows[0]
+    if (!room) return null
+    const [connections, holders, history] = await Promise.all([
+      this.pool.query(
+        `WITH live AS (${LIVE_SESSIONS})
+         SELECT id, server_id AS "serverId", user_id AS "userId", opened_at AS "openedAt" FROM live
+         WHERE room = $1 ORDER BY opened_at`,
+        [name],
+      ),
+      this.pool.query(
+        `SELECT h.server_id AS "serverId", v.address, h.since FROM room_holders h
+         JOIN servers v ON v.id = h.server_id WHERE h.room = $1 ORDER BY h.server_id`,
+        [name],
+      ),
+      this.pool.query(
+        `SELECT date_trunc('minute', at) AS at, max(connections)::int AS connections, max(bytes)::float8 AS bytes
+         FROM room_samples WHERE room = $1 AND at > now() - interval '24 hours'
+         GROUP BY 1 ORDER BY 1`,
+        [name],
+      ),
+    ])
+    return { ...room, connections: connections.rows, servers: holders.rows, history: history.rows }
+  }
+
+  async stats() {
+    const [totals, series] = await Promise.all([
+      this.pool.query(`
+        WITH live AS (${LIVE_SESSIONS})
+        SELECT
+          (SELECT count(*)::int FROM servers WHERE last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds') AS servers,
+          (SELECT count(*)::int FROM rooms WHERE active) AS "activeRooms",
+          (SELECT count(*)::int FROM rooms) AS rooms,
+          (SELECT count(*)::int FROM live) AS connections,
+          (SELECT coalesce(sum(bytes), 0)::float8 FROM rooms) AS bytes`),
+      this.pool.query(`
+        WITH per_minute AS (
+          SELECT date_trunc('minute', at) AS at, room, max(connections) AS connections, max(bytes) AS bytes
+          FROM room_samples WHERE at > now() - interval '24 hours' GROUP BY 1, 2)
+        SELECT at, sum(connections)::int AS connections, sum(bytes)::float8 AS bytes, count(*)::int AS rooms
+        FROM per_minute GROUP BY at ORDER BY at`),
+    ])
+    return { totals: totals.rows[0], series: series.rows }
+  }
+}

@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import type { DatabaseConnection } from '../../server/src/adapters/postgres/connect.js'
+import { migrate } from '../../server/src/adapters/postgres/migrations.js'
+import { PgMetadataSink } from '../../server/src/adapters/postgres/pg-metadata-sink.js'
+import { silentLogger } from '../../server/src/logger.js'
+import { connectSynced, destroyClients, uniqueRoom } from '../../server/test/helpers/clients.js'
+import { uniqueName } from '../../server/test/helpers/services.js'
+import { connectIsolatedDatabase } from '../../server/test/helpers/test-database.js'
+import { startTestServer, type TestServer } from '../../server/test/helpers/test-server.js'
+import { createDashboardApp } from '../src/app.js'
+import { parseDashboardConfig } from '../src/config.js'
+import { MetadataQueries } from '../src/queries.js'
+
+const TOKEN = 'dashboard-test-token-0123456789'
+
+/** Every field the tests read from the API's JSON (each route fills its own). */
+interface ApiBody {
+  error: { code: string; message: string }
+  total: number
+  rooms: { name: string; connections: number; active: boolean }[]
+  connections: { serverId: string; userId: string }[]
+  servers: {
+    id: string
+    serverId: string
+    address: string
+    live: boolean
+    rooms: number
+    connections: number
+  }[]
+  history: { connections: number; bytes: number }[]
+  totals: { servers: number; rooms: number; activeRooms: number; connections: number }
+  series: unknown[]
+}
+
+/** The dashboard API over real Postgres, fed by a real sync server and real y-websocket clients. */
+describe('dashboard API', () => {
+  let db: DatabaseConnection
+  let sync: TestServer
+  let dashboard: Server
+  let base: string
+  const serverId = uniqueName('sync')
+  const busy = uniqueRoom('busy')
+  const quiet = uniqueRoom('quiet')
+
+  before(async () => {
+    db = await connectIsolatedDatabase()
+    await migrate(db.pool) // the sink does it on its first flush; the API may be asked before that
+    const sink = new PgMetadataSink({
+      serverId,
+      address: '127.0.0.1:9234',
+      connect: async () => ({ pool: db.pool, close: async () => {} }),
+      logger: silentLogger,
+      flushIntervalMs: 50,
+    })
+    sync = await startTestServer({ serverId, adapters: { metadata: sink }, metadataSampleIntervalMs: 50 })
+    const app = createDashboardApp({ queries: new MetadataQueries(db.pool), token: TOKEN })
+    dashboard = await new Promise<Server>((resolve) => {
+      const server = app.listen(0, '127.0.0.1', () => resolve(server))
+    })
+    base = `http://127.0.0.1:${(dashboard.address() as AddressInfo).port}`
+    const a = await connectSynced(sync.wsUrl, busy)
+    await connectSynced(sync.wsUrl, busy)
+    await connectSynced(sync.wsUrl, quiet)
+    a.doc.getText('t').insert(0, 'x'.repeat(2_000))
+  })
+  after(async () => {
+    destroyClients()
+    dashboard.closeAllConnections()
+    dashboard.close()
+    await sync.stop()
+    await db.close()
+  })
+
+  async function get(path: string, token: string | null = TOKEN) {
+    const response = await fetch(`${base}${path}`, {
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    })
+    return { status: response.status, headers: response.headers, body: (await response.json()) as ApiBody }
+  }
+
+  /** Re-reads `path` until `check` holds: metadata lands within a flush or two. */
+  async function until(path: string, check: (body: ApiBody) => boolean): Promise<ApiBody> {
+    const deadline = Date.now() + 5_000
+    for (;;) {
+      const { body } = await get(path)
+      if (check(body)) return body
+      if (Date.now() > deadline) throw new Error(`${path} never matched; last: ${JSON.stringify(body)}`)
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+  }
+
+  it('refuses requests without the token, with a JSON error and security headers', async () => {
+    const refused = await get('/api/rooms', null)
+    assert.equal(refused.status, 401)
+    assert.equal(refused.body.error.code, 'UNAUTHORIZED')
+    assert.equal((await get('/api/rooms', 'wrong-token-of-another-length')).status, 401)
+    assert.equal(refused.headers.get('x-content-type-options'), 'nosniff')
+    assert.ok(refused.headers.get('content-security-policy'))
+  })
+
+  it('lists rooms with live connections and sizes; searches, sorts and pages', async () => {
+    const body = await until(`/api/rooms?q=${busy}`, (b) => b.rooms[0]?.connections === 2)
+    assert.equal(body.total, 1)
+    assert.equal(body.rooms[0]?.name, busy)
+    assert.equal(body.rooms[0]?.active, true)
+    const all = await until('/api/rooms?sort=connections', (b) => b.rooms.some((r) => r.name === quiet))
+    const names = all.rooms.map((r) => r.name)
+    assert.ok(names.indexOf(busy) < names.indexOf(quiet), 'busiest first')
+    const page = await get('/api/rooms?sort=name&limit=1&offset=1')
+    assert.equal(page.body.rooms.length, 1)
+    assert.equal(page.body.total, 2)
+    const bad = await get('/api/rooms?limit=5000')
+    assert.equal(bad.status, 400)
+    assert.equal(bad.body.error.code, 'BAD_QUERY')
+  })
+
+  it('shows one room: connections now, the server holding it, size and connection history', async () => {
+    const room = await until(`/api/rooms/${busy}`, (b) => b.history?.some((h) => h.connections === 2))
+    assert.equal(room.connections.length, 2)
+    assert.deepEqual(
+      room.connections.map((c) => c.serverId),
+      [serverId, serverId],
+    )
+    assert.deepEqual(
+      room.servers.map((s) => [s.serverId, s.address]),
+      [[serverId, '127.0.0.1:9234']],
+    )
+    await until(`/api/rooms/${busy}`, (b) => b.history.some((h) => h.bytes >= 2_000))
+    assert.equal((await get('/api/rooms/bad%20name')).status, 400)
+    const missing = await get(`/api/rooms/${uniqueRoom('never')}`)
+    assert.equal(missing.status, 404)
+    assert.equal(missing.body.error.code, 'ROOM_NOT_FOUND')
+  })
+
+  it('lists servers and totals', async () => {
+    const { servers } = await until('/api/servers', (b) => b.servers.some((s) => s.connections === 3))
+    const server = servers.find((s) => s.id === serverId)
+    assert.equal(server?.live, true)
+    assert.equal(server?.rooms, 2)
+    const stats = await until('/api/stats', (b) => b.totals.connections === 3)
+    assert.deepEqual(
+      { servers: stats.totals.servers, rooms: stats.totals.rooms, activeRooms: stats.totals.activeRooms },
+      { servers: 1, rooms: 2, activeRooms: 2 },
+    )
+    assert.ok(stats.series.length > 0)
+    assert.equal((await get('/api/nothing')).status, 404)
+  })
+})
+
+describe('dashboard configuration', () => {
+  it('refuses to run in production without DASHBOARD_TOKEN, and checks its values', () => {
+    const url = 'postgres://postgres@127.0.0.1:5432/postgres'
+    assert.throws(
+      () => parseDashboardConfig({ DATABASE_URL: url, NODE_ENV: 'production' }),
+      /^Error: DASHBOARD_TOKEN: required in production/,
+    )
+    assert.equal(parseDashboardConfig({ DATABASE_URL: url }).token, null)
+    assert.throws(() => parseDashboardConfig({ DATABASE_URL: url, DASHBOARD_TOKEN: 'short' }), /at least 16/)
+    assert.throws(() => parseDashboardConfig({}), /DATABASE_URL/)
+    assert.throws(() => parseDashboardConfig({ DATABASE_URL: 'pglite://./data/pg' }), /must be postgres/)
+    assert.deepEqual(
+      parseDashboardConfig({ DATABASE_URL: url, DASHBOARD_TOKEN: TOKEN, DASHBOARD_PORT: '3100' }),
+      {
+        port: 3100,
+        host: '0.0.0.0',
+        databaseUrl: url,
+        token: TOKEN,
+      },
+    )
+  })
+})

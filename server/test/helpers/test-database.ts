@@ -1,0 +1,19 @@
+import pg from 'pg'
+import { connectDatabase, type DatabaseConnection } from '../../src/adapters/postgres/connect.js'
+import { silentLogger } from '../../src/logger.js'
+import { requireTestServices, uniqueName } from './services.js'
+
+/**
+ * A pool on the test Postgres whose tables live in a schema of its own, so test files (running
+ * concurrently) never see each other's metadata.
+ */
+export async function connectIsolatedDatabase(): Promise<DatabaseConnection> {
+  const schema = uniqueName('t').replaceAll('-', '_')
+  const admin = new pg.Client(requireTestServices().databaseUrl)
+  await admin.connect()
+  await admin.query(`CREATE SCHEMA ${schema}`)
+  await admin.end()
+  const url = new URL(requireTestServices().databaseUrl)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return connectDatabase({ kind: 'postgres', url: url.toString() }, silentLogger)
+}
