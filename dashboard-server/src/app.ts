@@ -79,9 +79,19 @@ function requireToken(token: string | null) {
   }
 }
 
+/** Postgres's SQLSTATE for "relation does not exist". */
+const UNDEFINED_TABLE = '42P01'
+
 function sendError(error: unknown, _request: Request, response: Response, _next: NextFunction): void {
   if (error instanceof ApiError) {
     response.status(error.status).json({ error: { code: error.code, message: error.message } })
+    return
+  }
+  if ((error as { code?: string }).code === UNDEFINED_TABLE) {
+    // The sync servers create the schema on first contact; none has reached this database yet.
+    response.status(503).json({
+      error: { code: 'NO_METADATA_YET', message: 'no sync server has written metadata to this database yet' },
+    })
     return
   }
   const status = (error as { status?: number }).status

@@ -150,6 +150,22 @@ describe('dashboard API', () => {
   })
 })
 
+describe('dashboard API before any sync server wrote metadata', () => {
+  it('answers 503 NO_METADATA_YET instead of failing', async () => {
+    const db = await connectIsolatedDatabase() // an empty schema: nothing migrated
+    const app = createDashboardApp({ queries: new MetadataQueries(db.pool), token: null })
+    const server = await new Promise<Server>((resolve) => {
+      const listening = app.listen(0, '127.0.0.1', () => resolve(listening))
+    })
+    const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/rooms`)
+    assert.equal(response.status, 503)
+    assert.equal(((await response.json()) as ApiBody).error.code, 'NO_METADATA_YET')
+    server.closeAllConnections()
+    server.close()
+    await db.close()
+  })
+})
+
 describe('dashboard configuration', () => {
   it('refuses to run in production without DASHBOARD_TOKEN, and checks its values', () => {
     const url = 'postgres://postgres@127.0.0.1:5432/postgres'

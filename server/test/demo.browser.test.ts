@@ -88,11 +88,11 @@ describe('demo whiteboard in Chromium', () => {
     assert.equal(await alice.page.locator('#status').textContent(), 'online')
     assert.equal(await alice.page.locator('#room-input').inputValue(), room)
     await drag(alice.page, [100, 100], [260, 220])
-    await bob.page.waitForSelector('rect[data-shape-id]')
-    const rect = await bob.page
-      .locator('rect[data-shape-id]')
-      .evaluate((el) => ['x', 'y', 'width', 'height'].map((k) => el.getAttribute(k)).join(','))
-    assert.equal(rect, '100,100,160,120')
+    // Bob watches the rectangle being drawn; it ends where Alice let go.
+    await bob.page.waitForFunction(() => {
+      const el = document.querySelector('rect[data-shape-id]')
+      return ['x', 'y', 'width', 'height'].map((k) => el?.getAttribute(k)).join(',') === '100,100,160,120'
+    })
     await clickShape(bob.page, 'ellipse', [500, 300])
     await shows(alice.page, 'ellipse', await shapeIds(bob.page, 'ellipse'))
     // Alice's cursor shows on Bob's page with her name.
