@@ -3,10 +3,12 @@ import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
 import express, { type NextFunction, type Request, type Response } from 'express'
 import helmet from 'helmet'
 import { z } from 'zod'
+import type { LiveEvents } from './live-events.js'
 import { type MetadataQueries, ROOM_SORTS } from './queries.js'
 
 export interface DashboardDeps {
   queries: MetadataQueries
+  events: LiveEvents
   /** Bearer token every /api request must carry; null: open (development only). */
   token: string | null
 }
@@ -55,6 +57,7 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   app.get('/api/stats', async (_request, response) => {
     response.json(await deps.queries.stats())
   })
+  app.get('/api/events', (_request, response) => deps.events.subscribe(response))
   app.use('/api', () => {
     throw new ApiError(404, 'NOT_FOUND', 'no such API route')
   })

@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { createDashboardApp } from './app.js'
 import { parseDashboardConfig } from './config.js'
+import { LiveEvents } from './live-events.js'
 import { MetadataQueries } from './queries.js'
 
 let config: ReturnType<typeof parseDashboardConfig>
@@ -15,7 +16,10 @@ if (!config.token)
 
 const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 8, connectionTimeoutMillis: 5_000 })
 pool.on('error', (error) => console.warn(`dashboard: database connection lost: ${error.message}`))
-const app = createDashboardApp({ queries: new MetadataQueries(pool), token: config.token })
+const queries = new MetadataQueries(pool)
+const events = new LiveEvents(config.databaseUrl, queries, (message) => console.warn(`dashboard: ${message}`))
+await events.start()
+const app = createDashboardApp({ queries, events, token: config.token })
 const server = app.listen(config.port, config.host, () => {
   const address = server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
@@ -26,6 +30,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     server.close()
     server.closeAllConnections()
-    void pool.end().then(() => process.exit(0))
+    void events
+      .close()
+      .then(() => pool.end())
+      .then(() => process.exit(0))
   })
 }

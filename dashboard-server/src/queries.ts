@@ -75,6 +75,18 @@ export class MetadataQueries {
     return { ...room, connections: connections.rows, servers: holders.rows, history: history.rows }
   }
 
+  /** Live connection counts of `rooms`, or of the 100 busiest rooms when `rooms` is null. */
+  async connectionCounts(rooms: string[] | null): Promise<{ room: string; connections: number }[]> {
+    const { rows } = await this.pool.query(
+      `WITH live AS (${LIVE_SESSIONS})
+       SELECT r.name AS room, (SELECT count(*)::int FROM live WHERE live.room = r.name) AS connections
+       FROM rooms r WHERE $1::text[] IS NULL OR r.name = ANY($1)
+       ORDER BY connections DESC, r.name LIMIT 100`,
+      [rooms],
+    )
+    return rows
+  }
+
   async stats() {
     const [totals, series] = await Promise.all([
       this.pool.query(`

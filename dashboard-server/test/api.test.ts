@@ -12,6 +12,7 @@ import { connectIsolatedDatabase } from '../../server/test/helpers/test-database
 import { startTestServer, type TestServer } from '../../server/test/helpers/test-server.js'
 import { createDashboardApp } from '../src/app.js'
 import { parseDashboardConfig } from '../src/config.js'
+import { LiveEvents } from '../src/live-events.js'
 import { MetadataQueries } from '../src/queries.js'
 
 const TOKEN = 'dashboard-test-token-0123456789'
@@ -37,7 +38,8 @@ interface ApiBody {
 
 /** The dashboard API over real Postgres, fed by a real sync server and real y-websocket clients. */
 describe('dashboard API', () => {
-  let db: DatabaseConnection
+  let db: DatabaseConnection & { url: string }
+  let events: LiveEvents
   let sync: TestServer
   let dashboard: Server
   let base: string
@@ -52,11 +54,13 @@ describe('dashboard API', () => {
       serverId,
       address: '127.0.0.1:9234',
       connect: async () => ({ pool: db.pool, close: async () => {} }),
-      logger: silentLogger,
-      flushIntervalMs: 50,
+      logger: silentLogger, // and the production flush interval (1 s): the SSE bound below is the real one
     })
     sync = await startTestServer({ serverId, adapters: { metadata: sink }, metadataSampleIntervalMs: 50 })
-    const app = createDashboardApp({ queries: new MetadataQueries(db.pool), token: TOKEN })
+    const queries = new MetadataQueries(db.pool)
+    events = new LiveEvents(db.url, queries)
+    await events.start()
+    const app = createDashboardApp({ queries, events, token: TOKEN })
     dashboard = await new Promise<Server>((resolve) => {
       const server = app.listen(0, '127.0.0.1', () => resolve(server))
     })
@@ -71,6 +75,7 @@ describe('dashboard API', () => {
     dashboard.closeAllConnections()
     dashboard.close()
     await sync.stop()
+    await events.close()
     await db.close()
   })
 
@@ -148,12 +153,39 @@ describe('dashboard API', () => {
     assert.ok(stats.series.length > 0)
     assert.equal((await get('/api/nothing')).status, 404)
   })
+
+  it('streams a room’s live connection count over SSE within 2 s of a client joining', async () => {
+    const response = await fetch(`${base}/api/events`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    assert.equal(response.headers.get('content-type'), 'text/event-stream')
+    const reader = response.body?.getReader()
+    assert.ok(reader)
+    const room = uniqueRoom('joining')
+    const decoder = new TextDecoder()
+    // The ": connected" comment: the stream is registered before the client joins.
+    let text = decoder.decode((await reader.read()).value)
+    const seen = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) throw new Error(`stream ended; got: ${text}`)
+        text += decoder.decode(value, { stream: true })
+        if (text.includes(`{"room":"${room}","connections":1}`)) return
+      }
+    })()
+    const joined = performance.now()
+    await connectSynced(sync.wsUrl, room)
+    await seen
+    const elapsed = performance.now() - joined
+    assert.ok(elapsed < 2_000, `event after ${Math.round(elapsed)} ms`)
+    assert.match(text, /^event: rooms$/m)
+    await reader.cancel()
+  })
 })
 
 describe('dashboard API before any sync server wrote metadata', () => {
   it('answers 503 NO_METADATA_YET instead of failing', async () => {
     const db = await connectIsolatedDatabase() // an empty schema: nothing migrated
-    const app = createDashboardApp({ queries: new MetadataQueries(db.pool), token: null })
+    const queries = new MetadataQueries(db.pool)
+    const app = createDashboardApp({ queries, events: new LiveEvents(db.url, queries), token: null })
     const server = await new Promise<Server>((resolve) => {
       const listening = app.listen(0, '127.0.0.1', () => resolve(listening))
     })

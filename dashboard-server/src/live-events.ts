@@ -1,0 +1,94 @@
+import type { Response } from 'express'
+import pg from 'pg'
+import type { MetadataQueries } from './queries.js'
+
+/** The channel the sync servers' metadata sink NOTIFYs after each batch. */
+const CHANNEL = 'symphony_metadata'
+/** A comment line this often keeps proxies from closing a quiet stream. */
+const KEEPALIVE_MS = 15_000
+const RECONNECT_MS = 1_000
+
+/**
+ * Server-Sent Events with live per-room connection counts, driven by Postgres LISTEN/NOTIFY: each
+ * batch a sync server writes names the rooms it touched; their counts are read once and pushed
+ * to every open stream. No polling.
+ */
+export class LiveEvents {
+  readonly #streams = new Set<Response>()
+  readonly #keepalive: NodeJS.Timeout
+  #listener: pg.Client | null = null
+  #closed = false
+
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly queries: MetadataQueries,
+    private readonly log: (message: string) => void = () => {},
+  ) {
+    this.#keepalive = setInterval(() => this.#write(': keepalive\n\n'), KEEPALIVE_MS)
+    this.#keepalive.unref()
+  }
+
+  /** Starts listening; resolves once LISTEN is in place (retries in the background on failure). */
+  async start(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.databaseUrl })
+    client.on('notification', (message) => void this.#onNotification(message.payload))
+    client.on('error', (error) => this.#reconnect(client, error))
+    try {
+      await client.connect()
+      await client.query(`LISTEN ${CHANNEL}`)
+      this.#listener = client
+    } catch (error) {
+      this.#reconnect(client, error as Error)
+    }
+  }
+
+  /** Adds an HTTP response as an event stream until the client goes away. */
+  subscribe(response: Response): void {
+    response.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache',
+      Connection: 'keep-alive',
+    })
+    response.write(': connected\n\n')
+    this.#streams.add(response)
+    response.on('close', () => this.#streams.delete(response))
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true
+    clearInterval(this.#keepalive)
+    for (const stream of this.#streams) stream.end()
+    await this.#listener?.end().catch(() => {})
+  }
+
+  async #onNotification(payload: string | undefined): Promise<void> {
+    if (this.#streams.size === 0) return
+    let rooms: string[] | null = null
+    try {
+      rooms = (JSON.parse(payload ?? '{}') as { rooms?: string[] | null }).rooms ?? null
+    } catch {
+      return // not ours
+    }
+    try {
+      // `null` means "too many rooms to name": the busiest are sent instead.
+      const counts = await this.queries.connectionCounts(rooms)
+      if (counts.length > 0) this.#write(`event: rooms\ndata: ${JSON.stringify(counts)}\n\n`)
+    } catch (error) {
+      this.log(`live events: could not read connection counts (${(error as Error).message})`)
+    }
+  }
+
+  #write(chunk: string): void {
+    for (const stream of this.#streams) stream.write(chunk)
+  }
+
+  #reconnect(client: pg.Client, error: Error): void {
+    if (this.#listener === client) this.#listener = null
+    void client.end().catch(() => {})
+    if (this.#closed) return
+    this.log(
+      `live events: database connection lost (${error.message}); listening again in ${RECONNECT_MS} ms`,
+    )
+    setTimeout(() => void this.start(), RECONNECT_MS).unref()
+  }
+}
