@@ -38,7 +38,7 @@ interface ApiBody {
 
 /** The dashboard API over real Postgres, fed by a real sync server and real y-websocket clients. */
 describe('dashboard API', () => {
-  let db: DatabaseConnection & { url: string }
+  let db: DatabaseConnection
   let events: LiveEvents
   let sync: TestServer
   let dashboard: Server

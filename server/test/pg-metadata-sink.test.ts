@@ -117,6 +117,31 @@ for (const backend of backends) {
       assert.equal(closed.rows[0]?.n, 2)
     })
 
+    it('NOTIFYs the rooms each batch touched to other connections', async () => {
+      const listener = new pg.Client(db.url) // another connection, as the dashboard's
+      await listener.connect()
+      const room = uniqueName('room')
+      // Channels are database-wide: other test files' batches arrive too.
+      const ours = new Promise<string>((resolve) =>
+        listener.on('notification', (n) => {
+          if (n.payload?.includes(room)) resolve(n.payload)
+        }),
+      )
+      await listener.query(`LISTEN ${NOTIFY_CHANNEL}`)
+      const serverId = uniqueName('server')
+      const sink = new PgMetadataSink({
+        serverId,
+        address: 'a',
+        connect: async () => ({ pool: db.pool, close: async () => {} }),
+        logger: silentLogger,
+      })
+      sink.record({ type: 'connection-opened', room, connectionId: `${serverId}:1`, userId: 'ada' })
+      await sink.flush()
+      assert.deepEqual(JSON.parse(await ours), { server: serverId, rooms: [room] })
+      await sink.close()
+      await listener.end()
+    })
+
     it('closes what a previous run of the same server left open', async () => {
       const serverId = uniqueName('server')
       const room = uniqueName('room')
@@ -141,39 +166,12 @@ for (const backend of backends) {
   })
 }
 
-describe('PgMetadataSink with real PostgreSQL: notifications and outages', () => {
+describe('PgMetadataSink with real PostgreSQL: outages', () => {
   let db: DatabaseConnection
   before(async () => {
     db = await connectDatabase({ kind: 'postgres', url: requireTestServices().databaseUrl }, silentLogger)
   })
   after(() => db.close())
-
-  it('NOTIFYs the rooms each batch touched', async () => {
-    const listener = new pg.Client(requireTestServices().databaseUrl)
-    await listener.connect()
-    const room = uniqueName('room')
-    const payloads: string[] = []
-    listener.on('notification', (n) => {
-      if (n.payload?.includes(room)) payloads.push(n.payload)
-    })
-    await listener.query(`LISTEN ${NOTIFY_CHANNEL}`)
-    const serverId = uniqueName('server')
-    const sink = new PgMetadataSink({
-      serverId,
-      address: 'a',
-      connect: async () => ({ pool: db.pool, close: async () => {} }),
-      logger: silentLogger,
-    })
-    sink.record({ type: 'connection-opened', room, connectionId: `${serverId}:1`, userId: 'ada' })
-    await sink.flush()
-    await new Promise<void>((resolve) => {
-      if (payloads.length > 0) resolve()
-      else listener.once('notification', () => resolve())
-    })
-    assert.deepEqual(JSON.parse(payloads[0] ?? ''), { server: serverId, rooms: [room] })
-    await sink.close()
-    await listener.end()
-  })
 
   it('holds at most maxQueued events while the database is down, counting and logging the rest', async () => {
     const deadPort = await freePort() // nothing listens: the database is down

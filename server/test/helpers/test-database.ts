@@ -7,7 +7,7 @@ import { requireTestServices, uniqueName } from './services.js'
  * A pool on the test Postgres whose tables live in a schema of its own, so test files (running
  * concurrently) never see each other's metadata.
  */
-export async function connectIsolatedDatabase(): Promise<DatabaseConnection & { url: string }> {
+export async function connectIsolatedDatabase(): Promise<DatabaseConnection> {
   const schema = uniqueName('t').replaceAll('-', '_')
   const admin = new pg.Client(requireTestServices().databaseUrl)
   await admin.connect()
@@ -15,6 +15,5 @@ export async function connectIsolatedDatabase(): Promise<DatabaseConnection & { 
   await admin.end()
   const url = new URL(requireTestServices().databaseUrl)
   url.searchParams.set('options', `-c search_path=${schema}`)
-  const connection = await connectDatabase({ kind: 'postgres', url: url.toString() }, silentLogger)
-  return { ...connection, url: url.toString() }
+  return connectDatabase({ kind: 'postgres', url: url.toString() }, silentLogger)
 }

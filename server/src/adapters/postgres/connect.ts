@@ -9,6 +9,8 @@ export type DatabaseConfig =
   | { kind: 'none' }
 
 export interface DatabaseConnection {
+  /** What other clients (the dashboard, psql) connect to. */
+  url: string
   pool: pg.Pool
   close(): Promise<void>
 }
@@ -33,12 +35,13 @@ export async function connectDatabase(
 ): Promise<DatabaseConnection> {
   if (config.kind === 'postgres') {
     const pool = createPool(config.url, logger)
-    return { pool, close: () => pool.end() }
+    return { url: config.url, pool, close: () => pool.end() }
   }
   const embedded = await startEmbeddedPostgres(config.folder, config.port)
   logger.info({ url: embedded.url, folder: config.folder }, 'embedded Postgres (PGlite) serving')
   const pool = createPool(embedded.url, logger)
   return {
+    url: embedded.url,
     pool,
     async close() {
       await pool.end()

@@ -1,5 +1,6 @@
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+import { NotifyRelay } from './notify-relay.js'
 
 /** A running embedded database and the URL any `pg` client (ours, the dashboard's) uses for it. */
 export interface EmbeddedPostgres {
@@ -12,18 +13,21 @@ export interface EmbeddedPostgres {
  * files in `folder`, served over the Postgres wire protocol on 127.0.0.1:`port`, so the very same
  * `pg` code runs against it as against a real server.
  *
- * Known limit: pglite-socket multiplexes every wire connection onto PGlite's one session and
- * hands a NOTIFY only to the connection that sent it, so LISTEN on another connection never
- * fires (checked with pglite-socket 0.2.17).
+ * pglite-socket hands a NOTIFY only to the connection that sent it; the `NotifyRelay` in front
+ * passes it on to the others, so the dashboard's LISTEN works as on a real server.
  */
 export async function startEmbeddedPostgres(folder: string, port: number): Promise<EmbeddedPostgres> {
   const db = await PGlite.create(folder)
-  const server = new PGLiteSocketServer({ db, port, host: '127.0.0.1', maxConnections: 16 })
+  // pglite-socket on a port of its own; clients reach it through the relay on `port`.
+  const server = new PGLiteSocketServer({ db, port: 0, host: '127.0.0.1', maxConnections: 16 })
   await server.start()
-  const address = (server as unknown as { server: { address(): { port: number } } }).server.address()
+  const internalPort = (server as unknown as { server: { address(): { port: number } } }).server.address()
+    .port
+  const relay = await NotifyRelay.start(internalPort, port)
   return {
-    url: `postgres://postgres@127.0.0.1:${address.port}/postgres`,
+    url: `postgres://postgres@127.0.0.1:${relay.port}/postgres?sslmode=disable`,
     async stop() {
+      await relay.close()
       await server.stop()
       await db.close()
     },
