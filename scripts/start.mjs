@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // `npm start`: the whole system on embedded defaults (no Redis, AWS or Postgres), for trying
-// Symphony on one machine. Auth is off unless AUTH_SECRET / AUTH_PUBLIC_KEY / AUTH_JWKS_URL is set.
+// Symphony on one machine: the sync server, and the dashboard reading the metadata the server
+// keeps in embedded PGlite. Auth is off unless AUTH_SECRET / AUTH_PUBLIC_KEY / AUTH_JWKS_URL is set.
 import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { prettyLine } from './lib/pretty-log.mjs'
@@ -10,14 +12,47 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const env = { ...process.env }
 const authConfigured = ['AUTH', 'AUTH_SECRET', 'AUTH_PUBLIC_KEY', 'AUTH_JWKS_URL'].some((name) => env[name])
 if (!authConfigured) env.AUTH = 'none'
+// The dashboard reads live rooms from the server's internal endpoint: open it on loopback with a
+// token made up for this run (unless the environment chose its own).
+env.INTERNAL_TOKEN ??= randomBytes(24).toString('hex')
+env.INTERNAL_PORT ??= '0'
+env.INTERNAL_HOST ??= '127.0.0.1'
 
-const server = spawn(process.execPath, [fileURLToPath(new URL('../server/dist/main.js', import.meta.url))], {
-  cwd: root,
-  env,
-  stdio: ['ignore', 'pipe', 'inherit'],
-})
-createInterface({ input: server.stdout }).on('line', (line) => {
-  console.log(prettyLine(line, 'sync'))
+const database = env.DATABASE_URL ?? 'pglite://./data/pg'
+const children = new Set()
+
+function run(script, name, childEnv, onLine) {
+  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
+    cwd: root,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  children.add(child)
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    console.log(prettyLine(line, name))
+    onLine(line)
+  })
+  child.on('exit', (code) => {
+    children.delete(child)
+    // One part gone means the system is not whole: stop the other, exit with the first code.
+    for (const other of children) other.kill('SIGTERM')
+    if (children.size === 0) process.exit(code ?? 1)
+  })
+  return child
+}
+
+/** The dashboard, once the database it reads is up. */
+function startDashboard(databaseUrl) {
+  run('../dashboard-server/dist/main.js', 'dash', { ...env, DATABASE_URL: databaseUrl }, (line) => {
+    if (!line.includes('"msg":"dashboard listening"')) return
+    const { port } = JSON.parse(line)
+    console.log(`\n  Dashboard:       http://localhost:${port}/   (rooms, connections and documents, live)\n`)
+  })
+}
+
+run('../server/dist/main.js', 'sync', env, (line) => {
+  if (line.includes('"msg":"embedded Postgres (PGlite) serving"')) startDashboard(JSON.parse(line).url)
+  if (line.includes('"msg":"listening"') && /^postgres(ql)?:/.test(database)) startDashboard(database)
   if (line.includes('"msg":"listening"')) {
     const { port } = JSON.parse(line)
     console.log(`\n  Symphony is running.`)
@@ -26,11 +61,10 @@ createInterface({ input: server.stdout }).on('line', (line) => {
     )
     console.log(`  WebSocket:       ws://localhost:${port}/<room>`)
     console.log(`  Health/metrics:  http://localhost:${port}/healthz  http://localhost:${port}/metrics`)
-    const database = env.DATABASE_URL ?? 'pglite://./data/pg'
     const metadata = database.startsWith('pglite://')
       ? `PGlite in ${database.slice('pglite://'.length)}, served at postgres://postgres@127.0.0.1:${env.PGLITE_PORT ?? 5433}/postgres`
       : database === 'none'
-        ? 'not kept (DATABASE_URL=none)'
+        ? 'not kept (DATABASE_URL=none), so no dashboard'
         : 'in DATABASE_URL'
     console.log(`  Metadata:        ${metadata}`)
     console.log(
@@ -40,5 +74,8 @@ createInterface({ input: server.stdout }).on('line', (line) => {
   }
 })
 
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => server.kill('SIGTERM'))
-server.on('exit', (code) => process.exit(code ?? 1))
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    for (const child of children) child.kill('SIGTERM')
+  })
+}

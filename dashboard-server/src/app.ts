@@ -3,25 +3,18 @@ import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
 import express, { type NextFunction, type Request, type Response } from 'express'
 import helmet from 'helmet'
 import { z } from 'zod'
+import { ApiError } from './app-error.js'
 import type { LiveEvents } from './live-events.js'
 import { type MetadataQueries, ROOM_SORTS } from './queries.js'
+import { fetchRoomState } from './room-state.js'
 
 export interface DashboardDeps {
   queries: MetadataQueries
   events: LiveEvents
   /** Bearer token every /api request must carry; null: open (development only). */
   token: string | null
-}
-
-/** An error the API reports as `{ error: { code, message } }` with `status`. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message)
-  }
+  /** The sync servers' INTERNAL_TOKEN, to read live rooms; null: room state unavailable. */
+  internalToken: string | null
 }
 
 const roomListQuery = z.object({
@@ -53,6 +46,10 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
     const room = await deps.queries.room(roomParam(request))
     if (!room) throw new ApiError(404, 'ROOM_NOT_FOUND', `no room "${request.params.room}" has been seen`)
     response.json(room)
+  })
+  app.get('/api/rooms/:room/state', async (request, response) => {
+    const room = roomParam(request)
+    response.json(await fetchRoomState(room, await deps.queries.liveHolders(room), deps.internalToken))
   })
   app.get('/api/stats', async (_request, response) => {
     response.json(await deps.queries.stats())

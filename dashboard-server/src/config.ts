@@ -15,6 +15,10 @@ const environment = z.object({
     .optional()
     .transform((v) => (v?.trim() ? v.trim() : undefined))
     .refine((v) => !v || v.length >= 16, 'must be at least 16 characters'),
+  INTERNAL_TOKEN: z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() ? v.trim() : undefined)),
   NODE_ENV: z.string().default('development'),
 })
 
@@ -24,6 +28,8 @@ export interface DashboardConfig {
   databaseUrl: string
   /** Bearer token for the API and the page; null only outside production (then a warning). */
   token: string | null
+  /** The sync servers' INTERNAL_TOKEN, for reading live rooms' documents. */
+  internalToken: string | null
 }
 
 /** Reads and checks the environment once, at start-up; throws one clear line. */
@@ -44,5 +50,6 @@ export function parseDashboardConfig(env: Record<string, string | undefined>): D
     host: e.DASHBOARD_HOST,
     databaseUrl: e.DATABASE_URL,
     token: e.DASHBOARD_TOKEN ?? null,
+    internalToken: e.INTERNAL_TOKEN ?? null,
   }
 }

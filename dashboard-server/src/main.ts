@@ -1,29 +1,30 @@
 import pg from 'pg'
+import { pino } from 'pino'
 import { createDashboardApp } from './app.js'
 import { parseDashboardConfig } from './config.js'
 import { LiveEvents } from './live-events.js'
 import { MetadataQueries } from './queries.js'
 
+const logger = pino({ name: 'dashboard' })
 let config: ReturnType<typeof parseDashboardConfig>
 try {
   config = parseDashboardConfig(process.env)
 } catch (error) {
-  console.error(`dashboard: bad configuration: ${(error as Error).message}`)
+  logger.fatal(`bad configuration: ${(error as Error).message}`)
   process.exit(1)
 }
-if (!config.token)
-  console.warn('dashboard: DASHBOARD_TOKEN is not set: the API is open to anyone who can reach it')
+if (!config.token) logger.warn('DASHBOARD_TOKEN is not set: the dashboard is open to anyone who can reach it')
 
 const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 8, connectionTimeoutMillis: 5_000 })
-pool.on('error', (error) => console.warn(`dashboard: database connection lost: ${error.message}`))
+pool.on('error', (error) => logger.warn({ err: error }, 'database connection lost'))
 const queries = new MetadataQueries(pool)
-const events = new LiveEvents(config.databaseUrl, queries, (message) => console.warn(`dashboard: ${message}`))
+const events = new LiveEvents(config.databaseUrl, queries, (message) => logger.warn(message))
 await events.start()
-const app = createDashboardApp({ queries, events, token: config.token })
+const app = createDashboardApp({ queries, events, token: config.token, internalToken: config.internalToken })
 const server = app.listen(config.port, config.host, () => {
   const address = server.address()
   const port = typeof address === 'object' && address ? address.port : config.port
-  console.log(JSON.stringify({ msg: 'dashboard listening', port }))
+  logger.info({ port }, 'dashboard listening')
 })
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

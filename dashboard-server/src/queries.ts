@@ -75,6 +75,16 @@ export class MetadataQueries {
     return { ...room, connections: connections.rows, servers: holders.rows, history: history.rows }
   }
 
+  /** Internal addresses of the live servers holding `room`. */
+  async liveHolders(room: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ address: string }>(
+      `SELECT v.address FROM room_holders h JOIN servers v ON v.id = h.server_id
+       WHERE h.room = $1 AND v.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds'`,
+      [room],
+    )
+    return rows.map((row) => row.address)
+  }
+
   /** Live connection counts of `rooms`, or of the 100 busiest rooms when `rooms` is null. */
   async connectionCounts(rooms: string[] | null): Promise<{ room: string; connections: number }[]> {
     const { rows } = await this.pool.query(

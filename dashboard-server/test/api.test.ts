@@ -2,6 +2,8 @@ import assert from 'node:assert/strict'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
+import * as Y from 'yjs'
+import { freePort } from '../../scripts/lib/services.mjs'
 import type { DatabaseConnection } from '../../server/src/adapters/postgres/connect.js'
 import { migrate } from '../../server/src/adapters/postgres/migrations.js'
 import { PgMetadataSink } from '../../server/src/adapters/postgres/pg-metadata-sink.js'
@@ -16,6 +18,7 @@ import { LiveEvents } from '../src/live-events.js'
 import { MetadataQueries } from '../src/queries.js'
 
 const TOKEN = 'dashboard-test-token-0123456789'
+const INTERNAL_TOKEN = 'internal-test-token-0123456789'
 
 /** Every field the tests read from the API's JSON (each route fills its own). */
 interface ApiBody {
@@ -44,23 +47,36 @@ describe('dashboard API', () => {
   let dashboard: Server
   let base: string
   const serverId = uniqueName('sync')
+  let internalAddress = ''
   const busy = uniqueRoom('busy')
   const quiet = uniqueRoom('quiet')
 
   before(async () => {
     db = await connectIsolatedDatabase()
     await migrate(db.pool) // the sink does it on its first flush; the API may be asked before that
+    const internalPort = await freePort()
+    internalAddress = `127.0.0.1:${internalPort}`
     const sink = new PgMetadataSink({
       serverId,
-      address: '127.0.0.1:9234',
+      address: internalAddress,
       connect: async () => ({ pool: db.pool, close: async () => {} }),
       logger: silentLogger, // and the production flush interval (1 s): the SSE bound below is the real one
     })
-    sync = await startTestServer({ serverId, adapters: { metadata: sink }, metadataSampleIntervalMs: 50 })
+    sync = await startTestServer({
+      serverId,
+      adapters: { metadata: sink },
+      metadataSampleIntervalMs: 50,
+      internal: {
+        port: internalPort,
+        advertisedHost: '127.0.0.1',
+        token: INTERNAL_TOKEN,
+        fetchTimeoutMs: 1_000,
+      },
+    })
     const queries = new MetadataQueries(db.pool)
     events = new LiveEvents(db.url, queries)
     await events.start()
-    const app = createDashboardApp({ queries, events, token: TOKEN })
+    const app = createDashboardApp({ queries, events, token: TOKEN, internalToken: INTERNAL_TOKEN })
     dashboard = await new Promise<Server>((resolve) => {
       const server = app.listen(0, '127.0.0.1', () => resolve(server))
     })
@@ -131,7 +147,7 @@ describe('dashboard API', () => {
     )
     assert.deepEqual(
       room.servers.map((s) => [s.serverId, s.address]),
-      [[serverId, '127.0.0.1:9234']],
+      [[serverId, internalAddress]],
     )
     await until(`/api/rooms/${busy}`, (b) => b.history.some((h) => h.bytes >= 2_000))
     assert.equal((await get('/api/rooms/bad%20name')).status, 400)
@@ -152,6 +168,25 @@ describe('dashboard API', () => {
     )
     assert.ok(stats.series.length > 0)
     assert.equal((await get('/api/nothing')).status, 404)
+  })
+
+  it('shows a live room’s document as JSON, read from the server holding it', async () => {
+    const room = uniqueRoom('shapes')
+    const client = await connectSynced(sync.wsUrl, room)
+    client.doc.transact(() => {
+      const shape = new Y.Map<string | number>()
+      shape.set('kind', 'rect')
+      shape.set('x', 10)
+      client.doc.getMap('shapes').set('s1', shape)
+      client.doc.getText('title').insert(0, 'Board')
+      client.doc.getArray('log').push(['created'])
+    })
+    const state = await until(`/api/rooms/${room}/state`, (b) => JSON.stringify(b).includes('Board'))
+    assert.deepEqual(state, { shapes: { s1: { kind: 'rect', x: 10 } }, title: 'Board', log: ['created'] })
+    const gone = await get(`/api/rooms/${uniqueRoom('nowhere')}/state`)
+    assert.equal(gone.status, 404)
+    assert.equal(gone.body.error.code, 'ROOM_NOT_LIVE')
+    client.destroy()
   })
 
   it('streams a room’s live connection count over SSE within 2 s of a client joining', async () => {
@@ -185,7 +220,12 @@ describe('dashboard API before any sync server wrote metadata', () => {
   it('answers 503 NO_METADATA_YET instead of failing', async () => {
     const db = await connectIsolatedDatabase() // an empty schema: nothing migrated
     const queries = new MetadataQueries(db.pool)
-    const app = createDashboardApp({ queries, events: new LiveEvents(db.url, queries), token: null })
+    const app = createDashboardApp({
+      queries,
+      events: new LiveEvents(db.url, queries),
+      token: null,
+      internalToken: null,
+    })
     const server = await new Promise<Server>((resolve) => {
       const listening = app.listen(0, '127.0.0.1', () => resolve(listening))
     })
@@ -216,6 +256,7 @@ describe('dashboard configuration', () => {
         host: '0.0.0.0',
         databaseUrl: url,
         token: TOKEN,
+        internalToken: null,
       },
     )
   })

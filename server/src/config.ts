@@ -188,10 +188,14 @@ function databaseFrom(url: string, pglitePort: number): DatabaseConfig {
   return { kind: 'pglite', folder: resolve(rest), port: pglitePort }
 }
 
-/** Peers exist only with a shared registry; then the internal endpoint must be guarded. */
+/**
+ * Peers exist only with a shared registry; then the internal endpoint must be guarded. A single
+ * server opens it too when INTERNAL_TOKEN is set, so the dashboard can read live rooms.
+ */
 function internalFrom(e: z.infer<typeof environment>): InternalEndpointConfig | null {
-  if (e.REGISTRY === 'memory') return null
-  if (e.PUBSUB === 'memory') {
+  // A single server has no peers; it opens the endpoint only when given a token (for the dashboard).
+  if (e.REGISTRY === 'memory' && !e.INTERNAL_TOKEN) return null
+  if (e.REGISTRY !== 'memory' && e.PUBSUB === 'memory') {
     throw new ConfigError(
       'PUBSUB: a shared REGISTRY needs shared pub/sub (redis://…), or servers never see each other’s edits',
     )

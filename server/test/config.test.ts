@@ -27,6 +27,12 @@ describe('configuration', () => {
     assert.equal(config.limits.maxConnectionsPerRoom, 2_000)
     assert.match(config.snapshots.kind === 'file' ? config.snapshots.folder : '', /data\/snapshots$/)
     assert.equal(config.internal, null, 'no peers, no internal endpoint')
+    const forDashboard = parseConfig({
+      AUTH: 'none',
+      INTERNAL_TOKEN: 'a-long-internal-token',
+      INTERNAL_PORT: '0',
+    })
+    assert.deepEqual(forDashboard.internal, { port: 0, host: undefined, token: 'a-long-internal-token' })
   })
 
   it('keeps metadata in embedded PGlite by default, in Postgres or nowhere when told', () => {

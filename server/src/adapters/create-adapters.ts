@@ -49,10 +49,13 @@ export function createAdapters(config: Config, self: PeerServer, logger: Logger)
 function createMetadataSink(config: Config, self: PeerServer, logger: Logger) {
   const { database } = config
   if (database.kind === 'none') return new NoopMetadataSink()
-  return new PgMetadataSink({
+  const sink = new PgMetadataSink({
     serverId: config.serverId,
     address: self.internalAddress || `${config.host}:${config.port}`,
     connect: () => connectDatabase(database, logger),
     logger,
   })
+  // Connect (and start embedded PGlite) now rather than at the first flush: the dashboard waits on it.
+  void sink.flush()
+  return sink
 }
