@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto'
+import { fileURLToPath } from 'node:url'
 import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
 import express, { type NextFunction, type Request, type Response } from 'express'
 import helmet from 'helmet'
@@ -29,6 +30,18 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   const app = express()
   app.disable('x-powered-by')
   app.use(helmet())
+  // The page itself is public (it shows the sign-in form); everything under /api needs the token.
+  app.use(express.static(PUBLIC_FOLDER, { index: 'index.html' }))
+  app.post('/login', express.urlencoded({ extended: false, limit: '4kb' }), (request, response) => {
+    const token = typeof request.body?.token === 'string' ? request.body.token : ''
+    if (deps.token && !sameSecret(token, deps.token)) {
+      response.redirect(303, './?login=failed')
+      return
+    }
+    // HttpOnly: page scripts never see it; SameSite=Strict: other sites cannot ride on it.
+    response.cookie(SESSION_COOKIE, token, { httpOnly: true, sameSite: 'strict', path: '/' })
+    response.redirect(303, './')
+  })
   app.use('/api', requireToken(deps.token))
 
   app.get('/api/servers', async (_request, response) => {
@@ -68,15 +81,40 @@ function roomParam(request: Request): string {
   return room
 }
 
+/** Where the page's files are: `public/` beside `src/` and `dist/`. */
+const PUBLIC_FOLDER = fileURLToPath(new URL('../public/', import.meta.url))
+/** Set by the sign-in form; lets the page (and its EventSource, which cannot send headers) in. */
+const SESSION_COOKIE = 'symphony_dashboard'
+
+/** Constant-time comparison, so the token cannot be guessed byte by byte from response times. */
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given)
+  const b = Buffer.from(expected)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
 function requireToken(token: string | null) {
-  const expected = token ? Buffer.from(`Bearer ${token}`) : null
   return (request: Request, _response: Response, next: NextFunction) => {
-    if (!expected) return next()
-    const given = Buffer.from(request.get('authorization') ?? '')
-    // Constant time, so the token cannot be guessed byte by byte from response times.
-    if (given.length === expected.length && timingSafeEqual(given, expected)) return next()
-    next(new ApiError(401, 'UNAUTHORIZED', 'send Authorization: Bearer <DASHBOARD_TOKEN>'))
+    if (!token) return next()
+    const header = request.get('authorization') ?? ''
+    const bearer = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : ''
+    if (sameSecret(bearer, token) || sameSecret(cookie(request, SESSION_COOKIE), token)) return next()
+    next(
+      new ApiError(
+        401,
+        'UNAUTHORIZED',
+        'send Authorization: Bearer <DASHBOARD_TOKEN>, or sign in on the page',
+      ),
+    )
   }
+}
+
+function cookie(request: Request, name: string): string {
+  for (const part of (request.get('cookie') ?? '').split(';')) {
+    const [key, ...value] = part.trim().split('=')
+    if (key === name) return decodeURIComponent(value.join('='))
+  }
+  return ''
 }
 
 /** Postgres's SQLSTATE for "relation does not exist". */

@@ -3,22 +3,13 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { freePort } from '../../scripts/lib/services.mjs'
-import type { DatabaseConnection } from '../../server/src/adapters/postgres/connect.js'
-import { migrate } from '../../server/src/adapters/postgres/migrations.js'
-import { PgMetadataSink } from '../../server/src/adapters/postgres/pg-metadata-sink.js'
-import { silentLogger } from '../../server/src/logger.js'
 import { connectSynced, destroyClients, uniqueRoom } from '../../server/test/helpers/clients.js'
-import { uniqueName } from '../../server/test/helpers/services.js'
 import { connectIsolatedDatabase } from '../../server/test/helpers/test-database.js'
-import { startTestServer, type TestServer } from '../../server/test/helpers/test-server.js'
 import { createDashboardApp } from '../src/app.js'
 import { parseDashboardConfig } from '../src/config.js'
 import { LiveEvents } from '../src/live-events.js'
 import { MetadataQueries } from '../src/queries.js'
-
-const TOKEN = 'dashboard-test-token-0123456789'
-const INTERNAL_TOKEN = 'internal-test-token-0123456789'
+import { DASHBOARD_TOKEN, type DashboardStack, startDashboardStack } from './helpers/dashboard-stack.js'
 
 /** Every field the tests read from the API's JSON (each route fills its own). */
 interface ApiBody {
@@ -41,62 +32,24 @@ interface ApiBody {
 
 /** The dashboard API over real Postgres, fed by a real sync server and real y-websocket clients. */
 describe('dashboard API', () => {
-  let db: DatabaseConnection
-  let events: LiveEvents
-  let sync: TestServer
-  let dashboard: Server
-  let base: string
-  const serverId = uniqueName('sync')
-  let internalAddress = ''
+  let stack: DashboardStack
   const busy = uniqueRoom('busy')
   const quiet = uniqueRoom('quiet')
 
   before(async () => {
-    db = await connectIsolatedDatabase()
-    await migrate(db.pool) // the sink does it on its first flush; the API may be asked before that
-    const internalPort = await freePort()
-    internalAddress = `127.0.0.1:${internalPort}`
-    const sink = new PgMetadataSink({
-      serverId,
-      address: internalAddress,
-      connect: async () => ({ pool: db.pool, close: async () => {} }),
-      logger: silentLogger, // and the production flush interval (1 s): the SSE bound below is the real one
-    })
-    sync = await startTestServer({
-      serverId,
-      adapters: { metadata: sink },
-      metadataSampleIntervalMs: 50,
-      internal: {
-        port: internalPort,
-        advertisedHost: '127.0.0.1',
-        token: INTERNAL_TOKEN,
-        fetchTimeoutMs: 1_000,
-      },
-    })
-    const queries = new MetadataQueries(db.pool)
-    events = new LiveEvents(db.url, queries)
-    await events.start()
-    const app = createDashboardApp({ queries, events, token: TOKEN, internalToken: INTERNAL_TOKEN })
-    dashboard = await new Promise<Server>((resolve) => {
-      const server = app.listen(0, '127.0.0.1', () => resolve(server))
-    })
-    base = `http://127.0.0.1:${(dashboard.address() as AddressInfo).port}`
-    const a = await connectSynced(sync.wsUrl, busy)
-    await connectSynced(sync.wsUrl, busy)
-    await connectSynced(sync.wsUrl, quiet)
+    stack = await startDashboardStack()
+    const a = await connectSynced(stack.sync.wsUrl, busy)
+    await connectSynced(stack.sync.wsUrl, busy)
+    await connectSynced(stack.sync.wsUrl, quiet)
     a.doc.getText('t').insert(0, 'x'.repeat(2_000))
   })
   after(async () => {
     destroyClients()
-    dashboard.closeAllConnections()
-    dashboard.close()
-    await sync.stop()
-    await events.close()
-    await db.close()
+    await stack.stop()
   })
 
-  async function get(path: string, token: string | null = TOKEN) {
-    const response = await fetch(`${base}${path}`, {
+  async function get(path: string, token: string | null = DASHBOARD_TOKEN) {
+    const response = await fetch(`${stack.base}${path}`, {
       headers: token ? { authorization: `Bearer ${token}` } : {},
     })
     return { status: response.status, headers: response.headers, body: (await response.json()) as ApiBody }
@@ -143,11 +96,11 @@ describe('dashboard API', () => {
     assert.equal(room.connections.length, 2)
     assert.deepEqual(
       room.connections.map((c) => c.serverId),
-      [serverId, serverId],
+      [stack.serverId, stack.serverId],
     )
     assert.deepEqual(
       room.servers.map((s) => [s.serverId, s.address]),
-      [[serverId, internalAddress]],
+      [[stack.serverId, stack.internalAddress]],
     )
     await until(`/api/rooms/${busy}`, (b) => b.history.some((h) => h.bytes >= 2_000))
     assert.equal((await get('/api/rooms/bad%20name')).status, 400)
@@ -158,7 +111,7 @@ describe('dashboard API', () => {
 
   it('lists servers and totals', async () => {
     const { servers } = await until('/api/servers', (b) => b.servers.some((s) => s.connections === 3))
-    const server = servers.find((s) => s.id === serverId)
+    const server = servers.find((s) => s.id === stack.serverId)
     assert.equal(server?.live, true)
     assert.equal(server?.rooms, 2)
     const stats = await until('/api/stats', (b) => b.totals.connections === 3)
@@ -172,7 +125,7 @@ describe('dashboard API', () => {
 
   it('shows a live room’s document as JSON, read from the server holding it', async () => {
     const room = uniqueRoom('shapes')
-    const client = await connectSynced(sync.wsUrl, room)
+    const client = await connectSynced(stack.sync.wsUrl, room)
     client.doc.transact(() => {
       const shape = new Y.Map<string | number>()
       shape.set('kind', 'rect')
@@ -190,7 +143,9 @@ describe('dashboard API', () => {
   })
 
   it('streams a room’s live connection count over SSE within 2 s of a client joining', async () => {
-    const response = await fetch(`${base}/api/events`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    const response = await fetch(`${stack.base}/api/events`, {
+      headers: { authorization: `Bearer ${DASHBOARD_TOKEN}` },
+    })
     assert.equal(response.headers.get('content-type'), 'text/event-stream')
     const reader = response.body?.getReader()
     assert.ok(reader)
@@ -207,7 +162,7 @@ describe('dashboard API', () => {
       }
     })()
     const joined = performance.now()
-    await connectSynced(sync.wsUrl, room)
+    await connectSynced(stack.sync.wsUrl, room)
     await seen
     const elapsed = performance.now() - joined
     assert.ok(elapsed < 2_000, `event after ${Math.round(elapsed)} ms`)
@@ -250,12 +205,12 @@ describe('dashboard configuration', () => {
     assert.throws(() => parseDashboardConfig({}), /DATABASE_URL/)
     assert.throws(() => parseDashboardConfig({ DATABASE_URL: 'pglite://./data/pg' }), /must be postgres/)
     assert.deepEqual(
-      parseDashboardConfig({ DATABASE_URL: url, DASHBOARD_TOKEN: TOKEN, DASHBOARD_PORT: '3100' }),
+      parseDashboardConfig({ DATABASE_URL: url, DASHBOARD_TOKEN: DASHBOARD_TOKEN, DASHBOARD_PORT: '3100' }),
       {
         port: 3100,
         host: '0.0.0.0',
         databaseUrl: url,
-        token: TOKEN,
+        token: DASHBOARD_TOKEN,
         internalToken: null,
       },
     )

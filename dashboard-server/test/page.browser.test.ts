@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import type { Browser, Page } from 'playwright-core'
+import * as Y from 'yjs'
+import { ARTIFACTS, launchChromium } from '../../server/test/helpers/browser.js'
+import { connectSynced, destroyClients, uniqueRoom } from '../../server/test/helpers/clients.js'
+import { DASHBOARD_TOKEN, type DashboardStack, startDashboardStack } from './helpers/dashboard-stack.js'
+
+/** The dashboard page in Chromium, over real Postgres fed by a real sync server. */
+describe('dashboard page in Chromium', () => {
+  let stack: DashboardStack
+  let browser: Browser
+
+  before(async () => {
+    stack = await startDashboardStack()
+    browser = await launchChromium()
+  })
+  after(async () => {
+    destroyClients()
+    await browser.close()
+    await stack.stop()
+  })
+
+  async function signIn(token: string): Promise<Page> {
+    const page = await (await browser.newContext({ viewport: { width: 1100, height: 800 } })).newPage()
+    await page.goto(`${stack.base}/`)
+    await page.locator('#login').waitFor()
+    await page.fill('#login input[name=token]', token)
+    await page.click('#login button[type=submit]')
+    return page
+  }
+
+  it('refuses a wrong token on the sign-in form', async () => {
+    const page = await signIn('not-the-dashboard-token')
+    await page.locator('#login-error').waitFor()
+    assert.equal(await page.locator('#overview').isHidden(), true)
+    await page.context().close()
+  })
+
+  it('shows a room appear live when a client joins, then its connections and shapes as JSON', async () => {
+    const page = await signIn(DASHBOARD_TOKEN)
+    const errors: string[] = []
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.locator('#live[data-state="live"]').waitFor()
+    const room = uniqueRoom('board')
+    // No reload from here on: the page learns of the room from the event stream.
+    const client = await connectSynced(stack.sync.wsUrl, room)
+    client.doc.transact(() => {
+      const shape = new Y.Map<string | number>()
+      shape.set('kind', 'rect')
+      shape.set('color', '#3b82f6')
+      client.doc.getMap('shapes').set('shape-1', shape)
+    })
+    const count = page.locator(`[data-room-connections="${room}"]`)
+    await count.waitFor()
+    assert.equal(await count.textContent(), '1')
+    await page.click(`a[href="#/rooms/${room}"]`)
+    await page.waitForFunction(() => document.querySelector('#room-json')?.textContent?.includes('"rect"'))
+    assert.equal(await page.locator('#room-name').textContent(), room)
+    assert.equal(await page.locator('#room-connections').textContent(), '1')
+    assert.match((await page.locator('#room-json').textContent()) ?? '', /shape-1.*kind: "rect"/)
+    // A second person joins: the count on the open room page follows, live.
+    await connectSynced(stack.sync.wsUrl, room)
+    await page.waitForFunction(() => document.querySelector('#room-connections')?.textContent === '2')
+    // ...and the event makes the page re-read the room: both sessions listed.
+    await page.waitForFunction(() => document.querySelectorAll('#room-sessions tbody tr').length === 2)
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-room.png') })
+    assert.deepEqual(errors, [])
+    await page.context().close()
+  })
+})
