@@ -7,7 +7,7 @@ import { z } from 'zod'
 import { ApiError } from './app-error.js'
 import type { LiveEvents } from './live-events.js'
 import { type MetadataQueries, ROOM_SORTS } from './queries.js'
-import { fetchRoomState } from './room-state.js'
+import { readRoomState, type SnapshotReader } from './room-state.js'
 
 export interface DashboardDeps {
   queries: MetadataQueries
@@ -16,6 +16,8 @@ export interface DashboardDeps {
   token: string | null
   /** The sync servers' INTERNAL_TOKEN, to read live rooms; null: room state unavailable. */
   internalToken: string | null
+  /** Where the sync servers save rooms: read for rooms no server holds now. */
+  snapshots: SnapshotReader
 }
 
 const roomListQuery = z.object({
@@ -62,7 +64,8 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   })
   app.get('/api/rooms/:room/state', async (request, response) => {
     const room = roomParam(request)
-    response.json(await fetchRoomState(room, await deps.queries.liveHolders(room), deps.internalToken))
+    const { source, document } = await readRoomState(room, await deps.queries.liveHolders(room), deps)
+    response.set('Symphony-Source', source).json(document)
   })
   app.get('/api/stats', async (_request, response) => {
     response.json(await deps.queries.stats())

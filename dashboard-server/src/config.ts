@@ -15,6 +15,18 @@ const environment = z.object({
     .optional()
     .transform((v) => (v?.trim() ? v.trim() : undefined))
     .refine((v) => !v || v.length >= 16, 'must be at least 16 characters'),
+  SNAPSHOTS: z
+    .string()
+    .default('file://./data/snapshots')
+    .refine(
+      (v) => /^file:\/\/./.test(v) || /^s3:\/\/[a-z0-9.-]{3,63}(\/.*)?$/.test(v),
+      'must be file://<folder> or s3://<bucket>/<prefix>',
+    ),
+  AWS_REGION: z.string().default('us-east-1'),
+  AWS_ENDPOINT_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() ? v.trim() : undefined)),
   INTERNAL_TOKEN: z
     .string()
     .optional()
@@ -30,6 +42,9 @@ export interface DashboardConfig {
   token: string | null
   /** The sync servers' INTERNAL_TOKEN, for reading live rooms' documents. */
   internalToken: string | null
+  /** The sync servers' SNAPSHOTS, for rooms no server holds now. */
+  snapshots: string
+  aws: { region: string; endpoint: string | undefined }
 }
 
 /** Reads and checks the environment once, at start-up; throws one clear line. */
@@ -51,5 +66,7 @@ export function parseDashboardConfig(env: Record<string, string | undefined>): D
     databaseUrl: e.DATABASE_URL,
     token: e.DASHBOARD_TOKEN ?? null,
     internalToken: e.INTERNAL_TOKEN ?? null,
+    snapshots: e.SNAPSHOTS,
+    aws: { region: e.AWS_REGION, endpoint: e.AWS_ENDPOINT_URL },
   }
 }

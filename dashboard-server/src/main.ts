@@ -1,3 +1,4 @@
+import { openSnapshotStore } from '@symphony/server/snapshots'
 import pg from 'pg'
 import { pino } from 'pino'
 import { createDashboardApp } from './app.js'
@@ -20,7 +21,13 @@ pool.on('error', (error) => logger.warn({ err: error }, 'database connection los
 const queries = new MetadataQueries(pool)
 const events = new LiveEvents(config.databaseUrl, queries, (message) => logger.warn(message))
 await events.start()
-const app = createDashboardApp({ queries, events, token: config.token, internalToken: config.internalToken })
+const app = createDashboardApp({
+  queries,
+  events,
+  token: config.token,
+  internalToken: config.internalToken,
+  snapshots: openSnapshotStore(config.snapshots, config.aws),
+})
 const server = app.listen(config.port, config.host, () => {
   const address = server.address()
   const port = typeof address === 'object' && address ? address.port : config.port

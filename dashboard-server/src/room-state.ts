@@ -4,18 +4,34 @@ import { ApiError } from './app-error.js'
 /** How long a live server may take to hand over a room's state. */
 const FETCH_TIMEOUT_MS = 3_000
 
+/** Where saved rooms are read from (the server's SnapshotStore has this method). */
+export interface SnapshotReader {
+  load(room: string): Promise<Uint8Array | null>
+}
+
 /**
- * A room's document as JSON, read live from a sync server holding it (its internal endpoint,
- * address from the metadata tables), trying each holder in turn.
+ * A room's document as JSON: live from a sync server holding it (its internal endpoint, address
+ * from the metadata tables, each holder in turn), else as last saved in the snapshot store.
  */
-export async function fetchRoomState(
+export async function readRoomState(
   room: string,
   addresses: string[],
-  internalToken: string | null,
-): Promise<unknown> {
-  if (!internalToken) {
-    throw new ApiError(503, 'NO_INTERNAL_TOKEN', 'set INTERNAL_TOKEN (the sync servers’) to read live rooms')
+  sources: { internalToken: string | null; snapshots: SnapshotReader },
+): Promise<{ source: 'live' | 'snapshot'; document: Record<string, unknown> }> {
+  if (addresses.length > 0 && sources.internalToken) {
+    const live = await fetchLive(room, addresses, sources.internalToken)
+    if (live) return { source: 'live', document: documentToJson(live) }
   }
+  const saved = await sources.snapshots.load(room)
+  if (saved) return { source: 'snapshot', document: documentToJson(saved) }
+  throw new ApiError(404, 'ROOM_NOT_FOUND', `no live server holds "${room}" and it was never saved`)
+}
+
+async function fetchLive(
+  room: string,
+  addresses: string[],
+  internalToken: string,
+): Promise<Uint8Array | null> {
   for (const address of addresses) {
     try {
       const response = await fetch(`http://${address}/internal/rooms/${room}/state`, {
@@ -23,12 +39,12 @@ export async function fetchRoomState(
         signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
       })
       if (!response.ok) continue
-      return documentToJson(new Uint8Array(await response.arrayBuffer()))
+      return new Uint8Array(await response.arrayBuffer())
     } catch {
       // That server is gone or slow; the next one may answer.
     }
   }
-  throw new ApiError(404, 'ROOM_NOT_LIVE', `no live server holds "${room}" right now`)
+  return null
 }
 
 /**

@@ -123,7 +123,7 @@ describe('dashboard API', () => {
     assert.equal((await get('/api/nothing')).status, 404)
   })
 
-  it('shows a live room’s document as JSON, read from the server holding it', async () => {
+  it('shows a room’s document as JSON: live from the server holding it, else from its snapshot', async () => {
     const room = uniqueRoom('shapes')
     const client = await connectSynced(stack.sync.wsUrl, room)
     client.doc.transact(() => {
@@ -134,12 +134,21 @@ describe('dashboard API', () => {
       client.doc.getText('title').insert(0, 'Board')
       client.doc.getArray('log').push(['created'])
     })
-    const state = await until(`/api/rooms/${room}/state`, (b) => JSON.stringify(b).includes('Board'))
-    assert.deepEqual(state, { shapes: { s1: { kind: 'rect', x: 10 } }, title: 'Board', log: ['created'] })
-    const gone = await get(`/api/rooms/${uniqueRoom('nowhere')}/state`)
-    assert.equal(gone.status, 404)
-    assert.equal(gone.body.error.code, 'ROOM_NOT_LIVE')
+    // Once the metadata says which server holds the room (the next flush), it is read from there.
+    await until(`/api/rooms/${room}/state`, (b) => JSON.stringify(b).includes('Board'))
+    const live = await get(`/api/rooms/${room}/state`)
+    assert.equal(live.headers.get('symphony-source'), 'live')
+    const expected = { shapes: { s1: { kind: 'rect', x: 10 } }, title: 'Board', log: ['created'] }
+    assert.deepEqual(live.body, expected)
+    // Everyone leaves: the server saves and unloads the room; the dashboard reads the snapshot.
     client.destroy()
+    await until(`/api/rooms/${room}`, (b) => b.servers.length === 0)
+    const saved = await get(`/api/rooms/${room}/state`)
+    assert.equal(saved.headers.get('symphony-source'), 'snapshot')
+    assert.deepEqual(saved.body, expected)
+    const never = await get(`/api/rooms/${uniqueRoom('nowhere')}/state`)
+    assert.equal(never.status, 404)
+    assert.equal(never.body.error.code, 'ROOM_NOT_FOUND')
   })
 
   it('streams a room’s live connection count over SSE within 2 s of a client joining', async () => {
@@ -180,6 +189,7 @@ describe('dashboard API before any sync server wrote metadata', () => {
       events: new LiveEvents(db.url, queries),
       token: null,
       internalToken: null,
+      snapshots: { load: async () => null },
     })
     const server = await new Promise<Server>((resolve) => {
       const listening = app.listen(0, '127.0.0.1', () => resolve(listening))
@@ -212,6 +222,8 @@ describe('dashboard configuration', () => {
         databaseUrl: url,
         token: DASHBOARD_TOKEN,
         internalToken: null,
+        snapshots: 'file://./data/snapshots',
+        aws: { region: 'us-east-1', endpoint: undefined },
       },
     )
   })

@@ -169,7 +169,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
 }
 
 /** `file://./data` is relative to the working directory, `file:///srv/data` absolute; `s3://bucket/prefix/`. */
-function snapshotsFrom(url: string): SnapshotsConfig {
+export function snapshotsFrom(url: string): SnapshotsConfig {
   if (url.startsWith('s3://')) {
     const [bucket = '', ...rest] = url.slice('s3://'.length).split('/')
     const prefix = rest.join('/')

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { freePort } from '../../../scripts/lib/services.mjs'
+import { openSnapshotStore } from '../../../server/src/adapters/open-snapshot-store.js'
 import type { DatabaseConnection } from '../../../server/src/adapters/postgres/connect.js'
 import { migrate } from '../../../server/src/adapters/postgres/migrations.js'
 import { PgMetadataSink } from '../../../server/src/adapters/postgres/pg-metadata-sink.js'
@@ -56,7 +57,15 @@ export async function startDashboardStack(): Promise<DashboardStack> {
   const queries = new MetadataQueries(db.pool)
   const events = new LiveEvents(db.url, queries)
   await events.start()
-  const app = createDashboardApp({ queries, events, token: DASHBOARD_TOKEN, internalToken: INTERNAL_TOKEN })
+  // Read as a separate dashboard process would: from the SNAPSHOTS URL the sync server saves to.
+  const snapshots = openSnapshotStore(`file://${sync.snapshotFolder}`, { region: 'us-east-1' })
+  const app = createDashboardApp({
+    queries,
+    events,
+    token: DASHBOARD_TOKEN,
+    internalToken: INTERNAL_TOKEN,
+    snapshots,
+  })
   const dashboard = await new Promise<Server>((resolve) => {
     const server = app.listen(0, '127.0.0.1', () => resolve(server))
   })
