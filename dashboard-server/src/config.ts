@@ -1,3 +1,4 @@
+import { SNAPSHOTS_URL } from '@symphony/server/snapshots'
 import { z } from 'zod'
 
 /** Every environment variable the dashboard reads, with its default. The README lists them. */
@@ -15,13 +16,7 @@ const environment = z.object({
     .optional()
     .transform((v) => (v?.trim() ? v.trim() : undefined))
     .refine((v) => !v || v.length >= 16, 'must be at least 16 characters'),
-  SNAPSHOTS: z
-    .string()
-    .default('file://./data/snapshots')
-    .refine(
-      (v) => /^file:\/\/./.test(v) || /^s3:\/\/[a-z0-9.-]{3,63}(\/.*)?$/.test(v),
-      'must be file://<folder> or s3://<bucket>/<prefix>',
-    ),
+  SNAPSHOTS: SNAPSHOTS_URL,
   AWS_REGION: z.string().default('us-east-1'),
   AWS_ENDPOINT_URL: z
     .string()

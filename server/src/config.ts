@@ -16,6 +16,15 @@ const optionalText = z
   .optional()
   .transform((value) => (value?.trim() ? value.trim() : undefined))
 
+/** `SNAPSHOTS`: where rooms are saved; the dashboard reads the same variable. */
+export const SNAPSHOTS_URL = z
+  .string()
+  .default('file://./data/snapshots')
+  .refine(
+    (v) => /^file:\/\/./.test(v) || /^s3:\/\/[a-z0-9.-]{3,63}(\/.*)?$/.test(v),
+    'must be file://<folder> or s3://<bucket>/<prefix>',
+  )
+
 /** Every environment variable the sync server reads, with its default. The README lists them. */
 const environment = z.object({
   PORT: int(0, 65535, 1234),
@@ -33,13 +42,7 @@ const environment = z.object({
       (v) => v === 'memory' || /^dynamodb:\/\/[A-Za-z0-9_.-]{3,255}$/.test(v),
       'must be "memory" or dynamodb://<table>',
     ),
-  SNAPSHOTS: z
-    .string()
-    .default('file://./data/snapshots')
-    .refine(
-      (v) => /^file:\/\/./.test(v) || /^s3:\/\/[a-z0-9.-]{3,63}(\/.*)?$/.test(v),
-      'must be file://<folder> or s3://<bucket>/<prefix>',
-    ),
+  SNAPSHOTS: SNAPSHOTS_URL,
   DATABASE_URL: z
     .string()
     .default('pglite://./data/pg')
