@@ -43,7 +43,13 @@ function run(script, name, childEnv, onLine) {
 
 /** The dashboard, once the database it reads is up. */
 function startDashboard(databaseUrl) {
-  run('../dashboard-server/dist/main.js', 'dash', { ...env, DATABASE_URL: databaseUrl }, (line) => {
+  // Loopback unless told otherwise: without DASHBOARD_TOKEN it shows every room to whoever reaches it.
+  const dashboardEnv = {
+    ...env,
+    DATABASE_URL: databaseUrl,
+    DASHBOARD_HOST: env.DASHBOARD_HOST ?? '127.0.0.1',
+  }
+  run('../dashboard-server/dist/main.js', 'dash', dashboardEnv, (line) => {
     if (!line.includes('"msg":"dashboard listening"')) return
     const { port } = JSON.parse(line)
     console.log(`\n  Dashboard:       http://localhost:${port}/   (rooms, connections and documents, live)\n`)

@@ -141,7 +141,7 @@ function jsonTree(value, key, depth = 0) {
   return leaf
 }
 
-async function renderRoom(name) {
+async function renderRoom(name, withDocument) {
   const [room] = await Promise.all([api(`./api/rooms/${encodeURIComponent(name)}`), renderTotals()])
   $('#room-name').textContent = room.name
   $('#room-connections').textContent = String(room.connections.length)
@@ -151,7 +151,7 @@ async function renderRoom(name) {
     cell(c.serverId),
     cell(formatTime(c.openedAt)),
   ])
-  await renderRoomJson(name)
+  if (withDocument) await renderRoomJson(name)
 }
 
 async function renderRoomJson(name) {
@@ -168,10 +168,11 @@ function currentRoom() {
   return match ? decodeURIComponent(match[1]) : null
 }
 
-async function render() {
+/** Shows the view the URL names. The document (possibly large) is read on arrival and on Reload only. */
+async function render({ withDocument = true } = {}) {
   const room = currentRoom()
   try {
-    if (room) await renderRoom(room)
+    if (room) await renderRoom(room, withDocument)
     else await renderOverview()
   } catch (error) {
     if (error.message !== 'signed out') console.error(error)
@@ -203,7 +204,7 @@ function listen() {
     }
     // Coalesce bursts of events into one re-read.
     clearTimeout(pending)
-    pending = setTimeout(render, 150)
+    pending = setTimeout(() => render({ withDocument: false }), 150)
   })
 }
 
@@ -212,7 +213,7 @@ $('#room-refresh').addEventListener('click', () => {
   const room = currentRoom()
   if (room) void renderRoomJson(room)
 })
-window.addEventListener('hashchange', render)
+window.addEventListener('hashchange', () => render())
 void render().then(() => {
   if ($('#login').hidden) listen()
 })

@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
 import express, { type NextFunction, type Request, type Response } from 'express'
@@ -31,7 +31,9 @@ const roomListQuery = z.object({
 export function createDashboardApp(deps: DashboardDeps): express.Express {
   const app = express()
   app.disable('x-powered-by')
-  app.use(helmet())
+  // helmet's CSP would upgrade every request to https, breaking a dashboard served over plain
+  // HTTP on a private address; TLS, where used, is the load balancer's job.
+  app.use(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } }))
   // The page itself is public (it shows the sign-in form); everything under /api needs the token.
   app.use(express.static(PUBLIC_FOLDER, { index: 'index.html' }))
   app.post('/login', express.urlencoded({ extended: false, limit: '4kb' }), (request, response) => {
@@ -41,7 +43,12 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
       return
     }
     // HttpOnly: page scripts never see it; SameSite=Strict: other sites cannot ride on it.
-    response.cookie(SESSION_COOKIE, token, { httpOnly: true, sameSite: 'strict', path: '/' })
+    response.cookie(SESSION_COOKIE, token, {
+      httpOnly: true,
+      sameSite: 'strict',
+      path: '/',
+      secure: request.secure,
+    })
     response.redirect(303, './')
   })
   app.use('/api', requireToken(deps.token))
@@ -89,11 +96,13 @@ const PUBLIC_FOLDER = fileURLToPath(new URL('../public/', import.meta.url))
 /** Set by the sign-in form; lets the page (and its EventSource, which cannot send headers) in. */
 const SESSION_COOKIE = 'symphony_dashboard'
 
-/** Constant-time comparison, so the token cannot be guessed byte by byte from response times. */
+/**
+ * Constant-time comparison of digests, so response times tell nothing about the token: neither
+ * its bytes nor its length.
+ */
 function sameSecret(given: string, expected: string): boolean {
-  const a = Buffer.from(given)
-  const b = Buffer.from(expected)
-  return a.length === b.length && timingSafeEqual(a, b)
+  const digest = (text: string) => createHash('sha256').update(text).digest()
+  return timingSafeEqual(digest(given), digest(expected))
 }
 
 function requireToken(token: string | null) {

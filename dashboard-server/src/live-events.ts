@@ -30,15 +30,27 @@ export class LiveEvents {
 
   /** Starts listening; resolves once LISTEN is in place (retries in the background on failure). */
   async start(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl })
+    if (this.#closed) return
+    // keepAlive: a half-open connection would otherwise leave the feed silently dead.
+    const client = new pg.Client({ connectionString: this.databaseUrl, keepAlive: true })
+    let failed = false
+    const fail = (error: Error) => {
+      if (failed) return // 'error' and the rejected query may both report one failure
+      failed = true
+      this.#reconnect(client, error)
+    }
     client.on('notification', (message) => void this.#onNotification(message.payload))
-    client.on('error', (error) => this.#reconnect(client, error))
+    client.on('error', fail)
     try {
       await client.connect()
       await client.query(`LISTEN ${CHANNEL}`)
+      if (this.#closed) {
+        await client.end()
+        return
+      }
       this.#listener = client
     } catch (error) {
-      this.#reconnect(client, error as Error)
+      fail(error as Error)
     }
   }
 

@@ -8,6 +8,11 @@ const LIVE_SESSIONS = `
   SELECT s.* FROM connection_sessions s JOIN servers v ON v.id = s.server_id
   WHERE s.closed_at IS NULL AND v.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds'`
 
+/** Whether a live server holds the room now (rooms.active may lag when servers hand a room over). */
+const HELD_LIVE = (room: string) => `EXISTS (
+  SELECT 1 FROM room_holders h JOIN servers v ON v.id = h.server_id
+  WHERE h.room = ${room} AND v.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds')`
+
 export const ROOM_SORTS = ['name', 'connections', 'bytes', 'lastActive'] as const
 export type RoomSort = (typeof ROOM_SORTS)[number]
 const SORT_SQL: Record<RoomSort, string> = {
@@ -35,7 +40,7 @@ export class MetadataQueries {
     const pattern = `%${options.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
     const { rows } = await this.pool.query(
       `WITH live AS (${LIVE_SESSIONS})
-       SELECT r.name, r.bytes::float8 AS bytes, r.active, r.last_active_at AS "lastActiveAt",
+       SELECT r.name, r.bytes::float8 AS bytes, ${HELD_LIVE('r.name')} AS active, r.last_active_at AS "lastActiveAt",
          (SELECT count(*)::int FROM live WHERE live.room = r.name) AS connections,
          count(*) OVER ()::int AS total
        FROM rooms r WHERE r.name ILIKE $1
@@ -48,7 +53,8 @@ export class MetadataQueries {
 
   async room(name: string) {
     const { rows } = await this.pool.query(
-      `SELECT name, bytes::float8 AS bytes, active, last_active_at AS "lastActiveAt" FROM rooms WHERE name = $1`,
+      `SELECT name, bytes::float8 AS bytes, ${HELD_LIVE('rooms.name')} AS active, last_active_at AS "lastActiveAt"
+       FROM rooms WHERE name = $1`,
       [name],
     )
     const room = rows[0]
@@ -66,9 +72,12 @@ export class MetadataQueries {
         [name],
       ),
       this.pool.query(
-        `SELECT date_trunc('minute', at) AS at, max(connections)::int AS connections, max(bytes)::float8 AS bytes
-         FROM room_samples WHERE room = $1 AND at > now() - interval '24 hours'
-         GROUP BY 1 ORDER BY 1`,
+        // Each server samples its own connections: the room's count is their sum, per minute.
+        `WITH per_server AS (
+           SELECT date_trunc('minute', at) AS at, server_id, max(connections) AS connections, max(bytes) AS bytes
+           FROM room_samples WHERE room = $1 AND at > now() - interval '24 hours' GROUP BY 1, 2)
+         SELECT at, sum(connections)::int AS connections, max(bytes)::float8 AS bytes
+         FROM per_server GROUP BY at ORDER BY at`,
         [name],
       ),
     ])
@@ -103,16 +112,18 @@ export class MetadataQueries {
         WITH live AS (${LIVE_SESSIONS})
         SELECT
           (SELECT count(*)::int FROM servers WHERE last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds') AS servers,
-          (SELECT count(*)::int FROM rooms WHERE active) AS "activeRooms",
+          (SELECT count(*)::int FROM rooms r WHERE ${HELD_LIVE('r.name')}) AS "activeRooms",
           (SELECT count(*)::int FROM rooms) AS rooms,
           (SELECT count(*)::int FROM live) AS connections,
           (SELECT coalesce(sum(bytes), 0)::float8 FROM rooms) AS bytes`),
       this.pool.query(`
-        WITH per_minute AS (
-          SELECT date_trunc('minute', at) AS at, room, max(connections) AS connections, max(bytes) AS bytes
-          FROM room_samples WHERE at > now() - interval '24 hours' GROUP BY 1, 2)
+        WITH per_server AS (
+          SELECT date_trunc('minute', at) AS at, room, server_id, max(connections) AS connections, max(bytes) AS bytes
+          FROM room_samples WHERE at > now() - interval '24 hours' GROUP BY 1, 2, 3),
+        per_room AS (
+          SELECT at, room, sum(connections) AS connections, max(bytes) AS bytes FROM per_server GROUP BY 1, 2)
         SELECT at, sum(connections)::int AS connections, sum(bytes)::float8 AS bytes, count(*)::int AS rooms
-        FROM per_minute GROUP BY at ORDER BY at`),
+        FROM per_room GROUP BY at ORDER BY at`),
     ])
     return { totals: totals.rows[0], series: series.rows }
   }

@@ -105,6 +105,12 @@ for (const backend of backends) {
       ])
       assert.deepEqual(samples.rows, [{ connections: 2, bytes: '300' }])
 
+      // A batch of joins and leaves alone says nothing about the size: it keeps the last one.
+      sink.record({ type: 'connection-opened', room, connectionId: `${serverId}:3`, userId: 'cy' })
+      sink.record({ type: 'connection-closed', room, connectionId: `${serverId}:3` })
+      await sink.flush()
+      assert.deepEqual(await roomRow(), { bytes: '300', active: true })
+
       sink.record({ type: 'connection-closed', room, connectionId: `${serverId}:1` })
       sink.record({ type: 'connection-closed', room, connectionId: `${serverId}:2` })
       sink.record({ type: 'room-unloaded', room, bytes: 280 })
@@ -114,7 +120,7 @@ for (const backend of backends) {
         'SELECT count(*)::int AS n FROM connection_sessions WHERE room = $1 AND closed_at IS NOT NULL',
         [room],
       )
-      assert.equal(closed.rows[0]?.n, 2)
+      assert.equal(closed.rows[0]?.n, 3)
     })
 
     it('NOTIFYs the rooms each batch touched to other connections', async () => {
@@ -140,6 +146,25 @@ for (const backend of backends) {
       assert.deepEqual(JSON.parse(await ours), { server: serverId, rooms: [room] })
       await sink.close()
       await listener.end()
+    })
+
+    it('writes a batch touching more rooms than a NOTIFY can name, and says "many"', async () => {
+      const serverId = uniqueName('server')
+      const sink = sinkFor(serverId)
+      const rooms = Array.from({ length: 100 }, (_, i) => `${'r'.repeat(120)}-${i}`)
+      for (const room of rooms) sink.record({ type: 'room-sample', room, connections: 1, bytes: 10 })
+      await sink.flush()
+      assert.deepEqual(
+        sink.stats(),
+        { queued: 0, dropped: 0 },
+        'written, not rolled back by an oversized NOTIFY',
+      )
+      const written = await db.pool.query(
+        'SELECT count(*)::int AS n FROM room_samples WHERE server_id = $1',
+        [serverId],
+      )
+      assert.equal(written.rows[0]?.n, 100)
+      await sink.close()
     })
 
     it('closes what a previous run of the same server left open', async () => {

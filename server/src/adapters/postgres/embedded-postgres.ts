@@ -23,7 +23,15 @@ export async function startEmbeddedPostgres(folder: string, port: number): Promi
   await server.start()
   const internalPort = (server as unknown as { server: { address(): { port: number } } }).server.address()
     .port
-  const relay = await NotifyRelay.start(internalPort, port)
+  let relay: NotifyRelay
+  try {
+    relay = await NotifyRelay.start(internalPort, port)
+  } catch (error) {
+    // PGLITE_PORT taken, say: release the database files for the next attempt.
+    await server.stop()
+    await db.close()
+    throw error
+  }
   return {
     url: `postgres://postgres@127.0.0.1:${relay.port}/postgres?sslmode=disable`,
     async stop() {

@@ -7,7 +7,8 @@ import { connect, createServer, type Server, type Socket } from 'node:net'
  * back only to the connection that sent it: the NotificationResponse ('A') message sits in that
  * connection's result stream. This relay splits each server-to-client stream into protocol
  * messages and copies every 'A' message to the other connections, at a message boundary.
- * Clients must not ask for TLS (the embedded URL says sslmode=disable).
+ * A client asking for TLS gets pglite-socket's one-byte refusal passed through and goes on in
+ * plain text, as with any server without TLS.
  */
 export class NotifyRelay {
   readonly #connections = new Set<RelayedConnection>()
@@ -54,6 +55,10 @@ export class NotifyRelay {
 /** One client's connection: forwards server messages whole, so injections land between them. */
 class RelayedConnection {
   #pending: Buffer<ArrayBufferLike> = Buffer.alloc(0)
+  /** Until the first ReadyForQuery, the client is still starting up: nothing may be injected. */
+  #ready = false
+  /** The very first server byte may be the one-byte answer to an SSLRequest ('N' or 'S'). */
+  #first = true
 
   constructor(
     private readonly client: Socket,
@@ -63,11 +68,21 @@ class RelayedConnection {
     upstream.on('data', (chunk: Buffer) => {
       this.#pending = this.#pending.length ? Buffer.concat([this.#pending, chunk]) : chunk
       let offset = 0
+      if (this.#first && this.#pending.length > 0) {
+        this.#first = false
+        const byte = this.#pending[0]
+        // The SSL answer arrives alone: the server then waits for the client's next move.
+        if ((byte === 0x4e || byte === 0x53) && this.#pending.length === 1) offset = 1
+      }
       // Each message: a type byte, then a 4-byte length that counts itself and the body.
       while (this.#pending.length - offset >= 5) {
-        const end = offset + 1 + this.#pending.readInt32BE(offset + 1)
+        const length = this.#pending.readInt32BE(offset + 1)
+        if (length < 4) return this.destroy() // not the Postgres protocol: stop before looping forever
+        const end = offset + 1 + length
         if (end > this.#pending.length) break
-        if (this.#pending[offset] === 0x41) onNotification(this.#pending.subarray(offset, end))
+        const type = this.#pending[offset]
+        if (type === 0x5a) this.#ready = true
+        if (type === 0x41) onNotification(this.#pending.subarray(offset, end))
         offset = end
       }
       if (offset > 0) client.write(this.#pending.subarray(0, offset))
@@ -75,9 +90,9 @@ class RelayedConnection {
     })
   }
 
-  /** Writes a whole message from elsewhere; our own stream is always at a boundary here. */
+  /** Writes a whole message from elsewhere, once this client is past start-up. */
   inject(message: Buffer): void {
-    this.client.write(Buffer.from(message))
+    if (this.#ready) this.client.write(Buffer.from(message))
   }
 
   destroy(): void {

@@ -34,11 +34,15 @@ export class PgMetadataSink implements MetadataSink {
   #connection: Promise<{ pool: Pool; close(): Promise<void> }> | null = null
   #registered = false
   #flushing: Promise<void> = Promise.resolve()
+  #writing = false
   #closed = false
 
   constructor(private readonly options: PgMetadataSinkOptions) {
     this.#maxQueued = options.maxQueued ?? 10_000
-    this.#timer = setInterval(() => void this.flush(), options.flushIntervalMs ?? 1_000)
+    // A tick while a write is still running is skipped, so a slow database never stacks writes up.
+    this.#timer = setInterval(() => {
+      if (!this.#writing) void this.flush()
+    }, options.flushIntervalMs ?? 1_000)
     this.#timer.unref()
   }
 
@@ -57,7 +61,14 @@ export class PgMetadataSink implements MetadataSink {
 
   /** Writes what is queued now; one write at a time. Never rejects. */
   flush(): Promise<void> {
-    this.#flushing = this.#flushing.then(() => this.#writeQueued())
+    this.#flushing = this.#flushing.then(async () => {
+      this.#writing = true
+      try {
+        await this.#writeQueued()
+      } finally {
+        this.#writing = false
+      }
+    })
     return this.#flushing
   }
 
@@ -88,11 +99,12 @@ export class PgMetadataSink implements MetadataSink {
         await client.query('BEGIN')
         await writeBatch(client, this.options.serverId, batch)
         await client.query('COMMIT')
+        client.release()
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {})
+        // Passing the error discards the connection rather than pooling one in an unknown state.
+        client.release(error as Error)
         throw error
-      } finally {
-        client.release()
       }
     } catch (error) {
       // Put the batch back in front of what arrived meanwhile, within the bound (oldest kept).

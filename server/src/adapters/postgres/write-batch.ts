@@ -9,8 +9,8 @@ export interface TimedEvent {
 
 /** The channel the dashboard LISTENs on; the payload names the rooms a batch touched. */
 export const NOTIFY_CHANNEL = 'symphony_metadata'
-/** Postgres caps NOTIFY payloads at 8000 bytes; past this many rooms the payload says "many". */
-const MAX_NOTIFIED_ROOMS = 100
+/** Postgres refuses NOTIFY payloads of 8000 bytes or more; past this, rooms is null ("many"). */
+const MAX_PAYLOAD_BYTES = 7_900
 
 /**
  * Writes one batch in the caller's transaction with a handful of set-based statements (never
@@ -42,14 +42,20 @@ export async function writeBatch(
 
   await db.query('UPDATE servers SET last_heartbeat_at = now() WHERE id = $1', [serverId])
   if (rooms.size > 0) {
-    const names = [...rooms.keys()]
+    // Sorted, so two servers touching the same rooms lock their rows in the same order.
+    const names = [...rooms.keys()].sort()
+    const bytes = names.map((n) => rooms.get(n)?.bytes ?? null)
     await db.query(
       `INSERT INTO rooms (name, bytes, last_active_at)
        SELECT name, coalesce(bytes, 0), at FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS t(name, bytes, at)
-       ON CONFLICT (name) DO UPDATE SET
-         bytes = coalesce(EXCLUDED.bytes, rooms.bytes),
-         last_active_at = greatest(rooms.last_active_at, EXCLUDED.last_active_at)`,
-      [names, names.map((n) => rooms.get(n)?.bytes ?? null), names.map((n) => rooms.get(n)?.at)],
+       ON CONFLICT (name) DO UPDATE SET last_active_at = greatest(rooms.last_active_at, EXCLUDED.last_active_at)`,
+      [names, bytes, names.map((n) => rooms.get(n)?.at)],
+    )
+    // Only events that know the size change it: a batch of joins and leaves keeps the last one.
+    await db.query(
+      `UPDATE rooms SET bytes = t.bytes FROM unnest($1::text[], $2::bigint[]) AS t(name, bytes)
+       WHERE rooms.name = t.name AND t.bytes IS NOT NULL`,
+      [names, bytes],
     )
   }
   const held = [...holders].filter(([, h]) => h.held)
@@ -110,7 +116,8 @@ export async function writeBatch(
       ],
     )
   }
-  const touched = [...rooms.keys()]
-  const payload = { server: serverId, rooms: touched.length <= MAX_NOTIFIED_ROOMS ? touched : null }
-  await db.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, JSON.stringify(payload)])
+  let payload = JSON.stringify({ server: serverId, rooms: [...rooms.keys()] })
+  if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES)
+    payload = JSON.stringify({ server: serverId, rooms: null })
+  await db.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, payload])
 }
