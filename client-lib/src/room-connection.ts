@@ -19,11 +19,9 @@ export type RoomStatus = 'connecting' | 'connected' | 'synced' | 'offline'
 /** Returns the token for the next connection attempt, or null to connect without one. */
 export type TokenSource = () => Promise<string | null>
 
-export interface RoomConnectionOptions {
+/** How every room of one client connects; `createClient` builds it once from its options. */
+export interface ConnectionSettings {
   serverUrl: string
-  room: string
-  doc: Y.Doc
-  awareness: Awareness
   tokens: TokenSource
   schedule: ReconnectSchedule
   WebSocket: typeof WebSocket
@@ -31,6 +29,12 @@ export interface RoomConnectionOptions {
   crossTab: boolean
   /** An attempt still not open after this long (token included) is abandoned and retried. */
   connectTimeoutMs: number
+}
+
+export interface RoomConnectionOptions extends ConnectionSettings {
+  room: string
+  doc: Y.Doc
+  awareness: Awareness
   onStatus(status: RoomStatus): void
   onError(error: SymphonyClientError, final: boolean): void
 }

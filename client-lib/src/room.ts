@@ -5,8 +5,7 @@ import { createHistory, type History, type SharedType } from './history.js'
 import { Listeners } from './listeners.js'
 import { openOfflineStore } from './offline-store.js'
 import { Presence } from './presence.js'
-import type { ReconnectSchedule } from './reconnect-schedule.js'
-import { RoomConnection, type RoomStatus, type TokenSource } from './room-connection.js'
+import { type ConnectionSettings, RoomConnection, type RoomStatus } from './room-connection.js'
 
 /**
  * What `room.on` can listen to.
@@ -26,15 +25,8 @@ export interface RoomEvents {
 type SyncWaiter = { resolve: () => void; reject: (error: SymphonyClientError) => void }
 
 /** How a client opens a room; built by `createClient`. */
-export interface RoomSetup {
+export interface RoomSetup extends ConnectionSettings {
   id: string
-  serverUrl: string
-  tokens: TokenSource
-  schedule: ReconnectSchedule
-  WebSocket: typeof WebSocket
-  fetch: typeof fetch
-  crossTab: boolean
-  connectTimeoutMs: number
   /** The IndexedDB database name, or null to keep the room in memory only. */
   offlineStoreName: string | null
 }
@@ -67,15 +59,16 @@ export class Room<P extends object = Record<string, unknown>> {
   readonly #waiters = new Set<SyncWaiter>()
 
   constructor(setup: RoomSetup) {
-    this.id = setup.id
+    const { id, offlineStoreName, ...settings } = setup
+    this.id = id
     this.#awareness = new Awareness(this.doc)
     this.presence = new Presence<P>(this.#awareness)
     // The offline store comes before the connection, so its update listener runs before the
     // provider's: each change is queued to IndexedDB before it is sent. Connecting waits for the
     // stored state (or its failure), so the first sync already carries the edits made offline.
     let stored = Promise.resolve()
-    if (setup.offlineStoreName) {
-      const store = openOfflineStore(setup.offlineStoreName, this.doc)
+    if (offlineStoreName) {
+      const store = openOfflineStore(offlineStoreName, this.doc)
       this.#closeStore = store.close
       stored = store.ready.catch((error: unknown) => {
         const reason = error instanceof Error ? error.message : String(error)
@@ -84,16 +77,10 @@ export class Room<P extends object = Record<string, unknown>> {
       })
     }
     this.#connection = new RoomConnection({
-      serverUrl: setup.serverUrl,
-      room: setup.id,
+      ...settings,
+      room: id,
       doc: this.doc,
       awareness: this.#awareness,
-      tokens: setup.tokens,
-      schedule: setup.schedule,
-      WebSocket: setup.WebSocket,
-      fetch: setup.fetch,
-      crossTab: setup.crossTab,
-      connectTimeoutMs: setup.connectTimeoutMs,
       onStatus: (status) => {
         this.#events.emit('status', status)
         if (status !== 'synced') return

@@ -3,15 +3,19 @@ import type { Pool } from 'pg'
 /** A server whose heartbeat is older than this is shown as gone, and its sessions are not counted. */
 export const LIVE_WITHIN_SECONDS = 30
 
+/** Whether the server row `alias` has sent a heartbeat recently. */
+const IS_LIVE = (alias: string) =>
+  `${alias}.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds'`
+
 /** Open sessions on servers that are still alive (a crashed server leaves its sessions open). */
 const LIVE_SESSIONS = `
   SELECT s.* FROM connection_sessions s JOIN servers v ON v.id = s.server_id
-  WHERE s.closed_at IS NULL AND v.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds'`
+  WHERE s.closed_at IS NULL AND ${IS_LIVE('v')}`
 
 /** Whether a live server holds the room now (rooms.active may lag when servers hand a room over). */
 const HELD_LIVE = (room: string) => `EXISTS (
   SELECT 1 FROM room_holders h JOIN servers v ON v.id = h.server_id
-  WHERE h.room = ${room} AND v.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds')`
+  WHERE h.room = ${room} AND ${IS_LIVE('v')})`
 
 export const ROOM_SORTS = ['name', 'connections', 'bytes', 'lastActive'] as const
 export type RoomSort = (typeof ROOM_SORTS)[number]
@@ -29,7 +33,7 @@ export class MetadataQueries {
   async servers() {
     const { rows } = await this.pool.query(`
       SELECT v.id, v.address, v.started_at AS "startedAt", v.last_heartbeat_at AS "lastHeartbeatAt",
-        v.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds' AS live,
+        ${IS_LIVE('v')} AS live,
         (SELECT count(*)::int FROM connection_sessions s WHERE s.server_id = v.id AND s.closed_at IS NULL) AS connections,
         (SELECT count(*)::int FROM room_holders h WHERE h.server_id = v.id) AS rooms
       FROM servers v ORDER BY v.id`)
@@ -88,7 +92,7 @@ export class MetadataQueries {
   async liveHolders(room: string): Promise<string[]> {
     const { rows } = await this.pool.query<{ address: string }>(
       `SELECT v.address FROM room_holders h JOIN servers v ON v.id = h.server_id
-       WHERE h.room = $1 AND v.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds'`,
+       WHERE h.room = $1 AND ${IS_LIVE('v')}`,
       [room],
     )
     return rows.map((row) => row.address)
@@ -111,7 +115,7 @@ export class MetadataQueries {
       this.pool.query(`
         WITH live AS (${LIVE_SESSIONS})
         SELECT
-          (SELECT count(*)::int FROM servers WHERE last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds') AS servers,
+          (SELECT count(*)::int FROM servers v WHERE ${IS_LIVE('v')}) AS servers,
           (SELECT count(*)::int FROM rooms r WHERE ${HELD_LIVE('r.name')}) AS "activeRooms",
           (SELECT count(*)::int FROM rooms) AS rooms,
           (SELECT count(*)::int FROM live) AS connections,

@@ -7,14 +7,9 @@ import { metricValue, REGISTRY_LEASE_MS, TestCluster } from './helpers/cluster.j
 import { destroyTestAwsClients } from './helpers/services.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
-/** Polls an async condition until it holds. */
-async function until(check: () => Promise<boolean>, message: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${message}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
+/** Cluster conditions (S3, registry, metrics) get longer than the default to come true. */
+const until = (check: () => Promise<boolean>, message: string, timeoutMs = 15_000) =>
+  eventually(check, message, timeoutMs)
 
 const textOf = (state: Uint8Array | null) => {
   const doc = new Y.Doc()

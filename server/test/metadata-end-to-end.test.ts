@@ -5,7 +5,7 @@ import { connectDatabase, type DatabaseConnection } from '../src/adapters/postgr
 import { migrate } from '../src/adapters/postgres/migrations.js'
 import { PgMetadataSink } from '../src/adapters/postgres/pg-metadata-sink.js'
 import { silentLogger } from '../src/logger.js'
-import { connectSynced, destroyClients, uniqueRoom } from './helpers/clients.js'
+import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { requireTestServices } from './helpers/services.js'
 import { startTestServer, stopTestServers } from './helpers/test-server.js'
 
@@ -44,8 +44,8 @@ describe('metadata from a running server to Postgres', () => {
           'SELECT count(*)::int AS n FROM connection_sessions WHERE room = $room AND closed_at IS NULL',
         )
       )[0]?.n
-    await waitFor(async () => (await openSessions()) === 2, 'two open sessions')
-    await waitFor(
+    await eventually(async () => (await openSessions()) === 2, 'two open sessions')
+    await eventually(
       async () =>
         (await query('SELECT max(connections) AS n FROM room_samples WHERE room = $room'))[0]?.n === 2,
       'a sample with two connections',
@@ -56,19 +56,10 @@ describe('metadata from a running server to Postgres', () => {
     assert.match(metrics, /^symphony_metadata_events_dropped_total 0$/m)
     a.destroy()
     b.destroy()
-    await waitFor(async () => (await openSessions()) === 0, 'both sessions closed')
-    await waitFor(
+    await eventually(async () => (await openSessions()) === 0, 'both sessions closed')
+    await eventually(
       async () => (await query('SELECT active FROM rooms WHERE name = $room'))[0]?.active === false,
       'the room inactive after the grace period',
     )
   })
 })
-
-/** Polls an async condition (a database read) until it holds. */
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-}
