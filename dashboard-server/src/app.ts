@@ -34,6 +34,11 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   // helmet's CSP would upgrade every request to https, breaking a dashboard served over plain
   // HTTP on a private address; TLS, where used, is the load balancer's job.
   app.use(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } }))
+  // For the load balancer: the process answers. Not the database: an outage there shows as 503s on
+  // the API, and replacing every dashboard task would not fix it.
+  app.get('/healthz', (_request, response) => {
+    response.json({ status: 'ok' })
+  })
   // The page itself is public (it shows the sign-in form); everything under /api needs the token.
   app.use(express.static(PUBLIC_FOLDER, { index: 'index.html' }))
   app.post('/login', express.urlencoded({ extended: false, limit: '4kb' }), (request, response) => {

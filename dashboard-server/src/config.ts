@@ -1,5 +1,12 @@
 import { SNAPSHOTS_URL } from '@symphony/server/snapshots'
+import { withUrlPassword } from '@symphony/server/url-password'
 import { z } from 'zod'
+
+/** A variable that may be unset; blank counts as unset. */
+const optionalText = z
+  .string()
+  .optional()
+  .transform((v) => (v?.trim() ? v.trim() : undefined))
 
 /** Every environment variable the dashboard reads, with its default. The README lists them. */
 const environment = z.object({
@@ -11,21 +18,12 @@ const environment = z.object({
       (v) => /^postgres(ql)?:\/\/./.test(v),
       'must be postgres://… (for embedded PGlite: its PGLITE_PORT URL)',
     ),
-  DASHBOARD_TOKEN: z
-    .string()
-    .optional()
-    .transform((v) => (v?.trim() ? v.trim() : undefined))
-    .refine((v) => !v || v.length >= 16, 'must be at least 16 characters'),
+  DATABASE_PASSWORD: optionalText,
+  DASHBOARD_TOKEN: optionalText.refine((v) => !v || v.length >= 16, 'must be at least 16 characters'),
   SNAPSHOTS: SNAPSHOTS_URL,
   AWS_REGION: z.string().default('us-east-1'),
-  AWS_ENDPOINT_URL: z
-    .string()
-    .optional()
-    .transform((v) => (v?.trim() ? v.trim() : undefined)),
-  INTERNAL_TOKEN: z
-    .string()
-    .optional()
-    .transform((v) => (v?.trim() ? v.trim() : undefined)),
+  AWS_ENDPOINT_URL: optionalText,
+  INTERNAL_TOKEN: optionalText,
   NODE_ENV: z.string().default('development'),
 })
 
@@ -58,7 +56,7 @@ export function parseDashboardConfig(env: Record<string, string | undefined>): D
   return {
     port: e.DASHBOARD_PORT,
     host: e.DASHBOARD_HOST,
-    databaseUrl: e.DATABASE_URL,
+    databaseUrl: withUrlPassword(e.DATABASE_URL, e.DATABASE_PASSWORD),
     token: e.DASHBOARD_TOKEN ?? null,
     internalToken: e.INTERNAL_TOKEN ?? null,
     snapshots: e.SNAPSHOTS,

@@ -75,6 +75,12 @@ describe('dashboard API', () => {
     assert.ok(refused.headers.get('content-security-policy'))
   })
 
+  it('answers the load balancer’s health check without the token', async () => {
+    const health = await get('/healthz', null)
+    assert.equal(health.status, 200)
+    assert.deepEqual(health.body, { status: 'ok' })
+  })
+
   it('lists rooms with live connections and sizes; searches, sorts and pages', async () => {
     const body = await until(`/api/rooms?q=${busy}`, (b) => b.rooms[0]?.connections === 2)
     assert.equal(body.total, 1)

@@ -2,6 +2,7 @@
 // and moto standing in for S3 and DynamoDB. Missing ones are installed first (redis-server and
 // postgresql from Debian, moto into a Python venv under .services/). The children die with this process: an exit hook kills them.
 import { execFileSync, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { createConnection, createServer } from 'node:net'
@@ -288,8 +289,9 @@ function postgresBin() {
 
 /**
  * Starts a throwaway PostgreSQL cluster (Debian's binaries, installed when missing) in a fresh
- * temporary folder on a free loopback port, trusting local connections. Postgres refuses to run as
- * root, so as root it runs as the `postgres` user Debian's package creates.
+ * temporary folder on a free loopback port. TCP logins need a password (SCRAM, as on RDS), so tests
+ * exercise real password handling. Postgres refuses to run as root, so as root it runs as the
+ * `postgres` user Debian's package creates.
  */
 export async function startPostgres() {
   const bin = postgresBin()
@@ -299,7 +301,12 @@ export async function startPostgres() {
   if (user.uid !== undefined) chownSync(folder, user.uid, user.gid)
   const data = join(folder, 'data')
   const options = { cwd: folder, ...user }
-  await run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'], {
+  const password = randomBytes(12).toString('hex')
+  const passwordFile = join(folder, 'password')
+  writeFileSync(passwordFile, password)
+  if (user.uid !== undefined) chownSync(passwordFile, user.uid, user.gid)
+  const auth = ['--auth-local=trust', '--auth-host=scram-sha-256', `--pwfile=${passwordFile}`]
+  await run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', ...auth, '--no-sync', '-E', 'UTF8'], {
     ...options,
     quiet: true,
   })
@@ -312,7 +319,7 @@ export async function startPostgres() {
   )
   await waitReady(`postgres on port ${port}`, launched, () => acceptsConnections(port), 30_000)
   return {
-    url: `postgres://postgres@${HOST}:${port}/postgres`,
+    url: `postgres://postgres:${password}@${HOST}:${port}/postgres`,
     port,
     async stop() {
       // SIGINT is Postgres's fast shutdown: SIGTERM would wait for every client to disconnect.

@@ -6,6 +6,7 @@ import type { DatabaseConfig } from './adapters/postgres/connect.js'
 import type { AuthConfig } from './auth/authenticator.js'
 import { ConfigError } from './errors.js'
 import type { LogLevel } from './logger.js'
+import { withUrlPassword } from './url-password.js'
 
 const MiB = 1024 * 1024
 
@@ -35,6 +36,7 @@ const environment = z.object({
     .string()
     .default('memory')
     .refine((v) => v === 'memory' || /^rediss?:\/\/./.test(v), 'must be "memory" or redis://host:port'),
+  PUBSUB_PASSWORD: optionalText,
   REGISTRY: z
     .string()
     .default('memory')
@@ -50,6 +52,7 @@ const environment = z.object({
       (v) => v === 'none' || /^pglite:\/\/./.test(v) || /^postgres(ql)?:\/\/./.test(v),
       'must be postgres://…, pglite://<folder> or none',
     ),
+  DATABASE_PASSWORD: optionalText,
   PGLITE_PORT: int(0, 65535, 5433),
   METADATA_SAMPLE_INTERVAL_MS: int(0, 3_600_000, 10_000),
   AWS_REGION: z.string().default('us-east-1'),
@@ -143,11 +146,14 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     serverId: e.SERVER_ID,
     logLevel: e.LOG_LEVEL,
-    pubsub: e.PUBSUB === 'memory' ? { kind: 'memory' } : { kind: 'redis', url: e.PUBSUB },
+    pubsub:
+      e.PUBSUB === 'memory'
+        ? { kind: 'memory' }
+        : { kind: 'redis', url: withUrlPassword(e.PUBSUB, e.PUBSUB_PASSWORD) },
     registry:
       e.REGISTRY === 'memory' ? { kind: 'memory' } : { kind: 'dynamodb', table: e.REGISTRY.slice(11) },
     snapshots: snapshotsFrom(e.SNAPSHOTS),
-    database: databaseFrom(e.DATABASE_URL, e.PGLITE_PORT),
+    database: databaseFrom(e.DATABASE_URL, e.DATABASE_PASSWORD, e.PGLITE_PORT),
     metadataSampleIntervalMs: e.METADATA_SAMPLE_INTERVAL_MS,
     aws: { region: e.AWS_REGION, endpoint: e.AWS_ENDPOINT_URL },
     internal: internalFrom(e),
@@ -184,9 +190,9 @@ export function snapshotsFrom(url: string): SnapshotsConfig {
 }
 
 /** `pglite://./data/pg` is a folder relative to the working directory, like `file://`. */
-function databaseFrom(url: string, pglitePort: number): DatabaseConfig {
+function databaseFrom(url: string, password: string | undefined, pglitePort: number): DatabaseConfig {
   if (url === 'none') return { kind: 'none' }
-  if (!url.startsWith('pglite://')) return { kind: 'postgres', url }
+  if (!url.startsWith('pglite://')) return { kind: 'postgres', url: withUrlPassword(url, password) }
   const rest = url.slice('pglite://'.length)
   return { kind: 'pglite', folder: resolve(rest), port: pglitePort }
 }

@@ -6,7 +6,7 @@ export interface TestServices {
   redisUrl: string
   /** The AWS emulator (S3 + DynamoDB) the real adapters are pointed at. */
   awsEndpoint: string
-  /** A real PostgreSQL server, e.g. `postgres://postgres@127.0.0.1:5439/postgres`. */
+  /** A real PostgreSQL server, e.g. `postgres://postgres:<password>@127.0.0.1:5439/postgres`. */
   databaseUrl: string
 }
 

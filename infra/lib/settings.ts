@@ -1,0 +1,170 @@
+import { z } from 'zod'
+
+/**
+ * What a deployment is sized and wired with, read once from CDK context (`-c key=value` or
+ * `cdk.json`). A size preset fills every number; any key given on its own overrides its preset.
+ */
+export interface SymphonySettings {
+  stackName: string
+  /** Region to deploy to: `region` context, else the CLI's default region, else us-east-1. */
+  region: string
+  size: SizeName
+  sync: { cpu: number; memoryMiB: number; minTasks: number; maxTasks: number }
+  dashboard: { cpu: number; memoryMiB: number; allowedCidr: string }
+  redis: { nodeType: string; replicas: number }
+  database: { instanceType: string; multiAz: boolean; storageGiB: number }
+  natGateways: number
+  /** HTTPS on the load balancer with this ACM certificate; plain HTTP without it. */
+  certificateArn: string | undefined
+  /** The name clients use (a DNS record you point at the load balancer), for the output URLs. */
+  domainName: string | undefined
+  /** Verify tokens against this JWKS instead of a generated HS256 secret. */
+  authJwksUrl: string | undefined
+  /** Keep the bucket and a final database snapshot on `cdk destroy` (and block database deletion). */
+  retainData: boolean
+  loadAgents: { count: number; coordinatorUrl: string | undefined }
+  /** The server's SIGTERM drain; the load balancer's deregistration delay and the stop timeout follow it. */
+  shutdownTimeoutSeconds: number
+}
+
+export type SizeName = keyof typeof SIZES
+
+/**
+ * Presets behind the README's cost table. One Node process uses one core, so a sync task never
+ * gets more than one vCPU: bigger deployments run more tasks, not bigger ones.
+ */
+export const SIZES = {
+  small: {
+    sync: { cpu: 512, memoryMiB: 1024, minTasks: 1, maxTasks: 3 },
+    redis: { nodeType: 'cache.t4g.micro', replicas: 0 },
+    database: { instanceType: 't4g.micro', multiAz: false, storageGiB: 20 },
+    natGateways: 1,
+  },
+  medium: {
+    sync: { cpu: 1024, memoryMiB: 2048, minTasks: 2, maxTasks: 8 },
+    redis: { nodeType: 'cache.t4g.small', replicas: 1 },
+    database: { instanceType: 't4g.small', multiAz: true, storageGiB: 50 },
+    natGateways: 2,
+  },
+  large: {
+    sync: { cpu: 1024, memoryMiB: 2048, minTasks: 6, maxTasks: 40 },
+    redis: { nodeType: 'cache.m7g.large', replicas: 1 },
+    database: { instanceType: 'm7g.large', multiAz: true, storageGiB: 100 },
+    natGateways: 2,
+  },
+} as const
+
+/** Context values from the command line are strings; from cdk.json they may be typed. */
+const count = (min: number, max: number) => z.coerce.number().int().min(min).max(max).optional()
+const flag = z.union([z.boolean(), z.enum(['true', 'false']).transform((v) => v === 'true')]).optional()
+
+const context = z.object({
+  stackName: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9-]{0,127}$/, 'must be a CloudFormation stack name')
+    .default('Symphony'),
+  region: z
+    .string()
+    .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'must be an AWS region such as eu-west-1')
+    .optional(),
+  size: z.enum(['small', 'medium', 'large']).default('small'),
+  taskCpu: z.coerce
+    .number()
+    .refine((v) => [256, 512, 1024].includes(v), 'must be 256, 512 or 1024 (one Node process uses one core)')
+    .optional(),
+  taskMemoryMiB: count(512, 8192),
+  minTasks: count(1, 1000),
+  maxTasks: count(1, 1000),
+  dashboardAllowedCidr: z.cidrv4('must be an IPv4 CIDR such as 203.0.113.0/24').default('0.0.0.0/0'),
+  redisNodeType: z
+    .string()
+    .regex(/^cache\.[a-z0-9]+\.[a-z0-9]+$/, 'must be like cache.t4g.micro')
+    .optional(),
+  redisReplicas: count(0, 5),
+  dbInstanceType: z
+    .string()
+    .regex(/^[a-z0-9]+\.[a-z0-9]+$/, 'must be like t4g.micro')
+    .optional(),
+  dbMultiAz: flag,
+  dbStorageGiB: count(20, 65536),
+  natGateways: count(1, 2),
+  certificateArn: z
+    .string()
+    .regex(
+      /^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate\/[A-Za-z0-9-]+$/,
+      'must be an ACM certificate ARN',
+    )
+    .optional(),
+  domainName: z
+    .string()
+    .regex(/^([a-z0-9-]+\.)+[a-z]{2,}$/i, 'must be a host name such as collab.example.com')
+    .optional(),
+  authJwksUrl: z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
+  retainData: flag,
+  loadAgents: count(0, 100),
+  loadCoordinatorUrl: z
+    .url({ protocol: /^(wss?|https?)$/, error: 'must be a ws(s):// or http(s):// URL' })
+    .optional(),
+  shutdownTimeoutSeconds: count(5, 110),
+})
+
+/**
+ * Reads and checks the context once; throws one clear line naming the key. `defaultRegion` is the
+ * CLI's (CDK_DEFAULT_REGION), used when the context names none.
+ */
+export function parseSettings(read: (key: string) => unknown, defaultRegion?: string): SymphonySettings {
+  const raw = Object.fromEntries(Object.keys(context.shape).map((key) => [key, read(key)]))
+  const parsed = context.safeParse(raw)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new Error(`context ${issue?.path.join('.')}: ${issue?.message}`)
+  }
+  const c = parsed.data
+  const preset = SIZES[c.size]
+  const cpu = c.taskCpu ?? preset.sync.cpu
+  const memoryMiB = c.taskMemoryMiB ?? (c.taskCpu ? cpu * 2 : preset.sync.memoryMiB)
+  checkFargateMemory(cpu, memoryMiB)
+  const minTasks = c.minTasks ?? preset.sync.minTasks
+  const maxTasks = c.maxTasks ?? Math.max(preset.sync.maxTasks, minTasks)
+  if (maxTasks < minTasks) throw new Error(`context maxTasks: must be at least minTasks (${minTasks})`)
+  const loadAgents = c.loadAgents ?? 0
+  if (loadAgents > 0 && !c.loadCoordinatorUrl) {
+    throw new Error('context loadCoordinatorUrl: required with loadAgents (the coordinator the agents dial)')
+  }
+  if (c.domainName && !c.certificateArn) {
+    throw new Error('context domainName: needs certificateArn (a name is only for HTTPS clients)')
+  }
+  return {
+    stackName: c.stackName,
+    region: c.region ?? defaultRegion ?? 'us-east-1',
+    size: c.size,
+    sync: { cpu, memoryMiB, minTasks, maxTasks },
+    dashboard: { cpu: 256, memoryMiB: 512, allowedCidr: c.dashboardAllowedCidr },
+    redis: {
+      nodeType: c.redisNodeType ?? preset.redis.nodeType,
+      replicas: c.redisReplicas ?? preset.redis.replicas,
+    },
+    database: {
+      instanceType: c.dbInstanceType ?? preset.database.instanceType,
+      multiAz: c.dbMultiAz ?? preset.database.multiAz,
+      storageGiB: c.dbStorageGiB ?? preset.database.storageGiB,
+    },
+    natGateways: c.natGateways ?? preset.natGateways,
+    certificateArn: c.certificateArn,
+    domainName: c.domainName,
+    authJwksUrl: c.authJwksUrl,
+    retainData: c.retainData ?? true,
+    loadAgents: { count: loadAgents, coordinatorUrl: c.loadCoordinatorUrl },
+    shutdownTimeoutSeconds: c.shutdownTimeoutSeconds ?? 25,
+  }
+}
+
+/** Fargate's allowed memory for each CPU size, in MiB. */
+function checkFargateMemory(cpu: number, memoryMiB: number): void {
+  const [min, max] = cpu === 256 ? [512, 2048] : cpu === 512 ? [1024, 4096] : [2048, 8192]
+  if (memoryMiB < min || memoryMiB > max || (memoryMiB % 1024 !== 0 && memoryMiB !== 512)) {
+    throw new Error(
+      `context taskMemoryMiB: Fargate allows ${min}–${max} MiB in 1024 steps for ${cpu} CPU units`,
+    )
+  }
+}

@@ -1,0 +1,129 @@
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib'
+import * as ecs from 'aws-cdk-lib/aws-ecs'
+import type { Construct } from 'constructs'
+import { Cache } from './cache.js'
+import { DashboardService } from './dashboard-service.js'
+import { Database } from './database.js'
+import { imageFromRepository } from './fargate.js'
+import { LoadAgents } from './load-agents.js'
+import { Network } from './network.js'
+import { PublicEntry } from './public-entry.js'
+import type { SymphonySettings } from './settings.js'
+import { Storage } from './storage.js'
+import { SyncService } from './sync-service.js'
+
+export interface SymphonyStackProps extends StackProps {
+  settings: SymphonySettings
+}
+
+const LOAD_AGENT_DOCKERFILE = 'loadtest/Dockerfile'
+
+/** The whole backend in one stack: `cdk deploy` stands it up, `cdk destroy` takes it down. */
+export class SymphonyStack extends Stack {
+  public readonly storage: Storage
+  public readonly network: Network
+  public readonly cache: Cache
+  public readonly database: Database
+  public readonly entry: PublicEntry
+  public readonly cluster: ecs.Cluster
+  public readonly sync: SyncService
+  public readonly dashboard: DashboardService
+  public readonly loadAgents: LoadAgents | undefined
+
+  constructor(scope: Construct, id: string, props: SymphonyStackProps) {
+    super(scope, id, props)
+    const { settings } = props
+    this.storage = new Storage(this, 'Storage', { retainData: settings.retainData })
+    this.network = new Network(this, 'Network', {
+      natGateways: settings.natGateways,
+      logsBucket: this.storage.logsBucket,
+    })
+    const { vpc } = this.network
+    const dataSubnets = vpc.selectSubnets(this.network.dataSubnets)
+    this.cache = new Cache(this, 'Cache', { vpc, subnets: dataSubnets, ...settings.redis })
+    this.database = new Database(this, 'Database', {
+      vpc,
+      subnets: this.network.dataSubnets,
+      ...settings.database,
+      retainData: settings.retainData,
+    })
+    this.entry = new PublicEntry(this, 'Entry', {
+      vpc,
+      logsBucket: this.storage.logsBucket,
+      certificateArn: settings.certificateArn,
+      dashboardAllowedCidr: settings.dashboard.allowedCidr,
+      idleTimeout: Duration.seconds(120),
+    })
+    const cluster = new ecs.Cluster(this, 'Cluster', {
+      vpc,
+      containerInsightsV2: ecs.ContainerInsights.ENABLED,
+    })
+    this.cluster = cluster
+    this.sync = new SyncService(this, 'Sync', {
+      cluster,
+      subnets: this.network.taskSubnets,
+      listener: this.entry.syncListener,
+      storage: this.storage,
+      cache: this.cache,
+      database: this.database,
+      ...settings.sync,
+      authJwksUrl: settings.authJwksUrl,
+      shutdownTimeout: Duration.seconds(settings.shutdownTimeoutSeconds),
+    })
+    this.dashboard = new DashboardService(this, 'Dashboard', {
+      cluster,
+      subnets: this.network.taskSubnets,
+      listener: this.entry.dashboardListener,
+      storage: this.storage,
+      database: this.database,
+      sync: this.sync,
+      ...settings.dashboard,
+    })
+    const { count, coordinatorUrl } = settings.loadAgents
+    if (count > 0 && coordinatorUrl) {
+      this.loadAgents = new LoadAgents(this, 'LoadAgents', {
+        cluster,
+        subnets: this.network.taskSubnets,
+        count,
+        coordinatorUrl,
+        image: loadAgentImage(),
+      })
+    }
+
+    const urls = this.entry.urls(settings.domainName)
+    const output = (name: string, value: string, description: string) =>
+      new CfnOutput(this, name, { value, description })
+    output('WebSocketUrl', urls.webSocket, 'Point the client library (createClient({ url })) here')
+    output('DashboardUrl', urls.dashboard, 'The operators’ dashboard; sign in with the DashboardTokenSecret')
+    output(
+      'SnapshotsBucketName',
+      this.storage.snapshotsBucket.bucketName,
+      'Room snapshots (<room>.ybin under rooms/)',
+    )
+    output('RegistryTableName', this.storage.registryTable.tableName, 'Which sync server holds which room')
+    output(
+      'DashboardTokenSecret',
+      this.dashboard.token.secretArn,
+      'aws secretsmanager get-secret-value --secret-id <this>',
+    )
+    if (this.sync.authSecret) {
+      output(
+        'AuthSecret',
+        this.sync.authSecret.secretArn,
+        'The HS256 key your backend signs room tokens with',
+      )
+    }
+  }
+}
+
+function loadAgentImage(): ecs.ContainerImage {
+  const dockerfile = fileURLToPath(new URL(`../../${LOAD_AGENT_DOCKERFILE}`, import.meta.url))
+  if (!existsSync(dockerfile)) {
+    throw new Error(
+      `context loadAgents: the agents run the load harness image (${LOAD_AGENT_DOCKERFILE}), which this checkout does not have`,
+    )
+  }
+  return imageFromRepository(LOAD_AGENT_DOCKERFILE)
+}

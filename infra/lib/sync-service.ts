@@ -1,0 +1,169 @@
+import { Duration, Stack } from 'aws-cdk-lib'
+import * as ec2 from 'aws-cdk-lib/aws-ec2'
+import * as ecs from 'aws-cdk-lib/aws-ecs'
+import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2'
+import * as iam from 'aws-cdk-lib/aws-iam'
+import * as logs from 'aws-cdk-lib/aws-logs'
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager'
+import { Construct } from 'constructs'
+import { generatedSecret, grantSnapshots } from './access.js'
+import type { Cache } from './cache.js'
+import type { Database } from './database.js'
+import {
+  containerHealthCheck,
+  containerLogs,
+  fargateTask,
+  imageFromRepository,
+  privateService,
+} from './fargate.js'
+import type { Storage } from './storage.js'
+
+export interface SyncServiceProps {
+  cluster: ecs.ICluster
+  subnets: ec2.SubnetSelection
+  listener: elbv2.ApplicationListener
+  storage: Storage
+  cache: Cache
+  database: Database
+  cpu: number
+  memoryMiB: number
+  minTasks: number
+  maxTasks: number
+  /** Verify tokens against this JWKS; without it, an HS256 secret is generated here. */
+  authJwksUrl: string | undefined
+  /** The server's SIGTERM drain (SHUTDOWN_TIMEOUT_MS). */
+  shutdownTimeout: Duration
+}
+
+export const SYNC_PORT = 1234
+export const INTERNAL_PORT = 9234
+
+/**
+ * The sync servers: Fargate tasks behind the load balancer (least outstanding requests, no
+ * stickiness), scaling on CPU, fetching live rooms from each other on the internal port.
+ */
+export class SyncService extends Construct {
+  public readonly service: ecs.FargateService
+  public readonly securityGroup: ec2.SecurityGroup
+  public readonly targetGroup: elbv2.ApplicationTargetGroup
+  /** Guards the internal port; the dashboard presents it too. */
+  public readonly internalToken: secretsmanager.Secret
+  /** The HS256 key the app's backend signs room tokens with (absent with a JWKS URL). */
+  public readonly authSecret: secretsmanager.Secret | undefined
+
+  constructor(scope: Construct, id: string, props: SyncServiceProps) {
+    super(scope, id)
+    const { storage, cache, database } = props
+    this.internalToken = generatedSecret(
+      this,
+      'InternalToken',
+      'Symphony INTERNAL_TOKEN (peer state fetch)',
+      48,
+    )
+    this.authSecret = props.authJwksUrl
+      ? undefined
+      : generatedSecret(this, 'AuthSecret', 'Symphony AUTH_SECRET: sign room tokens (HS256) with it', 64)
+
+    const task = fargateTask(this, props.cpu, props.memoryMiB)
+    const secrets: Record<string, ecs.Secret> = {
+      INTERNAL_TOKEN: ecs.Secret.fromSecretsManager(this.internalToken),
+      PUBSUB_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken),
+      DATABASE_PASSWORD: ecs.Secret.fromSecretsManager(database.secret, 'password'),
+      ...(this.authSecret ? { AUTH_SECRET: ecs.Secret.fromSecretsManager(this.authSecret) } : {}),
+    }
+    const container = task.addContainer('server', {
+      image: imageFromRepository('server/Dockerfile'),
+      environment: {
+        NODE_ENV: 'production',
+        PORT: String(SYNC_PORT),
+        INTERNAL_PORT: String(INTERNAL_PORT),
+        PUBSUB: cache.url,
+        REGISTRY: `dynamodb://${storage.registryTable.tableName}`,
+        SNAPSHOTS: `s3://${storage.snapshotsBucket.bucketName}/${storage.snapshotsPrefix}`,
+        DATABASE_URL: database.url,
+        AWS_REGION: Stack.of(this).region,
+        SHUTDOWN_TIMEOUT_MS: String(props.shutdownTimeout.toMilliseconds()),
+        ...(props.authJwksUrl ? { AUTH_JWKS_URL: props.authJwksUrl } : {}),
+      },
+      secrets,
+      portMappings: [
+        { containerPort: SYNC_PORT, name: 'websocket' },
+        { containerPort: INTERNAL_PORT, name: 'internal' },
+      ],
+      // One file descriptor per WebSocket: the default 1024 would cap a task at about a thousand users.
+      ulimits: [{ name: ecs.UlimitName.NOFILE, softLimit: 65535, hardLimit: 65535 }],
+      healthCheck: containerHealthCheck('PORT', SYNC_PORT),
+      // The drain, plus a margin before SIGKILL.
+      stopTimeout: props.shutdownTimeout.plus(Duration.seconds(5)),
+      readonlyRootFilesystem: true,
+      logging: containerLogs(this, 'sync', logs.RetentionDays.ONE_MONTH),
+    })
+    grantSnapshots(task.taskRole, storage, ['s3:GetObject', 's3:PutObject'])
+    task.taskRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:BatchWriteItem'],
+        resources: [storage.registryTable.tableArn],
+      }),
+    )
+
+    this.securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
+      vpc: props.cluster.vpc,
+      description: 'Symphony sync servers',
+      allowAllOutbound: true,
+    })
+    this.securityGroup.addIngressRule(
+      this.securityGroup,
+      ec2.Port.tcp(INTERNAL_PORT),
+      'peer state fetch between sync servers',
+    )
+    this.service = privateService(this, {
+      cluster: props.cluster,
+      task,
+      subnets: props.subnets,
+      securityGroup: this.securityGroup,
+      loadBalanced: true,
+    })
+    cache.allowFrom(this.securityGroup)
+    database.allowFrom(this.securityGroup, 'metadata from the sync servers')
+
+    this.targetGroup = new elbv2.ApplicationTargetGroup(this, 'Targets', {
+      vpc: props.cluster.vpc,
+      targetType: elbv2.TargetType.IP,
+      protocol: elbv2.ApplicationProtocol.HTTP,
+      port: SYNC_PORT,
+      // Each WebSocket is one long request: the least busy task gets the next one.
+      loadBalancingAlgorithmType: elbv2.TargetGroupLoadBalancingAlgorithmType.LEAST_OUTSTANDING_REQUESTS,
+      healthCheck: {
+        path: '/healthz',
+        healthyHttpCodes: '200',
+        interval: Duration.seconds(10),
+        timeout: Duration.seconds(5),
+        healthyThresholdCount: 2,
+        unhealthyThresholdCount: 3,
+      },
+      // ECS waits for this before SIGTERM; the server then drains within the same span.
+      deregistrationDelay: props.shutdownTimeout,
+      targets: [
+        this.service.loadBalancerTarget({ containerName: container.containerName, containerPort: SYNC_PORT }),
+      ],
+    })
+    // Any task can serve any room (they fetch state from each other), so no stickiness.
+    this.targetGroup.setAttribute('stickiness.enabled', 'false')
+    props.listener.addTargetGroups('Sync', { targetGroups: [this.targetGroup] })
+
+    const scaling = this.service.autoScaleTaskCount({
+      minCapacity: props.minTasks,
+      maxCapacity: props.maxTasks,
+    })
+    scaling.scaleOnCpuUtilization('Cpu', {
+      targetUtilizationPercent: 50,
+      scaleOutCooldown: Duration.seconds(60),
+      scaleInCooldown: Duration.seconds(300),
+    })
+  }
+
+  /** Lets `peer` (the dashboard) read live rooms from the internal port. */
+  allowInternalFrom(peer: ec2.ISecurityGroup, description: string): void {
+    this.securityGroup.addIngressRule(peer, ec2.Port.tcp(INTERNAL_PORT), description)
+  }
+}

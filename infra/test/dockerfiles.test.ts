@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict'
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { X509Certificate } from 'node:crypto'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { requireTestServices } from '../../server/test/helpers/services.js'
+import { type Instruction, rehearseDockerfile, type Stage } from './helpers/dockerfile-rehearsal.js'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const cleanups: (() => void)[] = []
+const children: ChildProcess[] = []
+
+after(() => {
+  for (const child of children) child.kill('SIGKILL')
+  for (const cleanup of cleanups) cleanup()
+})
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+const finalInstructions = (stages: Stage[], keyword: string): Instruction[] =>
+  stages.at(-1)?.instructions.filter((i) => i.keyword === keyword) ?? []
+
+/** The image's own promises: several stages, a non-root user, a health check, slim runtime. */
+function checkImageShape(stages: Stage[], root: string) {
+  assert.ok(stages.length >= 2, 'multi-stage: build tools stay out of the runtime image')
+  assert.ok(
+    stages.every((stage) => /^node:20-bookworm-slim$/.test(stage.from)),
+    'the Node the project runs on',
+  )
+  const users = finalInstructions(stages, 'USER').map((i) => i.args)
+  assert.ok(users.length > 0 && !['root', '0'].includes(users.at(-1) ?? ''), 'runs as a non-root user')
+  assert.equal(finalInstructions(stages, 'HEALTHCHECK').length, 1)
+  for (const devOnly of ['typescript', 'esbuild', 'aws-cdk-lib', 'playwright-core']) {
+    assert.ok(!existsSync(join(root, 'node_modules', devOnly)), `${devOnly} is not in the runtime image`)
+  }
+}
+
+/** Starts the image's CMD in its folder with only `env` (and PATH); resolves once it logs that it listens. */
+async function startCmd(stages: Stage[], root: string, env: Record<string, string>) {
+  const [cmd] = finalInstructions(stages, 'CMD')
+  const [program = '', ...args] = JSON.parse(cmd?.args ?? '[]') as string[]
+  const child = spawn(program, args, {
+    cwd: root,
+    env: { PATH: process.env.PATH, NODE_ENV: 'production', ...env },
+  })
+  children.push(child)
+  let output = ''
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.on('data', (chunk) => {
+      output += chunk
+      if (/listening/.test(output)) resolve()
+    })
+    child.stderr?.on('data', (chunk) => (output += chunk))
+    child.on('exit', (code) => reject(new Error(`${program} ${args.join(' ')} exited (${code}):\n${output}`)))
+  })
+  return { child, output: () => output }
+}
+
+/** Runs the image's HEALTHCHECK command; its exit code is what Docker and ECS would see. */
+function healthCheck(stages: Stage[], root: string, env: Record<string, string>): number | null {
+  const [check] = finalInstructions(stages, 'HEALTHCHECK')
+  const [, json = '[]'] = check?.args.split(/\bCMD\s+/) ?? []
+  const [, program = '', ...args] = ['CMD', ...(JSON.parse(json) as string[])]
+  return spawnSync(program, args, { cwd: root, env: { PATH: process.env.PATH, ...env }, timeout: 10_000 })
+    .status
+}
+
+function stopped(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    child.once('exit', (code) => resolve(code))
+    child.kill('SIGTERM')
+  })
+}
+
+describe('the service images, rehearsed step by step without Docker', () => {
+  it('server/Dockerfile builds a sync server that serves, passes its health check and stops on SIGTERM', async () => {
+    const { root, stages, cleanup } = await rehearseDockerfile(ROOT, 'server/Dockerfile')
+    cleanups.push(cleanup)
+    checkImageShape(stages, root)
+    const port = String(await freePort())
+    const env = {
+      PORT: port,
+      HOST: '127.0.0.1',
+      AUTH: 'none',
+      DATABASE_URL: 'none',
+      SNAPSHOTS: `file://${mkdtempSync(join(tmpdir(), 'symphony-image-snapshots-'))}`,
+    }
+    assert.notEqual(healthCheck(stages, root, env), 0, 'unhealthy before it listens')
+    const server = await startCmd(stages, root, env)
+    assert.equal(healthCheck(stages, root, env), 0, server.output())
+    const page = await fetch(`http://127.0.0.1:${port}/`)
+    assert.equal(page.status, 200, 'the demo page is in the image')
+    assert.equal(await stopped(server.child), 0, 'a clean exit on SIGTERM')
+
+    // The metadata connection verifies RDS's certificate against the authorities baked in.
+    const bundle = readFileSync(join(root, 'certs/aws-rds-ca.pem'), 'utf8')
+    const certificates = bundle.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? []
+    const subjects = certificates.map((pem) => new X509Certificate(pem).subject)
+    assert.ok(
+      subjects.some((s) => /Amazon RDS us-east-1 Root CA RSA2048 G1/.test(s)),
+      'the authority of the CA the stack asks RDS for (RDS_CA_RSA2048_G1)',
+    )
+  })
+
+  it('dashboard-server/Dockerfile builds a dashboard that starts against Postgres and passes its health check', async () => {
+    const { root, stages, cleanup } = await rehearseDockerfile(ROOT, 'dashboard-server/Dockerfile')
+    cleanups.push(cleanup)
+    checkImageShape(stages, root)
+    const port = String(await freePort())
+    const env = {
+      DASHBOARD_PORT: port,
+      DASHBOARD_HOST: '127.0.0.1',
+      DATABASE_URL: requireTestServices().databaseUrl,
+      DASHBOARD_TOKEN: 'a-dashboard-token-for-the-image-test',
+    }
+    const dashboard = await startCmd(stages, root, env)
+    assert.equal(healthCheck(stages, root, env), 0, dashboard.output())
+    const page = await fetch(`http://127.0.0.1:${port}/`)
+    assert.match(await page.text(), /<html/i, 'the page’s files are in the image')
+    assert.equal((await fetch(`http://127.0.0.1:${port}/api/rooms`)).status, 401)
+    assert.equal(await stopped(dashboard.child), 0)
+  })
+})

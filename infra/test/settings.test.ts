@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { parseSettings, SIZES } from '../lib/settings.js'
+
+const settingsFrom = (context: Record<string, unknown>, defaultRegion?: string) =>
+  parseSettings((key) => context[key], defaultRegion)
+
+function errorFor(context: Record<string, unknown>): string {
+  try {
+    settingsFrom(context)
+  } catch (error) {
+    return (error as Error).message
+  }
+  throw new Error(`accepted ${JSON.stringify(context)}`)
+}
+
+describe('infra settings (CDK context)', () => {
+  it('defaults to the small size, HTTP, data kept, no load agents', () => {
+    const settings = settingsFrom({})
+    assert.equal(settings.stackName, 'Symphony')
+    assert.equal(settings.size, 'small')
+    assert.deepEqual(settings.sync, SIZES.small.sync)
+    assert.deepEqual(settings.redis, SIZES.small.redis)
+    assert.equal(settings.certificateArn, undefined)
+    assert.equal(settings.retainData, true)
+    assert.deepEqual(settings.loadAgents, { count: 0, coordinatorUrl: undefined })
+    assert.equal(settings.shutdownTimeoutSeconds, 25)
+  })
+
+  it('takes the region from context, else the CLI, else us-east-1', () => {
+    assert.equal(settingsFrom({}).region, 'us-east-1')
+    assert.equal(settingsFrom({}, 'eu-west-1').region, 'eu-west-1')
+    assert.equal(settingsFrom({ region: 'ap-southeast-2' }, 'eu-west-1').region, 'ap-southeast-2')
+  })
+
+  it('fills a size preset, and lets single keys (strings from -c) override it', () => {
+    const large = settingsFrom({ size: 'large' })
+    assert.deepEqual(large.database, SIZES.large.database)
+    const tuned = settingsFrom({
+      size: 'medium',
+      minTasks: '3',
+      maxTasks: '12',
+      redisReplicas: '2',
+      dbMultiAz: 'false',
+      retainData: 'false',
+      taskCpu: '512',
+    })
+    assert.deepEqual(tuned.sync, { cpu: 512, memoryMiB: 1024, minTasks: 3, maxTasks: 12 })
+    assert.equal(tuned.redis.replicas, 2)
+    assert.equal(tuned.redis.nodeType, SIZES.medium.redis.nodeType)
+    assert.equal(tuned.database.multiAz, false)
+    assert.equal(tuned.retainData, false)
+    assert.equal(settingsFrom({ minTasks: 5 }).sync.maxTasks, 5, 'max follows a larger min')
+  })
+
+  it('refuses what would not deploy, naming the key', () => {
+    assert.match(errorFor({ size: 'huge' }), /^context size:/)
+    assert.match(errorFor({ taskCpu: '2048' }), /^context taskCpu: .*one core/)
+    assert.match(
+      errorFor({ taskCpu: '256', taskMemoryMiB: '4096' }),
+      /^context taskMemoryMiB: Fargate allows 512–2048/,
+    )
+    assert.match(errorFor({ minTasks: '4', maxTasks: '2' }), /^context maxTasks: must be at least minTasks/)
+    assert.match(errorFor({ minTasks: '0' }), /^context minTasks:/)
+    assert.match(errorFor({ natGateways: '3' }), /^context natGateways:/)
+    assert.match(errorFor({ dashboardAllowedCidr: '10.0.0.0/33' }), /^context dashboardAllowedCidr:/)
+    assert.match(errorFor({ certificateArn: 'my-cert' }), /^context certificateArn: must be an ACM/)
+    assert.match(errorFor({ domainName: 'collab.example.com' }), /^context domainName: needs certificateArn/)
+    assert.match(
+      errorFor({ authJwksUrl: 'http://example.com/jwks' }),
+      /^context authJwksUrl: must be an https/,
+    )
+    assert.match(errorFor({ loadAgents: '2' }), /^context loadCoordinatorUrl: required with loadAgents/)
+    assert.match(
+      errorFor({ loadAgents: '101', loadCoordinatorUrl: 'ws://10.0.0.5:7000' }),
+      /^context loadAgents:/,
+    )
+    assert.match(errorFor({ retainData: 'maybe' }), /^context retainData:/)
+    assert.match(errorFor({ stackName: '1-stack' }), /^context stackName:/)
+    assert.match(errorFor({ shutdownTimeoutSeconds: '200' }), /^context shutdownTimeoutSeconds:/)
+  })
+})

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict'
+import { after, describe, it } from 'node:test'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+import { RedisPubSub } from '../src/adapters/redis-pubsub.js'
+import { parseConfig } from '../src/config.js'
+import { silentLogger } from '../src/logger.js'
+import { eventually } from './helpers/clients.js'
+import { requireTestServices, uniqueName } from './helpers/services.js'
+
+// Every character a URL treats specially, so a password that is not encoded breaks the login.
+const password = 'p%25 #?/@:+&=[]~!$\'"\\ss'
+
+function urlWithoutPassword(url: string, user: string): string {
+  const parsed = new URL(url)
+  parsed.username = user
+  parsed.password = ''
+  return parsed.toString()
+}
+
+describe('passwords from their own variables (as a secret store hands them over)', () => {
+  const admin = new pg.Client(requireTestServices().databaseUrl)
+  const redisAdmin = new Redis(requireTestServices().redisUrl)
+  const role = uniqueName('role').replaceAll('-', '_')
+  const redisUser = uniqueName('user')
+  after(async () => {
+    await admin.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {})
+    await admin.end()
+    await redisAdmin.call('ACL', 'DELUSER', redisUser)
+    redisAdmin.disconnect()
+  })
+
+  it('DATABASE_PASSWORD logs in to Postgres, whatever characters it holds', async () => {
+    await admin.connect()
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD ${admin.escapeLiteral(password)}`)
+    const DATABASE_URL = urlWithoutPassword(requireTestServices().databaseUrl, role)
+    const config = parseConfig({ AUTH: 'none', DATABASE_URL, DATABASE_PASSWORD: password })
+    assert.equal(config.database.kind, 'postgres')
+    const client = new pg.Client(config.database.kind === 'postgres' ? config.database.url : '')
+    await client.connect()
+    const { rows } = await client.query('SELECT current_user AS name')
+    await client.end()
+    assert.equal(rows[0].name, role)
+
+    const wrong = parseConfig({ AUTH: 'none', DATABASE_URL, DATABASE_PASSWORD: 'not-the-password' })
+    const refused = new pg.Client(wrong.database.kind === 'postgres' ? wrong.database.url : '')
+    await assert.rejects(refused.connect(), /password authentication failed/)
+  })
+
+  it('PUBSUB_PASSWORD logs in to Redis, and pub/sub works through it', async () => {
+    await redisAdmin.call('ACL', 'SETUSER', redisUser, 'on', `>${password}`, '~*', '&*', '+@all')
+    const PUBSUB = urlWithoutPassword(requireTestServices().redisUrl, redisUser)
+    const config = parseConfig({ AUTH: 'none', PUBSUB, PUBSUB_PASSWORD: password })
+    assert.equal(config.pubsub.kind, 'redis')
+    const url = config.pubsub.kind === 'redis' ? config.pubsub.url : ''
+    const [a, b] = [
+      new RedisPubSub('a', url, { logger: silentLogger }),
+      new RedisPubSub('b', url, { logger: silentLogger }),
+    ]
+    const received: number[] = []
+    const room = uniqueName('room')
+    await b.subscribe(room, (message) => received.push(message.length))
+    a.publish(room, new Uint8Array([1, 2, 3]))
+    await eventually(() => received.length === 1, 'the message arrives through the authenticated connections')
+    await Promise.all([a.close(), b.close()])
+
+    const wrong = parseConfig({ AUTH: 'none', PUBSUB, PUBSUB_PASSWORD: 'not-the-password' })
+    const refused = new Redis(wrong.pubsub.kind === 'redis' ? wrong.pubsub.url : '', {
+      lazyConnect: true,
+      retryStrategy: () => null,
+    })
+    const errors: Error[] = []
+    refused.on('error', (error: Error) => errors.push(error))
+    await assert.rejects(refused.connect())
+    assert.match(String(errors[0]), /WRONGPASS/)
+    refused.disconnect()
+  })
+})
