@@ -54,7 +54,7 @@ export class DashboardService extends Construct {
         DASHBOARD_PORT: String(DASHBOARD_PORT),
         DASHBOARD_HOST: '0.0.0.0',
         DATABASE_URL: database.url,
-        SNAPSHOTS: `s3://${storage.snapshotsBucket.bucketName}/${storage.snapshotsPrefix}`,
+        SNAPSHOTS: storage.snapshotsUrl,
         AWS_REGION: Stack.of(this).region,
       },
       secrets: {

@@ -14,6 +14,8 @@ export class Storage extends Construct {
   public readonly snapshotsBucket: s3.Bucket
   /** Key prefix of the snapshots, as in `SNAPSHOTS=s3://<bucket>/<prefix>`. */
   public readonly snapshotsPrefix = 'rooms/'
+  /** `SNAPSHOTS` for the services that read or write them. */
+  public readonly snapshotsUrl: string
   /** Access logs of the snapshots bucket and the load balancer, and VPC flow logs. */
   public readonly logsBucket: s3.Bucket
   /** Which servers hold which room: leases the servers renew, expired by TTL on `expiresAt`. */
@@ -58,6 +60,8 @@ export class Storage extends Construct {
         },
       ],
     })
+
+    this.snapshotsUrl = `s3://${this.snapshotsBucket.bucketName}/${this.snapshotsPrefix}`
 
     this.registryTable = new dynamodb.TableV2(this, 'Registry', {
       partitionKey: { name: 'room', type: dynamodb.AttributeType.STRING },

@@ -79,7 +79,7 @@ export class SyncService extends Construct {
         INTERNAL_PORT: String(INTERNAL_PORT),
         PUBSUB: cache.url,
         REGISTRY: `dynamodb://${storage.registryTable.tableName}`,
-        SNAPSHOTS: `s3://${storage.snapshotsBucket.bucketName}/${storage.snapshotsPrefix}`,
+        SNAPSHOTS: storage.snapshotsUrl,
         DATABASE_URL: database.url,
         AWS_REGION: Stack.of(this).region,
         SHUTDOWN_TIMEOUT_MS: String(props.shutdownTimeout.toMilliseconds()),
