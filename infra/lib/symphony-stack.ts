@@ -1,5 +1,3 @@
-import { existsSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
 import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib'
 import * as ecs from 'aws-cdk-lib/aws-ecs'
 import type { Construct } from 'constructs'
@@ -17,8 +15,6 @@ import { SyncService } from './sync-service.js'
 export interface SymphonyStackProps extends StackProps {
   settings: SymphonySettings
 }
-
-const LOAD_AGENT_DOCKERFILE = 'loadtest/Dockerfile'
 
 /** The whole backend in one stack: `cdk deploy` stands it up, `cdk destroy` takes it down. */
 export class SymphonyStack extends Stack {
@@ -88,7 +84,7 @@ export class SymphonyStack extends Stack {
         subnets: this.network.taskSubnets,
         count,
         coordinatorUrl,
-        image: loadAgentImage(),
+        image: imageFromRepository('loadtest/Dockerfile'),
       })
     }
 
@@ -116,14 +112,4 @@ export class SymphonyStack extends Stack {
       )
     }
   }
-}
-
-function loadAgentImage(): ecs.ContainerImage {
-  const dockerfile = fileURLToPath(new URL(`../../${LOAD_AGENT_DOCKERFILE}`, import.meta.url))
-  if (!existsSync(dockerfile)) {
-    throw new Error(
-      `context loadAgents: the agents run the load harness image (${LOAD_AGENT_DOCKERFILE}), which this checkout does not have`,
-    )
-  }
-  return imageFromRepository(LOAD_AGENT_DOCKERFILE)
 }

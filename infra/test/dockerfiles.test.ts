@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { startSymphony } from '../../loadtest/src/bench/servers.js'
+import { eventually } from '../../server/test/helpers/clients.js'
 import { requireTestServices } from '../../server/test/helpers/services.js'
 import { type Instruction, rehearseDockerfile, type Stage } from './helpers/dockerfile-rehearsal.js'
 
@@ -130,5 +132,41 @@ describe('the service images, rehearsed step by step without Docker', () => {
     assert.match(await page.text(), /<html/i, 'the page’s files are in the image')
     assert.equal((await fetch(`http://127.0.0.1:${port}/api/rooms`)).status, 401)
     assert.equal(await stopped(dashboard.child), 0)
+  })
+
+  it('loadtest/Dockerfile builds the harness: a coordinator and an agent from the image drive a real server', async () => {
+    const { root, stages, cleanup } = await rehearseDockerfile(ROOT, 'loadtest/Dockerfile')
+    cleanups.push(cleanup)
+    checkImageShape(stages, root)
+    for (const devOnly of ['ajv', 'y-websocket-reference']) {
+      assert.ok(!existsSync(join(root, 'node_modules', devOnly)), `${devOnly} is not in the runtime image`)
+    }
+    const [entrypoint] = finalInstructions(stages, 'ENTRYPOINT')
+    const [program = '', ...entry] = JSON.parse(entrypoint?.args ?? '[]') as string[]
+    const server = await startSymphony()
+    cleanups.push(() => void server.stop())
+    const image = (args: string[]) => {
+      const child = spawn(program, [...entry, ...args], { cwd: root, env: { PATH: process.env.PATH } })
+      children.push(child)
+      let stdout = ''
+      let stderr = ''
+      child.stdout?.on('data', (chunk) => (stdout += chunk))
+      child.stderr?.on('data', (chunk) => (stderr += chunk))
+      const done = new Promise<number | null>((resolve) => child.on('close', resolve))
+      return { done, output: () => ({ stdout, stderr }) }
+    }
+    const run = ['--url', server.url, '--rooms', '2', '--duration', '1', '--ramp', '0', '--quiet']
+    const coordinator = image(['coordinator', '--agents', '1', '--host', '127.0.0.1', '--port', '0', ...run])
+    let url: string | undefined
+    await eventually(async () => {
+      url = /listening on (ws:\/\/\S+);/.exec(coordinator.output().stderr)?.[1]
+      return url !== undefined
+    }, 'the coordinator listens')
+    // The fleet's command, exactly as the ECS task definition gives it.
+    const agent = image(['agent', '--coordinator', url ?? '', '--once'])
+    assert.equal(await coordinator.done, 0, coordinator.output().stderr)
+    assert.equal(await agent.done, 0, agent.output().stderr)
+    assert.match(coordinator.output().stdout, /^WS connect \+ sync +8 +0 /m)
+    await server.stop()
   })
 })

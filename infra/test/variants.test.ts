@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { Match } from 'aws-cdk-lib/assertions'
 import * as ec2 from 'aws-cdk-lib/aws-ec2'
-import * as ecs from 'aws-cdk-lib/aws-ecs'
-import { LoadAgents } from '../lib/load-agents.js'
 import { removeSynthesized, synthesize } from './helpers/synthesize.js'
 import { containerNamed, sampleEnvironment } from './helpers/template-values.js'
 
@@ -91,34 +91,24 @@ describe('the stack under other settings', () => {
     )
   })
 
-  it('the load-agent fleet dials out to the coordinator, lets nothing in, and passes cdk-nag', () => {
-    // The stack builds its image from loadtest/Dockerfile; any image shows the fleet's shape.
-    const { template } = synthesize({}, (stack) => {
-      new LoadAgents(stack, 'LoadAgents', {
-        cluster: stack.cluster,
-        subnets: stack.network.taskSubnets,
-        count: 4,
-        coordinatorUrl: 'ws://10.0.3.7:7000',
-        image: ecs.ContainerImage.fromRegistry('symphony-loadtest:test'),
-      })
-    })
+  it('the load-agent fleet runs the harness image, dials out to the coordinator, lets nothing in, and passes cdk-nag', () => {
+    const { template, assembly } = synthesize({ loadAgents: '4', loadCoordinatorUrl: 'ws://10.0.3.7:8700' })
     template.hasResourceProperties('AWS::ECS::Service', {
       DesiredCount: 4,
       NetworkConfiguration: { AwsvpcConfiguration: Match.objectLike({ AssignPublicIp: 'DISABLED' }) },
     })
     const agent = containerNamed(template, 'agent')
-    assert.deepEqual(agent.Command, ['agent', '--coordinator', 'ws://10.0.3.7:7000'])
+    assert.deepEqual(agent.Command, ['agent', '--coordinator', 'ws://10.0.3.7:8700'])
     assert.deepEqual(agent.Ulimits, [{ Name: 'nofile', SoftLimit: 65535, HardLimit: 65535 }])
     template.hasResourceProperties('AWS::EC2::SecurityGroup', {
       GroupDescription: 'Symphony load agents: outbound only',
       SecurityGroupIngress: Match.absent(),
     })
-  })
-
-  it('asks for the load harness image when agents are wanted but this checkout has none', () => {
-    assert.throws(
-      () => synthesize({ loadAgents: '2', loadCoordinatorUrl: 'ws://10.0.3.7:7000' }),
-      /context loadAgents: the agents run the load harness image \(loadtest\/Dockerfile\)/,
-    )
+    // cdk deploy builds the agents' image from the harness's own Dockerfile.
+    const manifest = JSON.parse(readFileSync(join(assembly.directory, 'Symphony.assets.json'), 'utf8')) as {
+      dockerImages: Record<string, { source: { dockerFile?: string } }>
+    }
+    const images = Object.values(manifest.dockerImages).map((image) => image.source.dockerFile)
+    assert.ok(images.includes('loadtest/Dockerfile'), `image assets: ${images.join(', ')}`)
   })
 })

@@ -1,0 +1,64 @@
+import { hostname } from 'node:os'
+import WebSocket from 'ws'
+import type { AgentMessage, CoordinatorMessage } from './agent-protocol.js'
+import { runWorker } from './worker.js'
+
+export interface AgentSettings {
+  coordinatorUrl: string
+  name: string
+  /** Run one share of rooms and exit, instead of waiting for the next run. */
+  once: boolean
+}
+
+const RETRY_MS = 2000
+
+/**
+ * Dials the coordinator, runs the rooms it is given, streams a report every second, and (unless
+ * `once`) dials again for the next run: on a fleet, agents can be started before the coordinator.
+ */
+export async function runAgent(settings: AgentSettings): Promise<void> {
+  for (;;) {
+    const outcome = await serveOneRun(settings).catch((error: Error) => error)
+    if (outcome instanceof Error) console.error(`agent: ${outcome.message}`)
+    if (settings.once) {
+      if (outcome instanceof Error) throw outcome
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, RETRY_MS))
+  }
+}
+
+function serveOneRun(settings: AgentSettings): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(settings.coordinatorUrl, { perMessageDeflate: false })
+    const send = (message: AgentMessage) => {
+      if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message))
+    }
+    let running = false
+    socket.on('open', () => send({ type: 'hello', agent: settings.name }))
+    socket.on('error', (error) =>
+      reject(new Error(`coordinator ${settings.coordinatorUrl}: ${error.message}`)),
+    )
+    socket.on('close', () =>
+      running ? undefined : reject(new Error('the coordinator closed the connection')),
+    )
+    socket.on('message', async (data) => {
+      const message = JSON.parse(data.toString()) as CoordinatorMessage
+      if (message.type !== 'run' || running) return
+      running = true
+      console.error(`agent ${settings.name}: ${message.plan.rooms.length} rooms`)
+      try {
+        const summary = await runWorker(message.plan, (report) => send({ type: 'interval', report }))
+        send({ type: 'done', summary })
+        socket.close(1000)
+        resolve()
+      } catch (error) {
+        send({ type: 'failed', error: (error as Error).message })
+        socket.close(1011)
+        reject(error)
+      }
+    })
+  })
+}
+
+export const defaultAgentName = () => `${hostname()}-${process.pid}`

@@ -1,0 +1,53 @@
+import type { Report } from '../report-schema.js'
+
+/** The figures compared, each read from a run's report; lower is better for all of them. */
+const FIGURES = {
+  'server CPU per delivered message (us)': (r: Report) => r.server.cpuMicrosecondsPerDeliveredMessage,
+  'server RSS per user (KiB)': (r: Report) =>
+    r.server.rssBytesPerUser === null ? null : r.server.rssBytesPerUser / 1024,
+  'connect + sync p99 (ms)': (r: Report) => r.latency.connect.p99,
+  'update broadcast p99 (ms)': (r: Report) => r.latency.update.p99,
+  'presence broadcast p99 (ms)': (r: Report) => (r.latency.presence.count ? r.latency.presence.p99 : null),
+} satisfies Record<string, (report: Report) => number | null>
+
+export interface Comparison {
+  rooms: number
+  users: number
+  figures: { figure: string; ours: number | null; reference: number | null; ratio: number | null }[]
+  /** Runs with errors, drops or diverged rooms, which make a comparison suspect. */
+  troubled: number
+}
+
+export function compare(rooms: number, ours: Report[], reference: Report[]): Comparison {
+  const figures = Object.entries(FIGURES).map(([figure, read]) => {
+    const a = median(ours.map(read))
+    const b = median(reference.map(read))
+    return { figure, ours: a, reference: b, ratio: a !== null && b !== null && b > 0 ? round(a / b) : null }
+  })
+  const troubled = [...ours, ...reference].filter(
+    (r) =>
+      r.counts.connectErrors + r.counts.errors + r.counts.unexpectedCloses + r.drops.updates > 0 ||
+      r.convergence.converged < r.convergence.rooms,
+  ).length
+  return { rooms, users: ours[0]?.workload.users ?? 0, figures, troubled }
+}
+
+export function formatComparison(c: Comparison): string {
+  const cell = (value: number | null) => (value === null ? '-' : String(round(value))).padStart(12)
+  const lines = [
+    `${c.rooms} rooms, ${c.users} users (medians)`,
+    `${'figure'.padEnd(38)} ${'symphony'.padStart(12)} ${'y-websocket'.padStart(12)} ${'ours/ref'.padStart(12)}`,
+    ...c.figures.map((f) => `${f.figure.padEnd(38)} ${cell(f.ours)} ${cell(f.reference)} ${cell(f.ratio)}`),
+  ]
+  if (c.troubled) lines.push(`warning: ${c.troubled} run(s) had errors, drops or diverged rooms`)
+  return lines.join('\n')
+}
+
+function median(values: (number | null)[]): number | null {
+  const known = values.filter((v): v is number => v !== null).sort((a, b) => a - b)
+  if (known.length === 0) return null
+  const middle = Math.floor(known.length / 2)
+  return known.length % 2 ? (known[middle] ?? null) : ((known[middle - 1] ?? 0) + (known[middle] ?? 0)) / 2
+}
+
+const round = (value: number) => Math.round(value * 100) / 100

@@ -1,0 +1,138 @@
+/**
+ * `npm run bench`: the same workload against our server and the y-websocket 1.5.4 reference
+ * server, side by side at several sizes, each server pinned to one core and the generator to the
+ * other. Prints medians and the ratio ours / reference (below 1 is better for us).
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { availableParallelism, cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import type { Report } from '../report-schema.js'
+import { type Comparison, compare, formatComparison } from './compare.js'
+import { hasTaskset, type StartedServer, startReference, startSymphony } from './servers.js'
+
+const CLI = fileURLToPath(new URL('../../bin/symphony-loadtest.js', import.meta.url))
+
+const { values } = parseArgs({
+  options: {
+    workload: { type: 'string', default: 'symphony' },
+    sizes: { type: 'string', default: '25,60,150' },
+    duration: { type: 'string', default: '15' },
+    ramp: { type: 'string', default: '5' },
+    repeat: { type: 'string', default: '3' },
+    json: { type: 'string' },
+  },
+})
+const sizes = String(values.sizes)
+  .split(',')
+  .map((size) => Number(size))
+const repeat = Number(values.repeat)
+if (sizes.some((size) => !Number.isInteger(size) || size < 1) || !Number.isInteger(repeat) || repeat < 1) {
+  console.error('bench: --sizes is a list of room counts (e.g. 25,60,150), --repeat a whole number')
+  process.exit(2)
+}
+
+const pinned = hasTaskset() && availableParallelism() >= 2
+const serverCpus = pinned ? '0' : undefined
+const generatorCpus = pinned ? '1' : undefined
+const folder = mkdtempSync(join(tmpdir(), 'symphony-bench-'))
+const contenders = [
+  { name: 'symphony', start: () => startSymphony({ cpus: serverCpus }) },
+  { name: 'y-websocket 1.5.4', start: () => startReference({ cpus: serverCpus }) },
+]
+
+console.log(
+  `bench: ${values.workload} workload, ${values.duration}s after a ${values.ramp}s ramp, rooms ${sizes.join('/')}, median of ${repeat}`,
+)
+console.log(
+  `machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, Node ${process.version}`,
+)
+console.log(
+  pinned
+    ? 'servers pinned to CPU 0 and the generator to CPU 1 with taskset'
+    : 'warning: taskset or a second core is missing, so nothing is pinned: figures mix server and generator',
+)
+
+const comparisons: Comparison[] = []
+try {
+  for (const rooms of sizes) {
+    const reports = new Map<string, Report[]>(contenders.map((c) => [c.name, []]))
+    for (let round = 0; round < repeat; round++) {
+      // Alternate who goes first, so a noisy neighbour does not always land on the same one.
+      const order = round % 2 === 0 ? contenders : [...contenders].reverse()
+      for (const contender of order) {
+        const server = await contender.start()
+        try {
+          const report = await generate(
+            server,
+            rooms,
+            `${rooms}-${round}-${contender.name.replace(/\W+/g, '-')}`,
+          )
+          reports.get(contender.name)?.push(report)
+          console.log(`  ${rooms} rooms, round ${round + 1}: ${contender.name} ${oneLine(report)}`)
+        } finally {
+          await server.stop()
+        }
+      }
+    }
+    const [ours = [], reference = []] = contenders.map((c) => reports.get(c.name) ?? [])
+    const comparison = compare(rooms, ours, reference)
+    comparisons.push(comparison)
+    console.log(`\n${formatComparison(comparison)}\n`)
+  }
+  if (values.json) {
+    writeFileSync(String(values.json), `${JSON.stringify({ comparisons }, null, 2)}\n`)
+    console.log(`JSON: ${values.json}`)
+  }
+} finally {
+  rmSync(folder, { recursive: true, force: true })
+}
+
+/** Runs the load generator as its own process (pinned to the other core) and reads its JSON report. */
+function generate(server: StartedServer, rooms: number, name: string): Promise<Report> {
+  const json = join(folder, `${name}.json`)
+  const args = [
+    CLI,
+    '--url',
+    server.url,
+    '--workload',
+    String(values.workload),
+    '--rooms',
+    String(rooms),
+    '--duration',
+    String(values.duration),
+    '--ramp',
+    String(values.ramp),
+    '--server-pid',
+    String(server.pid),
+    '--json',
+    json,
+    '--quiet',
+  ]
+  const [command, commandArgs] = generatorCpus
+    ? ['taskset', ['-c', generatorCpus, process.execPath, ...args]]
+    : [process.execPath, args]
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, commandArgs as string[], { stdio: ['ignore', 'ignore', 'inherit'] })
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`the load generator exited with ${code}`))
+      resolve(JSON.parse(readFileSync(json, 'utf8')) as Report)
+    })
+  })
+}
+
+function oneLine(report: Report): string {
+  const { latency, server, counts, drops, convergence } = report
+  const troubles =
+    counts.connectErrors + counts.errors + counts.unexpectedCloses + drops.updates + drops.presence
+  return [
+    `update p99 ${latency.update.p99}ms`,
+    `presence p99 ${latency.presence.p99}ms`,
+    `cpu ${server.cpuMicrosecondsPerDeliveredMessage}us/msg`,
+    `rss ${((server.rssBytesPerUser ?? 0) / 1024).toFixed(1)}KiB/user`,
+    `converged ${convergence.converged}/${convergence.rooms}`,
+    troubles ? `PROBLEMS ${troubles} (errors + drops)` : 'no errors or drops',
+  ].join(', ')
+}

@@ -1,0 +1,127 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('../../../', import.meta.url))
+
+/** A sync server this process started, on loopback. */
+export interface StartedServer {
+  name: string
+  url: string
+  pid: number
+  stop(): Promise<void>
+}
+
+export interface StartOptions {
+  /** Pin the server to these CPUs with taskset (e.g. "0"). */
+  cpus?: string | undefined
+  env?: Record<string, string>
+}
+
+/** Our server in embedded mode (memory pub/sub and registry, file snapshots, PGlite), auth off unless `env` sets it. */
+export async function startSymphony(options: StartOptions = {}): Promise<StartedServer> {
+  const data = mkdtempSync(join(tmpdir(), 'symphony-bench-'))
+  const env = {
+    ...(options.env?.AUTH_SECRET ? {} : { AUTH: 'none' }),
+    PORT: '0',
+    HOST: '127.0.0.1',
+    PGLITE_PORT: '0',
+    SNAPSHOTS: `file://${join(data, 'snapshots')}`,
+    DATABASE_URL: `pglite://${join(data, 'pg')}`,
+    ...options.env,
+    LOG_LEVEL: 'info', // readiness is read from the log
+  }
+  const child = launch(join(root, 'server/dist/main.js'), env, options.cpus)
+  // Listening comes first; with a metadata database, wait for its migration too, so a run does
+  // not measure the server's start-up.
+  const ready = env.DATABASE_URL === 'none' ? '"msg":"listening"' : '"msg":"metadata schema migrated"'
+  let port = 0
+  await waitForLine(child, (line) => {
+    if (line.includes('"msg":"listening"')) port = (JSON.parse(line) as { port: number }).port
+    return line.includes(ready) ? true : null
+  })
+  return started('symphony', child, port, () => rmSync(data, { recursive: true, force: true }))
+}
+
+/** The y-websocket 1.5.4 reference server (its bin/server.js, in-memory documents). */
+export async function startReference(options: StartOptions = {}): Promise<StartedServer> {
+  const port = await freePort()
+  const script = join(root, 'node_modules/y-websocket-reference/bin/server.js')
+  const child = launch(script, { HOST: '127.0.0.1', PORT: String(port), ...options.env }, options.cpus)
+  await waitForLine(child, (line) => (line.startsWith('running at') ? port : null))
+  return started('y-websocket 1.5.4', child, port, () => {})
+}
+
+export function hasTaskset(): boolean {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}
+
+function launch(script: string, env: Record<string, string>, cpus: string | undefined): ChildProcess {
+  const command = cpus ? 'taskset' : process.execPath
+  const args = cpus ? ['-c', cpus, process.execPath, script] : [script]
+  // taskset execs node in place, so the child's pid is the server's.
+  return spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+}
+
+function started(name: string, child: ChildProcess, port: number, cleanUp: () => void): StartedServer {
+  return {
+    name,
+    url: `ws://127.0.0.1:${port}`,
+    pid: child.pid ?? 0,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve))
+        child.kill('SIGTERM')
+        await exited
+      }
+      cleanUp()
+    },
+  }
+}
+
+const START_TIMEOUT_MS = 60_000
+
+/** Resolves with `pick`'s first non-null answer over the child's output lines; rejects if it exits or stalls first. */
+function waitForLine<T>(child: ChildProcess, pick: (line: string) => T | null): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const output: string[] = []
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(new Error(`server not ready after ${START_TIMEOUT_MS / 1000} s:\n${output.join('\n')}`))
+    }, START_TIMEOUT_MS)
+    const keep = (line: string) => output.push(line) > 50 && output.shift()
+    const onLine = (line: string) => {
+      keep(line)
+      const value = pick(line)
+      if (value === null) return
+      clearTimeout(timer)
+      resolve(value)
+    }
+    if (child.stdout) createInterface({ input: child.stdout }).on('line', onLine)
+    if (child.stderr) createInterface({ input: child.stderr }).on('line', keep)
+    child.once('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`server exited (${code}) before listening:\n${output.join('\n')}`))
+    })
+  })
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
+    })
+  })
+}

@@ -1,0 +1,209 @@
+import type { Histogram } from 'hdr-histogram-js'
+import { addEncoded, summarize } from './histogram.js'
+import {
+  type Counters,
+  freshHistograms,
+  type IntervalReport,
+  METRICS,
+  type MetricName,
+  zeroCounters,
+} from './measures.js'
+import type { Report } from './report-schema.js'
+import type { ServerSampler } from './server-stats.js'
+import type { WorkerSummary } from './worker.js'
+import type { Workload } from './workloads.js'
+
+interface Second {
+  histograms: Record<MetricName, Histogram>
+  users: Map<string, number>
+  generatorCpu: Map<string, number>
+}
+
+export interface RunDescription {
+  url: string
+  workload: Workload
+  rampSeconds: number
+  durationSeconds: number
+  realClients: boolean
+  startedAt: Date
+}
+
+/** Above this share of one core the generator, not the server, may be what limits the run. */
+const GENERATOR_BUSY_PERCENT = 80
+
+/**
+ * Adds up the interval reports of every worker (one locally, one per agent when distributed):
+ * histograms are merged, never averaged, so percentiles stay exact across agents.
+ */
+export class Collector {
+  readonly #total = freshHistograms()
+  readonly #counters: Counters = zeroCounters()
+  readonly #seconds = new Map<number, Second>()
+  readonly #usersNow = new Map<string, number>()
+  readonly #cpuByAgent = new Map<string, number[]>()
+
+  add(report: IntervalReport): void {
+    const second = this.#second(report.second)
+    for (const metric of METRICS) {
+      addEncoded(this.#total[metric], report.histograms[metric])
+      addEncoded(second.histograms[metric], report.histograms[metric])
+    }
+    for (const [name, value] of Object.entries(report.counters))
+      this.#counters[name as keyof Counters] += value
+    second.users.set(report.agent, report.usersConnected)
+    second.generatorCpu.set(report.agent, report.generatorCpuPercent)
+    this.#usersNow.set(report.agent, report.usersConnected)
+    const cpu = this.#cpuByAgent.get(report.agent) ?? []
+    cpu.push(report.generatorCpuPercent)
+    this.#cpuByAgent.set(report.agent, cpu)
+  }
+
+  /** One line for the terminal: where the run is now. */
+  progressLine(elapsedSeconds: number, totalSeconds: number, server: ServerSampler): string {
+    const users = [...this.#usersNow.values()].reduce((a, b) => a + b, 0)
+    const latest = this.#seconds.get(Math.max(0, ...this.#seconds.keys()))
+    const p99 = (metric: MetricName) => (latest ? `${summarize(latest.histograms[metric]).p99}ms` : '-')
+    const serverNow = server.samples.at(-1)
+    const generator = latest ? Math.max(...latest.generatorCpu.values()) : 0
+    return [
+      `[${Math.round(elapsedSeconds)}s/${totalSeconds}s]`,
+      `users ${users}`,
+      `updates ${this.#counters.updatesObserved}/${this.#counters.updatesSent} p99 ${p99('update')}`,
+      `presence p99 ${p99('presence')}`,
+      `errors ${this.#counters.connectErrors + this.#counters.errors + this.#counters.unexpectedCloses}`,
+      serverNow
+        ? `server ${serverNow.cpuPercent.toFixed(0)}% cpu ${(serverNow.rssBytes / 2 ** 20).toFixed(0)} MiB`
+        : 'server -',
+      `generator ${generator.toFixed(0)}% cpu`,
+    ].join(' · ')
+  }
+
+  report(run: RunDescription, summaries: WorkerSummary[], server: ServerSampler): Report {
+    const warnings = summaries.flatMap((s) => s.warnings)
+    const { workload } = run
+    const users = workload.rooms * workload.perRoom
+    const counts = this.#counters
+    const delivered = (counts.updatesSent + counts.presenceSent) * (workload.perRoom - 1)
+    const samples = server.samples
+    const cpuSeconds =
+      server.baseline && server.last ? Math.max(0, server.last.cpuSeconds - server.baseline.cpuSeconds) : null
+    const rssMax = samples.length ? Math.max(...samples.map((s) => s.rssBytes)) : null
+    const agents = summaries.map((summary) => {
+      const cpu = this.#cpuByAgent.get(summary.agent) ?? [0]
+      return {
+        agent: summary.agent,
+        rooms: summary.rooms,
+        users: summary.users,
+        generatorCpuPercent: { mean: round(mean(cpu)), max: round(Math.max(...cpu)) },
+      }
+    })
+    for (const agent of agents) {
+      if (agent.generatorCpuPercent.mean > GENERATOR_BUSY_PERCENT) {
+        warnings.push(
+          `the generator ${agent.agent} used ${agent.generatorCpuPercent.mean}% of a core on average: it, not the server, may be the bottleneck (add agents)`,
+        )
+      }
+    }
+    const failures = summaries.flatMap((s) => s.convergence.failures)
+    return {
+      schema: 'symphony-loadtest-report/1',
+      startedAt: run.startedAt.toISOString(),
+      elapsedSeconds: round((Date.now() - run.startedAt.getTime()) / 1000),
+      target: { url: run.url, statsSource: server.kind },
+      workload: {
+        name: workload.name,
+        source: workload.source,
+        rooms: workload.rooms,
+        perRoom: workload.perRoom,
+        users,
+        docRate: workload.docRate,
+        presenceRate: workload.presenceRate,
+        writers: workload.writers,
+        edit: workload.edit,
+        rampSeconds: run.rampSeconds,
+        durationSeconds: run.durationSeconds,
+        realClients: run.realClients,
+      },
+      agents,
+      ...this.totals(),
+      drops: {
+        updates: sum(summaries.map((s) => s.drops.updates)),
+        presence: sum(summaries.map((s) => s.drops.presence)),
+      },
+      convergence: {
+        rooms: sum(summaries.map((s) => s.convergence.rooms)),
+        converged: sum(summaries.map((s) => s.convergence.converged)),
+        failures,
+      },
+      server: {
+        cpuSeconds: cpuSeconds === null ? null : round(cpuSeconds),
+        cpuPercent: {
+          mean: samples.length ? round(mean(samples.map((s) => s.cpuPercent))) : null,
+          max: samples.length ? round(Math.max(...samples.map((s) => s.cpuPercent))) : null,
+        },
+        rssBytes: {
+          baseline: server.baseline?.rssBytes ?? null,
+          max: rssMax,
+          end: server.last?.rssBytes ?? null,
+        },
+        deliveredMessages: delivered,
+        cpuMicrosecondsPerDeliveredMessage:
+          cpuSeconds !== null && delivered > 0 ? round((cpuSeconds * 1e6) / delivered) : null,
+        rssBytesPerUser:
+          rssMax !== null && server.baseline ? Math.round((rssMax - server.baseline.rssBytes) / users) : null,
+      },
+      timeline: this.timeline(samples),
+      warnings,
+      errors: [...new Set(summaries.flatMap((s) => s.errors))].slice(0, 50),
+    }
+  }
+
+  /** Latency over the whole run, from the merged histograms, and every counter summed. */
+  totals(): Pick<Report, 'latency' | 'counts'> {
+    return {
+      latency: {
+        connect: summarize(this.#total.connect),
+        update: summarize(this.#total.update),
+        presence: summarize(this.#total.presence),
+      },
+      counts: { ...this.#counters },
+    }
+  }
+
+  /** Each second of the run: every agent's histograms for that second merged, and the server's reading. */
+  timeline(samples: ServerSampler['samples']): Report['timeline'] {
+    const bySecond = new Map(samples.map((s) => [s.second, s]))
+    return [...this.#seconds.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([second, entry]) => {
+        const latency = Object.fromEntries(
+          METRICS.map((metric) => {
+            const { count, p50, p99 } = summarize(entry.histograms[metric])
+            return [metric, { count, p50, p99 }]
+          }),
+        ) as Report['timeline'][number]['latency']
+        const server = bySecond.get(second)
+        return {
+          second,
+          users: sum([...entry.users.values()]),
+          latency,
+          generatorCpuPercent: round(Math.max(0, ...entry.generatorCpu.values())),
+          serverCpuPercent: server ? round(server.cpuPercent) : null,
+          serverRssBytes: server?.rssBytes ?? null,
+        }
+      })
+  }
+
+  #second(index: number): Second {
+    let second = this.#seconds.get(index)
+    if (!second) {
+      second = { histograms: freshHistograms(), users: new Map(), generatorCpu: new Map() }
+      this.#seconds.set(index, second)
+    }
+    return second
+  }
+}
+
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0)
+const mean = (values: number[]) => (values.length ? sum(values) / values.length : 0)
+const round = (value: number) => Math.round(value * 100) / 100

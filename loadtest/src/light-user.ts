@@ -1,0 +1,122 @@
+import WebSocket from 'ws'
+import * as Y from 'yjs'
+import { type EditRecord, type PresenceRecord, writeRecord } from './records.js'
+import { roomUrl, type UserSetup, type VirtualUser } from './virtual-user.js'
+import {
+  awarenessMessage,
+  readAwarenessUpdate,
+  readFrame,
+  SYNC_STEP1,
+  SYNC_STEP2,
+  syncStep1,
+  syncStep2,
+  syncUpdate,
+} from './wire.js'
+
+const REMOTE = Symbol('remote')
+
+/**
+ * A virtual user that speaks the y-websocket protocol itself. Its Y.Doc holds only its own edits,
+ * and it reads just the header of what it receives, so one core drives thousands of them. The
+ * room's observer is the exception: it applies everything, like a real client.
+ */
+export class LightUser implements VirtualUser {
+  readonly doc = new Y.Doc()
+  #socket: WebSocket | null = null
+  #presenceClock = 0
+  #synced = false
+  #closing = false
+
+  constructor(private readonly setup: UserSetup) {
+    this.setup.observer?.watch(this.doc)
+    this.doc.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin !== REMOTE) this.#send(syncUpdate(update))
+    })
+  }
+
+  get clientId(): number {
+    return this.doc.clientID
+  }
+
+  connect(): Promise<void> {
+    const { measures, serverUrl, room, token } = this.setup
+    measures.count('connectAttempts')
+    const started = performance.now()
+    return new Promise((resolve, reject) => {
+      const socket = new WebSocket(roomUrl(serverUrl, room, token), { perMessageDeflate: false })
+      this.#socket = socket
+      let settled = false
+      const fail = (reason: string) => {
+        if (settled) return
+        settled = true
+        measures.error('connectErrors', `connect ${room}: ${reason}`)
+        socket.terminate()
+        reject(new Error(reason))
+      }
+      socket.on('unexpected-response', (_request, response) => fail(`HTTP ${response.statusCode}`))
+      socket.on('error', (error) => fail(error.message))
+      socket.on('open', () => socket.send(syncStep1(Y.encodeStateVector(this.doc))))
+      socket.on('close', (code, reason) => {
+        if (!this.#synced) return fail(`closed ${code} ${reason.toString()} before sync`)
+        if (!this.#closing) measures.error('unexpectedCloses', `closed ${code} ${reason.toString()}`.trim())
+      })
+      socket.on('message', (data: Buffer) => {
+        measures.count('framesReceived')
+        measures.count('bytesReceived', data.byteLength)
+        if (this.#receive(data) && !settled) {
+          settled = true
+          this.#synced = true
+          measures.record('connect', performance.now() - started)
+          measures.count('connected')
+          resolve()
+        }
+      })
+    })
+  }
+
+  edit(record: EditRecord): void {
+    writeRecord(this.doc, this.setup.edit, record)
+  }
+
+  setPresence(state: PresenceRecord): void {
+    this.#send(awarenessMessage({ clientId: this.doc.clientID, clock: ++this.#presenceClock, state }))
+  }
+
+  close(): Promise<void> {
+    this.#closing = true
+    const socket = this.#socket
+    this.doc.destroy()
+    if (!socket || socket.readyState === WebSocket.CLOSED) return Promise.resolve()
+    return new Promise((resolve) => {
+      socket.once('close', () => resolve())
+      socket.close(1000)
+    })
+  }
+
+  /** Handles one frame; true when it was the server's answer to our sync step 1. */
+  #receive(data: Uint8Array): boolean {
+    let frame: ReturnType<typeof readFrame>
+    try {
+      frame = readFrame(data)
+    } catch (error) {
+      this.setup.measures.error('errors', `unreadable frame: ${(error as Error).message}`)
+      return false
+    }
+    const observer = this.setup.observer
+    if (frame.type === 'sync') {
+      if (frame.kind === SYNC_STEP1) this.#send(syncStep2(Y.encodeStateAsUpdate(this.doc, frame.payload)))
+      else if (observer || this.setup.replica) Y.applyUpdate(this.doc, frame.payload, REMOTE)
+      return frame.kind === SYNC_STEP2
+    }
+    if (frame.type === 'awareness' && observer) {
+      for (const entry of readAwarenessUpdate(frame.payload)) {
+        observer.presence(entry.clientId, entry.state, this.doc.clientID)
+      }
+    }
+    return false
+  }
+
+  #send(message: Uint8Array): void {
+    if (this.#socket?.readyState === WebSocket.OPEN) this.#socket.send(message)
+  }
+}

@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto'
+import { type ParseArgsConfig, parseArgs } from 'node:util'
+import { z } from 'zod'
+import type { RoomPlan } from './room-run.js'
+import { WORKLOAD_NAMES, WORKLOADS, type Workload } from './workloads.js'
+
+/** A run, whoever drives it: this process alone, or a coordinator and its agents. */
+export interface RunSettings {
+  url: string
+  workload: Workload
+  durationSeconds: number
+  rampSeconds: number
+  tokenSecret: string | undefined
+  realClients: boolean
+  serverPid: number | undefined
+  roomPrefix: string
+  jsonFile: string | undefined
+  htmlFile: string | undefined
+  quiet: boolean
+}
+
+export const RUN_OPTIONS = {
+  url: { type: 'string', default: 'ws://127.0.0.1:1234' },
+  workload: { type: 'string', default: 'symphony' },
+  rooms: { type: 'string' },
+  'per-room': { type: 'string' },
+  duration: { type: 'string', default: '30' },
+  ramp: { type: 'string', default: '10' },
+  'doc-rate': { type: 'string' },
+  'presence-rate': { type: 'string' },
+  'token-secret': { type: 'string' },
+  'real-clients': { type: 'boolean', default: false },
+  'server-pid': { type: 'string' },
+  'room-prefix': { type: 'string' },
+  json: { type: 'string' },
+  html: { type: 'string' },
+  quiet: { type: 'boolean', default: false },
+} as const
+
+const count = (max: number) => z.coerce.number().int().min(1).max(max)
+const rate = z.coerce.number().min(0).max(1000)
+const seconds = z.coerce.number().min(0).max(86_400)
+
+const RunArguments = z.object({
+  url: z
+    .string()
+    .refine((v) => /^(ws|wss|http|https):\/\/./.test(v) && URL.canParse(v), 'must be a ws:// or wss:// URL')
+    .transform((v) => v.replace(/^http/, 'ws').replace(/\/+$/, '')),
+  workload: z.enum(WORKLOAD_NAMES),
+  rooms: count(1_000_000).optional(),
+  'per-room': count(100_000).optional(),
+  duration: seconds.refine((v) => v > 0, 'must be more than 0 seconds'),
+  ramp: seconds,
+  'doc-rate': rate.optional(),
+  'presence-rate': rate.optional(),
+  'token-secret': z
+    .string()
+    .min(32, 'must be at least 32 characters (the server requires as much)')
+    .optional(),
+  'real-clients': z.boolean(),
+  'server-pid': z.coerce.number().int().positive().optional(),
+  'room-prefix': z
+    .string()
+    .regex(/^[A-Za-z0-9._~:-]{1,64}$/, 'letters, digits and . _ ~ : - only (1-64)')
+    .optional(),
+  json: z.string().optional(),
+  html: z.string().optional(),
+  quiet: z.boolean(),
+})
+
+export class UsageError extends Error {}
+
+export type OptionValues = Record<string, string | boolean | undefined>
+
+/** Parses `argv` against the run options plus `extra`; throws UsageError with one clear line. */
+export function parseCommandLine(
+  argv: string[],
+  extra: NonNullable<ParseArgsConfig['options']> = {},
+): OptionValues {
+  try {
+    const { values } = parseArgs({ args: argv, options: { ...RUN_OPTIONS, ...extra }, strict: true })
+    return values as OptionValues
+  } catch (error) {
+    throw new UsageError((error as Error).message)
+  }
+}
+
+export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSettings {
+  const parsed = RunArguments.safeParse({
+    ...values,
+    'token-secret': values['token-secret'] ?? env.LOADTEST_TOKEN_SECRET,
+  })
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new UsageError(`--${issue?.path.join('.')}: ${issue?.message}`)
+  }
+  const a = parsed.data
+  const preset = WORKLOADS[a.workload]
+  const workload: Workload = {
+    ...preset,
+    rooms: a.rooms ?? preset.rooms,
+    perRoom: a['per-room'] ?? preset.perRoom,
+    docRate: a['doc-rate'] ?? preset.docRate,
+    presenceRate: a['presence-rate'] ?? preset.presenceRate,
+  }
+  if (workload.perRoom < 2) throw new UsageError('--per-room: at least 2 (a sender and the observer)')
+  return {
+    url: a.url,
+    workload,
+    durationSeconds: a.duration,
+    rampSeconds: a.ramp,
+    tokenSecret: a['token-secret'],
+    realClients: a['real-clients'],
+    serverPid: a['server-pid'],
+    roomPrefix: a['room-prefix'] ?? `loadtest-${randomBytes(3).toString('hex')}`,
+    jsonFile: a.json,
+    htmlFile: a.html,
+    quiet: a.quiet,
+  }
+}
+
+/** Every room of the run, each with the number of its first user. */
+export function planRooms(settings: RunSettings): RoomPlan[] {
+  const { rooms, perRoom } = settings.workload
+  return Array.from({ length: rooms }, (_, i) => ({
+    name: `${settings.roomPrefix}-${i}`,
+    firstUser: i * perRoom,
+  }))
+}

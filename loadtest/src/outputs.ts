@@ -1,0 +1,58 @@
+import { readFileSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
+import type { Collector } from './collector.js'
+import { htmlReport } from './html-report.js'
+import type { RunSettings } from './options.js'
+import type { Report } from './report-schema.js'
+import type { ServerSampler } from './server-stats.js'
+import { formatTable } from './table.js'
+
+/** Prints the progress line each second: in place on a terminal, every 5 s into a log. */
+export function showProgress(settings: RunSettings, collector: Collector, server: ServerSampler): () => void {
+  if (settings.quiet) return () => {}
+  const started = performance.now()
+  const total = settings.rampSeconds + settings.durationSeconds
+  const tty = process.stderr.isTTY
+  let ticks = 0
+  const timer = setInterval(() => {
+    const line = collector.progressLine((performance.now() - started) / 1000, total, server)
+    if (tty) process.stderr.write(`\r${line.slice(0, (process.stderr.columns ?? 200) - 1).padEnd(80)}`)
+    else if (++ticks % 5 === 0) process.stderr.write(`${line}\n`)
+  }, 1000)
+  return () => {
+    clearInterval(timer)
+    if (tty) process.stderr.write('\n')
+  }
+}
+
+/** The table on stdout, and the JSON and HTML reports where asked. */
+export async function publish(report: Report, settings: RunSettings): Promise<void> {
+  console.log(formatTable(report))
+  if (settings.jsonFile) {
+    await writeFile(settings.jsonFile, `${JSON.stringify(report, null, 2)}\n`)
+    console.log(`JSON report: ${settings.jsonFile}`)
+  }
+  if (settings.htmlFile) {
+    await writeFile(settings.htmlFile, htmlReport(report))
+    console.log(`HTML report: ${settings.htmlFile}`)
+  }
+}
+
+/** Warnings known before the run starts, such as too few file descriptors for its sockets. */
+export function startWarnings(sockets: number): string[] {
+  const limit = openFileLimit()
+  if (limit === null || sockets + 64 <= limit) return []
+  return [
+    `ulimit -n is ${limit} here, and this run needs about ${sockets + 64} descriptors in one process: connections past the limit fail (raise it, or spread the rooms over agents)`,
+  ]
+}
+
+function openFileLimit(): number | null {
+  try {
+    const limits = readFileSync('/proc/self/limits', 'utf8')
+    const soft = /^Max open files\s+(\d+)/m.exec(limits)?.[1]
+    return soft ? Number(soft) : null
+  } catch {
+    return null
+  }
+}

@@ -1,0 +1,126 @@
+import { execFileSync } from 'node:child_process'
+import { readFile } from 'node:fs/promises'
+
+/** The server's CPU time used so far and its resident memory, at one moment. */
+export interface ServerReading {
+  cpuSeconds: number
+  rssBytes: number
+}
+
+export interface ServerStatsSource {
+  kind: 'proc' | 'metrics' | 'none'
+  read(): Promise<ServerReading | null>
+}
+
+/** `/proc/<pid>` for a server on this machine; else the server's Prometheus `/metrics`. */
+export function serverStatsSource(serverUrl: string, serverPid: number | undefined): ServerStatsSource {
+  if (serverPid !== undefined) return procSource(serverPid)
+  return metricsSource(serverUrl)
+}
+
+function procSource(pid: number): ServerStatsSource {
+  const ticksPerSecond = clockTicks()
+  return {
+    kind: 'proc',
+    async read() {
+      try {
+        const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+        // Fields after the command name (which may hold spaces) start at field 3, "state".
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+        const cpuTicks = Number(fields[11]) + Number(fields[12]) // utime + stime
+        const status = await readFile(`/proc/${pid}/status`, 'utf8')
+        const rssKb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? Number.NaN)
+        return { cpuSeconds: cpuTicks / ticksPerSecond, rssBytes: rssKb * 1024 }
+      } catch {
+        return null // the process is gone
+      }
+    },
+  }
+}
+
+function clockTicks(): number {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
+  } catch {
+    return 100
+  }
+}
+
+function metricsSource(serverUrl: string): ServerStatsSource {
+  const url = new URL('/metrics', serverUrl.replace(/^ws/, 'http'))
+  return {
+    kind: 'metrics',
+    async read() {
+      try {
+        const response = await fetch(url, { signal: AbortSignal.timeout(5000) })
+        if (!response.ok) return null
+        const text = await response.text()
+        const cpuSeconds = metric(text, 'process_cpu_seconds_total')
+        const rssBytes = metric(text, 'process_resident_memory_bytes')
+        return cpuSeconds === null || rssBytes === null ? null : { cpuSeconds, rssBytes }
+      } catch {
+        return null
+      }
+    },
+  }
+}
+
+function metric(text: string, name: string): number | null {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)`, 'm').exec(text)
+  return match ? Number(match[1]) : null
+}
+
+export interface ServerSample {
+  second: number
+  cpuPercent: number
+  rssBytes: number
+}
+
+/** Reads the server once a second; a source that never answers leaves the report's server figures empty. */
+export class ServerSampler {
+  readonly samples: ServerSample[] = []
+  baseline: ServerReading | null = null
+  last: ServerReading | null = null
+  #timer: NodeJS.Timeout | null = null
+  #lastAt = 0
+  #available: boolean
+
+  constructor(private readonly source: ServerStatsSource) {
+    this.#available = source.kind !== 'none'
+  }
+
+  get kind(): 'proc' | 'metrics' | 'none' {
+    return this.baseline ? this.source.kind : 'none'
+  }
+
+  /** Takes the baseline reading, then samples every second from `started`. */
+  async start(started: number): Promise<void> {
+    if (!this.#available) return
+    // A server busy for a moment (e.g. still starting) gets a few tries before it counts as silent.
+    for (let attempt = 0; attempt < 3 && !this.baseline; attempt++) this.baseline = await this.source.read()
+    this.last = this.baseline
+    this.#lastAt = performance.now()
+    if (!this.baseline) return
+    this.#timer = setInterval(() => void this.#sample(started), 1000)
+  }
+
+  async stop(started: number): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer)
+    this.#timer = null
+    if (this.baseline) await this.#sample(started)
+  }
+
+  async #sample(started: number): Promise<void> {
+    const reading = await this.source.read()
+    const now = performance.now()
+    if (!reading || !this.last) return
+    const cpuPercent = ((reading.cpuSeconds - this.last.cpuSeconds) / ((now - this.#lastAt) / 1000)) * 100
+    this.samples.push({
+      second: Math.round((now - started) / 1000),
+      cpuPercent: Math.max(0, cpuPercent),
+      rssBytes: reading.rssBytes,
+    })
+    this.last = reading
+    this.#lastAt = now
+  }
+}

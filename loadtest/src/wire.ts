@@ -1,0 +1,80 @@
+import * as decoding from 'lib0/decoding'
+import * as encoding from 'lib0/encoding'
+
+/**
+ * The y-websocket wire format, written by hand so a light virtual user reads only the one or two
+ * varints it needs from each frame instead of decoding everything.
+ */
+export const MESSAGE_SYNC = 0
+export const MESSAGE_AWARENESS = 1
+export const SYNC_STEP1 = 0
+export const SYNC_STEP2 = 1
+export const SYNC_UPDATE = 2
+
+export function syncStep1(stateVector: Uint8Array): Uint8Array {
+  return syncMessage(SYNC_STEP1, stateVector)
+}
+
+export function syncStep2(update: Uint8Array): Uint8Array {
+  return syncMessage(SYNC_STEP2, update)
+}
+
+export function syncUpdate(update: Uint8Array): Uint8Array {
+  return syncMessage(SYNC_UPDATE, update)
+}
+
+function syncMessage(kind: number, payload: Uint8Array): Uint8Array {
+  const encoder = encoding.createEncoder()
+  encoding.writeVarUint(encoder, MESSAGE_SYNC)
+  encoding.writeVarUint(encoder, kind)
+  encoding.writeVarUint8Array(encoder, payload)
+  return encoding.toUint8Array(encoder)
+}
+
+/** One awareness entry: a client's whole presence state at `clock` (null: the client left). */
+export interface AwarenessEntry {
+  clientId: number
+  clock: number
+  state: unknown
+}
+
+export function awarenessMessage(entry: AwarenessEntry): Uint8Array {
+  const update = encoding.createEncoder()
+  encoding.writeVarUint(update, 1)
+  encoding.writeVarUint(update, entry.clientId)
+  encoding.writeVarUint(update, entry.clock)
+  encoding.writeVarString(update, JSON.stringify(entry.state))
+  const encoder = encoding.createEncoder()
+  encoding.writeVarUint(encoder, MESSAGE_AWARENESS)
+  encoding.writeVarUint8Array(encoder, encoding.toUint8Array(update))
+  return encoding.toUint8Array(encoder)
+}
+
+/** A frame split into what a client acts on; `payload` is the update, state vector or awareness update. */
+export type Frame =
+  | { type: 'sync'; kind: number; payload: Uint8Array }
+  | { type: 'awareness'; payload: Uint8Array }
+  | { type: 'other' }
+
+export function readFrame(data: Uint8Array): Frame {
+  const decoder = decoding.createDecoder(data)
+  const type = decoding.readVarUint(decoder)
+  if (type === MESSAGE_SYNC) {
+    const kind = decoding.readVarUint(decoder)
+    return { type: 'sync', kind, payload: decoding.readVarUint8Array(decoder) }
+  }
+  if (type === MESSAGE_AWARENESS) return { type: 'awareness', payload: decoding.readVarUint8Array(decoder) }
+  return { type: 'other' }
+}
+
+export function readAwarenessUpdate(payload: Uint8Array): AwarenessEntry[] {
+  const decoder = decoding.createDecoder(payload)
+  const entries: AwarenessEntry[] = []
+  const count = decoding.readVarUint(decoder)
+  for (let i = 0; i < count; i++) {
+    const clientId = decoding.readVarUint(decoder)
+    const clock = decoding.readVarUint(decoder)
+    entries.push({ clientId, clock, state: JSON.parse(decoding.readVarString(decoder)) })
+  }
+  return entries
+}

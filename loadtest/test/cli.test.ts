@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
+import { type StartedServer, startSymphony } from '../src/bench/servers.js'
+import { type Report, reportJsonSchema } from '../src/report-schema.js'
+import { runCli } from './helpers/cli.js'
+
+const schemaFile = new URL('../report.schema.json', import.meta.url)
+
+describe('the symphony-loadtest command', () => {
+  let server: StartedServer
+  let folder: string
+  before(async () => {
+    server = await startSymphony()
+    folder = mkdtempSync(join(tmpdir(), 'loadtest-cli-'))
+  })
+  after(async () => {
+    await server.stop()
+    rmSync(folder, { recursive: true, force: true })
+  })
+
+  test('prints the table and writes a JSON report that validates against its schema, and an HTML report', async () => {
+    const json = join(folder, 'report.json')
+    const html = join(folder, 'report.html')
+    const args = [
+      '--url',
+      server.url,
+      '--workload',
+      'beacon',
+      '--rooms',
+      '4',
+      '--duration',
+      '3',
+      '--ramp',
+      '1',
+    ]
+    const { code, stdout, stderr } = await runCli([...args, '--json', json, '--html', html]).done
+    assert.equal(code, 0, stderr)
+    assert.match(stdout, /^metric +count +errors +p50\(ms\) +p95\(ms\) +p99\(ms\) +max\(ms\)$/m)
+    assert.match(stdout, /^WS connect \+ sync +12 +0 /m)
+    assert.match(stdout, /^Update broadcast +\d+ +0 /m)
+    assert.match(stdout, /convergence: 4\/4 rooms/)
+
+    const report: Report = JSON.parse(readFileSync(json, 'utf8'))
+    const ajv = new Ajv2020({ allErrors: true })
+    addFormats.default(ajv)
+    const validate = ajv.compile(JSON.parse(readFileSync(schemaFile, 'utf8')))
+    assert.ok(validate(report), JSON.stringify(validate.errors))
+    assert.equal(report.workload.name, 'beacon')
+    assert.equal(report.target.statsSource, 'metrics', stderr)
+    // The schema has teeth: a report missing a figure, or with a negative latency, fails it.
+    const { drops: _, ...withoutDrops } = report
+    assert.equal(validate(withoutDrops), false)
+    assert.equal(
+      validate({ ...report, latency: { ...report.latency, update: { ...report.latency.update, p99: -1 } } }),
+      false,
+    )
+
+    const page = readFileSync(html, 'utf8')
+    assert.match(page, /<h2>Broadcast latency over time<\/h2>/)
+    assert.match(page, /<h2>Server resident memory<\/h2>/)
+    assert.ok((page.match(/<path d="M/g) ?? []).length >= 4, 'latency, users, CPU and RSS lines are drawn')
+    assert.ok(!/<script/i.test(page), 'the page is static')
+  })
+
+  test('the committed report.schema.json is the one the code generates', async () => {
+    assert.deepEqual(JSON.parse(readFileSync(schemaFile, 'utf8')), reportJsonSchema())
+    const { code, stdout } = await runCli(['schema']).done
+    assert.equal(code, 0)
+    assert.deepEqual(JSON.parse(stdout), reportJsonSchema())
+  })
+
+  test('bad options end with a clear line and exit code 2, before any connection', async () => {
+    const { code, stderr } = await runCli(['--workload', 'figma', '--url', server.url]).done
+    assert.equal(code, 2)
+    assert.match(stderr, /symphony-loadtest: --workload: Invalid option/)
+    const unknown = await runCli(['--roms', '3']).done
+    assert.equal(unknown.code, 2)
+    assert.match(unknown.stderr, /Unknown option '--roms'/)
+  })
+})

@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { type StartedServer, startSymphony } from '../src/bench/servers.js'
+import { Collector } from '../src/collector.js'
+import { encodeHistogram, newHistogram, recordMs, summarize } from '../src/histogram.js'
+import { type IntervalReport, zeroCounters } from '../src/measures.js'
+import type { Report } from '../src/report-schema.js'
+import { runCli } from './helpers/cli.js'
+
+describe('a coordinator with two agents', () => {
+  let server: StartedServer
+  let folder: string
+  before(async () => {
+    server = await startSymphony()
+    folder = mkdtempSync(join(tmpdir(), 'loadtest-agents-'))
+  })
+  after(async () => {
+    await server.stop()
+    rmSync(folder, { recursive: true, force: true })
+  })
+
+  test('hands each agent whole rooms and merges what they measured', async () => {
+    const json = join(folder, 'report.json')
+    const run = ['--url', server.url, '--rooms', '5', '--duration', '3', '--ramp', '1', '--quiet']
+    let listening: (url: string) => void = () => {}
+    const address = new Promise<string>((resolve) => {
+      listening = resolve
+    })
+    const coordinator = runCli(
+      ['coordinator', '--agents', '2', '--host', '127.0.0.1', '--port', '0', '--json', json, ...run],
+      (stderr) => {
+        const url = /coordinator listening on (ws:\/\/\S+);/.exec(stderr)?.[1]
+        if (url) listening(url)
+      },
+    )
+    const url = await address
+    const agents = ['one', 'two'].map((name) =>
+      runCli(['agent', '--coordinator', url, '--once', '--name', name]),
+    )
+    const finished = await coordinator.done
+    assert.equal(finished.code, 0, finished.stderr)
+    for (const agent of agents) assert.equal((await agent.done).code, 0)
+
+    const report: Report = JSON.parse(readFileSync(json, 'utf8'))
+    const shares = report.agents.map((a) => [a.rooms, a.users]).sort((x, y) => (x[0] ?? 0) - (y[0] ?? 0))
+    assert.deepEqual(shares, [
+      [2, 8],
+      [3, 12],
+    ])
+    assert.deepEqual(report.agents.map((a) => a.agent.split('#')[0]).sort(), ['one', 'two'])
+    assert.ok(report.agents.every((a) => a.generatorCpuPercent.max > 0))
+    assert.equal(report.latency.connect.count, 20, 'both agents connected their users')
+    assert.equal(report.latency.update.count, report.counts.updatesObserved)
+    assert.ok(report.counts.updatesSent >= 40 && report.latency.presence.count > 0)
+    assert.deepEqual(report.drops, { updates: 0, presence: 0 })
+    assert.deepEqual(report.convergence, { rooms: 5, converged: 5, failures: [] })
+    const timelineConnects = report.timeline.reduce((sum, s) => sum + s.latency.connect.count, 0)
+    assert.equal(timelineConnects, 20, 'the per-second histograms add up to the totals')
+    assert.match(finished.stdout, /^WS connect \+ sync +20 +0 /m)
+  })
+})
+
+describe('the collector', () => {
+  test('merges histograms from several agents exactly, as if one had measured everything', () => {
+    const interval = (agent: string, second: number, updates: number[]): IntervalReport => {
+      const histogram = newHistogram()
+      for (const value of updates) recordMs(histogram, value)
+      return {
+        agent,
+        second,
+        histograms: { connect: null, update: encodeHistogram(histogram), presence: null },
+        counters: { ...zeroCounters(), updatesObserved: updates.length },
+        usersConnected: 4,
+        generatorCpuPercent: 10,
+      }
+    }
+    const a = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+    const b = [100, 200, 300]
+    const collector = new Collector()
+    collector.add(interval('a', 1, a.slice(0, 5)))
+    collector.add(interval('b', 1, b))
+    collector.add(interval('a', 2, a.slice(5)))
+
+    const all = newHistogram()
+    for (const value of [...a, ...b]) recordMs(all, value)
+    const timeline = collector.timeline([])
+    const merged = collector.totals()
+    assert.deepEqual(merged.latency.update, summarize(all))
+    assert.equal(merged.latency.update.count, 13)
+    assert.ok(merged.latency.update.p99 >= 299 && merged.latency.update.max >= 299)
+    assert.equal(merged.counts.updatesObserved, 13)
+    assert.deepEqual(
+      timeline.map((s) => [s.second, s.users, s.latency.update.count]),
+      [
+        [1, 8, 8],
+        [2, 4, 5],
+      ],
+    )
+  })
+})

@@ -1,0 +1,31 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+export const CLI = fileURLToPath(new URL('../../bin/symphony-loadtest.js', import.meta.url))
+
+export interface Finished {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** Runs the built CLI as a user would; `onStderr` sees each chunk as it comes. */
+export function runCli(
+  args: string[],
+  onStderr?: (text: string) => void,
+): { child: ChildProcess; done: Promise<Finished> } {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout?.on('data', (chunk) => {
+    stdout += chunk
+  })
+  child.stderr?.on('data', (chunk) => {
+    stderr += chunk
+    onStderr?.(stderr)
+  })
+  const done = new Promise<Finished>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr })),
+  )
+  return { child, done }
+}

@@ -1,0 +1,135 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { type StartedServer, startSymphony } from '../src/bench/servers.js'
+import { runLocal } from '../src/local-run.js'
+import { type RunSettings, runSettings, UsageError } from '../src/options.js'
+
+const SECRET = 'loadtest-secret-that-is-32-chars-long!'
+
+function settings(
+  server: StartedServer,
+  overrides: Record<string, string | boolean | undefined> = {},
+): RunSettings {
+  return runSettings(
+    {
+      url: server.url,
+      workload: 'symphony',
+      rooms: '3',
+      duration: '3',
+      ramp: '1',
+      'token-secret': SECRET,
+      'server-pid': String(server.pid),
+      'real-clients': false,
+      quiet: true,
+      ...overrides,
+    },
+    {},
+  )
+}
+
+describe('a short local run against a real server', () => {
+  let server: StartedServer
+  before(async () => {
+    server = await startSymphony({ env: { AUTH_SECRET: SECRET } })
+  })
+  after(() => server.stop())
+
+  test('produces every metric with sane values', async () => {
+    const report = await runLocal(settings(server))
+    const { latency, counts } = report
+    assert.equal(report.workload.users, 12)
+    assert.equal(latency.connect.count, 12, 'every user connected and synced once')
+    assert.equal(counts.connectErrors + counts.errors + counts.unexpectedCloses, 0, report.errors.join('; '))
+    // 3 of each room's 4 users send ~1 update/s for 3 s to the observer; it sees all but its own.
+    assert.ok(counts.updatesSent >= 24, `updates sent: ${counts.updatesSent}`)
+    assert.ok(counts.presenceSent >= 5 * counts.updatesSent * 0.8, `presence sent: ${counts.presenceSent}`)
+    for (const metric of ['connect', 'update', 'presence'] as const) {
+      const l = latency[metric]
+      assert.ok(l.count > 0, `${metric}: measured`)
+      assert.ok(l.min > 0 && l.min <= l.p50 && l.p50 <= l.p95 && l.p95 <= l.p99 && l.p99 <= l.max, metric)
+      assert.ok(l.p99 < 5000, `${metric} p99 ${l.p99} ms on loopback`)
+    }
+    assert.deepEqual(report.drops, { updates: 0, presence: 0 })
+    assert.equal(latency.update.count, counts.updatesObserved)
+    assert.deepEqual(report.convergence, { rooms: 3, converged: 3, failures: [] })
+    // The server was read from /proc: it used CPU, holds memory, and served the fan-out.
+    assert.equal(report.target.statsSource, 'proc')
+    assert.ok((report.server.cpuSeconds ?? 0) > 0)
+    assert.ok((report.server.rssBytes.baseline ?? 0) > 10 * 2 ** 20)
+    assert.equal(report.server.deliveredMessages, (counts.updatesSent + counts.presenceSent) * 3)
+    assert.ok((report.server.cpuMicrosecondsPerDeliveredMessage ?? 0) > 0)
+    assert.ok(counts.framesReceived >= report.server.deliveredMessages, 'every delivery arrived as a frame')
+    assert.ok(report.timeline.length >= 4, `timeline of ${report.timeline.length} seconds`)
+    assert.ok(report.timeline.some((s) => s.serverCpuPercent !== null && s.serverRssBytes !== null))
+    assert.ok(report.agents[0] && report.agents[0].generatorCpuPercent.max > 0)
+  })
+
+  test('reads the server from /metrics without a pid, and runs the client library with --real-clients', async () => {
+    const report = await runLocal(
+      settings(server, { 'server-pid': undefined, rooms: '2', 'real-clients': true }),
+    )
+    assert.equal(report.target.statsSource, 'metrics')
+    assert.ok((report.server.rssBytes.max ?? 0) > 0)
+    assert.equal(report.latency.connect.count, 8)
+    assert.ok(report.latency.update.count > 0 && report.latency.presence.count > 0)
+    assert.deepEqual(report.drops, { updates: 0, presence: 0 })
+    assert.equal(report.convergence.converged, 2)
+  })
+
+  test('counts refused connections as connect errors, not as users', async () => {
+    const wrongSecret = 'another-secret-that-is-32-chars-long!!'
+    const report = await runLocal(
+      settings(server, { rooms: '1', duration: '1', 'token-secret': wrongSecret }),
+    )
+    assert.equal(report.latency.connect.count, 0)
+    assert.ok(report.counts.connectErrors >= 1)
+    assert.match(report.errors.join('\n'), /HTTP 401/)
+    assert.deepEqual(
+      report.convergence.failures.map((f) => f.reason),
+      ['the observer never synced'],
+    )
+  })
+})
+
+describe('run options', () => {
+  const base = {
+    url: 'ws://127.0.0.1:1',
+    workload: 'symphony',
+    duration: '1',
+    ramp: '0',
+    'real-clients': false,
+    quiet: false,
+  }
+  const refused = (overrides: Record<string, string>, message: RegExp) =>
+    assert.throws(
+      () => runSettings({ ...base, ...overrides }, {}),
+      (e: Error) => e instanceof UsageError && message.test(e.message),
+    )
+
+  test('the workload presets fill what is not given', () => {
+    const s = runSettings(base, {})
+    assert.deepEqual(
+      [s.workload.rooms, s.workload.perRoom, s.workload.docRate, s.workload.presenceRate],
+      [60, 4, 1, 5],
+    )
+    const beacon = runSettings({ ...base, workload: 'beacon', 'per-room': '5' }, {})
+    assert.deepEqual(
+      [beacon.workload.perRoom, beacon.workload.writers, beacon.workload.edit],
+      [5, 'first', 'append'],
+    )
+  })
+
+  test('refuses what cannot run, naming the option', () => {
+    refused({ workload: 'figma' }, /^--workload/)
+    refused({ 'per-room': '1' }, /^--per-room: at least 2/)
+    refused({ rooms: '0' }, /^--rooms/)
+    refused({ duration: '0' }, /^--duration/)
+    refused({ 'token-secret': 'short' }, /^--token-secret: must be at least 32/)
+    refused({ url: 'localhost:1234' }, /^--url/)
+    refused({ 'room-prefix': 'a/b' }, /^--room-prefix/)
+  })
+
+  test('takes the token secret from LOADTEST_TOKEN_SECRET', () => {
+    assert.equal(runSettings(base, { LOADTEST_TOKEN_SECRET: SECRET }).tokenSecret, SECRET)
+  })
+})
