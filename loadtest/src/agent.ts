@@ -10,13 +10,15 @@ export interface AgentSettings {
   once: boolean
 }
 
-const RETRY_MS = 2000
+const FIRST_RETRY_MS = 2000
+const LONGEST_RETRY_MS = 30_000
 
 /**
  * Dials the coordinator, runs the rooms it is given, streams a report every second, and (unless
  * `once`) dials again for the next run: on a fleet, agents can be started before the coordinator.
  */
 export async function runAgent(settings: AgentSettings): Promise<void> {
+  let retryMs = FIRST_RETRY_MS
   for (;;) {
     const outcome = await serveOneRun(settings).catch((error: Error) => error)
     if (outcome instanceof Error) console.error(`agent: ${outcome.message}`)
@@ -24,7 +26,9 @@ export async function runAgent(settings: AgentSettings): Promise<void> {
       if (outcome instanceof Error) throw outcome
       return
     }
-    await new Promise((resolve) => setTimeout(resolve, RETRY_MS))
+    // Waiting for a coordinator that is not up: back off, so an idle fleet does not flood its logs.
+    retryMs = outcome instanceof Error ? Math.min(retryMs * 2, LONGEST_RETRY_MS) : FIRST_RETRY_MS
+    await new Promise((resolve) => setTimeout(resolve, retryMs))
   }
 }
 
@@ -43,8 +47,8 @@ function serveOneRun(settings: AgentSettings): Promise<void> {
       running ? undefined : reject(new Error('the coordinator closed the connection')),
     )
     socket.on('message', async (data) => {
-      const message = JSON.parse(data.toString()) as CoordinatorMessage
-      if (message.type !== 'run' || running) return
+      const message = parse(data.toString())
+      if (message?.type !== 'run' || running) return
       running = true
       console.error(`agent ${settings.name}: ${message.plan.rooms.length} rooms`)
       try {
@@ -59,6 +63,14 @@ function serveOneRun(settings: AgentSettings): Promise<void> {
       }
     })
   })
+}
+
+function parse(text: string): CoordinatorMessage | null {
+  try {
+    return JSON.parse(text) as CoordinatorMessage
+  } catch {
+    return null
+  }
 }
 
 export const defaultAgentName = () => `${hostname()}-${process.pid}`

@@ -30,8 +30,8 @@ Run options:
   --real-clients        run the client library instead of light protocol clients
   --server-pid PID      read the server's CPU and memory from /proc (default: its /metrics)
   --room-prefix P       room names P-0, P-1, … (default loadtest-<random>)
-  --json FILE           write every figure as JSON
-  --html FILE           write an HTML report with charts
+  --json FILE           every figure as JSON (default loadtest-results/<time>-<workload>.json)
+  --html FILE           the HTML report with charts (default loadtest-results/<time>-<workload>.html)
   --quiet               no progress line
 Coordinator options: --agents N (default 1), --host H (default 0.0.0.0), --port P (default ${COORDINATOR_PORT})
 

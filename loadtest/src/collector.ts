@@ -68,7 +68,7 @@ export class Collector {
     return [
       `[${Math.round(elapsedSeconds)}s/${totalSeconds}s]`,
       `users ${users}`,
-      `updates ${this.#counters.updatesObserved}/${this.#counters.updatesSent} p99 ${p99('update')}`,
+      `updates ${this.#counters.updatesSent} sent, p99 ${p99('update')}`,
       `presence p99 ${p99('presence')}`,
       `errors ${this.#counters.connectErrors + this.#counters.errors + this.#counters.unexpectedCloses}`,
       serverNow

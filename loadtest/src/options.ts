@@ -14,8 +14,8 @@ export interface RunSettings {
   realClients: boolean
   serverPid: number | undefined
   roomPrefix: string
-  jsonFile: string | undefined
-  htmlFile: string | undefined
+  jsonFile: string
+  htmlFile: string
   quiet: boolean
 }
 
@@ -113,10 +113,18 @@ export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSe
     realClients: a['real-clients'],
     serverPid: a['server-pid'],
     roomPrefix: a['room-prefix'] ?? `loadtest-${randomBytes(3).toString('hex')}`,
-    jsonFile: a.json,
-    htmlFile: a.html,
+    jsonFile: a.json ?? defaultReport(a.workload, 'json'),
+    htmlFile: a.html ?? defaultReport(a.workload, 'html'),
     quiet: a.quiet,
   }
+}
+
+/** Where a run's reports go unless --json / --html say otherwise: one pair per run, never overwritten. */
+export const REPORTS_FOLDER = 'loadtest-results'
+
+function defaultReport(workload: string, extension: 'json' | 'html'): string {
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-')
+  return `${REPORTS_FOLDER}/${stamp}-${workload}.${extension}`
 }
 
 /** Every room of the run, each with the number of its first user. */

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
-import { writeFile } from 'node:fs/promises'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import type { Collector } from './collector.js'
 import { htmlReport } from './html-report.js'
 import type { RunSettings } from './options.js'
@@ -28,14 +29,14 @@ export function showProgress(settings: RunSettings, collector: Collector, server
 /** The table on stdout, and the JSON and HTML reports where asked. */
 export async function publish(report: Report, settings: RunSettings): Promise<void> {
   console.log(formatTable(report))
-  if (settings.jsonFile) {
-    await writeFile(settings.jsonFile, `${JSON.stringify(report, null, 2)}\n`)
-    console.log(`JSON report: ${settings.jsonFile}`)
+  for (const [file, content] of [
+    [settings.jsonFile, `${JSON.stringify(report, null, 2)}\n`],
+    [settings.htmlFile, htmlReport(report)],
+  ] as const) {
+    await mkdir(dirname(file), { recursive: true })
+    await writeFile(file, content)
   }
-  if (settings.htmlFile) {
-    await writeFile(settings.htmlFile, htmlReport(report))
-    console.log(`HTML report: ${settings.htmlFile}`)
-  }
+  console.log(`JSON report: ${settings.jsonFile}\nHTML report: ${settings.htmlFile}`)
 }
 
 /** Warnings known before the run starts, such as too few file descriptors for its sockets. */

@@ -8,7 +8,7 @@ export interface ServerReading {
 }
 
 export interface ServerStatsSource {
-  kind: 'proc' | 'metrics' | 'none'
+  kind: 'proc' | 'metrics'
   read(): Promise<ServerReading | null>
 }
 
@@ -83,19 +83,16 @@ export class ServerSampler {
   last: ServerReading | null = null
   #timer: NodeJS.Timeout | null = null
   #lastAt = 0
-  #available: boolean
 
-  constructor(private readonly source: ServerStatsSource) {
-    this.#available = source.kind !== 'none'
-  }
+  constructor(private readonly source: ServerStatsSource) {}
 
+  /** Where the figures came from; 'none' when the source never answered. */
   get kind(): 'proc' | 'metrics' | 'none' {
     return this.baseline ? this.source.kind : 'none'
   }
 
   /** Takes the baseline reading, then samples every second from `started`. */
   async start(started: number): Promise<void> {
-    if (!this.#available) return
     // A server busy for a moment (e.g. still starting) gets a few tries before it counts as silent.
     for (let attempt = 0; attempt < 3 && !this.baseline; attempt++) this.baseline = await this.source.read()
     this.last = this.baseline

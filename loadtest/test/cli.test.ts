@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -65,6 +65,28 @@ describe('the symphony-loadtest command', () => {
     assert.match(page, /<h2>Server resident memory<\/h2>/)
     assert.ok((page.match(/<path d="M/g) ?? []).length >= 4, 'latency, users, CPU and RSS lines are drawn')
     assert.ok(!/<script/i.test(page), 'the page is static')
+  })
+
+  test('without --json and --html, each run leaves its own pair of reports in ./loadtest-results', async () => {
+    const args = [
+      '--url',
+      server.url,
+      '--workload',
+      'beacon',
+      '--rooms',
+      '1',
+      '--duration',
+      '1',
+      '--ramp',
+      '0',
+    ]
+    for (let run = 0; run < 2; run++) assert.equal((await runCli(args, undefined, folder).done).code, 0)
+    const files = readdirSync(join(folder, 'loadtest-results')).sort()
+    assert.equal(files.length, 4, files.join(', '))
+    assert.deepEqual(
+      files.map((file) => file.replace(/^.*-beacon\./, '')),
+      ['html', 'json', 'html', 'json'],
+    )
   })
 
   test('the committed report.schema.json is the one the code generates', async () => {

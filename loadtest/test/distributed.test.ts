@@ -30,7 +30,20 @@ describe('a coordinator with two agents', () => {
       listening = resolve
     })
     const coordinator = runCli(
-      ['coordinator', '--agents', '2', '--host', '127.0.0.1', '--port', '0', '--json', json, ...run],
+      [
+        'coordinator',
+        '--agents',
+        '2',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--json',
+        json,
+        '--html',
+        join(folder, 'report.html'),
+        ...run,
+      ],
       (stderr) => {
         const url = /coordinator listening on (ws:\/\/\S+);/.exec(stderr)?.[1]
         if (url) listening(url)

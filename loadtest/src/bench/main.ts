@@ -109,6 +109,8 @@ function generate(server: StartedServer, rooms: number, name: string): Promise<R
     String(server.pid),
     '--json',
     json,
+    '--html',
+    json.replace(/json$/, 'html'),
     '--quiet',
   ]
   const [command, commandArgs] = generatorCpus

@@ -13,8 +13,9 @@ export interface Finished {
 export function runCli(
   args: string[],
   onStderr?: (text: string) => void,
+  cwd?: string,
 ): { child: ChildProcess; done: Promise<Finished> } {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd })
   let stdout = ''
   let stderr = ''
   child.stdout?.on('data', (chunk) => {
