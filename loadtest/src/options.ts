@@ -104,6 +104,7 @@ export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSe
     presenceRate: a['presence-rate'] ?? preset.presenceRate,
   }
   if (workload.perRoom < 2) throw new UsageError('--per-room: at least 2 (a sender and the observer)')
+  const reports = `${REPORTS_FOLDER}/${new Date().toISOString().replace(/[:.]/g, '-')}-${a.workload}`
   return {
     url: a.url,
     workload,
@@ -113,19 +114,14 @@ export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSe
     realClients: a['real-clients'],
     serverPid: a['server-pid'],
     roomPrefix: a['room-prefix'] ?? `loadtest-${randomBytes(3).toString('hex')}`,
-    jsonFile: a.json ?? defaultReport(a.workload, 'json'),
-    htmlFile: a.html ?? defaultReport(a.workload, 'html'),
+    jsonFile: a.json ?? `${reports}.json`,
+    htmlFile: a.html ?? `${reports}.html`,
     quiet: a.quiet,
   }
 }
 
-/** Where a run's reports go unless --json / --html say otherwise: one pair per run, never overwritten. */
+/** Where a run's reports go unless --json / --html say otherwise: one pair per run, named by its start. */
 export const REPORTS_FOLDER = 'loadtest-results'
-
-function defaultReport(workload: string, extension: 'json' | 'html'): string {
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-')
-  return `${REPORTS_FOLDER}/${stamp}-${workload}.${extension}`
-}
 
 /** Every room of the run, each with the number of its first user. */
 export function planRooms(settings: RunSettings): RoomPlan[] {

@@ -18,6 +18,9 @@ describe('the symphony-loadtest command', () => {
     server = await startSymphony()
     folder = mkdtempSync(join(tmpdir(), 'loadtest-cli-'))
   })
+  /** A short beacon run against the test server. */
+  const beacon = (rooms: number, seconds: number, ramp: number) =>
+    `--url ${server.url} --workload beacon --rooms ${rooms} --duration ${seconds} --ramp ${ramp}`.split(' ')
   after(async () => {
     await server.stop()
     rmSync(folder, { recursive: true, force: true })
@@ -26,18 +29,7 @@ describe('the symphony-loadtest command', () => {
   test('prints the table and writes a JSON report that validates against its schema, and an HTML report', async () => {
     const json = join(folder, 'report.json')
     const html = join(folder, 'report.html')
-    const args = [
-      '--url',
-      server.url,
-      '--workload',
-      'beacon',
-      '--rooms',
-      '4',
-      '--duration',
-      '3',
-      '--ramp',
-      '1',
-    ]
+    const args = beacon(4, 3, 1)
     const { code, stdout, stderr } = await runCli([...args, '--json', json, '--html', html]).done
     assert.equal(code, 0, stderr)
     assert.match(stdout, /^metric +count +errors +p50\(ms\) +p95\(ms\) +p99\(ms\) +max\(ms\)$/m)
@@ -68,18 +60,7 @@ describe('the symphony-loadtest command', () => {
   })
 
   test('without --json and --html, each run leaves its own pair of reports in ./loadtest-results', async () => {
-    const args = [
-      '--url',
-      server.url,
-      '--workload',
-      'beacon',
-      '--rooms',
-      '1',
-      '--duration',
-      '1',
-      '--ramp',
-      '0',
-    ]
+    const args = beacon(1, 1, 0)
     for (let run = 0; run < 2; run++) assert.equal((await runCli(args, undefined, folder).done).code, 0)
     const files = readdirSync(join(folder, 'loadtest-results')).sort()
     assert.equal(files.length, 4, files.join(', '))
