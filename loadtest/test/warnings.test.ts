@@ -30,7 +30,7 @@ const summary = (agent: string): WorkerSummary => ({
 async function reportFor(cpuByAgent: Record<string, number[]>) {
   const collector = new Collector()
   for (const [agent, cpu] of Object.entries(cpuByAgent)) {
-    cpu.forEach((percent, i) => collector.add(second(agent, i + 1, percent)))
+    for (const [i, percent] of cpu.entries()) collector.add(second(agent, i + 1, percent))
   }
   const silent = new ServerSampler({ kind: 'metrics', read: async () => null })
   await silent.start(performance.now())
