@@ -2,12 +2,11 @@ import assert from 'node:assert/strict'
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { X509Certificate } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { startSymphony } from '../../loadtest/src/bench/servers.js'
+import { freePort, startSymphony } from '../../loadtest/src/bench/servers.js'
 import { eventually } from '../../server/test/helpers/clients.js'
 import { requireTestServices } from '../../server/test/helpers/services.js'
 import { type Instruction, rehearseDockerfile, type Stage } from './helpers/dockerfile-rehearsal.js'
@@ -20,15 +19,6 @@ after(() => {
   for (const child of children) child.kill('SIGKILL')
   for (const cleanup of cleanups) cleanup()
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 const finalInstructions = (stages: Stage[], keyword: string): Instruction[] =>
   stages.at(-1)?.instructions.filter((i) => i.keyword === keyword) ?? []

@@ -10,5 +10,14 @@ export type AgentMessage =
 
 export type CoordinatorMessage = { type: 'run'; plan: WorkerPlan }
 
+/** One message from the other side, or null for anything that is not JSON. */
+export function parseMessage<M extends AgentMessage | CoordinatorMessage>(text: string): M | null {
+  try {
+    return JSON.parse(text) as M
+  } catch {
+    return null
+  }
+}
+
 /** The default port a coordinator listens on and agents dial. */
 export const COORDINATOR_PORT = 8700

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os'
 import WebSocket from 'ws'
-import type { AgentMessage, CoordinatorMessage } from './agent-protocol.js'
+import { type AgentMessage, type CoordinatorMessage, parseMessage } from './agent-protocol.js'
 import { runWorker } from './worker.js'
 
 export interface AgentSettings {
@@ -47,7 +47,7 @@ function serveOneRun(settings: AgentSettings): Promise<void> {
       running ? undefined : reject(new Error('the coordinator closed the connection')),
     )
     socket.on('message', async (data) => {
-      const message = parse(data.toString())
+      const message = parseMessage<CoordinatorMessage>(data.toString())
       if (message?.type !== 'run' || running) return
       running = true
       console.error(`agent ${settings.name}: ${message.plan.rooms.length} rooms`)
@@ -63,14 +63,6 @@ function serveOneRun(settings: AgentSettings): Promise<void> {
       }
     })
   })
-}
-
-function parse(text: string): CoordinatorMessage | null {
-  try {
-    return JSON.parse(text) as CoordinatorMessage
-  } catch {
-    return null
-  }
 }
 
 export const defaultAgentName = () => `${hostname()}-${process.pid}`

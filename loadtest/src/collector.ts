@@ -39,8 +39,6 @@ export class Collector {
   readonly #total = freshHistograms()
   readonly #counters: Counters = zeroCounters()
   readonly #seconds = new Map<number, Second>()
-  readonly #usersNow = new Map<string, number>()
-  readonly #cpuByAgent = new Map<string, number[]>()
 
   add(report: IntervalReport): void {
     const second = this.#second(report.second)
@@ -52,15 +50,24 @@ export class Collector {
       this.#counters[name as keyof Counters] += value
     second.users.set(report.agent, report.usersConnected)
     second.generatorCpu.set(report.agent, report.generatorCpuPercent)
-    this.#usersNow.set(report.agent, report.usersConnected)
-    const cpu = this.#cpuByAgent.get(report.agent) ?? []
-    cpu.push(report.generatorCpuPercent)
-    this.#cpuByAgent.set(report.agent, cpu)
+  }
+
+  /** Each agent's readings of `field`, second by second. */
+  #perAgent(field: 'users' | 'generatorCpu'): Map<string, number[]> {
+    const readings = new Map<string, number[]>()
+    for (const [, second] of [...this.#seconds].sort(([a], [b]) => a - b)) {
+      for (const [agent, value] of second[field]) {
+        const list = readings.get(agent) ?? []
+        list.push(value)
+        readings.set(agent, list)
+      }
+    }
+    return readings
   }
 
   /** One line for the terminal: where the run is now. */
   progressLine(elapsedSeconds: number, totalSeconds: number, server: ServerSampler): string {
-    const users = [...this.#usersNow.values()].reduce((a, b) => a + b, 0)
+    const users = sum([...this.#perAgent('users').values()].map((readings) => readings.at(-1) ?? 0))
     const latest = this.#seconds.get(Math.max(0, ...this.#seconds.keys()))
     const p99 = (metric: MetricName) => (latest ? `${summarize(latest.histograms[metric]).p99}ms` : '-')
     const serverNow = server.samples.at(-1)
@@ -88,8 +95,9 @@ export class Collector {
     const cpuSeconds =
       server.baseline && server.last ? Math.max(0, server.last.cpuSeconds - server.baseline.cpuSeconds) : null
     const rssMax = samples.length ? Math.max(...samples.map((s) => s.rssBytes)) : null
+    const cpuByAgent = this.#perAgent('generatorCpu')
     const agents = summaries.map((summary) => {
-      const cpu = this.#cpuByAgent.get(summary.agent) ?? [0]
+      const cpu = cpuByAgent.get(summary.agent) ?? [0]
       return {
         agent: summary.agent,
         rooms: summary.rooms,

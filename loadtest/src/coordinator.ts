@@ -1,7 +1,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { type WebSocket, WebSocketServer } from 'ws'
-import type { AgentMessage, CoordinatorMessage } from './agent-protocol.js'
+import { type AgentMessage, type CoordinatorMessage, parseMessage } from './agent-protocol.js'
 import type { Collector } from './collector.js'
 import { measuredRun, workerPlan } from './local-run.js'
 import { planRooms, type RunSettings } from './options.js'
@@ -53,7 +53,7 @@ function gatherAgents(server: WebSocketServer, wanted: number): Promise<Connecte
   return new Promise((resolve) => {
     server.on('connection', (socket) => {
       socket.once('message', (data) => {
-        const message = parse(data.toString())
+        const message = parseMessage<AgentMessage>(data.toString())
         if (message?.type !== 'hello' || agents.length >= wanted) return socket.close(1008, 'not expected')
         // Two agents may share a host name: the coordinator's names are unique.
         const name = `${message.agent}#${agents.length + 1}`
@@ -81,7 +81,7 @@ function runWith(settings: RunSettings, agents: ConnectedAgent[]): Promise<Repor
 function drive(agent: ConnectedAgent, run: CoordinatorMessage, collector: Collector): Promise<WorkerSummary> {
   return new Promise((resolve, reject) => {
     agent.socket.on('message', (data) => {
-      const message = parse(data.toString())
+      const message = parseMessage<AgentMessage>(data.toString())
       if (message?.type === 'interval') collector.add({ ...message.report, agent: agent.name })
       else if (message?.type === 'done') resolve({ ...message.summary, agent: agent.name })
       else if (message?.type === 'failed') reject(new Error(`agent ${agent.name} failed: ${message.error}`))
@@ -89,12 +89,4 @@ function drive(agent: ConnectedAgent, run: CoordinatorMessage, collector: Collec
     agent.socket.on('close', () => reject(new Error(`agent ${agent.name} left before finishing its rooms`)))
     agent.socket.send(JSON.stringify(run))
   })
-}
-
-function parse(text: string): AgentMessage | null {
-  try {
-    return JSON.parse(text) as AgentMessage
-  } catch {
-    return null
-  }
 }

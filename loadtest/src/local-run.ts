@@ -30,7 +30,7 @@ export async function measuredRun(
   const stopProgress = showProgress(settings, collector, server)
   try {
     const summaries = await drive(collector)
-    await server.stop(started)
+    await server.stop()
     return collector.report({ ...settings, startedAt }, summaries, server)
   } finally {
     stopProgress()

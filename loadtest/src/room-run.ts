@@ -36,16 +36,16 @@ interface Member {
 export class RoomRun {
   readonly #members: Member[] = []
   readonly #observer: RoomObserver
+  readonly #observerNumber: number
   #observerUser: VirtualUser | null = null
-  #observerDoc: Y.Doc | null = null
   #sending = true
 
   constructor(
     readonly plan: RoomPlan,
     private readonly settings: RoomSettings,
   ) {
-    const observerNumber = plan.firstUser + settings.workload.perRoom - 1
-    this.#observer = new RoomObserver(settings.measures, observerNumber)
+    this.#observerNumber = plan.firstUser + settings.workload.perRoom - 1
+    this.#observer = new RoomObserver(settings.measures, this.#observerNumber)
   }
 
   get connectedUsers(): number {
@@ -57,11 +57,11 @@ export class RoomRun {
   }
 
   async start(): Promise<void> {
-    const { perRoom } = this.settings.workload
-    const observerNumber = this.plan.firstUser + perRoom - 1
-    const observer = await this.#join(observerNumber, true)
+    const observer = await this.#join(this.#observerNumber, true)
     if (!observer) return
-    const others = Array.from({ length: perRoom - 1 }, (_, i) => this.#join(this.plan.firstUser + i, false))
+    const others = Array.from({ length: this.settings.workload.perRoom - 1 }, (_, i) =>
+      this.#join(this.plan.firstUser + i, false),
+    )
     await Promise.all(others)
   }
 
@@ -84,8 +84,9 @@ export class RoomRun {
 
   /** Joins a fresh client and compares what it syncs with the observer's replica; null when equal. */
   async divergence(): Promise<string | null> {
-    if (!this.#observerDoc) return 'the observer never synced'
-    const setup = await this.#setup(this.plan.firstUser + this.settings.workload.perRoom, false)
+    const observerDoc = this.#observerUser?.doc
+    if (!observerDoc) return 'the observer never synced'
+    const setup = await this.#setup(this.#observerNumber + 1, false)
     // Its own measures: the check's connection is not part of the load.
     const fresh = new LightUser({ ...setup, measures: new Measures(), replica: true })
     try {
@@ -94,10 +95,10 @@ export class RoomRun {
       return `a fresh client could not join: ${(error as Error).message}`
     }
     try {
-      const vectors = [this.#observerDoc, fresh.doc].map((doc) => stateVector(doc))
+      const vectors = [observerDoc, fresh.doc].map((doc) => stateVector(doc))
       if (vectors[0] !== vectors[1])
         return `state vectors differ: observer ${vectors[0]}, fresh client ${vectors[1]}`
-      if (documentContent(this.#observerDoc) !== documentContent(fresh.doc)) return 'contents differ'
+      if (documentContent(observerDoc) !== documentContent(fresh.doc)) return 'contents differ'
     } finally {
       await fresh.close()
     }
@@ -106,7 +107,7 @@ export class RoomRun {
 
   async close(): Promise<void> {
     this.stopSending()
-    await Promise.all([...this.#members.map((m) => m.user.close())])
+    await Promise.all(this.#members.map((m) => m.user.close()))
   }
 
   async #join(number: number, isObserver: boolean): Promise<VirtualUser | null> {
@@ -118,10 +119,7 @@ export class RoomRun {
       await user.close()
       return null // counted as a connect error by the user
     }
-    if (isObserver) {
-      this.#observerUser = user
-      this.#observerDoc = user.doc
-    }
+    if (isObserver) this.#observerUser = user
     const member: Member = { user, number, updatesSent: 0, presenceSent: 0, timers: [] }
     this.#members.push(member)
     if (this.#sending) this.#schedule(member)

@@ -83,6 +83,8 @@ export class ServerSampler {
   last: ServerReading | null = null
   #timer: NodeJS.Timeout | null = null
   #lastAt = 0
+  /** The run's start, which sample seconds count from. */
+  #started = 0
 
   constructor(private readonly source: ServerStatsSource) {}
 
@@ -93,27 +95,28 @@ export class ServerSampler {
 
   /** Takes the baseline reading, then samples every second from `started`. */
   async start(started: number): Promise<void> {
+    this.#started = started
     // A server busy for a moment (e.g. still starting) gets a few tries before it counts as silent.
     for (let attempt = 0; attempt < 3 && !this.baseline; attempt++) this.baseline = await this.source.read()
     this.last = this.baseline
     this.#lastAt = performance.now()
     if (!this.baseline) return
-    this.#timer = setInterval(() => void this.#sample(started), 1000)
+    this.#timer = setInterval(() => void this.#sample(), 1000)
   }
 
-  async stop(started: number): Promise<void> {
+  async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer)
     this.#timer = null
-    if (this.baseline) await this.#sample(started)
+    if (this.baseline) await this.#sample()
   }
 
-  async #sample(started: number): Promise<void> {
+  async #sample(): Promise<void> {
     const reading = await this.source.read()
     const now = performance.now()
     if (!reading || !this.last) return
     const cpuPercent = ((reading.cpuSeconds - this.last.cpuSeconds) / ((now - this.#lastAt) / 1000)) * 100
     this.samples.push({
-      second: Math.round((now - started) / 1000),
+      second: Math.round((now - this.#started) / 1000),
       cpuPercent: Math.max(0, cpuPercent),
       rssBytes: reading.rssBytes,
     })

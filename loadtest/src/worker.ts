@@ -80,7 +80,7 @@ export async function runWorker(
     drops.updates += roomDrops.updates
     drops.presence += roomDrops.presence
   }
-  const users = rooms.reduce((sum, room) => sum + room.connectedUsers, 0)
+  const users = joinedUsers(rooms)
   stopIntervals()
   await Promise.all(rooms.map((room) => room.close()))
   return {
@@ -112,8 +112,9 @@ function reportEachSecond(
     cpu = process.cpuUsage()
     wall = now
     second = Math.max(second + 1, Math.round((now - started) / 1000))
-    const usersConnected = rooms.reduce((sum, room) => sum + room.connectedUsers, 0)
-    onInterval(measures.takeInterval({ agent, second, usersConnected, generatorCpuPercent }))
+    onInterval(
+      measures.takeInterval({ agent, second, usersConnected: joinedUsers(rooms), generatorCpuPercent }),
+    )
   }
   const timer = setInterval(emit, 1000)
   return () => {
@@ -135,5 +136,7 @@ function drained(rooms: RoomRun[], timeoutMs: number): Promise<void> {
     check()
   })
 }
+
+const joinedUsers = (rooms: RoomRun[]) => rooms.reduce((sum, room) => sum + room.connectedUsers, 0)
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
