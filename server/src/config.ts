@@ -45,6 +45,10 @@ const environment = z.object({
       'must be "memory" or dynamodb://<table>',
     ),
   SNAPSHOTS: SNAPSHOTS_URL,
+  JOURNAL: optionalText.refine(
+    (v) => !v || /^file:\/\/./.test(v) || /^rediss?:\/\/./.test(v),
+    'must be file://<folder> or redis://host:port',
+  ),
   DATABASE_URL: z
     .string()
     .default('pglite://./data/pg')
@@ -95,6 +99,7 @@ export interface Limits {
 
 export type PubSubConfig = { kind: 'memory' } | { kind: 'redis'; url: string }
 export type RegistryConfig = { kind: 'memory' } | { kind: 'dynamodb'; table: string }
+export type JournalConfig = { kind: 'file'; folder: string } | { kind: 'redis'; url: string }
 export type SnapshotsConfig =
   | { kind: 'file'; folder: string }
   | { kind: 's3'; bucket: string; prefix: string }
@@ -115,6 +120,7 @@ export interface Config {
   pubsub: PubSubConfig
   registry: RegistryConfig
   snapshots: SnapshotsConfig
+  journal: JournalConfig
   database: DatabaseConfig
   /** How often each loaded room's connections and size are recorded (0: never). */
   metadataSampleIntervalMs: number
@@ -153,6 +159,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     registry:
       e.REGISTRY === 'memory' ? { kind: 'memory' } : { kind: 'dynamodb', table: e.REGISTRY.slice(11) },
     snapshots: snapshotsFrom(e.SNAPSHOTS),
+    journal: journalFrom(e),
     database: databaseFrom(e.DATABASE_URL, e.DATABASE_PASSWORD, e.PGLITE_PORT),
     metadataSampleIntervalMs: e.METADATA_SAMPLE_INTERVAL_MS,
     aws: { region: e.AWS_REGION, endpoint: e.AWS_ENDPOINT_URL },
@@ -185,8 +192,29 @@ export function snapshotsFrom(url: string): SnapshotsConfig {
     // `s3://bucket/rooms` means the folder rooms/, not keys that merely start with "rooms".
     return { kind: 's3', bucket, prefix: prefix && !prefix.endsWith('/') ? `${prefix}/` : prefix }
   }
-  const rest = url.slice('file://'.length)
-  return { kind: 'file', folder: rest.startsWith('/') ? fileURLToPath(url) : resolve(rest) }
+  return { kind: 'file', folder: folderOf(url) }
+}
+
+/** `file://./data` is relative to the working directory, `file:///srv/data` absolute. */
+function folderOf(fileUrl: string): string {
+  const rest = fileUrl.slice('file://'.length)
+  return rest.startsWith('/') ? fileURLToPath(fileUrl) : resolve(rest)
+}
+
+/**
+ * The update journal lives beside pub/sub: in Redis when pub/sub is, else in local files. A
+ * cluster needs it shared, since the server that loads a crashed server's rooms must read it.
+ */
+function journalFrom(e: z.infer<typeof environment>): JournalConfig {
+  const url = e.JOURNAL ?? (e.PUBSUB === 'memory' ? 'file://./data/journal' : e.PUBSUB)
+  if (/^rediss?:\/\//.test(url)) {
+    return { kind: 'redis', url: e.JOURNAL ? url : withUrlPassword(url, e.PUBSUB_PASSWORD) }
+  }
+  // (Without an explicit JOURNAL, internalFrom refuses a shared REGISTRY over memory pub/sub.)
+  if (e.REGISTRY !== 'memory' && e.JOURNAL) {
+    throw new ConfigError('JOURNAL: a shared REGISTRY needs a shared journal (redis://…), not local files')
+  }
+  return { kind: 'file', folder: folderOf(url) }
 }
 
 /** `pglite://./data/pg` is a folder relative to the working directory, like `file://`. */

@@ -38,6 +38,15 @@ export class ServerMetrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   })
+  readonly journalReplayed = this.#counter(
+    'symphony_journal_replayed_updates_total',
+    'Journaled updates applied on top of a snapshot when a room loaded (a crash left them unsaved)',
+  )
+  readonly journalFailures = this.#counter(
+    'symphony_journal_failures_total',
+    'Journal appends and trims that failed, by action (appended updates still reach the next snapshot)',
+    ['action'],
+  )
   readonly roomLoads = this.#counter(
     'symphony_room_loads_total',
     'Rooms loaded, by where their state came from (peer, snapshot, empty)',

@@ -12,6 +12,7 @@ import type { MetadataSink } from './ports/metadata-sink.js'
 import type { PubSub } from './ports/pubsub.js'
 import type { PeerServer, RoomRegistry } from './ports/room-registry.js'
 import type { SnapshotStore } from './ports/snapshot-store.js'
+import type { UpdateJournal } from './ports/update-journal.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
 import { createPeerStateFetcher } from './transport/peer-state-client.js'
@@ -22,6 +23,7 @@ export interface Adapters {
   pubsub: PubSub
   registry: RoomRegistry
   snapshots: SnapshotStore
+  journal: UpdateJournal
   metadata: MetadataSink
 }
 
@@ -79,6 +81,7 @@ export class SyncServer {
     const stateSource = new RoomStateSource(
       this.#adapters.registry,
       this.#adapters.snapshots,
+      this.#adapters.journal,
       fetchPeerState,
       logger,
     )

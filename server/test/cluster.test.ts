@@ -129,6 +129,42 @@ describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (m
     }
   })
 
+  it('a server killed with SIGKILL before any snapshot, after its clients left: another replays its journal from Redis', async () => {
+    // A long grace: the room is still loaded, unsaved, when A dies.
+    const a = await cluster.start('c9-a', { ROOM_GRACE_MS: '3600000' })
+    const b = await cluster.start('c9-b')
+    const room = uniqueRoom('journal')
+    const [writer, witness] = await Promise.all([connectSynced(a.wsUrl, room), connectSynced(a.wsUrl, room)])
+    for (let i = 0; i < 25; i++) writer.doc.getArray<number>('edits').push([i])
+    await eventually(() => witness.doc.getArray('edits').length === 25, 'A applied every edit')
+    writer.destroy()
+    witness.destroy()
+    a.child.kill('SIGKILL')
+    await a.exited
+    assert.equal(await cluster.snapshot(room), null, 'A saved no snapshot')
+    await until(
+      async () => (await cluster.registryItems(room)).every((item) => item.expiresAtMs < Date.now()),
+      'A’s lease has expired',
+      REGISTRY_LEASE_MS * 3,
+    )
+    const reader = await connectSynced(b.wsUrl, room)
+    assert.deepEqual(
+      reader.doc.getArray('edits').toArray(),
+      Array.from({ length: 25 }, (_, i) => i),
+    )
+    assert.equal(metricValue(await b.metrics(), 'symphony_journal_replayed_updates_total'), 25)
+    reader.destroy()
+    await until(
+      async () => (await cluster.snapshot(room)) !== null,
+      'B saves the room when its last user leaves',
+    )
+    await until(
+      async () => (await cluster.redisKeys(`*journal:{${room}}*`)).length === 0,
+      'the journal in Redis is trimmed away',
+    )
+    b.child.kill('SIGKILL')
+  })
+
   it('a server cut off from Redis misses messages, then heals through anti-entropy', async () => {
     const link = await TcpLink.open(cluster.redis.port)
     const a = await cluster.start('c5-a')

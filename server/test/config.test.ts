@@ -26,6 +26,7 @@ describe('configuration', () => {
     assert.equal(config.snapshotIntervalMs, 30_000)
     assert.equal(config.limits.maxConnectionsPerRoom, 2_000)
     assert.match(config.snapshots.kind === 'file' ? config.snapshots.folder : '', /data\/snapshots$/)
+    assert.match(config.journal.kind === 'file' ? config.journal.folder : '', /data\/journal$/)
     assert.equal(config.internal, null, 'no peers, no internal endpoint')
     const forDashboard = parseConfig({
       AUTH: 'none',
@@ -61,6 +62,9 @@ describe('configuration', () => {
       AWS_ENDPOINT_URL: 'http://127.0.0.1:5000',
     })
     assert.deepEqual(config.pubsub, { kind: 'redis', url: 'redis://cache:6379' })
+    assert.deepEqual(config.journal, { kind: 'redis', url: 'redis://cache:6379' }, 'beside pub/sub')
+    const ownJournal = parseConfig({ AUTH: 'none', JOURNAL: 'redis://journal:6379' }).journal
+    assert.deepEqual(ownJournal, { kind: 'redis', url: 'redis://journal:6379' })
     assert.deepEqual(config.registry, { kind: 'dynamodb', table: 'symphony-rooms' })
     assert.deepEqual(config.snapshots, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/' })
     const noSlash = parseConfig({ AUTH: 'none', SNAPSHOTS: 's3://my-bucket/rooms' }).snapshots
@@ -95,6 +99,11 @@ describe('configuration', () => {
       errorFor({ ...cluster, PUBSUB: 'memory', INTERNAL_TOKEN: 'x'.repeat(16) }),
       /^PUBSUB: a shared REGISTRY/,
     )
+    assert.match(
+      errorFor({ ...cluster, INTERNAL_TOKEN: 'x'.repeat(16), JOURNAL: 'file://./journal' }),
+      /^JOURNAL: a shared REGISTRY needs a shared journal/,
+    )
+    assert.match(errorFor({ AUTH: 'none', JOURNAL: 's3://bucket' }), /^JOURNAL: must be file/)
     assert.match(
       errorFor({ ...cluster, INTERNAL_TOKEN: 'x'.repeat(16), PORT: '9000', INTERNAL_PORT: '9000' }),
       /^INTERNAL_PORT/,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync } from 'node:fs'
+import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
@@ -14,16 +14,19 @@ import {
 import { Redis } from 'ioredis'
 import { createRegistryTable, DynamoRoomRegistry } from '../src/adapters/dynamo-room-registry.js'
 import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
+import { FileUpdateJournal } from '../src/adapters/file-update-journal.js'
 import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../src/adapters/memory-room-registry.js'
 import { NoopMetadataSink } from '../src/adapters/noop-metadata-sink.js'
 import { RedisPubSub } from '../src/adapters/redis-pubsub.js'
+import { RedisUpdateJournal } from '../src/adapters/redis-update-journal.js'
 import { createSnapshotBucket, S3SnapshotStore } from '../src/adapters/s3-snapshot-store.js'
 import { type Logger, silentLogger } from '../src/logger.js'
 import { metadataSinkContract } from './contracts/metadata-sink.contract.js'
 import { pubSubContract } from './contracts/pubsub.contract.js'
 import { roomRegistryContract } from './contracts/room-registry.contract.js'
 import { snapshotStoreContract } from './contracts/snapshot-store.contract.js'
+import { updateJournalContract } from './contracts/update-journal.contract.js'
 import { eventually, uniqueRoom } from './helpers/clients.js'
 import { destroyTestAwsClients, requireTestServices, testAwsClients, uniqueName } from './helpers/services.js'
 
@@ -100,6 +103,25 @@ snapshotStoreContract(
   async () => new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))),
 )
 
+updateJournalContract('FileUpdateJournal', async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'journal-'))
+  return { open: () => new FileUpdateJournal(folder), cleanup: async () => {} }
+})
+
+updateJournalContract('RedisUpdateJournal', async () => {
+  const { redisUrl } = requireTestServices()
+  const options = { keyPrefix: `${uniqueName('test')}:`, logger: silentLogger }
+  const admin = new Redis(redisUrl)
+  return {
+    open: (writer) => new RedisUpdateJournal(writer, redisUrl, options),
+    cleanup: async () => {
+      const left = await admin.keys(`${options.keyPrefix}*`)
+      if (left.length > 0) await admin.del(...left)
+      await admin.quit()
+    },
+  }
+})
+
 const snapshotBucket = 'symphony-test-snapshots'
 const snapshotPrefix = `${uniqueName('run')}/`
 let bucket: Promise<void> | null = null
@@ -152,6 +174,52 @@ describe('RedisPubSub', () => {
     } finally {
       await Promise.all([a.close(), b.close(), admin.quit()])
     }
+  })
+})
+
+describe('RedisUpdateJournal', () => {
+  it("deletes a room's stream and writer entry once trimmed empty, and names each writer's stream", async () => {
+    const { redisUrl } = requireTestServices()
+    const keyPrefix = `${uniqueName('test')}:`
+    const admin = new Redis(redisUrl)
+    const journal = new RedisUpdateJournal('server-a', redisUrl, { keyPrefix, logger: silentLogger })
+    const room = uniqueRoom('journal')
+    try {
+      const position = await journal.append(room, new Uint8Array([7]))
+      assert.deepEqual((await admin.keys(`${keyPrefix}*`)).sort(), [
+        `${keyPrefix}journal:{${room}}`,
+        `${keyPrefix}journal:{${room}}:server-a`,
+      ])
+      assert.deepEqual(await admin.smembers(`${keyPrefix}journal:{${room}}`), ['server-a'])
+      await journal.trim(room, position)
+      assert.deepEqual(await admin.keys(`${keyPrefix}*`), [])
+    } finally {
+      await Promise.all([journal.close(), admin.quit()])
+    }
+  })
+})
+
+describe('FileUpdateJournal', () => {
+  it('drops a torn last record (a crash mid-write) and appends after the whole ones', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'journal-'))
+    const room = uniqueRoom('journal')
+    const journal = new FileUpdateJournal(folder)
+    await journal.append(room, new Uint8Array([1, 2]))
+    await journal.close()
+    // Half a record: a length saying 100 bytes, a checksum, then only 3 of them.
+    appendFileSync(join(folder, `${room}.journal`), new Uint8Array([100, 0, 0, 0, 9, 9, 9, 9, 5, 5, 5]))
+    const next = new FileUpdateJournal(folder)
+    assert.deepEqual((await next.read(room)).updates, [new Uint8Array([1, 2])])
+    await next.append(room, new Uint8Array([3]))
+    assert.deepEqual((await next.read(room)).updates, [new Uint8Array([1, 2]), new Uint8Array([3])])
+    await next.close()
+  })
+
+  it('refuses a file that is not a journal instead of reading it as empty', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'journal-'))
+    const room = uniqueRoom('journal')
+    writeFileSync(join(folder, `${room}.journal`), 'not a journal at all')
+    await assert.rejects(new FileUpdateJournal(folder).read(room), /not a Symphony journal/)
   })
 })
 

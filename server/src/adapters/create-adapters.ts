@@ -5,12 +5,14 @@ import type { Adapters } from '../sync-server.js'
 import { createAwsClients } from './aws-clients.js'
 import { DynamoRoomRegistry } from './dynamo-room-registry.js'
 import { FileSnapshotStore } from './file-snapshot-store.js'
+import { FileUpdateJournal } from './file-update-journal.js'
 import { MemoryPubSub } from './memory-pubsub.js'
 import { MemoryRoomRegistry } from './memory-room-registry.js'
 import { NoopMetadataSink } from './noop-metadata-sink.js'
 import { connectDatabase } from './postgres/connect.js'
 import { PgMetadataSink } from './postgres/pg-metadata-sink.js'
 import { RedisPubSub } from './redis-pubsub.js'
+import { RedisUpdateJournal } from './redis-update-journal.js'
 import { S3SnapshotStore } from './s3-snapshot-store.js'
 
 /** Builds the adapter for each port from the parsed configuration. */
@@ -42,6 +44,10 @@ export function createAdapters(config: Config, self: PeerServer, logger: Logger)
             client: aws().s3,
           })
         : new FileSnapshotStore(config.snapshots.folder),
+    journal:
+      config.journal.kind === 'redis'
+        ? new RedisUpdateJournal(config.serverId, config.journal.url, { logger })
+        : new FileUpdateJournal(config.journal.folder),
     metadata: createMetadataSink(config, self, logger),
   }
 }

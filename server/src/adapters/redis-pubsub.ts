@@ -136,7 +136,7 @@ function startsWith(message: Uint8Array, prefix: Uint8Array): boolean {
  * QUIT waits for pending replies (so queued publishes go out), but only on a live connection:
  * while ioredis is reconnecting it would queue QUIT behind them indefinitely, so disconnect then.
  */
-async function closeConnection(connection: Redis): Promise<void> {
+export async function closeConnection(connection: Redis): Promise<void> {
   if (connection.status === 'end') return
   if (connection.status !== 'ready') {
     connection.disconnect()

@@ -5,7 +5,9 @@ import type { MetadataSink } from '../ports/metadata-sink.js'
 import type { PubSub } from '../ports/pubsub.js'
 import type { RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
+import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { Room, type RoomOptions } from './room.js'
+import { RoomJournal } from './room-journal.js'
 import type { RoomStateSource } from './room-state-source.js'
 import { type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
 
@@ -19,6 +21,7 @@ export interface RoomManagerDeps {
   pubsub: PubSub
   registry: RoomRegistry
   snapshots: SnapshotStore
+  journal: UpdateJournal
   stateSource: RoomStateSource
   metadata: MetadataSink
   metrics: ServerMetrics
@@ -161,10 +164,11 @@ export class RoomManager {
     let room: Room | null = null
     await pubsub.subscribe(name, (frame) => (room ? room.receiveRemote(frame) : buffered.push(frame)))
     try {
-      const { state, source } = await stateSource.load(name)
+      const { state, source, journal } = await stateSource.load(name)
       const doc = new Y.Doc()
       if (state) Y.applyUpdate(doc, state)
-      const loaded = this.#createRoom(name, doc, state?.length ?? 0)
+      const journaledBytes = this.#replay(name, doc, journal)
+      const loaded = this.#createRoom(name, doc, (state?.length ?? 0) + journaledBytes, journal.position)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
       room = loaded.room // from here on frames go straight to the room, also while registering
       // A registry outage must not stop the room from loading: peers just cannot find it here
@@ -174,7 +178,10 @@ export class RoomManager {
         .catch((err: unknown) => logger.warn({ err, room: name }, 'register failed'))
       if (source !== 'peer') loaded.room.publishDigest() // peers holding newer state answer now
       this.deps.metrics.roomLoads.labels(source).inc()
-      logger.info({ room: name, source, bytes: state?.length ?? 0 }, 'room loaded')
+      logger.info(
+        { room: name, source, bytes: state?.length ?? 0, journaled: journal.updates.length },
+        'room loaded',
+      )
       this.deps.metadata.record({ type: 'room-loaded', room: name, bytes: state?.length ?? 0 })
       return loaded
     } catch (error) {
@@ -183,11 +190,38 @@ export class RoomManager {
     }
   }
 
-  #createRoom(name: string, doc: Y.Doc, loadedBytes: number): Loaded {
-    const { pubsub, snapshots, metrics, logger } = this.deps
+  /** Applies what was journaled since the snapshot; returns its size. */
+  #replay(name: string, doc: Y.Doc, journal: JournalContents): number {
+    let bytes = 0
+    for (const update of journal.updates) {
+      try {
+        Y.applyUpdate(doc, update)
+        bytes += update.length
+      } catch (error) {
+        // Only applied updates are journaled, so this is damage: skip it rather than lose the room.
+        this.deps.logger.error({ err: error, room: name }, 'skipped a journal entry that does not apply')
+      }
+    }
+    this.deps.metrics.journalReplayed.inc(journal.updates.length)
+    return bytes
+  }
+
+  #createRoom(name: string, doc: Y.Doc, loadedBytes: number, replayed: JournalContents['position']): Loaded {
+    const { pubsub, snapshots, journal, metrics, logger } = this.deps
+    const roomJournal = new RoomJournal(journal, name, replayed, (err, action) => {
+      metrics.journalFailures.labels(action).inc()
+      logger.error(
+        { err, room: name, action },
+        'journal write failed; the next snapshot still saves the update',
+      )
+    })
     let writer: SnapshotWriter | null = null
-    const room = new Room(name, doc, loadedBytes, pubsub, this.options, logger, () => writer?.markDirty())
-    writer = new SnapshotWriter(room, snapshots, this.options.snapshot, metrics, logger)
+    const room = new Room(name, doc, loadedBytes, pubsub, roomJournal, this.options, logger, () =>
+      writer?.markDirty(),
+    )
+    // Replayed entries are in no snapshot yet: save (and then trim) them like any change.
+    const unsaved = replayed.size > 0
+    writer = new SnapshotWriter(room, snapshots, roomJournal, this.options.snapshot, metrics, logger, unsaved)
     return { room, writer }
   }
 

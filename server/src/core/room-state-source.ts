@@ -1,6 +1,7 @@
 import type { Logger } from '../logger.js'
 import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
+import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 
 /** Fetches a room's full state from a peer server that holds it live. */
 export type PeerStateFetcher = (peer: PeerServer, room: string) => Promise<Uint8Array>
@@ -8,26 +9,33 @@ export type PeerStateFetcher = (peer: PeerServer, room: string) => Promise<Uint8
 export interface InitialState {
   state: Uint8Array | null
   source: 'peer' | 'snapshot' | 'empty'
+  /** Updates journaled since the last snapshot, to apply on top of `state`. */
+  journal: JournalContents
 }
 
 /**
  * Where a room's state comes from when a server loads it: a live peer first (it has every
- * update), else the snapshot store, else an empty document. A failing snapshot store is an
- * error, never an empty document, so a stored room is never overwritten with nothing.
+ * update), else the snapshot store, else an empty document; then, always, what the journal holds
+ * since the last snapshot (a crashed server's last updates). A failing snapshot store or journal
+ * is an error, never an empty document, so a stored room is never overwritten with nothing.
  */
 export class RoomStateSource {
   constructor(
     private readonly registry: RoomRegistry,
     private readonly snapshots: SnapshotStore,
+    private readonly journal: UpdateJournal,
     private readonly fetchFromPeer: PeerStateFetcher | null,
     private readonly logger: Logger,
   ) {}
 
   async load(room: string): Promise<InitialState> {
+    // The journal first: a server trims entries only after saving a snapshot that holds them,
+    // so an entry gone by now is in the snapshot read next.
+    const journal = await this.journal.read(room)
     const fromPeer = await this.#fromPeers(room)
-    if (fromPeer) return { state: fromPeer, source: 'peer' }
+    if (fromPeer) return { state: fromPeer, source: 'peer', journal }
     const snapshot = await this.snapshots.load(room)
-    return snapshot ? { state: snapshot, source: 'snapshot' } : { state: null, source: 'empty' }
+    return { state: snapshot, source: snapshot ? 'snapshot' : 'empty', journal }
   }
 
   async #fromPeers(room: string): Promise<Uint8Array | null> {

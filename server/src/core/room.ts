@@ -19,6 +19,7 @@ import {
 } from '../protocol/codec.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import type { Connection } from './connection.js'
+import type { RoomJournal } from './room-journal.js'
 
 /** Transaction origin of updates that came from another server. */
 const REMOTE = Symbol('remote')
@@ -56,6 +57,7 @@ export class Room {
     readonly doc: Y.Doc,
     loadedBytes: number,
     private readonly pubsub: PubSub,
+    private readonly journal: Pick<RoomJournal, 'record'>,
     private readonly options: RoomOptions,
     private readonly logger: Logger,
     private readonly onChange: () => void,
@@ -218,7 +220,8 @@ export class Room {
     frame: Uint8Array,
   ): void {
     this.#ensureRoomFor(message.update.length)
-    this.#apply(message.update, connection)
+    // Journaled before it is forwarded: whatever anyone saw survives a crash of this server.
+    if (this.#apply(message.update, connection)) this.journal.record(message.update)
     // A sync step 2 is forwarded as an update: same payload, only the sub-type differs.
     const forwarded = message.kind === 'update' ? frame : encodeUpdate(message.update)
     this.#broadcast(forwarded, connection)

@@ -2,6 +2,7 @@ import * as Y from 'yjs'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
+import type { RoomJournal } from './room-journal.js'
 
 export interface SnapshotPolicy {
   /** Longest a change waits before its snapshot starts (each wait is jittered below this). */
@@ -32,11 +33,15 @@ export class SnapshotWriter {
   constructor(
     private readonly room: Snapshottable,
     private readonly store: SnapshotStore,
+    private readonly journal: RoomJournal,
     private readonly policy: SnapshotPolicy,
     private readonly metrics: ServerMetrics,
     private readonly logger: Logger,
+    /** True when the room loaded with changes no snapshot holds yet (replayed from the journal). */
+    loadedUnsaved = false,
   ) {
-    this.#savedVersion = room.version
+    this.#savedVersion = loadedUnsaved ? room.version - 1 : room.version
+    if (loadedUnsaved) this.markDirty()
   }
 
   get dirty(): boolean {
@@ -79,12 +84,14 @@ export class SnapshotWriter {
     const version = this.room.version
     const endTimer = this.metrics.snapshotDuration.startTimer()
     try {
+      const journaled = this.journal.mark() // before encoding: the snapshot holds all of these
       const state = this.room.encodeState()
       // Other servers holding the room save it too; merging keeps what only the stored copy has
       // (a CRDT union), so a server whose copy briefly lags never erases another's edits.
       const stored = await this.store.load(this.room.name)
       await this.store.save(this.room.name, stored ? Y.mergeUpdates([stored, state]) : state)
       this.#savedVersion = Math.max(this.#savedVersion, version)
+      await this.journal.trim(journaled)
       this.#failures = 0
       this.metrics.snapshots.inc()
       endTimer()

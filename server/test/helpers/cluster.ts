@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { QueryCommand } from '@aws-sdk/client-dynamodb'
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3'
+import { Redis } from 'ioredis'
 import { type RedisService, startRedis } from '../../../scripts/lib/services.mjs'
 import { createRegistryTable } from '../../src/adapters/dynamo-room-registry.js'
 import { createSnapshotBucket } from '../../src/adapters/s3-snapshot-store.js'
@@ -95,6 +96,16 @@ export class TestCluster {
     await testAwsClients().s3.send(
       new PutObjectCommand({ Bucket: BUCKET, Key: `${this.prefix}${room}.ybin`, Body: state }),
     )
+  }
+
+  /** Keys in the cluster's Redis matching `pattern`. */
+  async redisKeys(pattern: string): Promise<string[]> {
+    const redis = new Redis(this.redis.url)
+    try {
+      return await redis.keys(pattern)
+    } finally {
+      redis.disconnect()
+    }
   }
 
   /** The registry items for `room`, expired or not: `{ serverId, expiresAtMs }`. */

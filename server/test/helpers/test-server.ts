@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FileSnapshotStore } from '../../src/adapters/file-snapshot-store.js'
+import { FileUpdateJournal } from '../../src/adapters/file-update-journal.js'
 import { type MemoryBus, MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
 import { type MemoryRegistryTable, MemoryRoomRegistry } from '../../src/adapters/memory-room-registry.js'
 import { NoopMetadataSink } from '../../src/adapters/noop-metadata-sink.js'
@@ -69,6 +70,7 @@ export async function startTestServer(overrides: TestServerOverrides = {}): Prom
       pubsub: new MemoryPubSub(serverId, overrides.bus),
       registry: new MemoryRoomRegistry(self, { leaseMs: 30_000, now: Date.now }, overrides.registryTable),
       metadata: new NoopMetadataSink(),
+      journal: new FileUpdateJournal(join(snapshotFolder, 'journal')),
       ...overrides.adapters,
       snapshots,
     }),

@@ -1,0 +1,108 @@
+import { Redis } from 'ioredis'
+import type { Logger } from '../logger.js'
+import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
+import { closeConnection } from './redis-pubsub.js'
+
+export interface RedisUpdateJournalOptions {
+  /** Prepended to every key, so several deployments can share one Redis. */
+  keyPrefix?: string
+  logger: Logger
+}
+
+// Each server appends to a stream of its own per room, and names itself in the room's set of
+// writers in the same step, so a loading server finds every stream. A stream trimmed empty is
+// deleted with its name, atomically: an append racing the trim re-adds both.
+const APPEND = `
+redis.call('SADD', KEYS[2], ARGV[1])
+return redis.call('XADD', KEYS[1], '*', 'u', ARGV[2])`
+const TRIM = `
+redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])
+if redis.call('XLEN', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[2], ARGV[2])
+end
+return 0`
+
+type JournalCommands = Redis & {
+  journalAppend(stream: string, writers: string, writer: string, update: Buffer): Promise<string>
+  journalTrim(stream: string, writers: string, minId: string, writer: string): Promise<number>
+}
+
+/**
+ * `UpdateJournal` on Redis Streams, for cluster mode. Keys share the `{room}` hash tag, so a
+ * room's keys stay together on a Redis Cluster too. While Redis is unreachable, ioredis holds
+ * appends for a bounded number of reconnection attempts, then fails them (the server logs it;
+ * the next snapshot still saves the updates).
+ */
+export class RedisUpdateJournal implements UpdateJournal {
+  readonly #redis: JournalCommands
+  readonly #prefix: string
+
+  constructor(
+    private readonly writer: string,
+    redisUrl: string,
+    options: RedisUpdateJournalOptions,
+  ) {
+    this.#prefix = options.keyPrefix ?? 'symphony:'
+    const redis = new Redis(redisUrl, { connectionName: `${writer}:journal` })
+    redis.defineCommand('journalAppend', { numberOfKeys: 2, lua: APPEND })
+    redis.defineCommand('journalTrim', { numberOfKeys: 2, lua: TRIM })
+    redis.on('error', (error: Error) =>
+      options.logger.error({ err: error, role: 'journal' }, 'redis connection error'),
+    )
+    this.#redis = redis as JournalCommands
+  }
+
+  async append(room: string, update: Uint8Array): Promise<JournalPosition> {
+    const id = await this.#redis.journalAppend(
+      this.#stream(room, this.writer),
+      this.#writers(room),
+      this.writer,
+      Buffer.from(update.buffer, update.byteOffset, update.byteLength),
+    )
+    return new Map([[this.writer, id]])
+  }
+
+  async read(room: string): Promise<JournalContents> {
+    const writers = await this.#redis.smembers(this.#writers(room))
+    const updates: Uint8Array[] = []
+    const position = new Map<string, string>()
+    for (const writer of writers) {
+      const entries = await this.#redis.xrangeBuffer(this.#stream(room, writer), '-', '+')
+      for (const [, fields] of entries) {
+        // Copied: ioredis may reuse the reply's buffer.
+        const update = fields[1]
+        if (update) updates.push(new Uint8Array(update))
+      }
+      const last = entries.at(-1)
+      if (last) position.set(writer, last[0].toString())
+    }
+    return { updates, position }
+  }
+
+  async trim(room: string, position: JournalPosition): Promise<void> {
+    await Promise.all(
+      [...position].map(([writer, lastId]) =>
+        this.#redis.journalTrim(this.#stream(room, writer), this.#writers(room), nextId(lastId), writer),
+      ),
+    )
+  }
+
+  async close(): Promise<void> {
+    await closeConnection(this.#redis)
+  }
+
+  #writers(room: string): string {
+    return `${this.#prefix}journal:{${room}}`
+  }
+
+  #stream(room: string, writer: string): string {
+    return `${this.#prefix}journal:{${room}}:${writer}`
+  }
+}
+
+/** The smallest stream id after `id` (`<ms>-<seq>`): XTRIM MINID keeps ids from there on. */
+function nextId(id: string): string {
+  const [ms, seq] = id.split('-')
+  return `${ms}-${Number(seq) + 1}`
+}

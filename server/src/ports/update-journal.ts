@@ -1,0 +1,31 @@
+/**
+ * How far a room's journal reaches: for each writer (a server, or the one embedded file), the id
+ * of the last entry covered. Opaque to the core, which only passes positions back to `trim`.
+ */
+export type JournalPosition = ReadonlyMap<string, string>
+
+export interface JournalContents {
+  /** Every update still journaled for the room, by any writer; each writer's in append order. */
+  updates: Uint8Array[]
+  /** The position just reached: trimming to it drops exactly these updates. */
+  position: JournalPosition
+}
+
+/**
+ * A per-room write-ahead log of applied updates, so a crash between snapshots loses nothing.
+ * The server appends each update it applied from a client, trims what a saved snapshot holds,
+ * and replays the rest on top of the snapshot when the room loads again.
+ */
+export interface UpdateJournal {
+  /**
+   * Appends an update this server applied. Called on the hot path: the write starts before this
+   * returns (so a process killed right after keeps it) and the promise only reports the outcome:
+   * the position of the new entry, or the error.
+   */
+  append(room: string, update: Uint8Array): Promise<JournalPosition>
+  /** What is journaled for the room now, by every writer. Throws if the journal fails. */
+  read(room: string): Promise<JournalContents>
+  /** Drops the entries at or before `position` (a saved snapshot holds them); later ones stay. */
+  trim(room: string, position: JournalPosition): Promise<void>
+  close(): Promise<void>
+}

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import type { UpdateJournal } from '../../src/ports/update-journal.js'
+import { uniqueRoom } from '../helpers/clients.js'
+
+export interface JournalFixture {
+  /** A journal for `writer` (a server id) on the fixture's shared storage. */
+  open(writer: string): UpdateJournal
+  cleanup(): Promise<void>
+}
+
+const bytes = (...values: number[]) => new Uint8Array(values)
+
+/** What every `UpdateJournal` adapter must do. */
+export function updateJournalContract(name: string, createFixture: () => Promise<JournalFixture>): void {
+  describe(`UpdateJournal contract: ${name}`, () => {
+    it('reads nothing for a room never written, then every append in order', async () => {
+      const fixture = await createFixture()
+      const journal = fixture.open('server-a')
+      const room = uniqueRoom('journal')
+      assert.deepEqual(await journal.read(room), { updates: [], position: new Map() })
+      await journal.append(room, bytes(1, 0, 2))
+      await journal.append(room, bytes(3))
+      const { updates, position } = await journal.read(room)
+      assert.deepEqual(updates, [bytes(1, 0, 2), bytes(3)])
+      assert.equal(position.size, 1)
+      await journal.close()
+      await fixture.cleanup()
+    })
+
+    it('trims up to a position and keeps what came after it, also an append racing the trim', async () => {
+      const fixture = await createFixture()
+      const journal = fixture.open('server-a')
+      const room = uniqueRoom('journal')
+      const first = await journal.append(room, bytes(1))
+      await journal.append(room, bytes(2))
+      await journal.trim(room, first)
+      assert.deepEqual((await journal.read(room)).updates, [bytes(2)])
+      const { position } = await journal.read(room)
+      await Promise.all([journal.trim(room, position), journal.append(room, bytes(3))])
+      assert.deepEqual((await journal.read(room)).updates, [bytes(3)])
+      await journal.trim(room, first) // an old position again: nothing newer goes
+      assert.deepEqual((await journal.read(room)).updates, [bytes(3)])
+      await journal.trim(room, (await journal.read(room)).position)
+      assert.deepEqual((await journal.read(room)).updates, [])
+      await journal.append(room, bytes(4))
+      assert.deepEqual((await journal.read(room)).updates, [bytes(4)], 'appends go on after an empty trim')
+      await journal.close()
+      await fixture.cleanup()
+    })
+
+    it("outlives its writer: the next server reads the dead one's updates and trims them", async () => {
+      const fixture = await createFixture()
+      const room = uniqueRoom('journal')
+      const dead = fixture.open('server-a')
+      await dead.append(room, bytes(1))
+      await dead.append(room, bytes(2))
+      await dead.close()
+      const next = fixture.open('server-b')
+      const read = await next.read(room)
+      assert.deepEqual(read.updates, [bytes(1), bytes(2)])
+      await next.append(room, bytes(3))
+      await next.trim(room, read.position)
+      assert.deepEqual((await next.read(room)).updates, [bytes(3)])
+      await next.close()
+      await fixture.cleanup()
+    })
+
+    it('keeps rooms apart and a large update intact', async () => {
+      const fixture = await createFixture()
+      const journal = fixture.open('server-a')
+      const suffix = uniqueRoom('')
+      const names = ['.', '..', 'a:b', 'a.B', 'x'.repeat(100)].map((n) => `${n}${suffix}`)
+      const big = new Uint8Array(2 * 1024 * 1024).map((_, i) => i % 251)
+      await Promise.all(names.map((room, i) => journal.append(room, bytes(i))))
+      await journal.append(names[0] as string, big)
+      for (const [i, room] of names.entries()) {
+        const expected = i === 0 ? [bytes(0), big] : [bytes(i)]
+        assert.deepEqual((await journal.read(room)).updates, expected, room)
+      }
+      await journal.close()
+      await fixture.cleanup()
+    })
+  })
+}
