@@ -20,6 +20,8 @@ export interface SymphonySettings {
   domainName: string | undefined
   /** Verify tokens against this JWKS instead of a generated HS256 secret. */
   authJwksUrl: string | undefined
+  /** Browser origins allowed to open a WebSocket (the server's ALLOWED_ORIGINS); unset: any. */
+  allowedOrigins: string | undefined
   /** Keep the bucket and a final database snapshot on `cdk destroy` (and block database deletion). */
   retainData: boolean
   loadAgents: { count: number; coordinatorUrl: string | undefined }
@@ -100,6 +102,13 @@ const context = z.object({
     .regex(/^([a-z0-9-]+\.)+[a-z]{2,}$/i, 'must be a host name such as collab.example.com')
     .optional(),
   authJwksUrl: z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
+  allowedOrigins: z
+    .string()
+    .regex(
+      /^https?:\/\/[^/,\s]+(,\s*https?:\/\/[^/,\s]+)*$/,
+      'must be comma-separated origins such as https://app.example.com',
+    )
+    .optional(),
   retainData: flag,
   loadAgents: count(0, 100),
   loadCoordinatorUrl: z
@@ -153,6 +162,7 @@ export function parseSettings(read: (key: string) => unknown, defaultRegion?: st
     certificateArn: c.certificateArn,
     domainName: c.domainName,
     authJwksUrl: c.authJwksUrl,
+    allowedOrigins: c.allowedOrigins,
     retainData: c.retainData ?? true,
     loadAgents: { count: loadAgents, coordinatorUrl: c.loadCoordinatorUrl },
     shutdownTimeoutSeconds: c.shutdownTimeoutSeconds ?? 25,

@@ -66,6 +66,7 @@ export class SymphonyStack extends Stack {
       database: this.database,
       ...settings.sync,
       authJwksUrl: settings.authJwksUrl,
+      allowedOrigins: settings.allowedOrigins,
       shutdownTimeout: Duration.seconds(settings.shutdownTimeoutSeconds),
     })
     this.dashboard = new DashboardService(this, 'Dashboard', {

@@ -31,6 +31,8 @@ export interface SyncServiceProps {
   maxTasks: number
   /** Verify tokens against this JWKS; without it, an HS256 secret is generated here. */
   authJwksUrl: string | undefined
+  /** ALLOWED_ORIGINS for the servers, if set. */
+  allowedOrigins: string | undefined
   /** The server's SIGTERM drain (SHUTDOWN_TIMEOUT_MS). */
   shutdownTimeout: Duration
 }
@@ -84,6 +86,7 @@ export class SyncService extends Construct {
         AWS_REGION: Stack.of(this).region,
         SHUTDOWN_TIMEOUT_MS: String(props.shutdownTimeout.toMilliseconds()),
         ...(props.authJwksUrl ? { AUTH_JWKS_URL: props.authJwksUrl } : {}),
+        ...(props.allowedOrigins ? { ALLOWED_ORIGINS: props.allowedOrigins } : {}),
       },
       secrets,
       portMappings: [

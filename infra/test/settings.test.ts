@@ -67,6 +67,10 @@ describe('infra settings (CDK context)', () => {
     assert.match(errorFor({ certificateArn: 'my-cert' }), /^context certificateArn: must be an ACM/)
     assert.match(errorFor({ domainName: 'collab.example.com' }), /^context domainName: needs certificateArn/)
     assert.match(
+      errorFor({ allowedOrigins: 'https://app.example.com/path' }),
+      /^context allowedOrigins: must be comma-separated origins/,
+    )
+    assert.match(
       errorFor({ authJwksUrl: 'http://example.com/jwks' }),
       /^context authJwksUrl: must be an https/,
     )

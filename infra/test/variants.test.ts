@@ -59,6 +59,7 @@ describe('the stack under other settings', () => {
       minTasks: '3',
       maxTasks: '5',
       dashboardAllowedCidr: '203.0.113.0/24',
+      allowedOrigins: 'https://app.example.com,https://admin.example.com',
     })
     template.hasResource('AWS::RDS::DBInstance', {
       DeletionPolicy: 'Delete',
@@ -69,6 +70,7 @@ describe('the stack under other settings', () => {
     const environment = sampleEnvironment(containerNamed(template, 'server'))
     assert.equal(environment.AUTH_JWKS_URL, 'https://auth.example.com/.well-known/jwks.json')
     assert.equal(environment.AUTH_SECRET, undefined)
+    assert.equal(environment.ALLOWED_ORIGINS, 'https://app.example.com,https://admin.example.com')
     assert.equal(template.findOutputs('AuthSecret').AuthSecret, undefined)
     template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
       MinCapacity: 3,

@@ -26,6 +26,11 @@ export const SNAPSHOTS_URL = z
     'must be file://<folder> or s3://<bucket>/<prefix>',
   )
 
+/** `scheme://host[:port]` exactly as a browser sends it in `Origin`. */
+function isOrigin(text: string): boolean {
+  return URL.canParse(text) && new URL(text).origin === text
+}
+
 /** Every environment variable the sync server reads, with its default. The README lists them. */
 const environment = z.object({
   PORT: int(0, 65535, 1234),
@@ -67,6 +72,10 @@ const environment = z.object({
   REGISTRY_LEASE_MS: int(1_000, 3_600_000, 30_000),
   PEER_FETCH_TIMEOUT_MS: int(50, 60_000, 2_000),
   ANTI_ENTROPY_INTERVAL_MS: int(0, 3_600_000, 10_000),
+  ALLOWED_ORIGINS: optionalText.refine(
+    (v) => !v || v.split(',').every((origin) => isOrigin(origin.trim())),
+    'must be comma-separated origins such as https://app.example.com',
+  ),
   AUTH: z.enum(['none', 'jwt']).optional(),
   AUTH_SECRET: optionalText.refine((s) => !s || s.length >= 32, 'must be at least 32 characters'),
   AUTH_PUBLIC_KEY: optionalText,
@@ -130,6 +139,8 @@ export interface Config {
   peerFetchTimeoutMs: number
   antiEntropyIntervalMs: number
   auth: AuthConfig
+  /** Browser origins allowed to connect; empty: any. */
+  allowedOrigins: string[]
   snapshotIntervalMs: number
   roomGraceMs: number
   shutdownTimeoutMs: number
@@ -168,6 +179,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     peerFetchTimeoutMs: e.PEER_FETCH_TIMEOUT_MS,
     antiEntropyIntervalMs: e.ANTI_ENTROPY_INTERVAL_MS,
     auth: authFrom(e),
+    allowedOrigins: e.ALLOWED_ORIGINS?.split(',').map((origin) => origin.trim()) ?? [],
     snapshotIntervalMs: e.SNAPSHOT_INTERVAL_MS,
     roomGraceMs: e.ROOM_GRACE_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

@@ -27,6 +27,7 @@ const server = await SyncServer.start({
   serverId: config.serverId,
   auth: config.auth,
   limits: config.limits,
+  allowedOrigins: config.allowedOrigins,
   snapshot: { intervalMs: config.snapshotIntervalMs, retryBaseMs: 1_000, retryMaxMs: 30_000 },
   roomGraceMs: config.roomGraceMs,
   antiEntropyIntervalMs: config.antiEntropyIntervalMs,

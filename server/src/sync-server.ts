@@ -41,6 +41,8 @@ export interface SyncServerOptions {
   serverId: string
   auth: AuthConfig
   limits: Limits
+  /** Browser origins allowed to open a WebSocket (empty or unset: any). */
+  allowedOrigins?: readonly string[]
   snapshot: SnapshotPolicy
   roomGraceMs: number
   antiEntropyIntervalMs: number
@@ -109,6 +111,7 @@ export class SyncServer {
       },
       options.limits,
       options.serverId,
+      new Set(options.allowedOrigins),
     )
     const staticFiles = options.demoFolder ? loadStaticFiles(options.demoFolder) : new Map()
     this.#http = createServer(

@@ -104,6 +104,11 @@ describe('configuration', () => {
       /^JOURNAL: a shared REGISTRY needs a shared journal/,
     )
     assert.match(errorFor({ AUTH: 'none', JOURNAL: 's3://bucket' }), /^JOURNAL: must be file/)
+    assert.match(errorFor({ AUTH: 'none', ALLOWED_ORIGINS: 'https://a.com/' }), /^ALLOWED_ORIGINS: must be/)
+    assert.deepEqual(
+      parseConfig({ AUTH: 'none', ALLOWED_ORIGINS: 'https://a.com, http://localhost:5173' }).allowedOrigins,
+      ['https://a.com', 'http://localhost:5173'],
+    )
     assert.match(
       errorFor({ ...cluster, INTERNAL_TOKEN: 'x'.repeat(16), PORT: '9000', INTERNAL_PORT: '9000' }),
       /^INTERNAL_PORT/,

@@ -200,6 +200,7 @@ export class Room {
     return this.#sizeBound
   }
 
+  /** The whole state, including updates still waiting for missing dependencies (so they count). */
   encodeState(): Uint8Array {
     const state = Y.encodeStateAsUpdate(this.doc)
     this.#sizeBound = state.length

@@ -46,6 +46,8 @@ export class WebSocketGateway {
     private readonly deps: GatewayDeps,
     private readonly limits: Limits,
     private readonly serverId: string,
+    /** Origins a browser may connect from; empty: any. Requests without an Origin are not browsers. */
+    private readonly allowedOrigins: ReadonlySet<string> = new Set(),
   ) {
     this.#server = new WebSocketServer({
       noServer: true,
@@ -76,6 +78,10 @@ export class WebSocketGateway {
       refuseUpgrade(socket, status, code, message)
     }
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
+    const origin = request.headers.origin
+    if (origin !== undefined && this.allowedOrigins.size > 0 && !this.allowedOrigins.has(origin)) {
+      return refuse(403, 'ORIGIN_NOT_ALLOWED', `origin ${origin.slice(0, 200)} is not allowed`)
+    }
     const { path, query } = parseRequestTarget(request.url)
     const room = path.slice(1)
     if (!isValidRoomName(room)) {

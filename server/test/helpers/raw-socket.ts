@@ -34,9 +34,12 @@ export function closed(socket: WebSocket): Promise<CloseEvent> {
 }
 
 /** The HTTP status an upgrade request was refused with (throws if it was accepted). */
-export function refusedStatus(url: string): Promise<{ status: number; body: string }> {
+export function refusedStatus(
+  url: string,
+  options: WebSocket.ClientOptions = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url)
+    const socket = new WebSocket(url, options)
     socket.once('open', () => {
       socket.close()
       reject(new Error(`upgrade to ${url} was accepted`))

@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict'
+import { readdirSync } from 'node:fs'
+import { connect } from 'node:net'
+import { join } from 'node:path'
+import { afterEach, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/close-codes'
+import * as Y from 'yjs'
+import { encodeUpdate } from '../src/protocol/codec.js'
+import { startBystanders } from './helpers/bystander.js'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { uniqueRoom } from './helpers/clients.js'
+import { closed, openRaw, refusedStatus } from './helpers/raw-socket.js'
+import { startTestServer, type TestServer } from './helpers/test-server.js'
+import { signToken, TEST_SECRET } from './helpers/tokens.js'
+
+afterEach(cleanUpAfterTest)
+
+/** Sends one raw HTTP upgrade request and returns the status code the server answers with. */
+function upgradeStatus(port: number, target: string, headers: Record<string, string> = {}): Promise<number> {
+  const lines = [
+    `GET ${target} HTTP/1.1`,
+    'Host: 127.0.0.1',
+    'Upgrade: websocket',
+    'Connection: Upgrade',
+    'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+    'Sec-WebSocket-Version: 13',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+  ]
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write(`${lines.join('\r\n')}\r\n\r\n`))
+    let answer = ''
+    socket.on('data', (chunk) => {
+      answer += chunk.toString()
+      const status = /^HTTP\/1\.1 (\d{3})/.exec(answer)
+      if (status) {
+        socket.destroy()
+        resolve(Number(status[1]))
+      }
+    })
+    socket.on('error', reject)
+    socket.on('close', () => reject(new Error(`no answer to ${target.slice(0, 40)}`)))
+  })
+}
+
+async function assertAlive(t: TestServer) {
+  assert.equal((await fetch(`${t.httpUrl}/healthz`)).status, 200, 'the process still serves')
+}
+
+/** Snapshot and journal files on disk, apart from the bystanders' room. */
+function writtenFiles(t: TestServer): string[] {
+  const files = [...readdirSync(t.snapshotFolder), ...readdirSync(join(t.snapshotFolder, 'journal'))]
+  return files.filter((name) => name !== 'journal' && !name.startsWith('bystander-'))
+}
+
+/** Round trips of a bystander room: none lost, none slowed past what a stall would cause. */
+function assertNormalLatency(latencies: number[]) {
+  const worst = Math.max(...latencies)
+  assert.ok(worst < 1_000, `a bystander edit took ${worst.toFixed(0)} ms`)
+}
+
+describe('hostile input at the door', () => {
+  it('refuses 1,000 upgrades without a token with 401, while another room keeps its pace', async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const bystanders = await startBystanders(t.wsUrl, {
+      token: await signToken({ room: 'bystander-*', access: 'rw' }),
+    })
+    const statuses = await Promise.all(
+      Array.from({ length: 1_000 }, (_, i) =>
+        upgradeStatus(t.server.port, `/${uniqueRoom('no-token')}-${i}`),
+      ),
+    )
+    assert.deepEqual(new Set(statuses), new Set([401]))
+    assertNormalLatency(await bystanders.stop())
+    const refused = (await t.server.metrics.connectionsRefused.get()).values
+    assert.equal(refused.find((value) => value.labels.reason === 'TOKEN_MISSING')?.value, 1_000)
+    assert.equal(t.server.manager.roomCount, 1, 'only the bystanders’ room was ever loaded')
+    assert.deepEqual(writtenFiles(t), [])
+    await assertAlive(t)
+  })
+
+  it('refuses a foreign Origin with 403 when an allow-list is set, and lets listed or absent ones in', async () => {
+    const t = await startTestServer({ allowedOrigins: ['https://app.example.com'] })
+    const room = uniqueRoom('origin')
+    assert.equal(await upgradeStatus(t.server.port, `/${room}`, { Origin: 'https://evil.example.com' }), 403)
+    assert.equal(
+      await upgradeStatus(t.server.port, `/${room}`, { Origin: 'https://app.example.com.evil.io' }),
+      403,
+    )
+    assert.equal(await upgradeStatus(t.server.port, `/${room}`, { Origin: 'null' }), 403)
+    const listed = await openRaw(`${t.wsUrl}/${room}`, { origin: 'https://app.example.com' })
+    assert.equal(listed.readyState, listed.OPEN)
+    const noOrigin = await openRaw(`${t.wsUrl}/${room}`) // not a browser: the token decides
+    assert.equal(noOrigin.readyState, noOrigin.OPEN)
+    const refused = await refusedStatus(`${t.wsUrl}/${room}`, { origin: 'https://evil.example.com' })
+    assert.equal(JSON.parse(refused.body).error.code, 'ORIGIN_NOT_ALLOWED')
+  })
+
+  it('refuses room-name injection (../, encoded slashes, 10 KB names, unicode, control bytes) with 400', async () => {
+    const t = await startTestServer()
+    const targets = [
+      '/../../etc/passwd',
+      '/..%2F..%2Fetc%2Fpasswd',
+      '/%2e%2e/%2e%2e/etc',
+      '/room%00name',
+      '/room%0d%0aSet-Cookie:x',
+      `/${'a'.repeat(10 * 1024)}`,
+      `/${encodeURIComponent('räume')}`,
+      `/${encodeURIComponent('room\u202egnp.exe')}`,
+      `/${encodeURIComponent('名前')}`,
+      '/room name',
+    ]
+    for (const target of targets) {
+      assert.equal(await upgradeStatus(t.server.port, target), 400, target.slice(0, 60))
+    }
+    assert.equal(t.server.manager.roomCount, 0)
+    assert.deepEqual(writtenFiles(t), [], 'nothing written outside or inside the data folder')
+    await assertAlive(t)
+  })
+})
+
+describe('hostile updates', () => {
+  it('counts updates whose dependencies never arrive against the size ceiling (4004), so they cannot pile up', async () => {
+    const maxDocumentBytes = 64 * 1024
+    const t = await startTestServer({ limits: { maxDocumentBytes } })
+    const room = uniqueRoom('pending')
+    const bystanders = await startBystanders(t.wsUrl)
+    const socket = await openRaw(`${t.wsUrl}/${room}`)
+    const gone = closed(socket)
+    let sent = 0
+    for (; sent < 200 && socket.readyState === socket.OPEN; sent++) {
+      // The second half of a client's edits, without the first: it waits for a dependency forever.
+      const doc = new Y.Doc()
+      doc.getText('t').insert(0, 'x'.repeat(1_000))
+      const before = Y.encodeStateVector(doc)
+      doc.getText('t').insert(1_000, 'y'.repeat(1_000))
+      socket.send(encodeUpdate(Y.encodeStateAsUpdate(doc, before)))
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    const close = await gone
+    assert.equal(close.code, CloseCode.DocumentTooLarge, `closed after ${sent} pending updates`)
+    const pending = t.server.manager.loadedRoom(room)?.doc.store.pendingStructs?.update.length ?? 0
+    assert.ok(pending <= maxDocumentBytes, `${pending} bytes of pending structs held`)
+    assertNormalLatency(await bystanders.stop())
+    await assertAlive(t)
+  })
+})
