@@ -86,17 +86,38 @@ const env = {
   AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
 }
 
-tests = spawn(
-  process.execPath,
-  ['--import', 'tsx', '--expose-gc', '--test', '--test-concurrency=2', '--test-timeout=120000', ...files],
-  { cwd: root, env, stdio: 'inherit' },
-)
-const status = await new Promise((resolve) => {
-  tests.once('error', (error) => {
-    console.error(error)
-    resolve(1)
+/** Runs test files with Node's runner, `concurrency` files at a time; resolves to its exit code. */
+function runTests(testFiles, concurrency) {
+  tests = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--expose-gc',
+      '--test',
+      `--test-concurrency=${concurrency}`,
+      '--test-timeout=120000',
+      ...testFiles,
+    ],
+    { cwd: root, env, stdio: 'inherit' },
+  )
+  return new Promise((resolve) => {
+    tests.once('error', (error) => {
+      console.error(error)
+      resolve(1)
+    })
+    tests.once('exit', (code) => resolve(code ?? 1))
   })
-  tests.once('exit', (code) => resolve(code ?? 1))
-})
+}
+
+// `*.solo.test.ts` files measure timing under load (a reconnect storm): they run alone, afterwards,
+// so another file's servers do not share the two cores with them.
+const solo = files.filter((file) => file.endsWith('.solo.test.ts'))
+const shared = files.filter((file) => !solo.includes(file))
+let status = shared.length > 0 ? await runTests(shared, 2) : 0
+if (solo.length > 0 && !interrupted) {
+  console.log(`[tests] ${solo.length} solo file(s), one at a time: ${solo.join(', ')}`)
+  status = (await runTests(solo, 1)) || status
+}
 await stopServices()
 process.exit(interrupted ? SIGNAL_CODES[interrupted] : status)

@@ -16,7 +16,8 @@ export interface CacheProps {
 const REDIS_PORT = 6380
 
 /**
- * ElastiCache Redis for pub/sub fan-out between sync servers: private, TLS in transit, encrypted
+ * ElastiCache Redis for pub/sub fan-out and the update journal (Redis Streams) of the sync servers:
+ * private, TLS in transit, encrypted
  * at rest, and an AUTH token kept in Secrets Manager.
  */
 export class Cache extends Construct {

@@ -1,10 +1,13 @@
+import { mkdir, writeFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import { defaultAgentName, runAgent } from './agent.js'
 import { COORDINATOR_PORT } from './agent-protocol.js'
 import { runCoordinator } from './coordinator.js'
 import { runLocal } from './local-run.js'
-import { parseCommandLine, runSettings, UsageError } from './options.js'
+import { parseCommandLine, REPORTS_FOLDER, runSettings, UsageError } from './options.js'
 import { publish } from './outputs.js'
 import { reportJsonSchema } from './report-schema.js'
+import { describeSample, describeVerdict, runSoak, SOAK_OPTIONS, soakSettings } from './soak.js'
 import { WORKLOADS } from './workloads.js'
 
 const USAGE = `Usage:
@@ -13,6 +16,9 @@ const USAGE = `Usage:
                                                  hand the rooms to N agents and merge their reports
   symphony-loadtest agent --coordinator URL [--once] [--name NAME]
                                                  take rooms from a coordinator (again and again unless --once)
+  symphony-loadtest soak [options] [--churn S] [--sample S]
+                                                 hours of rooms coming and going; samples the server's
+                                                 heap, RSS and open rooms, and says whether they stay flat
   symphony-loadtest schema                       print the JSON report's JSON Schema
 
 Run options:
@@ -33,6 +39,10 @@ Run options:
   --json FILE           every figure as JSON (default loadtest-results/<time>-<workload>.json)
   --html FILE           the HTML report with charts (default loadtest-results/<time>-<workload>.html)
   --quiet               no progress line
+Soak options: --url, --rooms (default 20, each replaced when its users leave), --per-room (default 4),
+  --duration S (default 3600), --churn S (mean seconds a room's users stay, default 60),
+  --sample S (default 30), --doc-rate R (default 1), --token-secret, --room-prefix, --json FILE, --quiet;
+  exits 1 when memory or open rooms keep growing
 Coordinator options: --agents N (default 1), --host H (default 0.0.0.0), --port P (default ${COORDINATOR_PORT})
 
 Workloads:
@@ -74,11 +84,25 @@ async function main(argv: string[]): Promise<number> {
       await runAgent({ coordinatorUrl: coordinator, once, name })
       return 0
     }
+    case 'soak': {
+      const values = parseCommandLine(args, SOAK_OPTIONS)
+      const settings = soakSettings(values, process.env)
+      const report = await runSoak(settings, (sample) => {
+        if (!values.quiet) console.error(describeSample(sample))
+      })
+      const json = String(
+        values.json ?? `${REPORTS_FOLDER}/${new Date().toISOString().replace(/[:.]/g, '-')}-soak.json`,
+      )
+      await mkdir(dirname(json), { recursive: true })
+      await writeFile(json, `${JSON.stringify(report, null, 2)}\n`)
+      console.log(`${describeVerdict(report)}\n  report: ${json}`)
+      return report.verdict.flat ? 0 : 1
+    }
     case 'schema':
       console.log(JSON.stringify(reportJsonSchema(), null, 2))
       return 0
     default:
-      throw new UsageError(`unknown command "${command}" (run, coordinator, agent, schema)`)
+      throw new UsageError(`unknown command "${command}" (run, coordinator, agent, soak, schema)`)
   }
 }
 

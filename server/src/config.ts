@@ -2,6 +2,7 @@ import { hostname } from 'node:os'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
+import type { AwsClientOptions } from './adapters/aws-clients.js'
 import type { DatabaseConfig } from './adapters/postgres/connect.js'
 import type { AuthConfig } from './auth/authenticator.js'
 import { ConfigError } from './errors.js'
@@ -66,6 +67,8 @@ const environment = z.object({
   METADATA_SAMPLE_INTERVAL_MS: int(0, 3_600_000, 10_000),
   AWS_REGION: z.string().default('us-east-1'),
   AWS_ENDPOINT_URL: optionalText.refine((url) => !url || URL.canParse(url), 'must be a URL'),
+  AWS_ENDPOINT_URL_S3: optionalText.refine((url) => !url || URL.canParse(url), 'must be a URL'),
+  AWS_ENDPOINT_URL_DYNAMODB: optionalText.refine((url) => !url || URL.canParse(url), 'must be a URL'),
   INTERNAL_PORT: int(0, 65535, 9234),
   INTERNAL_HOST: optionalText,
   INTERNAL_TOKEN: optionalText.refine((s) => !s || s.length >= 16, 'must be at least 16 characters'),
@@ -133,7 +136,7 @@ export interface Config {
   database: DatabaseConfig
   /** How often each loaded room's connections and size are recorded (0: never). */
   metadataSampleIntervalMs: number
-  aws: { region: string; endpoint: string | undefined }
+  aws: AwsClientOptions
   internal: InternalEndpointConfig | null
   registryLeaseMs: number
   peerFetchTimeoutMs: number
@@ -173,7 +176,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     journal: journalFrom(e),
     database: databaseFrom(e.DATABASE_URL, e.DATABASE_PASSWORD, e.PGLITE_PORT),
     metadataSampleIntervalMs: e.METADATA_SAMPLE_INTERVAL_MS,
-    aws: { region: e.AWS_REGION, endpoint: e.AWS_ENDPOINT_URL },
+    aws: {
+      region: e.AWS_REGION,
+      endpoint: e.AWS_ENDPOINT_URL,
+      s3Endpoint: e.AWS_ENDPOINT_URL_S3,
+      dynamoEndpoint: e.AWS_ENDPOINT_URL_DYNAMODB,
+    },
     internal: internalFrom(e),
     registryLeaseMs: e.REGISTRY_LEASE_MS,
     peerFetchTimeoutMs: e.PEER_FETCH_TIMEOUT_MS,

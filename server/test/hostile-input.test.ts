@@ -112,6 +112,11 @@ describe('hostile input at the door', () => {
     for (const target of targets) {
       assert.equal(await upgradeStatus(t.server.port, target), 400, target.slice(0, 60))
     }
+    assert.equal(
+      await upgradeStatus(t.server.port, `/${'a'.repeat(20 * 1024)}`),
+      431,
+      'past the header limit',
+    )
     assert.equal(t.server.manager.roomCount, 0)
     assert.deepEqual(writtenFiles(t), [], 'nothing written outside or inside the data folder')
     await assertAlive(t)

@@ -31,6 +31,7 @@ export async function startSymphony(options: StartOptions = {}): Promise<Started
     HOST: '127.0.0.1',
     PGLITE_PORT: '0',
     SNAPSHOTS: `file://${join(data, 'snapshots')}`,
+    JOURNAL: `file://${join(data, 'journal')}`,
     DATABASE_URL: `pglite://${join(data, 'pg')}`,
     ...options.env,
     LOG_LEVEL: 'info', // readiness is read from the log

@@ -19,8 +19,7 @@ import { S3SnapshotStore } from './s3-snapshot-store.js'
 export function createAdapters(config: Config, self: PeerServer, logger: Logger): Adapters {
   let clients: ReturnType<typeof createAwsClients> | undefined
   // Only cluster mode talks to AWS; embedded mode creates no clients.
-  const aws = () =>
-    (clients ??= createAwsClients({ region: config.aws.region, endpoint: config.aws.endpoint }))
+  const aws = () => (clients ??= createAwsClients(config.aws))
   const lease = { leaseMs: config.registryLeaseMs, now: Date.now }
   return {
     pubsub:

@@ -1,4 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url))
@@ -15,8 +18,10 @@ export interface ServerProcess {
 
 /** Runs the built server (`server/dist/main.js`, as `npm start` does) and waits until it listens. */
 export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  // Embedded servers journal into ./data/journal by default: keep tests out of the working tree.
+  const journal = env.PUBSUB ? {} : { JOURNAL: `file://${mkdtempSync(join(tmpdir(), 'symphony-journal-'))}` }
   const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', ...env },
+    env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', ...journal, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const logs: Record<string, unknown>[] = []

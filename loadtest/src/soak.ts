@@ -1,0 +1,239 @@
+import { randomBytes } from 'node:crypto'
+import { z } from 'zod'
+import { LightUser } from './light-user.js'
+import { Measures } from './measures.js'
+import { UsageError } from './options.js'
+import { tokenMinter } from './tokens.js'
+
+/** A soak: rooms come and go for hours while the server's memory and open rooms are sampled. */
+export interface SoakSettings {
+  url: string
+  /** Rooms open at any moment; each is replaced by a fresh one when its users leave. */
+  rooms: number
+  perRoom: number
+  durationSeconds: number
+  /** Mean lifetime of a room's users (each lives 50–150 % of it). */
+  churnSeconds: number
+  sampleSeconds: number
+  /** Edits per user per second (each user also moves its cursor as often). */
+  docRate: number
+  tokenSecret: string | undefined
+  roomPrefix: string
+}
+
+export interface SoakSample {
+  atSeconds: number
+  heapBytes: number
+  rssBytes: number
+  rooms: number
+  connections: number
+}
+
+export interface SoakVerdict {
+  /** Median of the last half of the samples after warm-up minus median of the first half. */
+  heapGrowthBytes: number
+  rssGrowthBytes: number
+  roomsGrowth: number
+  flat: boolean
+}
+
+export interface SoakReport {
+  settings: SoakSettings
+  samples: SoakSample[]
+  /** Rooms that were joined, used and left. */
+  roomsChurned: number
+  errors: string[]
+  verdict: SoakVerdict
+}
+
+/** Memory may wobble this much (the larger of the two) between halves and still be flat. */
+const HEAP_SLACK = { bytes: 8 * 2 ** 20, share: 0.1 }
+const RSS_SLACK = { bytes: 24 * 2 ** 20, share: 0.1 }
+
+export async function runSoak(
+  settings: SoakSettings,
+  onSample?: (sample: SoakSample) => void,
+): Promise<SoakReport> {
+  const measures = new Measures()
+  const mint = tokenMinter(settings.tokenSecret, settings.durationSeconds + 3_600)
+  const startedAt = performance.now()
+  const endsAt = startedAt + settings.durationSeconds * 1000
+  const samples: SoakSample[] = []
+  let roomsChurned = 0
+  let sampling = Promise.resolve()
+  const sampler = setInterval(() => {
+    sampling = sampling.then(async () => {
+      const sample = await readServer(settings.url, (performance.now() - startedAt) / 1000)
+      if (!sample) return measures.error('errors', 'the server did not answer /metrics')
+      samples.push(sample)
+      onSample?.(sample)
+    })
+  }, settings.sampleSeconds * 1000)
+
+  const runSlot = async (slot: number) => {
+    for (let generation = 0; performance.now() < endsAt; generation++) {
+      const room = `${settings.roomPrefix}-${slot}-${generation}`
+      const tokens = await Promise.all(
+        Array.from({ length: settings.perRoom }, (_, i) => mint(room, slot * settings.perRoom + i)),
+      )
+      const users = tokens.map(
+        (token) => new LightUser({ serverUrl: settings.url, room, token, edit: 'set', measures }),
+      )
+      const joined = await Promise.allSettled(users.map((user) => user.connect()))
+      const lifetimeMs = settings.churnSeconds * 1000 * (0.5 + Math.random())
+      await act(users, Math.min(endsAt, performance.now() + lifetimeMs), settings.docRate)
+      await Promise.all(users.map((user) => user.close()))
+      if (joined.every((result) => result.status === 'fulfilled')) roomsChurned++
+    }
+  }
+  await Promise.all(Array.from({ length: settings.rooms }, (_, slot) => runSlot(slot)))
+  clearInterval(sampler)
+  await sampling
+  return { settings, samples, roomsChurned, errors: [...measures.errorMessages], verdict: judge(samples) }
+}
+
+/** Every user edits its shape and moves its cursor `rate` times a second until `until`. */
+async function act(users: LightUser[], until: number, rate: number): Promise<void> {
+  let sequence = 0
+  while (performance.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, Math.min(1000 / rate, until - performance.now())))
+    sequence++
+    for (const [u, user] of users.entries()) {
+      const t = performance.now()
+      const x = Math.random() * 1000
+      user.edit({ u, s: sequence, t, x, y: x / 2 })
+      user.setPresence({ name: `user-${u}`, cursor: { x, y: x / 2 }, s: sequence, t })
+    }
+  }
+}
+
+async function readServer(url: string, atSeconds: number): Promise<SoakSample | null> {
+  try {
+    const response = await fetch(new URL('/metrics', url.replace(/^ws/, 'http')), {
+      signal: AbortSignal.timeout(5_000),
+    })
+    const text = await response.text()
+    const value = (name: string) =>
+      Number(new RegExp(`^${name} ([0-9.eE+-]+)`, 'm').exec(text)?.[1] ?? Number.NaN)
+    const sample = {
+      atSeconds,
+      heapBytes: value('nodejs_heap_size_used_bytes'),
+      rssBytes: value('process_resident_memory_bytes'),
+      rooms: value('symphony_rooms'),
+      connections: value('symphony_connections'),
+    }
+    return Object.values(sample).some(Number.isNaN) ? null : sample
+  } catch {
+    return null
+  }
+}
+
+/** Drops the first quarter (warm-up), then compares the medians of the two halves of the rest. */
+export function judge(samples: SoakSample[]): SoakVerdict {
+  const steady = samples.slice(Math.floor(samples.length / 4))
+  const half = Math.floor(steady.length / 2)
+  const growth = (pick: (s: SoakSample) => number) =>
+    median(steady.slice(half).map(pick)) - median(steady.slice(0, half).map(pick))
+  const baseline = (pick: (s: SoakSample) => number) => median(steady.slice(0, half).map(pick))
+  const heapGrowthBytes = growth((s) => s.heapBytes)
+  const rssGrowthBytes = growth((s) => s.rssBytes)
+  const roomsGrowth = growth((s) => s.rooms)
+  const within = (value: number, base: number, slack: typeof HEAP_SLACK) =>
+    value <= Math.max(slack.bytes, slack.share * base)
+  return {
+    heapGrowthBytes,
+    rssGrowthBytes,
+    roomsGrowth,
+    flat:
+      half >= 2 &&
+      within(
+        heapGrowthBytes,
+        baseline((s) => s.heapBytes),
+        HEAP_SLACK,
+      ) &&
+      within(
+        rssGrowthBytes,
+        baseline((s) => s.rssBytes),
+        RSS_SLACK,
+      ) &&
+      roomsGrowth <= Math.max(2, 0.1 * baseline((s) => s.rooms)),
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2
+}
+
+const SoakArguments = z.object({
+  url: z
+    .string()
+    .refine((v) => /^(ws|wss|http|https):\/\/./.test(v) && URL.canParse(v), 'must be a ws:// or wss:// URL')
+    .transform((v) => v.replace(/^http/, 'ws').replace(/\/+$/, '')),
+  rooms: z.coerce.number().int().min(1).max(100_000).default(20),
+  'per-room': z.coerce.number().int().min(1).max(1_000).default(4),
+  duration: z.coerce
+    .number()
+    .min(1)
+    .max(7 * 86_400),
+  churn: z.coerce.number().min(0.5).max(86_400).default(60),
+  sample: z.coerce.number().min(0.5).max(3_600).default(30),
+  'doc-rate': z.coerce.number().min(0.01).max(100).default(1),
+  'token-secret': z.string().min(32, 'must be at least 32 characters').optional(),
+  'room-prefix': z
+    .string()
+    .regex(/^[A-Za-z0-9._~:-]{1,64}$/, 'letters, digits and . _ ~ : - only')
+    .optional(),
+})
+
+/** The soak command's options: the run options it shares, plus --churn and --sample. */
+export const SOAK_OPTIONS = {
+  churn: { type: 'string' },
+  sample: { type: 'string' },
+} as const
+
+export function soakSettings(values: Record<string, unknown>, env: NodeJS.ProcessEnv): SoakSettings {
+  const parsed = SoakArguments.safeParse({
+    ...values,
+    // A soak lasts hours unless told otherwise; the run default (30 s) is not meant for it.
+    duration: values.duration === '30' ? '3600' : values.duration,
+    'token-secret': values['token-secret'] ?? env.LOADTEST_TOKEN_SECRET,
+  })
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    throw new UsageError(`--${issue?.path.join('.')}: ${issue?.message}`)
+  }
+  const a = parsed.data
+  return {
+    url: a.url,
+    rooms: a.rooms,
+    perRoom: a['per-room'],
+    durationSeconds: a.duration,
+    churnSeconds: a.churn,
+    sampleSeconds: a.sample,
+    docRate: a['doc-rate'],
+    tokenSecret: a['token-secret'],
+    roomPrefix: a['room-prefix'] ?? `soak-${randomBytes(3).toString('hex')}`,
+  }
+}
+
+const MiB = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
+
+export function describeSample(sample: SoakSample): string {
+  return `[soak ${sample.atSeconds.toFixed(0)} s] heap ${MiB(sample.heapBytes)}  rss ${MiB(sample.rssBytes)}  rooms ${sample.rooms}  connections ${sample.connections}`
+}
+
+export function describeVerdict(report: SoakReport): string {
+  const { verdict } = report
+  return [
+    `soak: ${report.samples.length} samples over ${report.settings.durationSeconds} s, ${report.roomsChurned} rooms churned, ${report.errors.length} distinct errors`,
+    `  heap growth ${MiB(verdict.heapGrowthBytes)}, RSS growth ${MiB(verdict.rssGrowthBytes)}, open rooms ${verdict.roomsGrowth >= 0 ? '+' : ''}${verdict.roomsGrowth} (median of the second half of the steady samples minus the first)`,
+    verdict.flat
+      ? '  flat: memory and open rooms hold steady'
+      : '  GROWING: memory or open rooms kept rising',
+    ...report.errors.map((error) => `  error: ${error}`),
+  ].join('\n')
+}
