@@ -96,7 +96,7 @@ function runTests(testFiles, concurrency) {
       '--expose-gc',
       '--test',
       `--test-concurrency=${concurrency}`,
-      '--test-timeout=120000',
+      '--test-timeout=300000',
       ...testFiles,
     ],
     { cwd: root, env, stdio: 'inherit' },
@@ -110,8 +110,8 @@ function runTests(testFiles, concurrency) {
   })
 }
 
-// `*.solo.test.ts` files measure timing under load (a reconnect storm): they run alone, afterwards,
-// so another file's servers do not share the two cores with them.
+// `*.solo.test.ts` files load the machine or measure timing under load (a reconnect storm, a soak):
+// they run alone, afterwards, so no other file shares the two cores with them.
 const solo = files.filter((file) => file.endsWith('.solo.test.ts'))
 const shared = files.filter((file) => !solo.includes(file))
 let status = shared.length > 0 ? await runTests(shared, 2) : 0

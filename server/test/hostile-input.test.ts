@@ -4,16 +4,27 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/close-codes'
+import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
-import { encodeUpdate } from '../src/protocol/codec.js'
+import { encodeAwareness, encodeUpdate } from '../src/protocol/codec.js'
 import { startBystanders } from './helpers/bystander.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
-import { uniqueRoom } from './helpers/clients.js'
+import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
 import { closed, openRaw, refusedStatus } from './helpers/raw-socket.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
 import { signToken, TEST_SECRET } from './helpers/tokens.js'
 
 afterEach(cleanUpAfterTest)
+
+/** An awareness message for one client whose state is the JSON text `state`. */
+function awarenessState(state: string): Uint8Array {
+  const encoder = encoding.createEncoder()
+  encoding.writeVarUint(encoder, 1)
+  encoding.writeVarUint(encoder, 77)
+  encoding.writeVarUint(encoder, 1)
+  encoding.writeVarString(encoder, state)
+  return encodeAwareness(encoding.toUint8Array(encoder))
+}
 
 /** Sends one raw HTTP upgrade request and returns the status code the server answers with. */
 function upgradeStatus(port: number, target: string, headers: Record<string, string> = {}): Promise<number> {
@@ -123,7 +134,77 @@ describe('hostile input at the door', () => {
   })
 })
 
+const hex = (text: string) => new Uint8Array(Buffer.from(text.replaceAll(' ', ''), 'hex'))
+const MAX_VARUINT = 'ffffffffffffff7f' // 2^56 - 1: lib0 does not range-check a varint's last byte
+const nested = (depth: number): unknown => (depth === 0 ? 'bottom' : [nested(depth - 1)])
+
+/** A Yjs update built through the real API, framed as a y-websocket update message. */
+function updateFrom(build: (doc: Y.Doc) => void, remove: (doc: Y.Doc) => Uint8Array | null = () => null) {
+  const doc = new Y.Doc()
+  build(doc)
+  return encodeUpdate(remove(doc) ?? Y.encodeStateAsUpdate(doc))
+}
+
+/** The second edit of each of `clients` clients without their first: each waits forever. */
+function waitingOnManyClients(clients: number): Uint8Array {
+  const updates = Array.from({ length: clients }, () => {
+    const doc = new Y.Doc()
+    doc.getText('t').insert(0, 'a')
+    const before = Y.encodeStateVector(doc)
+    doc.getText('t').insert(1, 'b')
+    return Y.encodeStateAsUpdate(doc, before)
+  })
+  return encodeUpdate(Y.mergeUpdates(updates))
+}
+
 describe('hostile updates', () => {
+  it('refuses crafted updates that would poison the document or stall the server, and the room carries on', async () => {
+    const t = await startTestServer()
+    const room = uniqueRoom('poison')
+    const bystanders = await startBystanders(t.wsUrl)
+    const neighbour = await connectSynced(t.wsUrl, room)
+    neighbour.doc.getText('t').insert(0, 'still here')
+    // Each of these, applied, leaves a document that no longer encodes or runs its cleanups, or
+    // costs seconds of CPU (found by fuzzing Yjs 13.6 with crafted and mutated updates).
+    const poisons: [string, Uint8Array][] = [
+      ['a zero-length deleted item', hex('00 01 01 05 00 01 01 01 74 00 00 00')],
+      ['a zero-length GC struct', hex('00 02 01 01 01 00 00 00 00')],
+      [
+        'a clock past 2^53 left waiting',
+        hex(`00 02 01 02 0b 1a 04 00 0b ${MAX_VARUINT} 01 61 04 00 0b 1a 01 62 00`),
+      ],
+      ['a deletion reaching 2^53', hex('00 02 00 01 09 02 01 ff ff ff ff ff ff ff 0f 00 01')],
+      ['a struct count of 2^25 in 7 bytes', hex('00 02 01 ff ff ff 0f 01 00')],
+      ['map values nested 100 deep', updateFrom((doc) => doc.getMap('m').set('deep', nested(100)))],
+      ['an embed nested 100 deep', updateFrom((doc) => doc.getText('t').insertEmbed(0, { x: nested(100) }))],
+      ['a subdocument', updateFrom((doc) => doc.getMap('m').set('sub', new Y.Doc()))],
+      ['edits waiting on 200 clients', waitingOnManyClients(200)],
+      ['a presence state nested 100 deep', awarenessState(JSON.stringify(nested(100)))],
+    ]
+    for (const [name, frame] of poisons) {
+      const socket = await openRaw(`${t.wsUrl}/${room}`)
+      const gone = closed(socket)
+      socket.send(frame)
+      assert.equal((await gone).code, CloseCode.ProtocolError, name)
+      const doc = t.server.manager.loadedRoom(room)?.doc
+      assert.ok(doc, 'the room is still loaded')
+      assert.doesNotThrow(() => Y.encodeStateAsUpdate(doc), `${name}: the document still encodes`)
+      assert.equal(
+        (doc as unknown as { _transactionCleanups: unknown[] })._transactionCleanups.length,
+        0,
+        name,
+      )
+    }
+    neighbour.doc.getText('t').insert(0, 'and writing: ')
+    const late = await connectSynced(t.wsUrl, room)
+    await eventually(
+      () => late.doc.getText('t').toString() === 'and writing: still here',
+      'a late joiner syncs',
+    )
+    assertNormalLatency(await bystanders.stop())
+    await assertAlive(t)
+  })
+
   it('counts updates whose dependencies never arrive against the size ceiling (4004), so they cannot pile up', async () => {
     const maxDocumentBytes = 64 * 1024
     const t = await startTestServer({ limits: { maxDocumentBytes } })

@@ -17,6 +17,7 @@ import {
   type Message,
   readAwarenessClientIds,
 } from '../protocol/codec.js'
+import { checkUpdate } from '../protocol/update-guard.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import type { Connection } from './connection.js'
 import type { RoomJournal } from './room-journal.js'
@@ -220,6 +221,7 @@ export class Room {
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
   ): void {
+    checkUpdate(message.update, this.doc)
     this.#ensureRoomFor(message.update.length)
     // Journaled before it is forwarded: whatever anyone saw survives a crash of this server.
     if (this.#apply(message.update, connection)) this.journal.record(message.update)

@@ -1,6 +1,7 @@
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import { ProtocolError } from '../errors.js'
+import { jsonDepth, MAX_JSON_DEPTH } from './update-guard.js'
 
 /** Top-level message types of the y-websocket protocol. */
 export const MessageType = { Sync: 0, Awareness: 1, Auth: 2, QueryAwareness: 3 } as const
@@ -107,7 +108,8 @@ export function encodePermissionDenied(reason: string): Uint8Array {
 }
 
 /**
- * The client ids an awareness update speaks for, read without parsing their JSON states. Throws
+ * The client ids an awareness update speaks for, read without parsing their JSON states (only
+ * their nesting depth is checked). Throws
  * `ProtocolError` if the update is malformed.
  */
 export function readAwarenessClientIds(update: Uint8Array): number[] {
@@ -118,7 +120,10 @@ export function readAwarenessClientIds(update: Uint8Array): number[] {
     for (let i = 0; i < count; i++) {
       ids.push(decoding.readVarUint(decoder))
       decoding.readVarUint(decoder) // clock
-      decoding.readVarUint8Array(decoder) // state: a length-prefixed JSON string
+      // The state, a JSON text: too deep, and encoding presence for the next joiner would throw.
+      if (jsonDepth(decoding.readVarUint8Array(decoder)) > MAX_JSON_DEPTH) {
+        throw new Error(`a presence state nested deeper than ${MAX_JSON_DEPTH} levels`)
+      }
       if (ids.length > MAX_AWARENESS_IDS_READ) break
     }
     return ids
