@@ -16,6 +16,12 @@ export interface ServerProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
+/** Server processes still running: killed if the test process exits first (a failed or timed-out test). */
+const running = new Set<ChildProcess>()
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL')
+})
+
 /** Runs the built server (`server/dist/main.js`, as `npm start` does) and waits until it listens. */
 export function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
   // Embedded servers journal into ./data/journal by default: keep tests out of the working tree.
@@ -24,6 +30,8 @@ export function startServerProcess(env: Record<string, string>): Promise<ServerP
     env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', ...journal, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  running.add(child)
+  child.once('exit', () => running.delete(child))
   const logs: Record<string, unknown>[] = []
   let stderr = ''
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
