@@ -27,6 +27,8 @@ export const SNAPSHOTS_URL = z
     'must be file://<folder> or s3://<bucket>/<prefix>',
   )
 
+const optionalUrl = optionalText.refine((url) => !url || URL.canParse(url), 'must be a URL')
+
 /** `scheme://host[:port]` exactly as a browser sends it in `Origin`. */
 function isOrigin(text: string): boolean {
   return URL.canParse(text) && new URL(text).origin === text
@@ -66,23 +68,25 @@ const environment = z.object({
   PGLITE_PORT: int(0, 65535, 5433),
   METADATA_SAMPLE_INTERVAL_MS: int(0, 3_600_000, 10_000),
   AWS_REGION: z.string().default('us-east-1'),
-  AWS_ENDPOINT_URL: optionalText.refine((url) => !url || URL.canParse(url), 'must be a URL'),
-  AWS_ENDPOINT_URL_S3: optionalText.refine((url) => !url || URL.canParse(url), 'must be a URL'),
-  AWS_ENDPOINT_URL_DYNAMODB: optionalText.refine((url) => !url || URL.canParse(url), 'must be a URL'),
+  AWS_ENDPOINT_URL: optionalUrl,
+  AWS_ENDPOINT_URL_S3: optionalUrl,
+  AWS_ENDPOINT_URL_DYNAMODB: optionalUrl,
   INTERNAL_PORT: int(0, 65535, 9234),
   INTERNAL_HOST: optionalText,
   INTERNAL_TOKEN: optionalText.refine((s) => !s || s.length >= 16, 'must be at least 16 characters'),
   REGISTRY_LEASE_MS: int(1_000, 3_600_000, 30_000),
   PEER_FETCH_TIMEOUT_MS: int(50, 60_000, 2_000),
   ANTI_ENTROPY_INTERVAL_MS: int(0, 3_600_000, 10_000),
-  ALLOWED_ORIGINS: optionalText.refine(
-    (v) => !v || v.split(',').every((origin) => isOrigin(origin.trim())),
-    'must be comma-separated origins such as https://app.example.com',
-  ),
+  ALLOWED_ORIGINS: optionalText
+    .transform((v) => v?.split(',').map((origin) => origin.trim()) ?? [])
+    .refine(
+      (origins) => origins.every(isOrigin),
+      'must be comma-separated origins such as https://app.example.com',
+    ),
   AUTH: z.enum(['none', 'jwt']).optional(),
   AUTH_SECRET: optionalText.refine((s) => !s || s.length >= 32, 'must be at least 32 characters'),
   AUTH_PUBLIC_KEY: optionalText,
-  AUTH_JWKS_URL: optionalText.refine((url) => !url || URL.canParse(url), 'must be a URL'),
+  AUTH_JWKS_URL: optionalUrl,
   AUTH_ISSUER: optionalText,
   AUTH_AUDIENCE: optionalText,
   SNAPSHOT_INTERVAL_MS: int(100, 3_600_000, 30_000),
@@ -187,7 +191,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     peerFetchTimeoutMs: e.PEER_FETCH_TIMEOUT_MS,
     antiEntropyIntervalMs: e.ANTI_ENTROPY_INTERVAL_MS,
     auth: authFrom(e),
-    allowedOrigins: e.ALLOWED_ORIGINS?.split(',').map((origin) => origin.trim()) ?? [],
+    allowedOrigins: e.ALLOWED_ORIGINS,
     snapshotIntervalMs: e.SNAPSHOT_INTERVAL_MS,
     roomGraceMs: e.ROOM_GRACE_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

@@ -11,12 +11,6 @@ import { TcpLink } from './helpers/tcp-link.js'
 const until = (check: () => Promise<boolean>, message: string, timeoutMs = 15_000) =>
   eventually(check, message, timeoutMs)
 
-const textOf = (state: Uint8Array | null) => {
-  const doc = new Y.Doc()
-  if (state) Y.applyUpdate(doc, state)
-  return doc.getText('t').toString()
-}
-
 describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (moto)', () => {
   let cluster: TestCluster
   before(async () => {
@@ -85,7 +79,7 @@ describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (m
     await until(async () => (await cluster.registryItems(room)).length === 1, 'registered')
     writer.destroy()
     await until(
-      async () => textOf(await cluster.snapshot(room)) === 'saved on leave',
+      async () => (await cluster.snapshotDoc(room)).getText('t').toString() === 'saved on leave',
       'the snapshot is in S3',
     )
     await until(async () => (await cluster.registryItems(room)).length === 0, 'the registry item is deleted')
@@ -99,7 +93,7 @@ describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (m
     const writer = await connectSynced(a.wsUrl, room)
     writer.doc.getText('t').insert(0, 'survives the crash')
     await until(
-      async () => textOf(await cluster.snapshot(room)) === 'survives the crash',
+      async () => (await cluster.snapshotDoc(room)).getText('t').toString() === 'survives the crash',
       'periodic snapshot',
     )
     writer.provider.shouldConnect = false
@@ -231,9 +225,7 @@ describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (m
     atA.destroy()
     atB.destroy()
     await until(async () => {
-      const doc = new Y.Doc()
-      const state = await cluster.snapshot(room)
-      if (state) Y.applyUpdate(doc, state)
+      const doc = await cluster.snapshotDoc(room)
       return doc.getText('t').toString() === 'stored' && doc.getMap('m').size === 2
     }, 'the final snapshot holds everything')
     a.child.kill('SIGKILL')

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { randomInt } from 'node:crypto'
 import { after, afterEach, before, describe, it } from 'node:test'
 import * as Y from 'yjs'
 import { type RoundRobinProxy, startRoundRobinProxy } from '../../scripts/lib/round-robin-proxy.mjs'
@@ -7,6 +6,7 @@ import { freePort } from '../../scripts/lib/services.mjs'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { type ClusterServer, metricValue, TestCluster } from './helpers/cluster.js'
 import { converged, EditingClient, holdsAllEdits, keepEditing } from './helpers/editing-clients.js'
+import { seededRandom } from './helpers/seeded-random.js'
 import { destroyTestAwsClients, requireTestServices } from './helpers/services.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
@@ -183,12 +183,10 @@ describe('faults on a real local cluster', () => {
     )
     onA.destroy()
     onB.destroy()
-    await until(async () => {
-      const doc = new Y.Doc()
-      const state = await cluster.snapshot(room)
-      if (state) Y.applyUpdate(doc, state)
-      return doc.getText('t').length === 11
-    }, 'the last leave saves to S3')
+    await until(
+      async () => (await cluster.snapshotDoc(room)).getText('t').length === 11,
+      'the last leave saves to S3',
+    )
     for (const server of [a, b]) {
       assert.ok(isRunning(server), `${server.name} is alive`)
       assert.equal((await fetch(`http://127.0.0.1:${server.port}/healthz`)).status, 200)
@@ -197,9 +195,8 @@ describe('faults on a real local cluster', () => {
   })
 
   it('seeded random edits, disconnects and server kills converge (SYMPHONY_FAULT_SEED replays one)', async (t) => {
-    const seed = Number(process.env.SYMPHONY_FAULT_SEED ?? randomInt(2 ** 31))
+    const { seed, random, replayable } = seededRandom('SYMPHONY_FAULT_SEED')
     t.diagnostic(`seed ${seed}`)
-    const random = mulberry32(seed)
     const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)] as T
     const { servers, ports, wsUrl } = await serversBehindProxy('fuzz', 3)
     const room = uniqueRoom('fuzz')
@@ -241,22 +238,7 @@ describe('faults on a real local cluster', () => {
       assert.equal(texts.size, 1, 'one shared text everywhere')
       await finish(clients, room)
     } catch (error) {
-      throw new Error(
-        `failed with seed ${seed}; replay: SYMPHONY_FAULT_SEED=${seed} npm test -- server/test/faults.test.ts`,
-        { cause: error },
-      )
+      throw replayable(error, 'server/test/faults.test.ts')
     }
   })
 })
-
-/** A small seeded PRNG (mulberry32): the same seed replays the same run. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let x = state
-    x = Math.imul(x ^ (x >>> 15), x | 1)
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-  }
-}

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { randomInt } from 'node:crypto'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/close-codes'
 import * as Y from 'yjs'
@@ -8,7 +7,8 @@ import { startBystanders } from './helpers/bystander.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
 import { collect, openRaw } from './helpers/raw-socket.js'
-import { startTestServer } from './helpers/test-server.js'
+import { seededRandom } from './helpers/seeded-random.js'
+import { assertAlive, startTestServer } from './helpers/test-server.js'
 
 afterEach(cleanUpAfterTest)
 
@@ -36,15 +36,8 @@ function seedUpdates(): Uint8Array[] {
 
 describe('random frames (seeded: SYMPHONY_FUZZ_SEED replays a run)', () => {
   it('random and mutated frames are applied or refused with a protocol close, never more', async (t) => {
-    const seed = Number(process.env.SYMPHONY_FUZZ_SEED ?? randomInt(2 ** 31))
+    const { seed, random, replayable } = seededRandom('SYMPHONY_FUZZ_SEED')
     t.diagnostic(`seed ${seed}`)
-    let state = seed >>> 0
-    const random = () => {
-      state = (state + 0x6d2b79f5) >>> 0
-      let x = Math.imul(state ^ (state >>> 15), state | 1)
-      x ^= x + Math.imul(x ^ (x >>> 7), x | 61)
-      return ((x ^ (x >>> 14)) >>> 0) / 4294967296
-    }
     const byte = () => Math.floor(random() * 256)
     const seeds = seedUpdates()
     const frame = (): Uint8Array => {
@@ -98,12 +91,9 @@ describe('random frames (seeded: SYMPHONY_FUZZ_SEED replays a run)', () => {
       await eventually(() => other.doc.getMap('after').get('fuzz') === 'works', 'the room still syncs')
       const latencies = await bystanders.stop()
       assert.ok(Math.max(...latencies) < 1_000, `a bystander edit took ${Math.max(...latencies)} ms`)
-      assert.equal((await fetch(`${server.httpUrl}/healthz`)).status, 200)
+      await assertAlive(server)
     } catch (error) {
-      throw new Error(
-        `failed with seed ${seed}; replay: SYMPHONY_FUZZ_SEED=${seed} npm test -- server/test/fuzz-frames.test.ts`,
-        { cause: error },
-      )
+      throw replayable(error, 'server/test/fuzz-frames.test.ts')
     }
   })
 })

@@ -11,7 +11,7 @@ import { startBystanders } from './helpers/bystander.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
 import { closed, openRaw, refusedStatus } from './helpers/raw-socket.js'
-import { startTestServer, type TestServer } from './helpers/test-server.js'
+import { assertAlive, startTestServer, type TestServer } from './helpers/test-server.js'
 import { signToken, TEST_SECRET } from './helpers/tokens.js'
 
 afterEach(cleanUpAfterTest)
@@ -51,10 +51,6 @@ function upgradeStatus(port: number, target: string, headers: Record<string, str
     socket.on('error', reject)
     socket.on('close', () => reject(new Error(`no answer to ${target.slice(0, 40)}`)))
   })
-}
-
-async function assertAlive(t: TestServer) {
-  assert.equal((await fetch(`${t.httpUrl}/healthz`)).status, 200, 'the process still serves')
 }
 
 /** Snapshot and journal files on disk, apart from the bystanders' room. */

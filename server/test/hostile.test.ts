@@ -14,7 +14,7 @@ import { eventually, uniqueRoom } from './helpers/clients.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { deferred } from './helpers/deferred.js'
 import { closed, openRaw } from './helpers/raw-socket.js'
-import { startTestServer, type TestServer } from './helpers/test-server.js'
+import { assertAlive, startTestServer } from './helpers/test-server.js'
 
 afterEach(cleanUpAfterTest)
 
@@ -29,10 +29,6 @@ function rawHttp(port: number, request: string): Promise<string> {
     socket.on('end', () => resolve(answer.split('\r\n')[0] ?? ''))
     socket.on('error', reject)
   })
-}
-
-async function assertAlive(t: TestServer) {
-  assert.equal((await fetch(`${t.httpUrl}/healthz`)).status, 200, 'the process still serves')
 }
 
 function awarenessFor(ids: number[]): Uint8Array {

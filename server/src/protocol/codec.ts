@@ -109,8 +109,7 @@ export function encodePermissionDenied(reason: string): Uint8Array {
 
 /**
  * The client ids an awareness update speaks for, read without parsing their JSON states (only
- * their nesting depth is checked). Throws
- * `ProtocolError` if the update is malformed.
+ * their nesting depth is checked). Throws `ProtocolError` if the update is malformed.
  */
 export function readAwarenessClientIds(update: Uint8Array): number[] {
   const decoder = decoding.createDecoder(update)

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { QueryCommand } from '@aws-sdk/client-dynamodb'
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3'
 import { Redis } from 'ioredis'
+import * as Y from 'yjs'
 import { type RedisService, startRedis } from '../../../scripts/lib/services.mjs'
 import { createRegistryTable } from '../../src/adapters/dynamo-room-registry.js'
 import { createSnapshotBucket } from '../../src/adapters/s3-snapshot-store.js'
@@ -90,6 +91,14 @@ export class TestCluster {
       if ((error as { name?: string }).name === 'NoSuchKey') return null
       throw error
     }
+  }
+
+  /** The room's snapshot in S3 as a document (empty if there is none). */
+  async snapshotDoc(room: string): Promise<Y.Doc> {
+    const doc = new Y.Doc()
+    const state = await this.snapshot(room)
+    if (state) Y.applyUpdate(doc, state)
+    return doc
   }
 
   async putSnapshot(room: string, state: Uint8Array): Promise<void> {

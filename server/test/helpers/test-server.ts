@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -41,6 +42,11 @@ export interface TestServerOverrides extends Partial<Omit<SyncServerOptions, 'li
 }
 
 const running = new Set<TestServer>()
+
+/** The server still answers its health check (after an attack on it). */
+export async function assertAlive(t: TestServer): Promise<void> {
+  assert.equal((await fetch(`${t.httpUrl}/healthz`)).status, 200, 'the process still serves')
+}
 
 /** Stops every server the test started, passed or failed (use in `afterEach`). */
 export async function stopTestServers(): Promise<void> {
