@@ -1,5 +1,5 @@
 import type { Histogram } from 'hdr-histogram-js'
-import { addEncoded, summarize } from './histogram.js'
+import { addEncoded, newHistogram, summarize } from './histogram.js'
 import {
   type Counters,
   freshHistograms,
@@ -15,6 +15,8 @@ import type { Workload } from './workloads.js'
 
 interface Second {
   histograms: Record<MetricName, Histogram>
+  /** Document and presence messages sent in this second. */
+  sent: number
   users: Map<string, number>
   generatorCpu: Map<string, number>
 }
@@ -30,6 +32,8 @@ export interface RunDescription {
 
 /** Above this share of one core the generator, not the server, may be what limits the run. */
 const GENERATOR_BUSY_PERCENT = 80
+/** Seconds after the ramp before the steady state begins (a third of a shorter run): the joins' backlog drains first. */
+const SETTLE_SECONDS = 3
 
 /**
  * Adds up the interval reports of every worker (one locally, one per agent when distributed):
@@ -48,6 +52,7 @@ export class Collector {
     }
     for (const [name, value] of Object.entries(report.counters))
       this.#counters[name as keyof Counters] += value
+    second.sent += report.counters.updatesSent + report.counters.presenceSent
     second.users.set(report.agent, report.usersConnected)
     second.generatorCpu.set(report.agent, report.generatorCpuPercent)
   }
@@ -160,6 +165,7 @@ export class Collector {
         rssBytesPerUser:
           rssMax !== null && server.baseline ? Math.round((rssMax - server.baseline.rssBytes) / users) : null,
       },
+      steady: this.#steady(run, server),
       timeline: this.timeline(samples),
       warnings,
       errors: [...new Set(summaries.flatMap((s) => s.errors))].slice(0, 50),
@@ -176,6 +182,43 @@ export class Collector {
       },
       counts: { ...this.#counters },
     }
+  }
+
+  /** The figures of the seconds between the end of the ramp (plus a settling pause) and the end of the load. */
+  #steady(run: RunDescription, server: ServerSampler): Report['steady'] {
+    const settle = Math.min(SETTLE_SECONDS, Math.floor(run.durationSeconds / 3))
+    const fromSecond = Math.ceil(run.rampSeconds) + settle
+    const toSecond = Math.ceil(run.rampSeconds + run.durationSeconds)
+    const inWindow = (second: number) => second > fromSecond && second <= toSecond
+    const update = newHistogram()
+    const presence = newHistogram()
+    let sent = 0
+    for (const [index, second] of this.#seconds) {
+      if (!inWindow(index)) continue
+      update.add(second.histograms.update)
+      presence.add(second.histograms.presence)
+      sent += second.sent
+    }
+    const samples = server.samples.filter((s) => inWindow(s.second))
+    const cpuSeconds = sum(samples.map((s) => s.cpuPercent)) / 100
+    // Each sample covers about one second, as do the sent counts: both sum over the same window.
+    const delivered = sent * (run.workload.perRoom - 1)
+    const users = run.workload.rooms * run.workload.perRoom
+    const rss = median(samples.map((s) => s.rssBytes))
+    const steady = {
+      fromSecond,
+      toSecond,
+      latency: { update: summarize(update), presence: summarize(presence) },
+      cpuMicrosecondsPerDeliveredMessage:
+        samples.length && delivered > 0 ? round((cpuSeconds * 1e6) / delivered) : null,
+      rssBytesPerUser:
+        rss !== null && server.baseline
+          ? Math.round(Math.max(0, rss - server.baseline.rssBytes) / users)
+          : null,
+    }
+    update.destroy()
+    presence.destroy()
+    return steady
   }
 
   /** Each second of the run: every agent's histograms for that second merged, and the server's reading. */
@@ -205,7 +248,7 @@ export class Collector {
   #second(index: number): Second {
     let second = this.#seconds.get(index)
     if (!second) {
-      second = { histograms: freshHistograms(), users: new Map(), generatorCpu: new Map() }
+      second = { histograms: freshHistograms(), sent: 0, users: new Map(), generatorCpu: new Map() }
       this.#seconds.set(index, second)
     }
     return second
@@ -213,5 +256,7 @@ export class Collector {
 }
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0)
+const median = (values: number[]) =>
+  values.length ? ([...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? null) : null
 const mean = (values: number[]) => (values.length ? sum(values) / values.length : 0)
 const round = (value: number) => Math.round(value * 100) / 100

@@ -1,5 +1,5 @@
-import WebSocket from 'ws'
 import * as Y from 'yjs'
+import { LeanWebSocket } from './lean-websocket.js'
 import { type EditRecord, type PresenceRecord, writeRecord } from './records.js'
 import { roomUrl, type UserSetup, type VirtualUser } from './virtual-user.js'
 import {
@@ -22,7 +22,8 @@ const REMOTE = Symbol('remote')
  */
 export class LightUser implements VirtualUser {
   readonly doc = new Y.Doc()
-  #socket: WebSocket | null = null
+  #socket: LeanWebSocket | null = null
+  #onClosed: (() => void) | null = null
   #presenceClock = 0
   #synced = false
   #closing = false
@@ -43,33 +44,33 @@ export class LightUser implements VirtualUser {
     measures.count('connectAttempts')
     const started = performance.now()
     return new Promise((resolve, reject) => {
-      const socket = new WebSocket(roomUrl(serverUrl, room, token), { perMessageDeflate: false })
-      this.#socket = socket
       let settled = false
       const fail = (reason: string) => {
         if (settled) return
         settled = true
         measures.error('connectErrors', `connect ${room}: ${reason}`)
-        socket.terminate()
+        this.#socket?.terminate()
         reject(new Error(reason))
       }
-      socket.on('unexpected-response', (_request, response) => fail(`HTTP ${response.statusCode}`))
-      socket.on('error', (error) => fail(error.message))
-      socket.on('open', () => socket.send(syncStep1(Y.encodeStateVector(this.doc))))
-      socket.on('close', (code, reason) => {
-        if (!this.#synced) return fail(`closed ${code} ${reason.toString()} before sync`)
-        if (!this.#closing) measures.error('unexpectedCloses', `closed ${code} ${reason.toString()}`.trim())
-      })
-      socket.on('message', (data: Buffer) => {
-        measures.count('framesReceived')
-        measures.count('bytesReceived', data.byteLength)
-        if (this.#receive(data) && !settled) {
-          settled = true
-          this.#synced = true
-          measures.record('connect', performance.now() - started)
-          measures.count('connected')
-          resolve()
-        }
+      this.#socket = new LeanWebSocket(roomUrl(serverUrl, room, token), {
+        open: () => this.#send(syncStep1(Y.encodeStateVector(this.doc))),
+        refused: (_status, reason) => fail(reason),
+        close: (code, reason) => {
+          this.#onClosed?.()
+          if (!this.#synced) return fail(`closed ${code} ${reason} before sync`)
+          if (!this.#closing) measures.error('unexpectedCloses', `closed ${code} ${reason}`.trim())
+        },
+        message: (data) => {
+          measures.count('framesReceived')
+          measures.count('bytesReceived', data.byteLength)
+          if (this.#receive(data) && !settled) {
+            settled = true
+            this.#synced = true
+            measures.record('connect', performance.now() - started)
+            measures.count('connected')
+            resolve()
+          }
+        },
       })
     })
   }
@@ -86,9 +87,9 @@ export class LightUser implements VirtualUser {
     this.#closing = true
     const socket = this.#socket
     this.doc.destroy()
-    if (!socket || socket.readyState === WebSocket.CLOSED) return Promise.resolve()
+    if (!socket?.isOpen) return Promise.resolve()
     return new Promise((resolve) => {
-      socket.once('close', () => resolve())
+      this.#onClosed = resolve
       socket.close(1000)
     })
   }
@@ -117,6 +118,6 @@ export class LightUser implements VirtualUser {
   }
 
   #send(message: Uint8Array): void {
-    if (this.#socket?.readyState === WebSocket.OPEN) this.#socket.send(message)
+    this.#socket?.send(message)
   }
 }

@@ -71,6 +71,19 @@ export const ReportSchema = z.object({
     cpuMicrosecondsPerDeliveredMessage: nullableNumber,
     rssBytesPerUser: z.number().nullable(),
   }),
+  /**
+   * The steady state: the seconds after every user has joined and a settling pause, to the end of
+   * the load. Connection set-up and its backlog are left out, so these are the per-message costs.
+   */
+  steady: z.object({
+    fromSecond: z.number().int().nonnegative(),
+    toSecond: z.number().int().nonnegative(),
+    latency: z.object({ update: latency, presence: latency }),
+    /** Server CPU over those seconds, divided by the deliveries the messages sent in them asked for. */
+    cpuMicrosecondsPerDeliveredMessage: nullableNumber,
+    /** The median RSS over those seconds above the baseline, divided by users. */
+    rssBytesPerUser: z.number().nullable(),
+  }),
   timeline: z.array(
     z.object({
       second: z.number().int().nonnegative(),

@@ -83,6 +83,7 @@ export class ServerSampler {
   last: ServerReading | null = null
   #timer: NodeJS.Timeout | null = null
   #lastAt = 0
+  #reading = false
   /** The run's start, which sample seconds count from. */
   #started = 0
 
@@ -111,7 +112,12 @@ export class ServerSampler {
   }
 
   async #sample(): Promise<void> {
-    const reading = await this.source.read()
+    // A slow read must not overlap the next: the CPU share is over the time between readings.
+    if (this.#reading) return
+    this.#reading = true
+    const reading = await this.source.read().finally(() => {
+      this.#reading = false
+    })
     const now = performance.now()
     if (!reading || !this.last) return
     const cpuPercent = ((reading.cpuSeconds - this.last.cpuSeconds) / ((now - this.#lastAt) / 1000)) * 100

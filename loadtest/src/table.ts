@@ -36,8 +36,20 @@ export function formatTable(report: Report): string {
     server.cpuSeconds === null
       ? 'server: no CPU/RSS figures (pass --server-pid, or expose /metrics)'
       : `server (${report.target.statsSource}): cpu mean ${server.cpuPercent.mean}% max ${server.cpuPercent.max}%, rss ${mib(server.rssBytes.baseline)} -> max ${mib(server.rssBytes.max)}; ${server.cpuMicrosecondsPerDeliveredMessage ?? '-'} us cpu per delivered message, ${server.rssBytesPerUser === null ? '-' : (server.rssBytesPerUser / 1024).toFixed(1)} KiB per user`,
+    steadyLine(report),
     `generator: ${report.agents.map((a) => `${a.agent} cpu mean ${a.generatorCpuPercent.mean}% max ${a.generatorCpuPercent.max}%`).join('; ')}`,
   )
   for (const warning of report.warnings) lines.push(`warning: ${warning}`)
   return lines.join('\n')
+}
+
+function steadyLine({ steady }: Report): string {
+  const kib = steady.rssBytesPerUser === null ? '-' : (steady.rssBytesPerUser / 1024).toFixed(1)
+  return [
+    `steady state (seconds ${steady.fromSecond}-${steady.toSecond}):`,
+    `update p99 ${steady.latency.update.p99}ms,`,
+    `presence p99 ${steady.latency.presence.p99}ms,`,
+    `${steady.cpuMicrosecondsPerDeliveredMessage ?? '-'} us server cpu per delivered message,`,
+    `${kib} KiB server RSS per user`,
+  ].join(' ')
 }

@@ -59,6 +59,13 @@ describe('a short local run against a real server', () => {
     assert.equal(report.server.deliveredMessages, (counts.updatesSent + counts.presenceSent) * 3)
     assert.ok((report.server.cpuMicrosecondsPerDeliveredMessage ?? 0) > 0)
     assert.ok(counts.framesReceived >= report.server.deliveredMessages, 'every delivery arrived as a frame')
+    // The steady state: the seconds after the ramp and a settling pause, a part of the whole run.
+    const { steady } = report
+    assert.ok(steady.fromSecond >= 1 && steady.toSecond > steady.fromSecond, JSON.stringify(steady))
+    assert.ok(steady.latency.update.count > 0 && steady.latency.update.count < latency.update.count)
+    assert.ok(steady.latency.presence.count > 0 && steady.latency.presence.count < latency.presence.count)
+    assert.ok((steady.cpuMicrosecondsPerDeliveredMessage ?? 0) > 0)
+    assert.ok(steady.rssBytesPerUser !== null)
     assert.ok(report.timeline.length >= 4, `timeline of ${report.timeline.length} seconds`)
     assert.ok(report.timeline.some((s) => s.serverCpuPercent !== null && s.serverRssBytes !== null))
     assert.ok(report.agents[0] && report.agents[0].generatorCpuPercent.max > 0)

@@ -19,10 +19,11 @@ export class ServerMetrics {
     'Connections the server closed, by close code name',
     ['code'],
   )
-  readonly messagesReceived = this.#counter('symphony_messages_received_total', 'WebSocket messages received')
-  readonly bytesReceived = this.#counter('symphony_bytes_received_total', 'Bytes received from clients')
-  readonly messagesSent = this.#counter('symphony_messages_sent_total', 'WebSocket messages sent to clients')
-  readonly bytesSent = this.#counter('symphony_bytes_sent_total', 'Bytes sent to clients')
+  // Counted on every frame: plain numbers, read by Prometheus only when scraped.
+  readonly messagesReceived = this.#tally('symphony_messages_received_total', 'WebSocket messages received')
+  readonly bytesReceived = this.#tally('symphony_bytes_received_total', 'Bytes received from clients')
+  readonly messagesSent = this.#tally('symphony_messages_sent_total', 'WebSocket messages sent to clients')
+  readonly bytesSent = this.#tally('symphony_bytes_sent_total', 'Bytes sent to clients')
   readonly writesDenied = this.#counter(
     'symphony_writes_denied_total',
     'Document updates refused because the connection is read-only',
@@ -87,7 +88,30 @@ export class ServerMetrics {
     return new Counter<Label>({ name, help, labelNames, registers: [this.registry] })
   }
 
+  #tally(name: string, help: string): Tally {
+    const tally = new Tally()
+    new Counter({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.reset()
+        this.inc(tally.value)
+      },
+    })
+    return tally
+  }
+
   #gauge(name: string, help: string) {
     return new Gauge({ name, help, registers: [this.registry] })
+  }
+}
+
+/** A counter for the hot path: an increment is one addition; its Prometheus twin reads it at scrape time. */
+export class Tally {
+  value = 0
+
+  inc(by = 1): void {
+    this.value += by
   }
 }

@@ -1,13 +1,19 @@
 import type { Report } from '../report-schema.js'
 
-/** The figures compared, each read from a run's report; lower is better for all of them. */
+/**
+ * The figures compared, each read from a run's report; lower is better for all of them. All but
+ * the last two are the steady state's (after the ramp), where per-message costs are measured.
+ */
 const FIGURES = {
-  'server CPU per delivered message (us)': (r: Report) => r.server.cpuMicrosecondsPerDeliveredMessage,
+  'server CPU per delivered message (us)': (r: Report) => r.steady.cpuMicrosecondsPerDeliveredMessage,
   'server RSS per user (KiB)': (r: Report) =>
-    r.server.rssBytesPerUser === null ? null : r.server.rssBytesPerUser / 1024,
-  'connect + sync p99 (ms)': (r: Report) => r.latency.connect.p99,
-  'update broadcast p99 (ms)': (r: Report) => r.latency.update.p99,
-  'presence broadcast p99 (ms)': (r: Report) => (r.latency.presence.count ? r.latency.presence.p99 : null),
+    r.steady.rssBytesPerUser === null ? null : r.steady.rssBytesPerUser / 1024,
+  'update broadcast p99 (ms)': (r: Report) => r.steady.latency.update.p99,
+  'presence broadcast p99 (ms)': (r: Report) =>
+    r.steady.latency.presence.count ? r.steady.latency.presence.p99 : null,
+  'connect + sync p99 (ms), whole run': (r: Report) => r.latency.connect.p99,
+  'server CPU per delivered message (us), whole run': (r: Report) =>
+    r.server.cpuMicrosecondsPerDeliveredMessage,
 } satisfies Record<string, (report: Report) => number | null>
 
 export interface Comparison {
@@ -36,8 +42,8 @@ export function formatComparison(c: Comparison): string {
   const cell = (value: number | null) => (value === null ? '-' : String(round(value))).padStart(12)
   const lines = [
     `${c.rooms} rooms, ${c.users} users (medians)`,
-    `${'figure'.padEnd(38)} ${'symphony'.padStart(12)} ${'y-websocket'.padStart(12)} ${'ours/ref'.padStart(12)}`,
-    ...c.figures.map((f) => `${f.figure.padEnd(38)} ${cell(f.ours)} ${cell(f.reference)} ${cell(f.ratio)}`),
+    `${'figure'.padEnd(50)} ${'symphony'.padStart(12)} ${'y-websocket'.padStart(12)} ${'ours/ref'.padStart(12)}`,
+    ...c.figures.map((f) => `${f.figure.padEnd(50)} ${cell(f.ours)} ${cell(f.reference)} ${cell(f.ratio)}`),
   ]
   if (c.troubled) lines.push(`warning: ${c.troubled} run(s) had errors, drops or diverged rooms`)
   return lines.join('\n')

@@ -21,6 +21,7 @@ const { values } = parseArgs({
     sizes: { type: 'string', default: '25,60,150' },
     duration: { type: 'string', default: '15' },
     ramp: { type: 'string', default: '5' },
+    'per-room': { type: 'string' },
     repeat: { type: 'string', default: '3' },
     json: { type: 'string' },
   },
@@ -39,7 +40,9 @@ const serverCpus = pinned ? '0' : undefined
 const generatorCpus = pinned ? '1' : undefined
 const folder = mkdtempSync(join(tmpdir(), 'symphony-bench-'))
 const contenders = [
-  { name: 'symphony', start: () => startSymphony({ cpus: serverCpus }) },
+  // Metadata off: in a deployment it goes to a Postgres of its own, not into the sync server's
+  // process as `npm start`'s embedded PGlite does (whose WASM heap would swamp the memory figure).
+  { name: 'symphony', start: () => startSymphony({ cpus: serverCpus, env: { DATABASE_URL: 'none' } }) },
   { name: 'y-websocket 1.5.4', start: () => startReference({ cpus: serverCpus }) },
 ]
 
@@ -105,6 +108,7 @@ function generate(server: StartedServer, rooms: number, name: string): Promise<R
     String(values.duration),
     '--ramp',
     String(values.ramp),
+    ...(values['per-room'] ? ['--per-room', String(values['per-room'])] : []),
     '--server-pid',
     String(server.pid),
     '--json',
@@ -126,14 +130,15 @@ function generate(server: StartedServer, rooms: number, name: string): Promise<R
 }
 
 function oneLine(report: Report): string {
-  const { latency, server, counts, drops, convergence } = report
+  const { steady, counts, drops, convergence } = report
   const troubles =
     counts.connectErrors + counts.errors + counts.unexpectedCloses + drops.updates + drops.presence
   return [
-    `update p99 ${latency.update.p99}ms`,
-    `presence p99 ${latency.presence.p99}ms`,
-    `cpu ${server.cpuMicrosecondsPerDeliveredMessage}us/msg`,
-    `rss ${((server.rssBytesPerUser ?? 0) / 1024).toFixed(1)}KiB/user`,
+    `steady: update p99 ${steady.latency.update.p99}ms`,
+    `presence p99 ${steady.latency.presence.p99}ms`,
+    `cpu ${steady.cpuMicrosecondsPerDeliveredMessage}us/msg`,
+    `rss ${((steady.rssBytesPerUser ?? 0) / 1024).toFixed(1)}KiB/user`,
+    `generator ${Math.max(...report.agents.map((a) => a.generatorCpuPercent.mean))}% cpu`,
     `converged ${convergence.converged}/${convergence.rooms}`,
     troubles ? `PROBLEMS ${troubles} (errors + drops)` : 'no errors or drops',
   ].join(', ')

@@ -130,10 +130,10 @@ export class Room {
       case 'awareness':
         connection.claimAwarenessClients(readAwarenessClientIds(message.update))
         awarenessProtocol.applyAwarenessUpdate(this.awareness, message.update, connection)
-        // Back to the sender too, as y-websocket's own server does: a client alone in a room
-        // hears nothing else, and its provider drops a connection silent for 30 s. The client
-        // ignores its own state coming back (same clock).
-        this.#broadcast(frame, null)
+        // A client alone here hears nothing else, and its provider drops a connection silent
+        // for 30 s: it gets its own state back (and ignores it: same clock). With company, the
+        // others' presence renewals (every 15 s at most) keep it alive, and the echo is saved.
+        this.#broadcast(frame, this.connections.size === 1 ? null : connection)
         this.pubsub.publish(this.name, frame)
         return
       case 'query-awareness':

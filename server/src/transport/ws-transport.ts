@@ -1,21 +1,35 @@
-import type { WebSocket } from 'ws'
+import type { Socket } from 'node:net'
+import { WebSocket } from 'ws'
 import type { Transport } from '../core/connection.js'
+import { binaryFrame, writeCorked } from './outgoing-frames.js'
 
 /** How long a peer gets to answer our close frame before its socket is destroyed. */
 const CLOSE_HANDSHAKE_MS = 2_000
 /** The WebSocket protocol caps a close reason at 123 bytes. */
 const MAX_REASON_BYTES = 123
 
-/** Adapts a `ws` socket to the core's `Transport`. */
+/**
+ * Adapts a `ws` socket to the core's `Transport`. Data frames bypass `ws`'s sender: they are
+ * framed once per broadcast and written straight to the TCP socket, corked per event-loop turn
+ * (`outgoing-frames.ts`). Control frames (ping, close) still go through `ws`; every write is a
+ * whole frame, so the two never interleave mid-frame.
+ */
 export class WsTransport implements Transport {
-  constructor(private readonly socket: WebSocket) {}
+  readonly #tcp: Socket
+
+  constructor(private readonly socket: WebSocket) {
+    // ws keeps the upgraded TCP socket here; it is set before the connection callback runs.
+    this.#tcp = (socket as unknown as { _socket: Socket })._socket
+  }
 
   get bufferedAmount(): number {
     return this.socket.bufferedAmount
   }
 
   send(frame: Uint8Array): void {
-    this.socket.send(frame)
+    // After a close frame (ours or the peer's) nothing more may be sent.
+    if (this.socket.readyState !== WebSocket.OPEN) return
+    writeCorked(this.#tcp, binaryFrame(frame))
   }
 
   close(code: number, reason: string): void {

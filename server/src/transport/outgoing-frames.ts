@@ -1,0 +1,51 @@
+import type { Socket } from 'node:net'
+
+/**
+ * Server-to-client WebSocket framing (RFC 6455 § 5.2: FIN, binary opcode, unmasked), done once
+ * per message rather than once per recipient: a broadcast hands the same payload to every
+ * connection in turn, so the last framing is remembered and reused.
+ */
+let lastPayload: Uint8Array | null = null
+let lastFrame: Buffer = Buffer.alloc(0)
+
+export function binaryFrame(payload: Uint8Array): Buffer {
+  if (payload === lastPayload) return lastFrame
+  const length = payload.length
+  const headerBytes = length < 126 ? 2 : length < 65_536 ? 4 : 10
+  const frame = Buffer.allocUnsafe(headerBytes + length)
+  frame[0] = 0x82 // FIN + binary
+  if (headerBytes === 2) {
+    frame[1] = length
+  } else if (headerBytes === 4) {
+    frame[1] = 126
+    frame.writeUInt16BE(length, 2)
+  } else {
+    frame[1] = 127
+    frame.writeBigUInt64BE(BigInt(length), 2)
+  }
+  frame.set(payload, headerBytes)
+  lastPayload = payload
+  lastFrame = frame
+  return frame
+}
+
+/**
+ * Sockets written to since the event loop last went idle. Each is corked on its first write and
+ * uncorked once the current batch of input has been handled, so everything one client is owed
+ * from that batch leaves in a single syscall: the busier the server, the larger the batches.
+ */
+const corked = new Set<Socket>()
+
+export function writeCorked(socket: Socket, frame: Buffer): void {
+  if (!corked.has(socket)) {
+    if (corked.size === 0) setImmediate(uncorkAll)
+    corked.add(socket)
+    socket.cork()
+  }
+  socket.write(frame)
+}
+
+function uncorkAll(): void {
+  for (const socket of corked) socket.uncork()
+  corked.clear()
+}
