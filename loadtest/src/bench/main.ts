@@ -3,17 +3,14 @@
  * server, side by side at several sizes, each server pinned to one core and the generator to the
  * other. Prints medians and the ratio ours / reference (below 1 is better for us).
  */
-import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { Report } from '../report-schema.js'
 import { type Comparison, compare, formatComparison } from './compare.js'
-import { hasTaskset, type StartedServer, startReference, startSymphony } from './servers.js'
-
-const CLI = fileURLToPath(new URL('../../bin/symphony-loadtest.js', import.meta.url))
+import { runGenerator } from './generator.js'
+import { hasTaskset, startReference, startSymphony } from './servers.js'
 
 const { values } = parseArgs({
   options: {
@@ -68,11 +65,17 @@ try {
       for (const contender of order) {
         const server = await contender.start()
         try {
-          const report = await generate(
-            server,
+          const report = await runGenerator({
+            url: server.url,
+            serverPid: server.pid,
+            workload: String(values.workload),
             rooms,
-            `${rooms}-${round}-${contender.name.replace(/\W+/g, '-')}`,
-          )
+            perRoom: values['per-room'],
+            duration: String(values.duration),
+            ramp: String(values.ramp),
+            json: join(folder, `${rooms}-${round}-${contender.name.replace(/\W+/g, '-')}.json`),
+            cpus: generatorCpus,
+          })
           reports.get(contender.name)?.push(report)
           console.log(`  ${rooms} rooms, round ${round + 1}: ${contender.name} ${oneLine(report)}`)
         } finally {
@@ -91,42 +94,6 @@ try {
   }
 } finally {
   rmSync(folder, { recursive: true, force: true })
-}
-
-/** Runs the load generator as its own process (pinned to the other core) and reads its JSON report. */
-function generate(server: StartedServer, rooms: number, name: string): Promise<Report> {
-  const json = join(folder, `${name}.json`)
-  const args = [
-    CLI,
-    '--url',
-    server.url,
-    '--workload',
-    String(values.workload),
-    '--rooms',
-    String(rooms),
-    '--duration',
-    String(values.duration),
-    '--ramp',
-    String(values.ramp),
-    ...(values['per-room'] ? ['--per-room', String(values['per-room'])] : []),
-    '--server-pid',
-    String(server.pid),
-    '--json',
-    json,
-    '--html',
-    json.replace(/json$/, 'html'),
-    '--quiet',
-  ]
-  const [command, commandArgs] = generatorCpus
-    ? ['taskset', ['-c', generatorCpus, process.execPath, ...args]]
-    : [process.execPath, args]
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, commandArgs as string[], { stdio: ['ignore', 'ignore', 'inherit'] })
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`the load generator exited with ${code}`))
-      resolve(JSON.parse(readFileSync(json, 'utf8')) as Report)
-    })
-  })
 }
 
 function oneLine(report: Report): string {

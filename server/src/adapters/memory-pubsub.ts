@@ -24,7 +24,8 @@ export class MemoryBus {
 
   publish(room: string, fromServerId: string, message: Uint8Array): void {
     const handlers = this.#subscribers.get(room)
-    if (!handlers) return
+    // Alone with a room (the embedded case), a server has no one to tell: the hot path stops here.
+    if (!handlers || (handlers.size === 1 && handlers.has(fromServerId))) return
     for (const [serverId, handler] of handlers) {
       // Delivered later, like a network message, so publishers never re-enter themselves.
       if (serverId !== fromServerId) queueMicrotask(() => handler(message))

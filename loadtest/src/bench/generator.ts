@@ -1,0 +1,43 @@
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import type { Report } from '../report-schema.js'
+
+const CLI = fileURLToPath(new URL('../../bin/symphony-loadtest.js', import.meta.url))
+
+export interface GeneratorRun {
+  url: string
+  serverPid: number
+  workload: string
+  rooms: number
+  perRoom?: string | undefined
+  duration: string
+  ramp: string
+  /** Where the report goes; the HTML report lands beside it. */
+  json: string
+  /** Pin the generator to these CPUs with taskset. */
+  cpus?: string | undefined
+  roomPrefix?: string
+}
+
+/** Runs the load generator as its own process and reads its JSON report. */
+export function runGenerator(run: GeneratorRun): Promise<Report> {
+  const args = [
+    CLI,
+    ...['--url', run.url, '--workload', run.workload, '--rooms', String(run.rooms)],
+    ...['--duration', run.duration, '--ramp', run.ramp, '--server-pid', String(run.serverPid)],
+    ...(run.perRoom ? ['--per-room', run.perRoom] : []),
+    ...(run.roomPrefix ? ['--room-prefix', run.roomPrefix] : []),
+    ...['--json', run.json, '--html', run.json.replace(/json$/, 'html'), '--quiet'],
+  ]
+  const [command, commandArgs] = run.cpus
+    ? ['taskset', ['-c', run.cpus, process.execPath, ...args]]
+    : [process.execPath, args]
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, commandArgs as string[], { stdio: ['ignore', 'ignore', 'inherit'] })
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`the load generator exited with ${code}`))
+      resolve(JSON.parse(readFileSync(run.json, 'utf8')) as Report)
+    })
+  })
+}
