@@ -8,6 +8,7 @@ import {
   type MetricName,
   zeroCounters,
 } from './measures.js'
+import { median } from './median.js'
 import type { Report } from './report-schema.js'
 import type { ServerSampler } from './server-stats.js'
 import type { WorkerSummary } from './worker.js'
@@ -256,7 +257,5 @@ export class Collector {
 }
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0)
-const median = (values: number[]) =>
-  values.length ? ([...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? null) : null
 const mean = (values: number[]) => (values.length ? sum(values) / values.length : 0)
 const round = (value: number) => Math.round(value * 100) / 100

@@ -65,7 +65,8 @@ function metricsSource(serverUrl: string): ServerStatsSource {
   }
 }
 
-function metric(text: string, name: string): number | null {
+/** A sample's value in a Prometheus text exposition (its first series), or null if absent. */
+export function metric(text: string, name: string): number | null {
   const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)`, 'm').exec(text)
   return match ? Number(match[1]) : null
 }

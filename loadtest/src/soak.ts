@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { LightUser } from './light-user.js'
 import { Measures } from './measures.js'
 import { UsageError } from './options.js'
+import { metric } from './server-stats.js'
 import { tokenMinter } from './tokens.js'
 
 /** A soak: rooms come and go for hours while the server's memory and open rooms are sampled. */
@@ -113,8 +114,7 @@ async function readServer(url: string, atSeconds: number): Promise<SoakSample | 
       signal: AbortSignal.timeout(5_000),
     })
     const text = await response.text()
-    const value = (name: string) =>
-      Number(new RegExp(`^${name} ([0-9.eE+-]+)`, 'm').exec(text)?.[1] ?? Number.NaN)
+    const value = (name: string) => metric(text, name) ?? Number.NaN
     const sample = {
       atSeconds,
       heapBytes: value('nodejs_heap_size_used_bytes'),

@@ -11,9 +11,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import * as Y from 'yjs'
 import { LeanWebSocket } from '../lean-websocket.js'
+import { metric } from '../server-stats.js'
 import { readFrame, SYNC_STEP2, syncStep1 } from '../wire.js'
 import { runGenerator } from './generator.js'
-import { hasTaskset, startSymphony } from './servers.js'
+import { cpuPinning, startSymphony } from './servers.js'
 
 const { values } = parseArgs({
   options: {
@@ -23,7 +24,7 @@ const { values } = parseArgs({
     ramp: { type: 'string', default: '5' },
   },
 })
-const pinned = hasTaskset()
+const pinning = cpuPinning()
 const BIG_ROOM = 'cold-load-big'
 const folder = mkdtempSync(join(tmpdir(), 'symphony-cold-load-'))
 const snapshots = join(folder, 'snapshots')
@@ -33,7 +34,7 @@ writeFileSync(join(snapshots, `${BIG_ROOM}.ybin`), state)
 console.log(`cold load: a ${(state.length / 2 ** 20).toFixed(2)} MiB snapshot, ${values.rooms} busy rooms`)
 
 const server = await startSymphony({
-  cpus: pinned ? '0' : undefined,
+  cpus: pinning?.server,
   env: { DATABASE_URL: 'none', SNAPSHOTS: `file://${snapshots}` },
 })
 try {
@@ -46,7 +47,7 @@ try {
     duration: String(values.duration),
     ramp: String(values.ramp),
     json: join(folder, 'report.json'),
-    cpus: pinned ? '1' : undefined,
+    cpus: pinning?.generator,
   })
   // Halfway through the steady load.
   await sleep((Number(values.ramp) + Number(values.duration) / 2) * 1000)
@@ -92,7 +93,7 @@ function syncRoom(url: string): Promise<number> {
 
 async function eventLoopLag(serverUrl: string): Promise<{ max: number; p99: number }> {
   const text = await (await fetch(`${serverUrl.replace(/^ws/, 'http')}/metrics`)).text()
-  const seconds = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN)
+  const seconds = (name: string) => metric(text, name) ?? Number.NaN
   const ms = (value: number) => Math.round(value * 1000)
   return {
     max: ms(seconds('nodejs_eventloop_lag_max_seconds')),

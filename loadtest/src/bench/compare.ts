@@ -1,3 +1,4 @@
+import { median } from '../median.js'
 import type { Report } from '../report-schema.js'
 
 /**
@@ -47,13 +48,6 @@ export function formatComparison(c: Comparison): string {
   ]
   if (c.troubled) lines.push(`warning: ${c.troubled} run(s) had errors, drops or diverged rooms`)
   return lines.join('\n')
-}
-
-function median(values: (number | null)[]): number | null {
-  const known = values.filter((v): v is number => v !== null).sort((a, b) => a - b)
-  if (known.length === 0) return null
-  const middle = Math.floor(known.length / 2)
-  return known.length % 2 ? (known[middle] ?? null) : ((known[middle - 1] ?? 0) + (known[middle] ?? 0)) / 2
 }
 
 const round = (value: number) => Math.round(value * 100) / 100

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util'
 import type { Report } from '../report-schema.js'
 import { type Comparison, compare, formatComparison } from './compare.js'
 import { runGenerator } from './generator.js'
-import { hasTaskset, startReference, startSymphony } from './servers.js'
+import { cpuPinning, startReference, startSymphony } from './servers.js'
 
 const { values } = parseArgs({
   options: {
@@ -32,9 +32,9 @@ if (sizes.some((size) => !Number.isInteger(size) || size < 1) || !Number.isInteg
   process.exit(2)
 }
 
-const pinned = hasTaskset() && availableParallelism() >= 2
-const serverCpus = pinned ? '0' : undefined
-const generatorCpus = pinned ? '1' : undefined
+const pinning = cpuPinning()
+const serverCpus = pinning?.server
+const generatorCpus = pinning?.generator
 const folder = mkdtempSync(join(tmpdir(), 'symphony-bench-'))
 const contenders = [
   // Metadata off: in a deployment it goes to a Postgres of its own, not into the sync server's
@@ -50,7 +50,7 @@ console.log(
   `machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, Node ${process.version}`,
 )
 console.log(
-  pinned
+  pinning
     ? 'servers pinned to CPU 0 and the generator to CPU 1 with taskset'
     : 'warning: taskset or a second core is missing, so nothing is pinned: figures mix server and generator',
 )

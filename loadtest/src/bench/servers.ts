@@ -1,7 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
@@ -57,7 +57,12 @@ export async function startReference(options: StartOptions = {}): Promise<Starte
   return started('y-websocket 1.5.4', child, port, () => {})
 }
 
-export function hasTaskset(): boolean {
+/** CPU 0 for the server and CPU 1 for the generator, when taskset and a second core exist. */
+export function cpuPinning(): { server: string; generator: string } | null {
+  return hasTaskset() && availableParallelism() >= 2 ? { server: '0', generator: '1' } : null
+}
+
+function hasTaskset(): boolean {
   try {
     execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' })
     return true
