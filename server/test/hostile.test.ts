@@ -79,12 +79,9 @@ describe('hostile input', () => {
     flooder.send(awarenessFor([1, 2, 3]))
     flooder.send(awarenessFor(Array.from({ length: 500 }, (_, i) => 1000 + i)))
     assert.equal((await gone).code, CloseCode.ProtocolError)
-    const states = t.server.manager.loadedRoom(room)?.awareness.getStates().size ?? 0
+    const states = t.server.manager.loadedRoom(room)?.presence.size ?? 0
     assert.ok(states <= MAX_AWARENESS_CLIENTS_PER_CONNECTION, `${states} presence entries`)
-    await eventually(
-      () => (t.server.manager.loadedRoom(room)?.awareness.getStates().size ?? 0) === 0,
-      'removed on close',
-    )
+    await eventually(() => (t.server.manager.loadedRoom(room)?.presence.size ?? 0) === 0, 'removed on close')
   })
 
   it('closes a client that asks for sync faster than allowed (4002)', async () => {

@@ -2,7 +2,7 @@ import { CloseCode, closeCodeName } from '@symphony/client/close-codes'
 import { DocumentTooLargeError, ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
-import { encodePermissionDenied } from '../protocol/codec.js'
+import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
 import type { Room } from './room.js'
 import { TokenBucket } from './token-bucket.js'
 
@@ -119,8 +119,8 @@ export class Connection {
   }
 
   /** Records the awareness ids a frame speaks for; throws past the per-connection cap. */
-  claimAwarenessClients(ids: number[]): void {
-    for (const id of ids) {
+  claimAwarenessClients(entries: AwarenessEntry[]): void {
+    for (const { clientId: id } of entries) {
       if (this.awarenessClientIds.has(id)) continue
       if (this.awarenessClientIds.size >= MAX_AWARENESS_CLIENTS_PER_CONNECTION) {
         throw new ProtocolError(

@@ -1,25 +1,25 @@
 import { CloseCode } from '@symphony/client/close-codes'
-import * as awarenessProtocol from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, ProtocolError, SymphonyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { PubSub } from '../ports/pubsub.js'
 import {
   type Digest,
+  decodeAwarenessUpdate,
   decodeDigest,
   decodeMessage,
-  encodeAwareness,
+  encodeAwarenessEntries,
   encodeDigest,
   encodeSyncStep1,
   encodeSyncStep2,
   encodeUpdate,
   isEmptyUpdate,
   type Message,
-  readAwarenessClientIds,
 } from '../protocol/codec.js'
 import { checkUpdate } from '../protocol/update-guard.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import type { Connection } from './connection.js'
+import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 
 /** Transaction origin of updates that came from another server. */
@@ -41,7 +41,7 @@ const ASK_PEERS_MIN_INTERVAL_MS = 1_000
  */
 export class Room {
   readonly connections = new Set<Connection>()
-  readonly awareness: awarenessProtocol.Awareness
+  readonly presence = new PresenceTable()
   /** Grows with every applied change; the snapshot writer compares it with what it saved. */
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
@@ -64,8 +64,6 @@ export class Room {
     private readonly onChange: () => void,
   ) {
     this.#sizeBound = loadedBytes
-    this.awareness = new awarenessProtocol.Awareness(doc)
-    this.awareness.setLocalState(null) // the server itself has no presence
     doc.on('afterTransaction', this.#recordChange)
     if (options.antiEntropyIntervalMs > 0) {
       // Jittered so the servers holding a room do not all publish at the same moment.
@@ -79,19 +77,16 @@ export class Room {
   join(connection: Connection): void {
     this.connections.add(connection)
     connection.send(encodeSyncStep1(Y.encodeStateVector(this.doc)))
-    if (this.awareness.getStates().size > 0) {
-      const clientIds = [...this.awareness.getStates().keys()]
-      connection.send(encodeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, clientIds)))
-    }
+    const present = this.presence.present()
+    if (present.length > 0) connection.send(encodeAwarenessEntries(present))
   }
 
   /** Removes a connection and, everywhere, the presence it owned (no ghost cursors). */
   leave(connection: Connection): void {
     if (!this.connections.delete(connection)) return
-    const owned = [...connection.awarenessClientIds].filter((id) => this.awareness.getStates().has(id))
-    if (owned.length === 0) return
-    awarenessProtocol.removeAwarenessStates(this.awareness, owned, connection)
-    const frame = encodeAwareness(awarenessProtocol.encodeAwarenessUpdate(this.awareness, owned))
+    const removed = this.presence.remove(connection.awarenessClientIds)
+    if (removed.length === 0) return
+    const frame = encodeAwarenessEntries(removed)
     this.#broadcast(frame, null)
     this.pubsub.publish(this.name, frame)
   }
@@ -103,7 +98,7 @@ export class Room {
       this.#dispatch(connection, message, frame)
     } catch (error) {
       if (error instanceof SymphonyError) throw error
-      // Yjs and y-protocols throw plain errors on bytes they cannot apply: the client's fault.
+      // Yjs throws plain errors on bytes it cannot apply: the client's fault.
       throw new ProtocolError(`could not apply ${message.kind}: ${(error as Error).message}`, {
         cause: error,
       })
@@ -127,21 +122,19 @@ export class Room {
         if (connection.canWrite) this.#applyClientUpdate(connection, message, frame)
         else connection.denyWrite()
         return
-      case 'awareness':
-        connection.claimAwarenessClients(readAwarenessClientIds(message.update))
-        awarenessProtocol.applyAwarenessUpdate(this.awareness, message.update, connection)
+      case 'awareness': {
+        const entries = decodeAwarenessUpdate(message.update)
+        connection.claimAwarenessClients(entries)
+        this.presence.apply(entries)
         // A client alone here hears nothing else, and its provider drops a connection silent
         // for 30 s: it gets its own state back (and ignores it: same clock). With company, the
         // others' presence renewals (every 15 s at most) keep it alive, and the echo is saved.
         this.#broadcast(frame, this.connections.size === 1 ? null : connection)
         this.pubsub.publish(this.name, frame)
         return
+      }
       case 'query-awareness':
-        connection.send(
-          encodeAwareness(
-            awarenessProtocol.encodeAwarenessUpdate(this.awareness, [...this.awareness.getStates().keys()]),
-          ),
-        )
+        connection.send(encodeAwarenessEntries(this.presence.present()))
         return
       case 'auth':
         return
@@ -165,7 +158,7 @@ export class Room {
           this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
         }
       } else if (message.kind === 'awareness') {
-        awarenessProtocol.applyAwarenessUpdate(this.awareness, message.update, REMOTE)
+        this.presence.apply(decodeAwarenessUpdate(message.update))
         this.#broadcast(frame, null)
       }
     } catch (error) {
@@ -211,7 +204,6 @@ export class Room {
   destroy(): void {
     this.#destroyed = true
     if (this.#antiEntropyTimer) clearInterval(this.#antiEntropyTimer)
-    this.awareness.destroy()
     this.doc.destroy()
     this.connections.clear()
   }

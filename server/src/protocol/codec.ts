@@ -1,7 +1,8 @@
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import { ProtocolError } from '../errors.js'
-import { jsonDepth, MAX_JSON_DEPTH } from './update-guard.js'
+import { isJsonNull, jsonTextProblem } from './json-text.js'
+import { MAX_JSON_DEPTH } from './update-guard.js'
 
 /** Top-level message types of the y-websocket protocol. */
 export const MessageType = { Sync: 0, Awareness: 1, Auth: 2, QueryAwareness: 3 } as const
@@ -107,32 +108,57 @@ export function encodePermissionDenied(reason: string): Uint8Array {
   })
 }
 
+/** One client's presence in an awareness update. */
+export interface AwarenessEntry {
+  clientId: number
+  clock: number
+  /** The state as the JSON text that arrived (a view, not a copy); null when the client left. */
+  state: Uint8Array | null
+}
+
+/** No connection may speak for this many clients, and peers only forward what clients sent. */
+const MAX_AWARENESS_ENTRIES = 64
+
 /**
- * The client ids an awareness update speaks for, read without parsing their JSON states (only
- * their nesting depth is checked). Throws `ProtocolError` if the update is malformed.
+ * The entries of an awareness update, their JSON states checked but not parsed. Throws
+ * `ProtocolError` if the update is malformed or a state is not JSON, or is nested too deep (the
+ * next joiner's reader would overflow its stack).
  */
-export function readAwarenessClientIds(update: Uint8Array): number[] {
+export function decodeAwarenessUpdate(update: Uint8Array): AwarenessEntry[] {
   const decoder = decoding.createDecoder(update)
   try {
     const count = decoding.readVarUint(decoder)
-    const ids: number[] = []
+    if (count > MAX_AWARENESS_ENTRIES) throw new Error(`more than ${MAX_AWARENESS_ENTRIES} clients`)
+    const entries: AwarenessEntry[] = []
     for (let i = 0; i < count; i++) {
-      ids.push(decoding.readVarUint(decoder))
-      decoding.readVarUint(decoder) // clock
-      // The state, a JSON text: too deep, and encoding presence for the next joiner would throw.
-      if (jsonDepth(decoding.readVarUint8Array(decoder)) > MAX_JSON_DEPTH) {
-        throw new Error(`a presence state nested deeper than ${MAX_JSON_DEPTH} levels`)
-      }
-      if (ids.length > MAX_AWARENESS_IDS_READ) break
+      const clientId = decoding.readVarUint(decoder)
+      const clock = decoding.readVarUint(decoder)
+      const state = decoding.readVarUint8Array(decoder)
+      const problem = jsonTextProblem(state, MAX_JSON_DEPTH)
+      if (problem) throw new Error(`the state of client ${clientId} is ${problem}`)
+      entries.push({ clientId, clock, state: isJsonNull(state) ? null : state })
     }
-    return ids
+    if (decoding.hasContent(decoder)) throw new Error('trailing bytes')
+    return entries
   } catch (error) {
     throw new ProtocolError(`malformed awareness update: ${(error as Error).message}`)
   }
 }
 
-/** Reading stops past this many ids: more than any connection may claim anyway. */
-const MAX_AWARENESS_IDS_READ = 64
+/** An awareness message carrying `entries` (state null: the client left). */
+export function encodeAwarenessEntries(entries: Iterable<AwarenessEntry>): Uint8Array {
+  const update = encoding.createEncoder()
+  const list = [...entries]
+  encoding.writeVarUint(update, list.length)
+  for (const { clientId, clock, state } of list) {
+    encoding.writeVarUint(update, clientId)
+    encoding.writeVarUint(update, clock)
+    encoding.writeVarUint8Array(update, state ?? JSON_NULL)
+  }
+  return encodeAwareness(encoding.toUint8Array(update))
+}
+
+const JSON_NULL = new TextEncoder().encode('null')
 
 /** Anti-entropy: what a server holds of a room, as its state vector and a hash of its deletions. */
 export interface Digest {

@@ -74,24 +74,3 @@ function checkDepth(value: unknown): void {
     for (const child of Object.values(current)) stack.push([child, depth + 1])
   }
 }
-
-/**
- * The nesting depth of a JSON text in UTF-8, scanned without parsing it (presence states arrive
- * as JSON). Multi-byte characters never contain ASCII bytes, so brackets and quotes are exact.
- */
-export function jsonDepth(utf8: Uint8Array): number {
-  let depth = 0
-  let deepest = 0
-  let inString = false
-  for (let i = 0; i < utf8.length; i++) {
-    const c = utf8[i]
-    if (inString) {
-      if (c === 92)
-        i++ // backslash: skip the escaped character
-      else if (c === 34) inString = false
-    } else if (c === 34) inString = true
-    else if (c === 91 || c === 123) deepest = Math.max(deepest, ++depth)
-    else if (c === 93 || c === 125) depth--
-  }
-  return deepest
-}

@@ -1,0 +1,82 @@
+import type { AwarenessEntry } from '../protocol/codec.js'
+
+/**
+ * y-protocols' `outdatedTimeout`: clients renew their presence every 15 s, so a state not renewed
+ * for 30 s belongs to a client that is gone without saying so.
+ */
+export const PRESENCE_OUTDATED_MS = 30_000
+
+/** Node's byte-to-string copy, which works on any Uint8Array. */
+const BYTES = Buffer.prototype as unknown as {
+  latin1Slice(this: Uint8Array, start: number, end: number): string
+}
+
+interface Presence {
+  clock: number
+  /**
+   * The JSON text's bytes, one per character (latin1): a copy in the JavaScript heap, cheaper
+   * than an ArrayBuffer per state. Null once the client left (its clock is kept, so older states
+   * stay refused).
+   */
+  state: string | null
+  updatedAt: number
+}
+
+/**
+ * A room's presence (cursors), kept as the JSON texts clients sent, for the joiners the server
+ * introduces to everyone present. The rules are y-protocols' `Awareness`: a higher clock wins, and
+ * a removal wins at an equal clock. Nothing here parses a state or runs a timer: an outdated state
+ * is dropped when the table is next read.
+ */
+export class PresenceTable {
+  readonly #clients = new Map<number, Presence>()
+
+  apply(entries: AwarenessEntry[], now = Date.now()): void {
+    for (const { clientId, clock, state } of entries) {
+      const current = this.#clients.get(clientId)
+      const currentClock = current?.clock ?? 0
+      if (currentClock < clock || (currentClock === clock && state === null && current?.state)) {
+        // The state is a view into a frame about to be dropped: copied, or it would keep the frame.
+        const copy = state && BYTES.latin1Slice.call(state, 0, state.length)
+        if (current) {
+          current.clock = clock
+          current.state = copy
+          current.updatedAt = now
+        } else {
+          this.#clients.set(clientId, { clock, state: copy, updatedAt: now })
+        }
+      }
+    }
+  }
+
+  /** Marks these clients gone; returns the entries that tell the others, empty if none was here. */
+  remove(clientIds: Iterable<number>, now = Date.now()): AwarenessEntry[] {
+    const removed: AwarenessEntry[] = []
+    for (const clientId of clientIds) {
+      const current = this.#clients.get(clientId)
+      if (!current?.state) continue
+      const clock = current.clock + 1
+      current.clock = clock
+      current.state = null
+      current.updatedAt = now
+      removed.push({ clientId, clock, state: null })
+    }
+    return removed
+  }
+
+  /** Everyone present, their outdated states dropped first. */
+  present(now = Date.now()): AwarenessEntry[] {
+    const entries: AwarenessEntry[] = []
+    for (const [clientId, presence] of this.#clients) {
+      if (!presence.state) continue
+      if (now - presence.updatedAt >= PRESENCE_OUTDATED_MS) presence.state = null
+      else entries.push({ clientId, clock: presence.clock, state: Buffer.from(presence.state, 'latin1') })
+    }
+    return entries
+  }
+
+  /** How many clients are present. */
+  get size(): number {
+    return this.present().length
+  }
+}
