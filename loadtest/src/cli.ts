@@ -22,7 +22,8 @@ const USAGE = `Usage:
   symphony-loadtest schema                       print the JSON report's JSON Schema
 
 Run options:
-  --url URL             the sync server (default ws://127.0.0.1:1234)
+  --url URL[,URL…]      the sync server, or servers: each room's users take them in turn
+                        (default ws://127.0.0.1:1234)
   --workload NAME       ${Object.values(WORKLOADS)
     .map((w) => `${w.name}`)
     .join(' | ')} (default symphony)
@@ -34,7 +35,8 @@ Run options:
   --presence-rate R     presence updates per user per second
   --token-secret S      mint an HS256 token per user (or LOADTEST_TOKEN_SECRET)
   --real-clients        run the client library instead of light protocol clients
-  --server-pid PID      read the server's CPU and memory from /proc (default: its /metrics)
+  --server-pid PID[,…]  read the server's CPU and memory from /proc, summed over the processes
+                        (e.g. two servers and Redis; default: the servers' /metrics)
   --room-prefix P       room names P-0, P-1, … (default loadtest-<random>)
   --json FILE           every figure as JSON (default loadtest-results/<time>-<workload>.json)
   --html FILE           the HTML report with charts (default loadtest-results/<time>-<workload>.html)

@@ -23,7 +23,7 @@ interface Second {
 }
 
 export interface RunDescription {
-  url: string
+  urls: string[]
   workload: Workload
   rampSeconds: number
   durationSeconds: number
@@ -123,7 +123,7 @@ export class Collector {
       schema: 'symphony-loadtest-report/1',
       startedAt: run.startedAt.toISOString(),
       elapsedSeconds: round((Date.now() - run.startedAt.getTime()) / 1000),
-      target: { url: run.url, statsSource: server.kind },
+      target: { url: run.urls.join(','), statsSource: server.kind },
       workload: {
         name: workload.name,
         source: workload.source,

@@ -23,7 +23,7 @@ export async function measuredRun(
   drive: (collector: Collector) => Promise<WorkerSummary[]>,
 ): Promise<Report> {
   const collector = new Collector()
-  const server = new ServerSampler(serverStatsSource(settings.url, settings.serverPid))
+  const server = new ServerSampler(serverStatsSource(settings.urls, settings.serverPids))
   const startedAt = new Date()
   const started = performance.now()
   await server.start(started)
@@ -40,7 +40,7 @@ export async function measuredRun(
 export function workerPlan(settings: RunSettings, agent: string, rooms: RoomPlan[]): WorkerPlan {
   return {
     agent,
-    serverUrl: settings.url,
+    serverUrls: settings.urls,
     workload: settings.workload,
     rooms,
     rampSeconds: settings.rampSeconds,

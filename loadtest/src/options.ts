@@ -6,13 +6,15 @@ import { WORKLOAD_NAMES, WORKLOADS, type Workload } from './workloads.js'
 
 /** A run, whoever drives it: this process alone, or a coordinator and its agents. */
 export interface RunSettings {
-  url: string
+  /** The sync servers; a room's users are spread across them in turn. */
+  urls: string[]
   workload: Workload
   durationSeconds: number
   rampSeconds: number
   tokenSecret: string | undefined
   realClients: boolean
-  serverPid: number | undefined
+  /** The processes whose CPU and memory count as the server's (summed), if on this machine. */
+  serverPids: number[]
   roomPrefix: string
   jsonFile: string
   htmlFile: string
@@ -41,11 +43,23 @@ const count = (max: number) => z.coerce.number().int().min(1).max(max)
 const rate = z.coerce.number().min(0).max(1000)
 const seconds = z.coerce.number().min(0).max(86_400)
 
+/** The items of a comma-separated option, each then checked on its own. */
+const commaSeparated = z.string().transform((v) => v.split(','))
+
 const RunArguments = z.object({
-  url: z
-    .string()
-    .refine((v) => /^(ws|wss|http|https):\/\/./.test(v) && URL.canParse(v), 'must be a ws:// or wss:// URL')
-    .transform((v) => v.replace(/^http/, 'ws').replace(/\/+$/, '')),
+  url: commaSeparated.pipe(
+    z
+      .array(
+        z
+          .string()
+          .refine(
+            (v) => /^(ws|wss|http|https):\/\/./.test(v) && URL.canParse(v),
+            'must be a ws:// or wss:// URL',
+          )
+          .transform((v) => v.replace(/^http/, 'ws').replace(/\/+$/, '')),
+      )
+      .min(1),
+  ),
   workload: z.enum(WORKLOAD_NAMES),
   rooms: count(1_000_000).optional(),
   'per-room': count(100_000).optional(),
@@ -58,7 +72,7 @@ const RunArguments = z.object({
     .min(32, 'must be at least 32 characters (the server requires as much)')
     .optional(),
   'real-clients': z.boolean(),
-  'server-pid': z.coerce.number().int().positive().optional(),
+  'server-pid': commaSeparated.pipe(z.array(z.coerce.number<string>().int().positive())).optional(),
   'room-prefix': z
     .string()
     .regex(/^[A-Za-z0-9._~:-]{1,64}$/, 'letters, digits and . _ ~ : - only (1-64)')
@@ -106,13 +120,13 @@ export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSe
   if (workload.perRoom < 2) throw new UsageError('--per-room: at least 2 (a sender and the observer)')
   const reports = `${REPORTS_FOLDER}/${new Date().toISOString().replace(/[:.]/g, '-')}-${a.workload}`
   return {
-    url: a.url,
+    urls: a.url,
     workload,
     durationSeconds: a.duration,
     rampSeconds: a.ramp,
     tokenSecret: a['token-secret'],
     realClients: a['real-clients'],
-    serverPid: a['server-pid'],
+    serverPids: a['server-pid'] ?? [],
     roomPrefix: a['room-prefix'] ?? `loadtest-${randomBytes(3).toString('hex')}`,
     jsonFile: a.json ?? `${reports}.json`,
     htmlFile: a.html ?? `${reports}.html`,

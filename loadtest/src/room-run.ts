@@ -14,7 +14,8 @@ export interface RoomPlan {
 }
 
 export interface RoomSettings {
-  serverUrl: string
+  /** A room's users connect to these in turn, so with several servers each room spans them. */
+  serverUrls: string[]
   workload: Workload
   realClients: boolean
   measures: Measures
@@ -127,9 +128,9 @@ export class RoomRun {
   }
 
   async #setup(number: number, isObserver: boolean): Promise<UserSetup> {
-    const { serverUrl, workload, measures } = this.settings
+    const { serverUrls, workload, measures } = this.settings
     return {
-      serverUrl,
+      serverUrl: serverUrls[(number - this.plan.firstUser) % serverUrls.length] as string,
       room: this.plan.name,
       token: await this.settings.tokenFor(this.plan.name, number),
       edit: workload.edit,

@@ -12,29 +12,46 @@ export interface ServerStatsSource {
   read(): Promise<ServerReading | null>
 }
 
-/** `/proc/<pid>` for a server on this machine; else the server's Prometheus `/metrics`. */
-export function serverStatsSource(serverUrl: string, serverPid: number | undefined): ServerStatsSource {
-  if (serverPid !== undefined) return procSource(serverPid)
-  return metricsSource(serverUrl)
+/**
+ * `/proc/<pid>` of the server's processes when on this machine (all of a cluster's: its servers
+ * and Redis), else every server's Prometheus `/metrics`: CPU time and memory summed.
+ */
+export function serverStatsSource(serverUrls: string[], serverPids: number[]): ServerStatsSource {
+  if (serverPids.length > 0) return summed('proc', serverPids.map(procReader))
+  return summed('metrics', serverUrls.map(metricsReader))
 }
 
-function procSource(pid: number): ServerStatsSource {
-  const ticksPerSecond = clockTicks()
+type Reader = () => Promise<ServerReading | null>
+
+/** The sum of every reading; null unless all of them answer, so a sum never drops a process. */
+function summed(kind: ServerStatsSource['kind'], readers: Reader[]): ServerStatsSource {
   return {
-    kind: 'proc',
+    kind,
     async read() {
-      try {
-        const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
-        // Fields after the command name (which may hold spaces) start at field 3, "state".
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-        const cpuTicks = Number(fields[11]) + Number(fields[12]) // utime + stime
-        const status = await readFile(`/proc/${pid}/status`, 'utf8')
-        const rssKb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? Number.NaN)
-        return { cpuSeconds: cpuTicks / ticksPerSecond, rssBytes: rssKb * 1024 }
-      } catch {
-        return null // the process is gone
+      const readings = await Promise.all(readers.map((read) => read()))
+      if (readings.some((reading) => reading === null)) return null
+      return {
+        cpuSeconds: readings.reduce((sum, r) => sum + (r?.cpuSeconds ?? 0), 0),
+        rssBytes: readings.reduce((sum, r) => sum + (r?.rssBytes ?? 0), 0),
       }
     },
+  }
+}
+
+function procReader(pid: number): Reader {
+  const ticksPerSecond = clockTicks()
+  return async () => {
+    try {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+      // Fields after the command name (which may hold spaces) start at field 3, "state".
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      const cpuTicks = Number(fields[11]) + Number(fields[12]) // utime + stime
+      const status = await readFile(`/proc/${pid}/status`, 'utf8')
+      const rssKb = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? Number.NaN)
+      return { cpuSeconds: cpuTicks / ticksPerSecond, rssBytes: rssKb * 1024 }
+    } catch {
+      return null // the process is gone
+    }
   }
 }
 
@@ -46,22 +63,19 @@ function clockTicks(): number {
   }
 }
 
-function metricsSource(serverUrl: string): ServerStatsSource {
+function metricsReader(serverUrl: string): Reader {
   const url = new URL('/metrics', serverUrl.replace(/^ws/, 'http'))
-  return {
-    kind: 'metrics',
-    async read() {
-      try {
-        const response = await fetch(url, { signal: AbortSignal.timeout(5000) })
-        if (!response.ok) return null
-        const text = await response.text()
-        const cpuSeconds = metric(text, 'process_cpu_seconds_total')
-        const rssBytes = metric(text, 'process_resident_memory_bytes')
-        return cpuSeconds === null || rssBytes === null ? null : { cpuSeconds, rssBytes }
-      } catch {
-        return null
-      }
-    },
+  return async () => {
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(5000) })
+      if (!response.ok) return null
+      const text = await response.text()
+      const cpuSeconds = metric(text, 'process_cpu_seconds_total')
+      const rssBytes = metric(text, 'process_resident_memory_bytes')
+      return cpuSeconds === null || rssBytes === null ? null : { cpuSeconds, rssBytes }
+    } catch {
+      return null
+    }
   }
 }
 

@@ -7,7 +7,7 @@ import type { Workload } from './workloads.js'
 /** The rooms one process drives: the whole run locally, or one agent's share. */
 export interface WorkerPlan {
   agent: string
-  serverUrl: string
+  serverUrls: string[]
   workload: Workload
   rooms: RoomPlan[]
   rampSeconds: number
@@ -49,7 +49,7 @@ export async function runWorker(
   const warnings = startWarnings(sockets).map((warning) => `${plan.agent}: ${warning}`)
   for (const warning of warnings) console.error(`warning: ${warning}`)
   const tokenFor = tokenMinter(plan.tokenSecret, plan.rampSeconds + plan.durationSeconds + 3600)
-  const settings = { serverUrl: plan.serverUrl, workload: plan.workload, realClients: plan.realClients }
+  const settings = { serverUrls: plan.serverUrls, workload: plan.workload, realClients: plan.realClients }
   const rooms = plan.rooms.map((room) => new RoomRun(room, { ...settings, measures, tokenFor }))
   const started = performance.now()
   const stopIntervals = reportEachSecond(plan.agent, measures, rooms, started, onInterval)

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { type RedisService, startRedis } from '../../scripts/lib/services.mjs'
 import { type StartedServer, startSymphony } from '../src/bench/servers.js'
 import { runLocal } from '../src/local-run.js'
 import { type RunSettings, runSettings, UsageError } from '../src/options.js'
+import { metric } from '../src/server-stats.js'
 
 const SECRET = 'loadtest-secret-that-is-32-chars-long!'
 
@@ -98,6 +100,42 @@ describe('a short local run against a real server', () => {
   })
 })
 
+describe('a run across two servers joined by Redis', () => {
+  let redis: RedisService
+  let servers: StartedServer[] = []
+  before(async () => {
+    redis = await startRedis()
+    const env = { AUTH_SECRET: SECRET, PUBSUB: redis.url, DATABASE_URL: 'none' }
+    servers = await Promise.all([startSymphony({ env }), startSymphony({ env })])
+  })
+  after(async () => {
+    await Promise.all(servers.map((server) => server.stop()))
+    await redis.stop()
+  })
+
+  test("spreads each room's users over the servers, and sums the CPU of every process given", async () => {
+    const [a, b] = servers as [StartedServer, StartedServer]
+    const received = async (server: StartedServer) =>
+      metric(
+        await (await fetch(`${server.url.replace(/^ws/, 'http')}/metrics`)).text(),
+        'symphony_messages_received_total',
+      ) ?? 0
+    const report = await runLocal(
+      settings(a, { url: `${a.url},${b.url}`, 'server-pid': `${a.pid},${b.pid},${redis.pid}` }),
+    )
+    assert.equal(
+      report.convergence.converged,
+      report.convergence.rooms,
+      'every room converged across servers',
+    )
+    assert.deepEqual([report.drops.updates, report.drops.presence], [0, 0])
+    assert.ok(report.counts.updatesObserved > 0, 'edits reached the observers')
+    for (const server of [a, b]) assert.ok((await received(server)) > 0, `${server.url} had users`)
+    assert.equal(report.target.url, `${a.url},${b.url}`)
+    assert.ok((report.server.cpuPercent.mean ?? 0) > 0, 'the processes used CPU')
+  })
+})
+
 describe('run options', () => {
   const base = {
     url: 'ws://127.0.0.1:1',
@@ -134,6 +172,17 @@ describe('run options', () => {
     refused({ 'token-secret': 'short' }, /^--token-secret: must be at least 32/)
     refused({ url: 'localhost:1234' }, /^--url/)
     refused({ 'room-prefix': 'a/b' }, /^--room-prefix/)
+  })
+
+  test('takes several servers and server processes as comma-separated lists', () => {
+    const s = runSettings(
+      { ...base, url: 'ws://127.0.0.1:1,http://127.0.0.1:2/', 'server-pid': '11,22,33' },
+      {},
+    )
+    assert.deepEqual(s.urls, ['ws://127.0.0.1:1', 'ws://127.0.0.1:2'])
+    assert.deepEqual(s.serverPids, [11, 22, 33])
+    refused({ url: 'ws://127.0.0.1:1,localhost:2' }, /^--url/)
+    refused({ 'server-pid': '11,x' }, /^--server-pid/)
   })
 
   test('takes the token secret from LOADTEST_TOKEN_SECRET', () => {

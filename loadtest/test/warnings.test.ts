@@ -35,7 +35,7 @@ async function reportFor(cpuByAgent: Record<string, number[]>) {
   const silent = new ServerSampler({ kind: 'metrics', read: async () => null })
   await silent.start(performance.now())
   const run = {
-    url: 'ws://127.0.0.1:1',
+    urls: ['ws://127.0.0.1:1'],
     workload: { ...WORKLOADS.symphony, rooms: Object.keys(cpuByAgent).length, perRoom: 4 },
     rampSeconds: 0,
     durationSeconds: 3,

@@ -4,6 +4,7 @@ export function freePort(): Promise<number>
 export interface RedisService {
   url: string
   port: number
+  readonly pid: number
   restart(): Promise<void>
   stop(): Promise<void>
 }

@@ -185,6 +185,10 @@ export async function startRedis() {
   return {
     url: `redis://${HOST}:${port}`,
     port,
+    /** The running redis-server's process id (it changes with `restart()`). */
+    get pid() {
+      return launched.child.pid
+    },
     async restart() {
       await stop()
       await start()

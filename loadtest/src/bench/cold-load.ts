@@ -40,8 +40,8 @@ const server = await startSymphony({
 try {
   const startedAt = Date.now()
   const report = runGenerator({
-    url: server.url,
-    serverPid: server.pid,
+    urls: [server.url],
+    serverPids: [server.pid],
     workload: 'symphony',
     rooms: Number(values.rooms),
     duration: String(values.duration),

@@ -6,8 +6,10 @@ import type { Report } from '../report-schema.js'
 const CLI = fileURLToPath(new URL('../../bin/symphony-loadtest.js', import.meta.url))
 
 export interface GeneratorRun {
-  url: string
-  serverPid: number
+  /** The servers, each room's users taking them in turn. */
+  urls: string[]
+  /** The processes whose CPU and memory count as the server's: the servers, and Redis if any. */
+  serverPids: number[]
   workload: string
   rooms: number
   perRoom?: string | undefined
@@ -24,8 +26,8 @@ export interface GeneratorRun {
 export function runGenerator(run: GeneratorRun): Promise<Report> {
   const args = [
     CLI,
-    ...['--url', run.url, '--workload', run.workload, '--rooms', String(run.rooms)],
-    ...['--duration', run.duration, '--ramp', run.ramp, '--server-pid', String(run.serverPid)],
+    ...['--url', run.urls.join(','), '--workload', run.workload, '--rooms', String(run.rooms)],
+    ...['--duration', run.duration, '--ramp', run.ramp, '--server-pid', run.serverPids.join(',')],
     ...(run.perRoom ? ['--per-room', run.perRoom] : []),
     ...(run.roomPrefix ? ['--room-prefix', run.roomPrefix] : []),
     ...['--json', run.json, '--html', run.json.replace(/json$/, 'html'), '--quiet'],

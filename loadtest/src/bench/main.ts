@@ -66,8 +66,8 @@ try {
         const server = await contender.start()
         try {
           const report = await runGenerator({
-            url: server.url,
-            serverPid: server.pid,
+            urls: [server.url],
+            serverPids: [server.pid],
             workload: String(values.workload),
             rooms,
             perRoom: values['per-room'],

@@ -62,6 +62,11 @@ export function cpuPinning(): { server: string; generator: string } | null {
   return hasTaskset() && availableParallelism() >= 2 ? { server: '0', generator: '1' } : null
 }
 
+/** Moves a running process (and its threads) onto these CPUs. */
+export function pin(pid: number, cpus: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' })
+}
+
 function hasTaskset(): boolean {
   try {
     execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' })

@@ -169,6 +169,7 @@ export class RoomManager {
       if (state) Y.applyUpdate(doc, state)
       const journaledBytes = this.#replay(name, doc, journal)
       const loaded = this.#createRoom(name, doc, (state?.length ?? 0) + journaledBytes, journal.position)
+      if (state && journal.updates.length === 0) loaded.room.adoptLoadedState(state)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
       room = loaded.room // from here on frames go straight to the room, also while registering
       // A registry outage must not stop the room from loading: peers just cannot find it here

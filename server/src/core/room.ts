@@ -13,6 +13,7 @@ import {
   encodeSyncStep1,
   encodeSyncStep2,
   encodeUpdate,
+  isEmptyStateVector,
   isEmptyUpdate,
   type Message,
 } from '../protocol/codec.js'
@@ -50,6 +51,11 @@ export class Room {
   #antiEntropyTimer: NodeJS.Timeout | null = null
   #lastAskedPeersAt = 0
   #cachedDigest: { version: number; digest: Digest } | null = null
+  /**
+   * The whole state as last encoded, kept until the document changes: a joiner that holds nothing
+   * (most do) gets it without another encode, which costs O(document) on the event loop.
+   */
+  #encoded: { version: number; state: Uint8Array } | null = null
   /** Set by the afterTransaction listener: whether the last applied update changed anything. */
   #lastApplyChanged = false
 
@@ -110,7 +116,10 @@ export class Room {
       case 'sync-step1':
         // Each answer encodes the whole difference; a client may not ask in a tight loop.
         if (connection.takeSyncRequest()) {
-          connection.send(encodeSyncStep2(Y.encodeStateAsUpdate(this.doc, message.stateVector)))
+          const answer = isEmptyStateVector(message.stateVector)
+            ? this.encodeState()
+            : Y.encodeStateAsUpdate(this.doc, message.stateVector)
+          connection.send(encodeSyncStep2(answer))
         } else {
           connection.close(CloseCode.RateLimited, 'sync requests too frequent')
         }
@@ -196,9 +205,16 @@ export class Room {
 
   /** The whole state, including updates still waiting for missing dependencies (so they count). */
   encodeState(): Uint8Array {
+    if (this.#encoded?.version === this.version) return this.#encoded.state
     const state = Y.encodeStateAsUpdate(this.doc)
     this.#sizeBound = state.length
+    this.#encoded = { version: this.version, state }
     return state
+  }
+
+  /** The bytes the document was just built from, unchanged since: its encoding, for free. */
+  adoptLoadedState(state: Uint8Array): void {
+    if (this.version === 0) this.#encoded = { version: 0, state }
   }
 
   destroy(): void {
@@ -230,6 +246,7 @@ export class Room {
     if (!this.#lastApplyChanged && this.doc.store.pendingStructs === null) return false
     this.#sizeBound += update.length
     this.version++
+    this.#encoded = null
     this.onChange()
     return true
   }

@@ -189,6 +189,11 @@ export function decodeDigest(frame: Uint8Array): Digest | null {
   }
 }
 
+/** Whether a state vector names no client: its holder has nothing yet. */
+export function isEmptyStateVector(stateVector: Uint8Array): boolean {
+  return stateVector.length === 1 && stateVector[0] === 0
+}
+
 /** Whether a Yjs (v1) update carries no structs and no deletions, i.e. nothing worth forwarding. */
 export function isEmptyUpdate(update: Uint8Array): boolean {
   return update.length === 2 && update[0] === 0 && update[1] === 0
