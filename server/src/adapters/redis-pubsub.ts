@@ -23,8 +23,8 @@ export class RedisPubSub implements PubSub {
   /** This server's id, encoded once: every published message starts with these bytes. */
   readonly #header: Uint8Array
   readonly #logger: Logger
-  /** Publishes of the current event-loop turn, sent together once it has handled its input. */
-  #outbox: [channel: string, message: Buffer][] = []
+  /** The publisher's socket while its writes wait for the end of the turn. */
+  #corked: { uncork(): void } | null = null
 
   constructor(serverId: string, redisUrl: string, options: RedisPubSubOptions) {
     this.#prefix = options.channelPrefix ?? 'symphony:'
@@ -73,32 +73,33 @@ export class RedisPubSub implements PubSub {
   }
 
   publish(room: string, message: Uint8Array): void {
-    if (this.#outbox.length === 0) setImmediate(this.#sendOutbox)
-    this.#outbox.push([this.#channel(room), Buffer.concat([this.#header, message])])
+    this.#corkUntilTurnEnds()
+    const channel = this.#channel(room)
+    this.#publisher.publish(channel, Buffer.concat([this.#header, message])).catch((error: unknown) => {
+      this.#logger.error({ err: error, channel, bytes: message.length }, 'redis publish failed')
+    })
   }
 
   /**
-   * One pipeline per turn: one write to Redis instead of one per message, which was most of
-   * what a message cost to cross servers. Order is kept, within the pipeline and across turns.
+   * Holds the publisher's writes until the current batch of input is handled: one write to Redis
+   * per event-loop turn instead of one per message, which was most of what a message paid to
+   * cross servers. (While ioredis reconnects there is no socket; it queues commands itself.)
    */
-  readonly #sendOutbox = (): void => {
-    const outbox = this.#outbox
-    if (outbox.length === 0) return // sent early by close()
-    this.#outbox = []
-    const pipeline = this.#publisher.pipeline()
-    for (const [channel, message] of outbox) pipeline.publish(channel, message)
-    pipeline.exec().then(
-      (results) => {
-        const failed = results?.filter(([error]) => error) ?? []
-        if (failed.length > 0)
-          this.#logger.error({ err: failed[0]?.[0], failed: failed.length }, 'redis publish failed')
-      },
-      (error: unknown) => this.#logger.error({ err: error, messages: outbox.length }, 'redis publish failed'),
-    )
+  #corkUntilTurnEnds(): void {
+    const socket = this.#publisher.stream
+    if (this.#corked || !socket) return
+    this.#corked = socket
+    socket.cork()
+    setImmediate(this.#uncork)
+  }
+
+  readonly #uncork = (): void => {
+    this.#corked?.uncork()
+    this.#corked = null
   }
 
   async close(): Promise<void> {
-    this.#sendOutbox() // queued ahead of QUIT, which waits for them
+    this.#uncork() // queued publishes go out ahead of QUIT, which waits for them
     this.#handlers.clear()
     await Promise.all([closeConnection(this.#publisher), closeConnection(this.#subscriber)])
   }
