@@ -17,7 +17,13 @@ export interface ServerStatsSource {
  * and Redis), else every server's Prometheus `/metrics`: CPU time and memory summed.
  */
 export function serverStatsSource(serverUrls: string[], serverPids: number[]): ServerStatsSource {
-  if (serverPids.length > 0) return summed('proc', serverPids.map(procReader))
+  if (serverPids.length > 0) {
+    const ticksPerSecond = clockTicks()
+    return summed(
+      'proc',
+      serverPids.map((pid) => procReader(pid, ticksPerSecond)),
+    )
+  }
   return summed('metrics', serverUrls.map(metricsReader))
 }
 
@@ -38,8 +44,7 @@ function summed(kind: ServerStatsSource['kind'], readers: Reader[]): ServerStats
   }
 }
 
-function procReader(pid: number): Reader {
-  const ticksPerSecond = clockTicks()
+function procReader(pid: number, ticksPerSecond: number): Reader {
   return async () => {
     try {
       const stat = await readFile(`/proc/${pid}/stat`, 'utf8')

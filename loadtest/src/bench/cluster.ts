@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util'
 import { type RedisService, startRedis } from '../../../scripts/lib/services.mjs'
 import { median } from '../median.js'
 import type { Report } from '../report-schema.js'
+import { troubles } from './compare.js'
 import { runGenerator } from './generator.js'
 import { cpuPinning, pin, type StartedServer, startSymphony } from './servers.js'
 
@@ -45,7 +46,16 @@ async function cluster(): Promise<Setup> {
   const redis = await startRedis()
   if (pinning) pin(redis.pid, pinning.server)
   const env = { DATABASE_URL: 'none', PUBSUB: redis.url }
-  const servers = await Promise.all([1, 2].map(() => startSymphony({ cpus: pinning?.server, env })))
+  const starting = [1, 2].map(() => startSymphony({ cpus: pinning?.server, env }))
+  const started = await Promise.allSettled(starting)
+  const servers = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []))
+  const failed = started.find((result) => result.status === 'rejected')
+  if (failed) {
+    // Nothing is left running behind a failed start: Redis and any server that did come up.
+    await Promise.all(servers.map((server) => server.stop()))
+    await redis.stop()
+    throw failed.reason
+  }
   return { name: 'two servers + Redis', servers, redis }
 }
 
@@ -107,16 +117,13 @@ if (cpuOne !== null && cpuTwo !== null) {
 
 function summary(reports: Report[]): string {
   const pick = (f: (r: Report) => number | null) => median(reports.map(f))
-  const troubles = reports.reduce(
-    (sum, r) => sum + r.counts.connectErrors + r.counts.errors + r.drops.updates + r.drops.presence,
-    0,
-  )
+  const problems = reports.reduce((sum, r) => sum + troubles(r), 0)
   return [
     `cpu ${pick((r) => r.steady.cpuMicrosecondsPerDeliveredMessage)} us/delivered msg`,
     `update p99 ${pick((r) => r.steady.latency.update.p99)} ms`,
     `presence p99 ${pick((r) => r.steady.latency.presence.p99)} ms`,
     `rss ${((pick((r) => r.steady.rssBytesPerUser) ?? 0) / 1024).toFixed(1)} KiB/user`,
     `converged ${reports.map((r) => `${r.convergence.converged}/${r.convergence.rooms}`).join(' ')}`,
-    troubles ? `PROBLEMS ${troubles} (errors + drops)` : 'no errors or drops',
+    problems ? `PROBLEMS ${problems} (errors + drops)` : 'no errors or drops',
   ].join(', ')
 }

@@ -25,6 +25,12 @@ export interface Comparison {
   troubled: number
 }
 
+/** Everything in a run that went wrong: failed or dropped connections, errors, lost messages. */
+export function troubles(report: Report): number {
+  const { counts, drops } = report
+  return counts.connectErrors + counts.errors + counts.unexpectedCloses + drops.updates + drops.presence
+}
+
 export function compare(rooms: number, ours: Report[], reference: Report[]): Comparison {
   const figures = Object.entries(FIGURES).map(([figure, read]) => {
     const a = median(ours.map(read))
@@ -32,9 +38,7 @@ export function compare(rooms: number, ours: Report[], reference: Report[]): Com
     return { figure, ours: a, reference: b, ratio: a !== null && b !== null && b > 0 ? round(a / b) : null }
   })
   const troubled = [...ours, ...reference].filter(
-    (r) =>
-      r.counts.connectErrors + r.counts.errors + r.counts.unexpectedCloses + r.drops.updates > 0 ||
-      r.convergence.converged < r.convergence.rooms,
+    (r) => troubles(r) > 0 || r.convergence.converged < r.convergence.rooms,
   ).length
   return { rooms, users: ours[0]?.workload.users ?? 0, figures, troubled }
 }

@@ -8,7 +8,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import type { Report } from '../report-schema.js'
-import { type Comparison, compare, formatComparison } from './compare.js'
+import { type Comparison, compare, formatComparison, troubles } from './compare.js'
 import { runGenerator } from './generator.js'
 import { cpuPinning, startReference, startSymphony } from './servers.js'
 
@@ -97,9 +97,8 @@ try {
 }
 
 function oneLine(report: Report): string {
-  const { steady, counts, drops, convergence } = report
-  const troubles =
-    counts.connectErrors + counts.errors + counts.unexpectedCloses + drops.updates + drops.presence
+  const { steady, convergence } = report
+  const problems = troubles(report)
   return [
     `steady: update p99 ${steady.latency.update.p99}ms`,
     `presence p99 ${steady.latency.presence.p99}ms`,
@@ -107,6 +106,6 @@ function oneLine(report: Report): string {
     `rss ${((steady.rssBytesPerUser ?? 0) / 1024).toFixed(1)}KiB/user`,
     `generator ${Math.max(...report.agents.map((a) => a.generatorCpuPercent.mean))}% cpu`,
     `converged ${convergence.converged}/${convergence.rooms}`,
-    troubles ? `PROBLEMS ${troubles} (errors + drops)` : 'no errors or drops',
+    problems ? `PROBLEMS ${problems} (errors + drops)` : 'no errors or drops',
   ].join(', ')
 }

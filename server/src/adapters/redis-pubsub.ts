@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
+import { corkUntilTurnEnds } from '../cork-until-turn-ends.js'
 import type { Logger } from '../logger.js'
 import type { PubSub, RoomMessageHandler } from '../ports/pubsub.js'
 
@@ -23,8 +24,6 @@ export class RedisPubSub implements PubSub {
   /** This server's id, encoded once: every published message starts with these bytes. */
   readonly #header: Uint8Array
   readonly #logger: Logger
-  /** The publisher's socket while its writes wait for the end of the turn. */
-  #corked: { uncork(): void } | null = null
 
   constructor(serverId: string, redisUrl: string, options: RedisPubSubOptions) {
     this.#prefix = options.channelPrefix ?? 'symphony:'
@@ -73,33 +72,18 @@ export class RedisPubSub implements PubSub {
   }
 
   publish(room: string, message: Uint8Array): void {
-    this.#corkUntilTurnEnds()
+    // One write to Redis per event-loop turn instead of one per message, which was most of what
+    // a message paid to cross servers. (While ioredis reconnects there is no socket: it queues.)
+    const socket = this.#publisher.stream
+    if (socket) corkUntilTurnEnds(socket)
     const channel = this.#channel(room)
     this.#publisher.publish(channel, Buffer.concat([this.#header, message])).catch((error: unknown) => {
       this.#logger.error({ err: error, channel, bytes: message.length }, 'redis publish failed')
     })
   }
 
-  /**
-   * Holds the publisher's writes until the current batch of input is handled: one write to Redis
-   * per event-loop turn instead of one per message, which was most of what a message paid to
-   * cross servers. (While ioredis reconnects there is no socket; it queues commands itself.)
-   */
-  #corkUntilTurnEnds(): void {
-    const socket = this.#publisher.stream
-    if (this.#corked || !socket) return
-    this.#corked = socket
-    socket.cork()
-    setImmediate(this.#uncork)
-  }
-
-  readonly #uncork = (): void => {
-    this.#corked?.uncork()
-    this.#corked = null
-  }
-
   async close(): Promise<void> {
-    this.#uncork() // queued publishes go out ahead of QUIT, which waits for them
+    this.#publisher.stream?.uncork() // queued publishes go out ahead of QUIT, which waits for them
     this.#handlers.clear()
     await Promise.all([closeConnection(this.#publisher), closeConnection(this.#subscriber)])
   }

@@ -146,11 +146,10 @@ export function decodeAwarenessUpdate(update: Uint8Array): AwarenessEntry[] {
 }
 
 /** An awareness message carrying `entries` (state null: the client left). */
-export function encodeAwarenessEntries(entries: Iterable<AwarenessEntry>): Uint8Array {
+export function encodeAwarenessEntries(entries: AwarenessEntry[]): Uint8Array {
   const update = encoding.createEncoder()
-  const list = [...entries]
-  encoding.writeVarUint(update, list.length)
-  for (const { clientId, clock, state } of list) {
+  encoding.writeVarUint(update, entries.length)
+  for (const { clientId, clock, state } of entries) {
     encoding.writeVarUint(update, clientId)
     encoding.writeVarUint(update, clock)
     encoding.writeVarUint8Array(update, state ?? JSON_NULL)

@@ -1,5 +1,3 @@
-import type { Socket } from 'node:net'
-
 /**
  * Server-to-client WebSocket framing (RFC 6455 § 5.2: FIN, binary opcode, unmasked), done once
  * per message rather than once per recipient: a broadcast hands the same payload to every
@@ -27,25 +25,4 @@ export function binaryFrame(payload: Uint8Array): Buffer {
   lastPayload = payload
   lastFrame = frame
   return frame
-}
-
-/**
- * Sockets written to since the event loop last went idle. Each is corked on its first write and
- * uncorked once the current batch of input has been handled, so everything one client is owed
- * from that batch leaves in a single syscall: the busier the server, the larger the batches.
- */
-const corked = new Set<Socket>()
-
-export function writeCorked(socket: Socket, frame: Buffer): void {
-  if (!corked.has(socket)) {
-    if (corked.size === 0) setImmediate(uncorkAll)
-    corked.add(socket)
-    socket.cork()
-  }
-  socket.write(frame)
-}
-
-function uncorkAll(): void {
-  for (const socket of corked) socket.uncork()
-  corked.clear()
 }

@@ -1,7 +1,8 @@
 import type { Socket } from 'node:net'
 import { WebSocket } from 'ws'
 import type { Transport } from '../core/connection.js'
-import { binaryFrame, writeCorked } from './outgoing-frames.js'
+import { corkUntilTurnEnds } from '../cork-until-turn-ends.js'
+import { binaryFrame } from './outgoing-frames.js'
 
 /** How long a peer gets to answer our close frame before its socket is destroyed. */
 const CLOSE_HANDSHAKE_MS = 2_000
@@ -10,8 +11,8 @@ const MAX_REASON_BYTES = 123
 
 /**
  * Adapts a `ws` socket to the core's `Transport`. Data frames bypass `ws`'s sender: they are
- * framed once per broadcast and written straight to the TCP socket, corked per event-loop turn
- * (`outgoing-frames.ts`). Control frames (ping, close) still go through `ws`; every write is a
+ * framed once per broadcast (`outgoing-frames.ts`) and written straight to the TCP socket,
+ * corked per event-loop turn (`cork-until-turn-ends.ts`). Control frames (ping, close) still go through `ws`; every write is a
  * whole frame, so the two never interleave mid-frame.
  */
 export class WsTransport implements Transport {
@@ -29,7 +30,8 @@ export class WsTransport implements Transport {
   send(frame: Uint8Array): void {
     // After a close frame (ours or the peer's) nothing more may be sent.
     if (this.socket.readyState !== WebSocket.OPEN) return
-    writeCorked(this.#tcp, binaryFrame(frame))
+    corkUntilTurnEnds(this.#tcp)
+    this.#tcp.write(binaryFrame(frame))
   }
 
   close(code: number, reason: string): void {
