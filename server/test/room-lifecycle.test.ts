@@ -61,6 +61,22 @@ async function eventuallyAsync(check: () => Promise<boolean>, message: string, t
 }
 
 describe('room life', () => {
+  it('loads a snapshot too big for one event-loop turn whole, and the room works on', async () => {
+    const store = controlledStore()
+    const room = uniqueRoom()
+    const seed = new Y.Doc()
+    const text = seed.getText('t')
+    for (let i = 0; i < 40_000; i++) text.insert(i % 2 === 0 ? 0 : text.length, `w${i} `) // 40,000 structs
+    const state = Y.encodeStateAsUpdate(seed)
+    assert.ok(state.length > 256 * 1024, 'above the size loaded in slices')
+    await store.save(room, state)
+    const t = await serverWith(store)
+    const [a, b] = await Promise.all([connectSynced(t.wsUrl, room), connectSynced(t.wsUrl, room)])
+    assert.equal(a.doc.getText('t').toString(), text.toString())
+    a.doc.getText('t').insert(0, 'after ')
+    await eventually(() => b.doc.getText('t').toString().startsWith('after w'), 'an edit after the load')
+  })
+
   it('snapshots a dirty room periodically while users stay', async () => {
     const store = controlledStore()
     const t = await serverWith(store, { snapshot: { intervalMs: 150, retryBaseMs: 20, retryMaxMs: 200 } })

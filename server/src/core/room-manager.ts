@@ -6,6 +6,7 @@ import type { PubSub } from '../ports/pubsub.js'
 import type { RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
+import { applyInSlices } from './apply-in-slices.js'
 import { Room, type RoomOptions } from './room.js'
 import { RoomJournal } from './room-journal.js'
 import type { RoomStateSource } from './room-state-source.js'
@@ -166,7 +167,7 @@ export class RoomManager {
     try {
       const { state, source, journal } = await stateSource.load(name)
       const doc = new Y.Doc()
-      if (state) Y.applyUpdate(doc, state)
+      if (state) await applyInSlices(doc, state)
       const journaledBytes = this.#replay(name, doc, journal)
       const loaded = this.#createRoom(name, doc, (state?.length ?? 0) + journaledBytes, journal.position)
       if (state && journal.updates.length === 0) loaded.room.adoptLoadedState(state)

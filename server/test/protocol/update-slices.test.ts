@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import * as Y from 'yjs'
+import { sliceUpdate } from '../../src/protocol/update-slices.js'
+import { seededRandom } from '../helpers/seeded-random.js'
+
+type Random = () => number
+
+/** A document edited concurrently by a few clients that sync now and then, merged at the end. */
+function concurrentDocument(random: Random): Uint8Array {
+  const docs = Array.from({ length: 2 + Math.floor(random() * 3) }, () => new Y.Doc())
+  for (let step = 0; step < 300; step++) {
+    const doc = docs[Math.floor(random() * docs.length)] as Y.Doc
+    edit(doc, random)
+    if (random() < 0.2) {
+      const other = docs[Math.floor(random() * docs.length)] as Y.Doc
+      Y.applyUpdate(other, Y.encodeStateAsUpdate(doc, Y.encodeStateVector(other)))
+    }
+  }
+  const merged = new Y.Doc()
+  for (const doc of docs) Y.applyUpdate(merged, Y.encodeStateAsUpdate(doc))
+  return Y.encodeStateAsUpdate(merged)
+}
+
+function edit(doc: Y.Doc, random: Random): void {
+  const at = (length: number) => Math.floor(random() * (length + 1))
+  const key = () => `s${Math.floor(random() * 20)}`
+  const text = doc.getText('text')
+  const shapes = doc.getMap('shapes')
+  const list = doc.getArray<unknown>('list')
+  const edits = [
+    () => text.insert(at(text.length), `w${Math.floor(random() * 100)} `),
+    () => text.length > 2 && text.delete(at(text.length - 2), 1 + Math.floor(random() * 2)),
+    () => text.length > 0 && text.format(0, at(text.length), { bold: random() < 0.5 ? true : null }),
+    () => {
+      const shape = new Y.Map<unknown>()
+      shape.set('x', random())
+      shape.set('label', new Y.Text('shape'))
+      shapes.set(key(), shape)
+    },
+    () => {
+      const shape = shapes.get(key())
+      if (shape instanceof Y.Map) shape.set('x', random())
+      else shapes.delete(key())
+    },
+    () => list.insert(at(list.length), [random(), { nested: [1, 'two'] }, new Uint8Array([1, 2])]),
+    () => list.length > 0 && list.delete(at(list.length - 1), 1),
+  ]
+  edits[Math.floor(random() * edits.length)]?.()
+}
+
+const deletedClocks = (slice: Uint8Array) =>
+  [...Y.decodeUpdate(slice).ds.clients.values()].flat().reduce((sum, item) => sum + item.len, 0)
+
+describe('update slices', () => {
+  it('rebuild the same document, each slice applying without anything left pending', () => {
+    const { random, replayable } = seededRandom('SYMPHONY_SLICES_SEED')
+    try {
+      for (let round = 0; round < 20; round++) {
+        const state = concurrentDocument(random)
+        const perSlice = 1 + Math.floor(random() * 20)
+        const slices = sliceUpdate(state, perSlice)
+        assert.ok(slices.length > 1, 'cut into several slices')
+        const doc = new Y.Doc()
+        for (const slice of slices) {
+          assert.ok(Y.decodeUpdate(slice).structs.length <= perSlice, 'at most the budget of structs')
+          assert.ok(deletedClocks(slice) <= perSlice * 8, 'at most the budget of deleted clocks')
+          Y.applyUpdate(doc, slice)
+          assert.equal(doc.store.pendingStructs, null, 'what a struct points at came before it')
+          assert.equal(doc.store.pendingDs, null)
+        }
+        const whole = new Y.Doc()
+        Y.applyUpdate(whole, state)
+        assert.deepEqual(Y.encodeStateAsUpdate(doc), Y.encodeStateAsUpdate(whole))
+        assert.deepEqual(doc.toJSON(), whole.toJSON())
+      }
+    } catch (error) {
+      throw replayable(error, 'server/test/protocol/update-slices.test.ts')
+    }
+  })
+
+  it('cuts a long deleted range to fit the budget', () => {
+    const doc = new Y.Doc()
+    const text = doc.getText('text')
+    for (let i = 0; i < 100; i++) text.insert(text.length, 'abcdefghij') // one merged struct per insert run
+    text.delete(0, 1000)
+    const slices = sliceUpdate(Y.encodeStateAsUpdate(doc), 5)
+    const deletions = slices.filter((slice) => deletedClocks(slice) > 0)
+    assert.equal(deletions.length, 25, '1,000 deleted clocks, 40 per slice')
+    const rebuilt = new Y.Doc()
+    for (const slice of slices) Y.applyUpdate(rebuilt, slice)
+    assert.equal(rebuilt.getText('text').toString(), '')
+    assert.deepEqual(Y.encodeStateVector(rebuilt), Y.encodeStateVector(doc))
+  })
+
+  it('throws on a damaged update', () => {
+    const doc = new Y.Doc()
+    doc.getText('text').insert(0, 'hello world')
+    const state = Y.encodeStateAsUpdate(doc)
+    assert.throws(() => sliceUpdate(state.subarray(0, state.length - 4), 10))
+  })
+})
