@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import * as Y from 'yjs'
-import { applyInSlices as builtApplyInSlices } from '../dist/core/apply-in-slices.js'
-import { applyInSlices } from '../src/core/apply-in-slices.js'
+import * as built from '../dist/core/apply-in-slices.js'
+import * as fromSource from '../src/core/apply-in-slices.js'
 
 /** About 400 KiB of shapes and typed text: big enough to be sliced. */
 function bigDocument(): Uint8Array {
@@ -20,28 +20,39 @@ function bigDocument(): Uint8Array {
 }
 
 // The worker is found beside the module, .ts from source and .js when built: both are checked.
-for (const [build, apply] of [
-  ['from source', applyInSlices],
-  ['built', builtApplyInSlices],
+/** Counts event-loop turns until stopped, so a test can see which turn each transaction ran in. */
+function turnCounter(doc: Y.Doc) {
+  let turn = 0
+  let counting = true
+  const ticking = (async () => {
+    while (counting) {
+      turn++
+      await nextTurn()
+    }
+  })()
+  const transactionTurns: number[] = []
+  doc.on('afterTransaction', () => transactionTurns.push(turn))
+  return {
+    transactionTurns,
+    stop: async () => {
+      counting = false
+      await ticking
+    },
+  }
+}
+
+for (const [build, { applyInSlices: apply, replayInTurns }] of [
+  ['from source', fromSource],
+  ['built', built],
 ] as const) {
   describe(`applyInSlices, ${build}`, () => {
     it('applies a big state in many transactions, one per event-loop turn, to the same document', async () => {
       const state = bigDocument()
       assert.ok(state.length > 256 * 1024)
       const doc = new Y.Doc()
-      let turn = 0
-      let loading = true
-      const ticking = (async () => {
-        while (loading) {
-          turn++
-          await nextTurn()
-        }
-      })()
-      const transactionTurns: number[] = []
-      doc.on('afterTransaction', () => transactionTurns.push(turn))
+      const { transactionTurns, stop } = turnCounter(doc)
       await apply(doc, state)
-      loading = false
-      await ticking
+      await stop()
       assert.ok(transactionTurns.length > 20, `sliced: ${transactionTurns.length} transactions`)
       assert.equal(new Set(transactionTurns).size, transactionTurns.length, 'never two in one turn')
       assert.deepEqual(Y.encodeStateAsUpdate(doc), state)
@@ -61,6 +72,32 @@ for (const [build, apply] of [
     it('rejects a damaged big state, as applying it in one go would', async () => {
       const state = bigDocument()
       await assert.rejects(apply(new Y.Doc(), state.subarray(0, state.length - 100)))
+    })
+  })
+
+  describe(`replayInTurns, ${build}`, () => {
+    it('replays a long journal a few hundred updates per turn, skipping a damaged entry', async () => {
+      const source = new Y.Doc()
+      const updates: Uint8Array[] = []
+      source.on('update', (update: Uint8Array) => updates.push(update))
+      for (let i = 0; i < 2_000; i++) source.getArray('log').push([`record ${i} `.padEnd(60, '.')])
+      const damaged = (updates[1_000] as Uint8Array).subarray(0, 10)
+      const journal = [...updates.slice(0, 1_000), damaged, ...updates.slice(1_000)]
+      const doc = new Y.Doc()
+      const { transactionTurns, stop } = turnCounter(doc)
+      const skipped: unknown[] = []
+      const bytes = await replayInTurns(doc, journal, (error) => skipped.push(error))
+      await stop()
+      assert.equal(skipped.length, 1, 'the damaged entry is reported')
+      assert.equal(
+        bytes,
+        updates.reduce((sum, update) => sum + update.length, 0),
+      )
+      assert.deepEqual(doc.getArray('log').toJSON(), source.getArray('log').toJSON())
+      const perTurn = new Map<number, number>()
+      for (const turn of transactionTurns) perTurn.set(turn, (perTurn.get(turn) ?? 0) + 1)
+      const most = Math.max(...perTurn.values())
+      assert.ok(perTurn.size > 5 && most < 500, `${perTurn.size} turns, at most ${most} updates in one`)
     })
   })
 }

@@ -25,10 +25,52 @@ export async function applyInSlices(doc: Y.Doc, state: Uint8Array): Promise<void
   const slices = FROM_SOURCE
     ? sliceUpdate(state, STRUCTS_PER_SLICE)
     : await slicer.slice(state).catch(() => [state])
-  for (const slice of slices) {
-    Y.applyUpdate(doc, slice)
-    await nextTurn()
+  await applyAcrossTurns(doc, slices, ONE_PER_TURN, (error) => {
+    throw error
+  })
+}
+
+/**
+ * Applies journaled updates in order, a turn's worth at a time (a journal that grew while
+ * snapshots failed can hold many thousands). One that does not apply is handed to `skipped` and
+ * left out. Resolves with the bytes applied.
+ */
+export function replayInTurns(
+  doc: Y.Doc,
+  updates: Uint8Array[],
+  skipped: (error: unknown) => void,
+): Promise<number> {
+  return applyAcrossTurns(doc, updates, JOURNAL_BYTES_PER_TURN, skipped)
+}
+
+/** Any slice fills a turn: a slice is already about a millisecond of work. */
+const ONE_PER_TURN = 1
+/** About a millisecond's worth of small updates. */
+const JOURNAL_BYTES_PER_TURN = 8 * 1024
+
+/** Applies `updates` in order, yielding to the event loop once `bytesPerTurn` have applied. */
+async function applyAcrossTurns(
+  doc: Y.Doc,
+  updates: Uint8Array[],
+  bytesPerTurn: number,
+  failed: (error: unknown) => void,
+): Promise<number> {
+  let applied = 0
+  let thisTurn = 0
+  for (const update of updates) {
+    if (thisTurn >= bytesPerTurn) {
+      await nextTurn()
+      thisTurn = 0
+    }
+    try {
+      Y.applyUpdate(doc, update)
+      applied += update.length
+    } catch (error) {
+      failed(error)
+    }
+    thisTurn += update.length
   }
+  return applied
 }
 
 /** One worker for the process, started at the first big load; it keeps the process alive only while it has work. */

@@ -6,7 +6,7 @@ import type { PubSub } from '../ports/pubsub.js'
 import type { RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
-import { applyInSlices } from './apply-in-slices.js'
+import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import { Room, type RoomOptions } from './room.js'
 import { RoomJournal } from './room-journal.js'
 import type { RoomStateSource } from './room-state-source.js'
@@ -168,7 +168,7 @@ export class RoomManager {
       const { state, source, journal } = await stateSource.load(name)
       const doc = new Y.Doc()
       if (state) await applyInSlices(doc, state)
-      const journaledBytes = this.#replay(name, doc, journal)
+      const journaledBytes = await this.#replay(name, doc, journal)
       const loaded = this.#createRoom(name, doc, (state?.length ?? 0) + journaledBytes, journal.position)
       if (state && journal.updates.length === 0) loaded.room.adoptLoadedState(state)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
@@ -192,18 +192,12 @@ export class RoomManager {
     }
   }
 
-  /** Applies what was journaled since the snapshot; returns its size. */
-  #replay(name: string, doc: Y.Doc, journal: JournalContents): number {
-    let bytes = 0
-    for (const update of journal.updates) {
-      try {
-        Y.applyUpdate(doc, update)
-        bytes += update.length
-      } catch (error) {
-        // Only applied updates are journaled, so this is damage: skip it rather than lose the room.
-        this.deps.logger.error({ err: error, room: name }, 'skipped a journal entry that does not apply')
-      }
-    }
+  /** Applies what was journaled since the snapshot; resolves with its size. */
+  async #replay(name: string, doc: Y.Doc, journal: JournalContents): Promise<number> {
+    const bytes = await replayInTurns(doc, journal.updates, (error) => {
+      // Only applied updates are journaled, so this is damage: skip it rather than lose the room.
+      this.deps.logger.error({ err: error, room: name }, 'skipped a journal entry that does not apply')
+    })
     this.deps.metrics.journalReplayed.inc(journal.updates.length)
     return bytes
   }
