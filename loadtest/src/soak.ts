@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
 import { LightUser } from './light-user.js'
 import { Measures } from './measures.js'
+import { median } from './median.js'
 import { UsageError } from './options.js'
 import { metric } from './server-stats.js'
 import { tokenMinter } from './tokens.js'
@@ -133,8 +134,8 @@ export function judge(samples: SoakSample[]): SoakVerdict {
   const steady = samples.slice(Math.floor(samples.length / 4))
   const half = Math.floor(steady.length / 2)
   const growth = (pick: (s: SoakSample) => number) =>
-    median(steady.slice(half).map(pick)) - median(steady.slice(0, half).map(pick))
-  const baseline = (pick: (s: SoakSample) => number) => median(steady.slice(0, half).map(pick))
+    medianOf(steady.slice(half).map(pick)) - medianOf(steady.slice(0, half).map(pick))
+  const baseline = (pick: (s: SoakSample) => number) => medianOf(steady.slice(0, half).map(pick))
   const heapGrowthBytes = growth((s) => s.heapBytes)
   const rssGrowthBytes = growth((s) => s.rssBytes)
   const roomsGrowth = growth((s) => s.rooms)
@@ -160,12 +161,9 @@ export function judge(samples: SoakSample[]): SoakVerdict {
   }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = Math.floor(sorted.length / 2)
-  return sorted.length % 2
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2
+/** NaN for no values: a verdict on too few samples is never flat. */
+function medianOf(values: number[]): number {
+  return median(values) ?? Number.NaN
 }
 
 const SoakArguments = z.object({

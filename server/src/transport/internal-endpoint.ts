@@ -1,7 +1,6 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { isValidRoomName } from '@symphony/client/room-name'
-import * as Y from 'yjs'
 import type { Room } from '../core/room.js'
 import { parseRequestTarget } from './request-target.js'
 
@@ -31,7 +30,7 @@ export function createInternalEndpoint(token: string, loadedRoom: (name: string)
       response.writeHead(404).end() // not held here (any more): the caller tries the next peer
       return
     }
-    const state = Y.encodeStateAsUpdate(room.doc)
+    const state = room.encodeState() // encoded once per version, shared with joiners and snapshots
     response.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': state.length })
     response.end(state)
   }
