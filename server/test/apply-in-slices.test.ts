@@ -58,6 +58,25 @@ for (const [build, { applyInSlices: apply, replayInTurns }] of [
       assert.deepEqual(Y.encodeStateAsUpdate(doc), state)
     })
 
+    it('applies the rest in one go once a slice leaves structs waiting for a missing client', async () => {
+      const first = new Y.Doc()
+      first.getText('t').insert(0, 'from a client the state lacks ')
+      const second = new Y.Doc()
+      Y.applyUpdate(second, Y.encodeStateAsUpdate(first))
+      const text = second.getText('t')
+      for (let i = 0; i < 30_000; i++) text.insert(i % 2 === 0 ? 0 : text.length, `w${i} `)
+      const lacking = Y.diffUpdate(Y.encodeStateAsUpdate(second), Y.encodeStateVector(first))
+      assert.ok(lacking.length > 256 * 1024)
+      const doc = new Y.Doc()
+      let transactions = 0
+      doc.on('afterTransaction', () => transactions++)
+      await apply(doc, lacking)
+      assert.equal(transactions, 2, 'one slice, then everything else at once')
+      Y.applyUpdate(doc, Y.encodeStateAsUpdate(first)) // the missing client arrives
+      assert.equal(doc.store.pendingStructs, null)
+      assert.equal(doc.getText('t').toString(), text.toString())
+    })
+
     it('applies a small state in one transaction', async () => {
       const source = new Y.Doc()
       source.getText('t').insert(0, 'small')

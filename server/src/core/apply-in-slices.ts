@@ -13,52 +13,56 @@ const FROM_SOURCE = import.meta.url.endsWith('.ts')
 const SLICE_ABOVE_BYTES = 256 * 1024
 /** About a millisecond of integration per slice on this project's bench machine. */
 const STRUCTS_PER_SLICE = 250
+const SLICING_TIMEOUT_MS = 5_000
 
 /**
  * Applies a loaded state to `doc`. A big one (a cold load of a large snapshot) is cut into slices
  * by a worker thread and applied one slice per event-loop turn, so the other rooms' messages are
- * served in between instead of waiting out one long transaction. If the worker fails, the state
- * applies in one go, as a small one does.
+ * served in between instead of waiting out one long transaction. If the worker fails or takes too
+ * long, the slicing happens on this thread; a state that cannot be sliced applies in one go.
  */
 export async function applyInSlices(doc: Y.Doc, state: Uint8Array): Promise<void> {
   if (state.length < SLICE_ABOVE_BYTES) return Y.applyUpdate(doc, state)
-  const slices = FROM_SOURCE
-    ? sliceUpdate(state, STRUCTS_PER_SLICE)
-    : await slicer.slice(state).catch(() => [state])
-  await applyAcrossTurns(doc, slices, ONE_PER_TURN, (error) => {
-    throw error
-  })
+  const slices = FROM_SOURCE ? sliceHere(state) : await slicer.slice(state).catch(() => sliceHere(state))
+  for (const [index, slice] of slices.entries()) {
+    Y.applyUpdate(doc, slice)
+    if (doc.store.pendingStructs || doc.store.pendingDs) {
+      // Something waits for a missing dependency, and Yjs would re-merge it with every later
+      // slice: apply the rest in one go instead.
+      const rest = slices.slice(index + 1)
+      if (rest.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(rest))
+      return
+    }
+    await nextTurn()
+  }
 }
 
+/** Slices on this thread; a state that cannot be decoded is left whole, to fail as it would. */
+function sliceHere(state: Uint8Array): Uint8Array[] {
+  try {
+    return sliceUpdate(state, STRUCTS_PER_SLICE)
+  } catch {
+    return [state]
+  }
+}
+
+/** About a millisecond's worth of small updates. */
+const JOURNAL_BYTES_PER_TURN = 8 * 1024
+
 /**
- * Applies journaled updates in order, a turn's worth at a time (a journal that grew while
- * snapshots failed can hold many thousands). One that does not apply is handed to `skipped` and
- * left out. Resolves with the bytes applied.
+ * Applies journaled updates in order, about `JOURNAL_BYTES_PER_TURN` per event-loop turn (a
+ * journal that grew while snapshots failed can hold many thousands). One that does not apply is
+ * handed to `skipped` and left out. Resolves with the bytes applied.
  */
-export function replayInTurns(
+export async function replayInTurns(
   doc: Y.Doc,
   updates: Uint8Array[],
   skipped: (error: unknown) => void,
 ): Promise<number> {
-  return applyAcrossTurns(doc, updates, JOURNAL_BYTES_PER_TURN, skipped)
-}
-
-/** Any slice fills a turn: a slice is already about a millisecond of work. */
-const ONE_PER_TURN = 1
-/** About a millisecond's worth of small updates. */
-const JOURNAL_BYTES_PER_TURN = 8 * 1024
-
-/** Applies `updates` in order, yielding to the event loop once `bytesPerTurn` have applied. */
-async function applyAcrossTurns(
-  doc: Y.Doc,
-  updates: Uint8Array[],
-  bytesPerTurn: number,
-  failed: (error: unknown) => void,
-): Promise<number> {
   let applied = 0
   let thisTurn = 0
   for (const update of updates) {
-    if (thisTurn >= bytesPerTurn) {
+    if (thisTurn >= JOURNAL_BYTES_PER_TURN) {
       await nextTurn()
       thisTurn = 0
     }
@@ -66,30 +70,55 @@ async function applyAcrossTurns(
       Y.applyUpdate(doc, update)
       applied += update.length
     } catch (error) {
-      failed(error)
+      skipped(error)
     }
     thisTurn += update.length
   }
   return applied
 }
 
+interface Waiter {
+  resolve: (slices: Uint8Array[]) => void
+  reject: (error: Error) => void
+}
+
 /** One worker for the process, started at the first big load; it keeps the process alive only while it has work. */
 class Slicer {
   #worker: Worker | null = null
   #nextId = 0
-  readonly #waiting = new Map<
-    number,
-    { resolve: (slices: Uint8Array[]) => void; reject: (e: Error) => void }
-  >()
+  readonly #waiting = new Map<number, Waiter>()
 
   slice(update: Uint8Array): Promise<Uint8Array[]> {
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
-      this.#waiting.set(id, { resolve, reject })
-      const worker = this.#started()
+      const worker = this.#started() // may throw (no thread to be had): then nothing waits
+      // At nice 19 on a saturated core the worker may hardly run: past this, slice here instead.
+      const timer = setTimeout(
+        () => this.#settle(worker, id)?.reject(new Error('slicing timed out')),
+        SLICING_TIMEOUT_MS,
+      )
+      timer.unref()
+      this.#waiting.set(id, {
+        resolve: (slices) => {
+          clearTimeout(timer)
+          resolve(slices)
+        },
+        reject: (error) => {
+          clearTimeout(timer)
+          reject(error)
+        },
+      })
       worker.ref() // only while it has work: an idle slicer must not keep the process alive
       worker.postMessage({ id, update, structsPerSlice: STRUCTS_PER_SLICE } satisfies SliceRequest)
     })
+  }
+
+  /** Removes and returns request `id`'s waiter, unreferencing the worker once none is left. */
+  #settle(worker: Worker, id: number): Waiter | undefined {
+    const waiter = this.#waiting.get(id)
+    this.#waiting.delete(id)
+    if (this.#waiting.size === 0) worker.unref()
+    return waiter
   }
 
   #started(): Worker {
@@ -97,13 +126,10 @@ class Slicer {
     const entry = new URL('./update-slicer-worker.js', import.meta.url)
     const worker = new Worker(entry)
     worker.on('message', (reply: SliceReply) => {
-      const waiter = this.#waiting.get(reply.id)
-      this.#waiting.delete(reply.id)
-      if (this.#waiting.size === 0) worker.unref()
-      if ('error' in reply) waiter?.reject(new Error(reply.error))
-      else waiter?.resolve(reply.slices)
+      this.#settle(worker, reply.id)?.resolve(reply.slices) // none if it timed out
     })
     const fail = (error: Error) => {
+      if (this.#worker !== worker) return // its 'exit' after its 'error': a successor may run by now
       this.#worker = null
       for (const waiter of this.#waiting.values()) waiter.reject(error)
       this.#waiting.clear()

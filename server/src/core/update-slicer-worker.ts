@@ -13,7 +13,10 @@ export interface SliceRequest {
   update: Uint8Array
   structsPerSlice: number
 }
-export type SliceReply = { id: number; slices: Uint8Array[] } | { id: number; error: string }
+export interface SliceReply {
+  id: number
+  slices: Uint8Array[]
+}
 
 try {
   // A thread's own id is only readable on Linux; elsewhere it just runs at normal priority.
@@ -21,13 +24,14 @@ try {
 } catch {}
 
 parentPort?.on('message', ({ id, update, structsPerSlice }: SliceRequest) => {
+  let slices: Uint8Array[]
   try {
-    const slices = sliceUpdate(update, structsPerSlice)
-    parentPort?.postMessage(
-      { id, slices } satisfies SliceReply,
-      slices.map((slice) => slice.buffer as ArrayBuffer),
-    )
-  } catch (error) {
-    parentPort?.postMessage({ id, error: String(error) } satisfies SliceReply)
+    slices = sliceUpdate(update, structsPerSlice)
+  } catch {
+    slices = [update] // cannot be decoded: left whole, so applying it fails as it always did
   }
+  parentPort?.postMessage(
+    { id, slices } satisfies SliceReply,
+    slices.map((slice) => slice.buffer as ArrayBuffer),
+  )
 })

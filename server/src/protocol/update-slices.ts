@@ -14,6 +14,9 @@ type DeleteSet = ReturnType<typeof Y.decodeUpdate>['ds']
  */
 export function sliceUpdate(update: Uint8Array, structsPerSlice: number): Uint8Array[] {
   const { structs, ds } = Y.decodeUpdate(update)
+  // A gap (a Skip) means structs that will wait for what is missing: Yjs re-merges its whole
+  // pending update on every later slice, so slicing such a state would cost far more than it saves.
+  if (structs.some((struct) => struct instanceof Y.Skip)) return [update]
   const ordered = causalOrder(byClient(structs))
   const slices: Uint8Array[] = []
   for (let start = 0; start < ordered.length; start += structsPerSlice) {
@@ -34,7 +37,11 @@ interface DeletedRange {
   len: number
 }
 
-/** The deletions in chunks of at most `clocksPerChunk` clocks, long ranges cut to fit. */
+/**
+ * The deletions in chunks of at most `clocksPerChunk` clocks, long ranges cut to fit. A cut may
+ * split a deleted emoji's two UTF-16 halves: harmless with Yjs's default `gc: true`, which drops
+ * deleted content, but a document kept with `gc: false` would see the halves replaced.
+ */
 function deletionChunks(ds: DeleteSet, clocksPerChunk: number): DeletedRange[][] {
   const chunks: DeletedRange[][] = []
   let chunk: DeletedRange[] = []

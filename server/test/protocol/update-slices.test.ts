@@ -93,6 +93,15 @@ describe('update slices', () => {
     assert.deepEqual(Y.encodeStateVector(rebuilt), Y.encodeStateVector(doc))
   })
 
+  it('leaves a state with a gap whole: its later structs could only wait', () => {
+    const doc = new Y.Doc()
+    const updates: Uint8Array[] = []
+    doc.on('update', (update: Uint8Array) => updates.push(update))
+    for (let i = 0; i < 30; i++) doc.getText('text').insert(0, `w${i} `)
+    const withGap = Y.mergeUpdates([...updates.slice(0, 10), ...updates.slice(11)])
+    assert.deepEqual(sliceUpdate(withGap, 5), [withGap])
+  })
+
   it('throws on a damaged update', () => {
     const doc = new Y.Doc()
     doc.getText('text').insert(0, 'hello world')
