@@ -1,4 +1,5 @@
 import * as encoding from 'lib0/encoding'
+import * as map from 'lib0/map'
 import * as Y from 'yjs'
 
 type Struct = Y.Item | Y.GC | Y.Skip
@@ -67,11 +68,7 @@ function deletionChunks(ds: DeleteSet, clocksPerChunk: number): DeletedRange[][]
 
 function byClient(structs: Struct[]): Map<number, Struct[]> {
   const clients = new Map<number, Struct[]>()
-  for (const struct of structs) {
-    const list = clients.get(struct.id.client)
-    if (list) list.push(struct)
-    else clients.set(struct.id.client, [struct])
-  }
+  for (const struct of structs) map.setIfUndefined(clients, struct.id.client, (): Struct[] => []).push(struct)
   for (const list of clients.values()) list.sort((a, b) => a.id.clock - b.id.clock)
   return clients
 }
@@ -142,11 +139,7 @@ function encodeDeletions(ranges: DeletedRange[]): Uint8Array {
   const encoder = new Y.UpdateEncoderV1()
   encoding.writeVarUint(encoder.restEncoder, 0) // no structs
   const clients = new Map<number, DeletedRange[]>()
-  for (const range of ranges) {
-    const items = clients.get(range.client)
-    if (items) items.push(range)
-    else clients.set(range.client, [range])
-  }
+  for (const range of ranges) map.setIfUndefined(clients, range.client, (): DeletedRange[] => []).push(range)
   encoding.writeVarUint(encoder.restEncoder, clients.size)
   for (const [client, items] of clients) {
     encoder.resetDsCurVal()
