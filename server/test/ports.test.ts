@@ -40,6 +40,23 @@ pubSubContract('MemoryPubSub', async () => {
   return { a, b, cleanup: async () => void (await Promise.all([a.close(), b.close()])) }
 })
 
+describe('MemoryPubSub alone', () => {
+  it('knows when no other server holds a room, so peer-only work is skipped', async () => {
+    const bus = new MemoryBus()
+    const a = new MemoryPubSub('a', bus)
+    const b = new MemoryPubSub('b', bus)
+    const room = uniqueRoom('alone')
+    assert.equal(a.mayHavePeers(room), false, 'nobody subscribes')
+    await a.subscribe(room, () => {})
+    assert.equal(a.mayHavePeers(room), false, 'only a itself')
+    await b.subscribe(room, () => {})
+    assert.equal(a.mayHavePeers(room), true)
+    await b.close()
+    assert.equal(a.mayHavePeers(room), false, 'b left')
+    await a.close()
+  })
+})
+
 pubSubContract('RedisPubSub', async () => {
   const { redisUrl } = requireTestServices()
   const options = { channelPrefix: `${uniqueName('test')}:`, logger: silentLogger }

@@ -21,6 +21,8 @@ const { values } = parseArgs({
     'per-room': { type: 'string' },
     repeat: { type: 'string', default: '3' },
     json: { type: 'string' },
+    // Node/V8 flags for both servers alike (NODE_OPTIONS), e.g. a young-generation size to compare.
+    'node-options': { type: 'string', default: '' },
   },
 })
 const sizes = String(values.sizes)
@@ -36,16 +38,23 @@ const pinning = cpuPinning()
 const serverCpus = pinning?.server
 const generatorCpus = pinning?.generator
 const folder = mkdtempSync(join(tmpdir(), 'symphony-bench-'))
+const nodeOptions: Record<string, string> = values['node-options']
+  ? { NODE_OPTIONS: values['node-options'] }
+  : {}
 const contenders = [
   // Metadata off: in a deployment it goes to a Postgres of its own, not into the sync server's
   // process as `npm start`'s embedded PGlite does (whose WASM heap would swamp the memory figure).
-  { name: 'symphony', start: () => startSymphony({ cpus: serverCpus, env: { DATABASE_URL: 'none' } }) },
-  { name: 'y-websocket 1.5.4', start: () => startReference({ cpus: serverCpus }) },
+  {
+    name: 'symphony',
+    start: () => startSymphony({ cpus: serverCpus, env: { ...nodeOptions, DATABASE_URL: 'none' } }),
+  },
+  { name: 'y-websocket 1.5.4', start: () => startReference({ cpus: serverCpus, env: nodeOptions }) },
 ]
 
 console.log(
   `bench: ${values.workload} workload, ${values.duration}s after a ${values.ramp}s ramp, rooms ${sizes.join('/')}, median of ${repeat}`,
 )
+if (values['node-options']) console.log(`both servers run with NODE_OPTIONS=${values['node-options']}`)
 console.log(
   `machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, Node ${process.version}`,
 )

@@ -22,15 +22,23 @@ export class MemoryBus {
     if (handlers?.size === 0) this.#subscribers.delete(room)
   }
 
+  hasOtherSubscribers(room: string, serverId: string): boolean {
+    return othersIn(this.#subscribers.get(room), serverId)
+  }
+
   publish(room: string, fromServerId: string, message: Uint8Array): void {
     const handlers = this.#subscribers.get(room)
     // Alone with a room (the embedded case), a server has no one to tell: the hot path stops here.
-    if (!handlers || (handlers.size === 1 && handlers.has(fromServerId))) return
+    if (!handlers || !othersIn(handlers, fromServerId)) return
     for (const [serverId, handler] of handlers) {
       // Delivered later, like a network message, so publishers never re-enter themselves.
       if (serverId !== fromServerId) queueMicrotask(() => handler(message))
     }
   }
+}
+
+function othersIn(handlers: Map<string, RoomMessageHandler> | undefined, serverId: string): boolean {
+  return handlers !== undefined && (handlers.size > 1 || !handlers.has(serverId))
 }
 
 /** Embedded `PubSub`: fan-out between servers that share one in-process `MemoryBus`. */
@@ -54,6 +62,10 @@ export class MemoryPubSub implements PubSub {
 
   publish(room: string, message: Uint8Array): void {
     this.bus.publish(room, this.serverId, message)
+  }
+
+  mayHavePeers(room: string): boolean {
+    return this.bus.hasOtherSubscribers(room, this.serverId)
   }
 
   async close(): Promise<void> {

@@ -82,6 +82,11 @@ export class RedisPubSub implements PubSub {
     })
   }
 
+  /** Redis could say (PUBSUB NUMSUB), but only by a round trip: always assume peers. */
+  mayHavePeers(_room: string): boolean {
+    return true
+  }
+
   async close(): Promise<void> {
     this.#publisher.stream?.uncork() // queued publishes go out ahead of QUIT, which waits for them
     this.#handlers.clear()

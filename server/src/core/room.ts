@@ -177,6 +177,8 @@ export class Room {
 
   /** Tells the other servers holding the room what this one holds (anti-entropy). */
   publishDigest(): void {
+    // Alone with the room, there is no one to compare with: skip the O(document) digest.
+    if (!this.pubsub.mayHavePeers(this.name)) return
     this.pubsub.publish(this.name, encodeDigest(this.#digest()))
   }
 

@@ -10,5 +10,10 @@ export interface PubSub {
   subscribe(room: string, handler: RoomMessageHandler): Promise<void>
   unsubscribe(room: string): Promise<void>
   publish(room: string, message: Uint8Array): void
+  /**
+   * False only when the adapter knows no other server subscribes to `room` (the embedded bus, a
+   * server alone): then work done only for peers, such as anti-entropy digests, can be skipped.
+   */
+  mayHavePeers(room: string): boolean
   close(): Promise<void>
 }

@@ -88,6 +88,16 @@ export function pubSubContract(name: string, createPair: () => Promise<PubSubPai
       )
     })
 
+    it('never reports a room alone while another server subscribes to it', async () => {
+      const room = uniqueRoom('ps')
+      await pair.a.subscribe(room, () => {})
+      await pair.b.subscribe(room, () => {})
+      assert.equal(pair.a.mayHavePeers(room), true)
+      assert.equal(pair.b.mayHavePeers(room), true)
+      await pair.b.unsubscribe(room)
+      assert.equal(pair.b.mayHavePeers(room), true, 'a has the room: b, not subscribed, has a peer there')
+    })
+
     it('carries large messages intact', async () => {
       const room = uniqueRoom('ps')
       const atB = inbox()
