@@ -23,7 +23,8 @@ export class MemoryBus {
   }
 
   hasOtherSubscribers(room: string, serverId: string): boolean {
-    return othersIn(this.#subscribers.get(room), serverId)
+    const handlers = this.#subscribers.get(room)
+    return handlers !== undefined && othersIn(handlers, serverId)
   }
 
   publish(room: string, fromServerId: string, message: Uint8Array): void {
@@ -37,8 +38,8 @@ export class MemoryBus {
   }
 }
 
-function othersIn(handlers: Map<string, RoomMessageHandler> | undefined, serverId: string): boolean {
-  return handlers !== undefined && (handlers.size > 1 || !handlers.has(serverId))
+function othersIn(handlers: Map<string, RoomMessageHandler>, serverId: string): boolean {
+  return handlers.size > 1 || !handlers.has(serverId)
 }
 
 /** Embedded `PubSub`: fan-out between servers that share one in-process `MemoryBus`. */

@@ -80,6 +80,7 @@ export async function replayInTurns(
 interface Waiter {
   resolve: (slices: Uint8Array[]) => void
   reject: (error: Error) => void
+  timer: NodeJS.Timeout
 }
 
 /** One worker for the process, started at the first big load; it keeps the process alive only while it has work. */
@@ -98,24 +99,16 @@ class Slicer {
         SLICING_TIMEOUT_MS,
       )
       timer.unref()
-      this.#waiting.set(id, {
-        resolve: (slices) => {
-          clearTimeout(timer)
-          resolve(slices)
-        },
-        reject: (error) => {
-          clearTimeout(timer)
-          reject(error)
-        },
-      })
+      this.#waiting.set(id, { resolve, reject, timer })
       worker.ref() // only while it has work: an idle slicer must not keep the process alive
       worker.postMessage({ id, update, structsPerSlice: STRUCTS_PER_SLICE } satisfies SliceRequest)
     })
   }
 
-  /** Removes and returns request `id`'s waiter, unreferencing the worker once none is left. */
+  /** Removes and returns request `id`'s waiter, its timeout cleared; unreferences an idle worker. */
   #settle(worker: Worker, id: number): Waiter | undefined {
     const waiter = this.#waiting.get(id)
+    if (waiter) clearTimeout(waiter.timer)
     this.#waiting.delete(id)
     if (this.#waiting.size === 0) worker.unref()
     return waiter
@@ -131,7 +124,10 @@ class Slicer {
     const fail = (error: Error) => {
       if (this.#worker !== worker) return // its 'exit' after its 'error': a successor may run by now
       this.#worker = null
-      for (const waiter of this.#waiting.values()) waiter.reject(error)
+      for (const waiter of this.#waiting.values()) {
+        clearTimeout(waiter.timer)
+        waiter.reject(error)
+      }
       this.#waiting.clear()
     }
     worker.on('error', fail)

@@ -12,8 +12,8 @@ const MAX_REASON_BYTES = 123
 /**
  * Adapts a `ws` socket to the core's `Transport`. Data frames bypass `ws`'s sender: they are
  * framed once per broadcast (`outgoing-frames.ts`) and written straight to the TCP socket,
- * corked per event-loop turn (`cork-until-turn-ends.ts`). Control frames (ping, close) still go through `ws`; every write is a
- * whole frame, so the two never interleave mid-frame.
+ * corked per event-loop turn (`cork-until-turn-ends.ts`). Control frames (ping, close) still go
+ * through `ws`; every write is a whole frame, so the two never interleave mid-frame.
  */
 export class WsTransport implements Transport {
   readonly #tcp: Socket
