@@ -28,6 +28,11 @@ export const CloseCode = {
   SlowConsumer: 4003,
   /** The update would grow the document past the server's size ceiling. */
   DocumentTooLarge: 4004,
+  /**
+   * The update depends on updates the room never received, and the room already holds as much
+   * waiting for missing updates as it may.
+   */
+  TooMuchPending: 4005,
 } as const
 
 /**
@@ -54,6 +59,7 @@ const FINAL_CODES: ReadonlySet<number> = new Set([
   CloseCode.UnsupportedData,
   CloseCode.MessageTooBig,
   CloseCode.DocumentTooLarge,
+  CloseCode.TooMuchPending,
 ])
 
 /**

@@ -48,14 +48,14 @@ export class Storage extends Construct {
     this.snapshotsBucket = new s3.Bucket(this, 'Snapshots', {
       ...locked,
       ...removal,
-      // A bad write (or a bug) never destroys a room: the previous versions stay for 30 days.
+      // A bad write (or a bug) never destroys a room: the previous versions stay for 30 days,
+      // and no longer, so what users deleted is erased from every version within that time.
       versioned: true,
       serverAccessLogsBucket: this.logsBucket,
       serverAccessLogsPrefix: 'snapshots-bucket/',
       lifecycleRules: [
         {
           noncurrentVersionExpiration: Duration.days(30),
-          noncurrentVersionsToRetain: 10,
           abortIncompleteMultipartUploadAfter: Duration.days(1),
         },
       ],

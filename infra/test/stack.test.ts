@@ -131,7 +131,12 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
     template.hasResourceProperties('AWS::S3::Bucket', {
       VersioningConfiguration: { Status: 'Enabled' },
       LifecycleConfiguration: {
-        Rules: [Match.objectLike({ NoncurrentVersionExpiration: Match.objectLike({ NoncurrentDays: 30 }) })],
+        // Every old version expires: none is kept past 30 days (the erasure bound in SECURITY.md).
+        Rules: [
+          Match.objectLike({
+            NoncurrentVersionExpiration: { NoncurrentDays: 30, NewerNoncurrentVersions: Match.absent() },
+          }),
+        ],
       },
     })
     template.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Retain' })

@@ -95,6 +95,9 @@ const environment = z.object({
   PING_INTERVAL_MS: int(100, 600_000, 30_000),
   MAX_MESSAGE_BYTES: int(1024, 1024 * MiB, 16 * MiB),
   MAX_DOCUMENT_BYTES: int(1024, 4096 * MiB, 64 * MiB),
+  MAX_PENDING_BYTES: int(0, 1024 * MiB, MiB),
+  MAX_PENDING_DELETE_BYTES: int(0, 64 * MiB, 32 * 1024),
+  MAX_PRESENCE_BYTES: int(64, 16 * MiB, 16 * 1024),
   MAX_BUFFERED_BYTES: int(1024, 4096 * MiB, 32 * MiB),
   MAX_CONNECTIONS: int(1, 1_000_000, 20_000),
   MAX_CONNECTIONS_PER_ROOM: int(1, 1_000_000, 2_000),
@@ -105,6 +108,12 @@ const environment = z.object({
 export interface Limits {
   maxMessageBytes: number
   maxDocumentBytes: number
+  /** Bytes of updates a room may hold waiting for updates it never received. */
+  maxPendingBytes: number
+  /** Bytes of deletions of items a room does not have yet (re-read on every update). */
+  maxPendingDeleteBytes: number
+  /** Largest presence state (JSON bytes) one client may set. */
+  maxPresenceBytes: number
   maxBufferedBytes: number
   maxConnections: number
   maxConnectionsPerRoom: number
@@ -198,6 +207,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     limits: {
       maxMessageBytes: e.MAX_MESSAGE_BYTES,
       maxDocumentBytes: e.MAX_DOCUMENT_BYTES,
+      maxPendingBytes: e.MAX_PENDING_BYTES,
+      maxPendingDeleteBytes: e.MAX_PENDING_DELETE_BYTES,
+      maxPresenceBytes: e.MAX_PRESENCE_BYTES,
       maxBufferedBytes: e.MAX_BUFFERED_BYTES,
       maxConnections: e.MAX_CONNECTIONS,
       maxConnectionsPerRoom: e.MAX_CONNECTIONS_PER_ROOM,

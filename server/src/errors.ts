@@ -41,3 +41,24 @@ export class DocumentTooLargeError extends SymphonyError {
     super('DOCUMENT_TOO_LARGE', message)
   }
 }
+
+/** A message, or a part of one, past a configured size limit. */
+export class MessageTooBigError extends SymphonyError {
+  constructor(message: string) {
+    super('MESSAGE_TOO_BIG', message)
+  }
+}
+
+/** An update that would leave the room holding more than it may wait for missing updates. */
+export class PendingLimitError extends SymphonyError {
+  constructor(message: string) {
+    super('PENDING_LIMIT', message)
+  }
+}
+
+/** A conditional snapshot save found another version stored than the one it expected. */
+export class SnapshotConflictError extends SymphonyError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('SNAPSHOT_CONFLICT', message, options)
+  }
+}

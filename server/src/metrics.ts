@@ -33,6 +33,10 @@ export class ServerMetrics {
     'symphony_snapshot_failures_total',
     'Snapshot writes that failed (each is retried)',
   )
+  readonly snapshotConflicts = this.#counter(
+    'symphony_snapshot_conflicts_total',
+    'Snapshot saves refused because another server saved the room first (merged, then saved again)',
+  )
   readonly snapshotDuration = new Histogram({
     name: 'symphony_snapshot_duration_seconds',
     help: 'Time to encode and save one snapshot',

@@ -19,6 +19,9 @@ import { createPeerStateFetcher } from './transport/peer-state-client.js'
 import { loadStaticFiles } from './transport/static-files.js'
 import { WebSocketGateway } from './transport/websocket-gateway.js'
 
+/** Clients whose updates a room may hold waiting for missing dependencies at once. */
+const MAX_PENDING_CLIENTS = 1_000
+
 export interface Adapters {
   pubsub: PubSub
   registry: RoomRegistry
@@ -93,6 +96,12 @@ export class SyncServer {
         graceMs: options.roomGraceMs,
         snapshot: options.snapshot,
         maxDocumentBytes: options.limits.maxDocumentBytes,
+        waiting: {
+          maxStructBytes: options.limits.maxPendingBytes,
+          maxDeleteBytes: options.limits.maxPendingDeleteBytes,
+          maxClients: MAX_PENDING_CLIENTS,
+        },
+        maxPresenceBytes: options.limits.maxPresenceBytes,
         antiEntropyIntervalMs: options.antiEntropyIntervalMs,
       },
     )

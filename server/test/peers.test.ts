@@ -7,11 +7,12 @@ import * as Y from 'yjs'
 import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
 import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
-import type { RoomMessageHandler } from '../src/ports/pubsub.js'
 import { encodeUpdate } from '../src/protocol/codec.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
+import { LossyPubSub } from './helpers/lossy-pubsub.js'
 import { collect, openRaw } from './helpers/raw-socket.js'
+import { storedState } from './helpers/snapshots.js'
 import { startTestServer } from './helpers/test-server.js'
 
 const INTERNAL_TOKEN = 'test-internal-token-0123456789'
@@ -34,7 +35,7 @@ describe('servers holding the same room', () => {
     const writer = await connectSynced(a.wsUrl, room)
     writer.doc.getText('t').insert(0, 'only in A’s memory')
     await eventually(() => a.server.manager.loadedRoom(room)?.doc.getText('t').length === 18, 'A applied it')
-    assert.equal(await a.snapshots.load(room), null, 'not snapshotted yet')
+    assert.equal(await storedState(a.snapshots, room), null, 'not snapshotted yet')
     const reader = await connectSynced(b.wsUrl, room)
     assert.equal(reader.doc.getText('t').toString(), 'only in A’s memory')
     assert.equal(await loadsBy(b, 'peer'), 1)
@@ -109,7 +110,7 @@ describe('snapshots written by several servers', () => {
     await eventually(() => a.server.manager.roomCount === 0, 'A saved and unloaded the room')
     atB.doc.getMap('m').set('from-b', true) // B's periodic snapshot follows, from a copy without A's edit
     const stored = async () => {
-      const state = await shared.load(room)
+      const state = await storedState(shared, room)
       const doc = new Y.Doc()
       if (state) Y.applyUpdate(doc, state)
       return doc.getMap('m').toJSON()
@@ -151,15 +152,3 @@ describe('snapshots written by several servers', () => {
     await peer.close()
   })
 })
-
-/** A MemoryPubSub that can drop what it receives, like a subscriber cut off from Redis. */
-class LossyPubSub extends MemoryPubSub {
-  dropping = false
-  dropped = 0
-  override subscribe(room: string, handler: RoomMessageHandler): Promise<void> {
-    return super.subscribe(room, (message) => {
-      if (!this.dropping) return handler(message)
-      this.dropped++
-    })
-  }
-}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as encoding from 'lib0/encoding'
-import { Awareness, applyAwarenessUpdate } from 'y-protocols/awareness'
+import { Awareness, applyAwarenessUpdate, encodeAwarenessUpdate } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { PRESENCE_OUTDATED_MS, PresenceTable } from '../src/core/presence-table.js'
 import {
@@ -35,7 +35,7 @@ describe('presence table', () => {
     assert.equal(table.size, 1)
   })
 
-  it('removes a leaving client with the next clock, which y-protocols readers accept', () => {
+  it('removes a leaving client at its clock, which y-protocols readers accept (a removal wins a tie)', () => {
     const table = new PresenceTable()
     table.apply([entry(7, 4, { cursor: 1 })])
     const reader = new Awareness(new Y.Doc())
@@ -47,7 +47,7 @@ describe('presence table', () => {
     applyAwarenessUpdate(reader, frame(table.present()), null)
     assert.deepEqual(reader.getStates().get(7), { cursor: 1 })
     const removed = table.remove([7, 8])
-    assert.deepEqual(removed, [{ clientId: 7, clock: 5, state: null }])
+    assert.deepEqual(removed, [{ clientId: 7, clock: 4, state: null }])
     applyAwarenessUpdate(reader, frame(removed), null)
     assert.equal(reader.getStates().has(7), false)
     assert.deepEqual(table.remove([7]), [], 'already gone')
@@ -71,8 +71,77 @@ describe('presence table', () => {
       encoding.writeVarUint(e, 1)
       encoding.writeVarString(e, '{"x":1}')
     })
-    table.apply(decodeAwarenessUpdate(update))
+    table.apply(decodeAwarenessUpdate(update, 1024))
     update.fill(0)
     assert.deepEqual(states(table.present()), { 3: { x: 1 } })
+  })
+
+  it('shows a client that reconnects after its first presence update, as y-protocols peers do', () => {
+    const table = new PresenceTable()
+    const user = new Awareness(new Y.Doc())
+    const peer = new Awareness(new Y.Doc())
+    const send = (entries: AwarenessEntry[]) => {
+      const message = decodeMessage(encodeAwarenessEntries(entries))
+      if (message.kind === 'awareness') applyAwarenessUpdate(peer, message.update, null)
+    }
+    const fromUser = () => {
+      const message = encodeAwarenessUpdate(user, [user.clientID])
+      const entries = decodeAwarenessUpdate(message, 1024)
+      table.apply(entries)
+      send(entries)
+    }
+    user.setLocalState({ name: 'Ada' })
+    fromUser()
+    assert.deepEqual(peer.getStates().get(user.clientID), { name: 'Ada' })
+    send(table.remove([user.clientID])) // the connection dropped
+    assert.equal(peer.getStates().has(user.clientID), false)
+    fromUser() // the provider reconnects and resends its state, at the same clock: still gone
+    user.setLocalState({ name: 'Ada', cursor: 1 }) // the first update after the reconnect
+    fromUser()
+    assert.deepEqual(peer.getStates().get(user.clientID), { name: 'Ada', cursor: 1 })
+    assert.deepEqual(states(table.present()), { [user.clientID]: { name: 'Ada', cursor: 1 } })
+    user.destroy()
+    peer.destroy()
+  })
+
+  it('forgets clients gone for good, so the table shrinks as they leave', () => {
+    const table = new PresenceTable()
+    for (let id = 1; id <= 1_000; id++) table.apply([entry(id, 1, { id })], 0)
+    table.remove(
+      Array.from({ length: 990 }, (_, i) => i + 1),
+      0,
+    )
+    table.apply([entry(991, 2, { id: 991 })], PRESENCE_OUTDATED_MS) // the others stay present
+    for (let id = 992; id <= 1_000; id++) table.apply([entry(id, 2, { id })], PRESENCE_OUTDATED_MS)
+    assert.equal(table.present(PRESENCE_OUTDATED_MS).length, 10)
+    assert.equal(table.tracked, 10, 'the 990 gone clients are forgotten')
+    // A room nobody joins (so nobody reads it) is purged as its table grows: under churn of 1,000
+    // clients per outdated period it holds about those, never all who ever came.
+    let most = 0
+    for (let id = 2_000; id < 12_000; id++) {
+      const now = 2 * PRESENCE_OUTDATED_MS + (id - 2_000) * (PRESENCE_OUTDATED_MS / 1_000)
+      table.apply([entry(id, 1, { id })], now)
+      table.remove([id], now)
+      most = Math.max(most, table.tracked)
+    }
+    assert.ok(most <= 2 * 1_000 + 64, `at most ${most} clients tracked under churn`)
+  })
+
+  it('refuses presence states that are too big, not UTF-8, or not JSON', () => {
+    const update = (state: Uint8Array) =>
+      encoding.encode((e) => {
+        encoding.writeVarUint(e, 1)
+        encoding.writeVarUint(e, 3)
+        encoding.writeVarUint(e, 1)
+        encoding.writeVarUint8Array(e, state)
+      })
+    const big = text({ pad: 'x'.repeat(2_000) })
+    assert.throws(() => decodeAwarenessUpdate(update(big), 1_024), { code: 'MESSAGE_TOO_BIG' })
+    assert.equal(decodeAwarenessUpdate(update(big), 4_096).length, 1)
+    const invalidUtf8 = new Uint8Array([0x22, 0xc3, 0x28, 0x22]) // "\xC3(" : a broken sequence in a string
+    assert.throws(() => decodeAwarenessUpdate(update(invalidUtf8), 1_024), { code: 'PROTOCOL_ERROR' })
+    assert.throws(() => decodeAwarenessUpdate(update(text('ok').subarray(1)), 1_024), {
+      code: 'PROTOCOL_ERROR',
+    })
   })
 })

@@ -14,6 +14,7 @@ import { connectClient, connectSynced, eventually, uniqueRoom } from './helpers/
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { deferred } from './helpers/deferred.js'
 import { closed, collect, openRaw } from './helpers/raw-socket.js'
+import { putSnapshot, storedState } from './helpers/snapshots.js'
 import { startTestServer, type TestServerOverrides } from './helpers/test-server.js'
 
 /** A test server, saving to `store` when one is given. */
@@ -27,12 +28,8 @@ const controlledStore = () =>
   new ControlledSnapshotStore(new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))))
 afterEach(cleanUpAfterTest)
 
-async function storedText(
-  store: { load(room: string): Promise<Uint8Array | null> },
-  room: string,
-  key = 't',
-) {
-  const state = await store.load(room)
+async function storedText(store: ControlledSnapshotStore, room: string, key = 't') {
+  const state = await storedState(store, room)
   if (!state) return null
   const doc = new Y.Doc()
   Y.applyUpdate(doc, state)
@@ -42,7 +39,7 @@ async function storedText(
 async function saveText(store: ControlledSnapshotStore, room: string, text: string) {
   const seed = new Y.Doc()
   seed.getText('t').insert(0, text)
-  await store.save(room, Y.encodeStateAsUpdate(seed))
+  await putSnapshot(store, room, Y.encodeStateAsUpdate(seed))
 }
 
 /** Polls an async condition (a store read) until it holds. */
@@ -69,7 +66,7 @@ describe('room life', () => {
     for (let i = 0; i < 40_000; i++) text.insert(i % 2 === 0 ? 0 : text.length, `w${i} `) // 40,000 structs
     const state = Y.encodeStateAsUpdate(seed)
     assert.ok(state.length > 256 * 1024, 'above the size loaded in slices')
-    await store.save(room, state)
+    await putSnapshot(store, room, state)
     const t = await serverWith(store)
     const [a, b] = await Promise.all([connectSynced(t.wsUrl, room), connectSynced(t.wsUrl, room)])
     assert.equal(a.doc.getText('t').toString(), text.toString())

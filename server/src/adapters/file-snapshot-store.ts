@@ -1,11 +1,20 @@
 import { randomUUID } from 'node:crypto'
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { SnapshotStore } from '../ports/snapshot-store.js'
+import { SnapshotConflictError } from '../errors.js'
+import type { SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
+
+/** A lock older than this belongs to a writer that died holding it. */
+const STALE_LOCK_MS = 30_000
+const LOCK_RETRY_MS = 5
 
 /**
  * Embedded `SnapshotStore`: one `<room>.ybin` file per room in a folder. Room names are already
  * restricted to `[A-Za-z0-9._~:-]`, so they are safe file names once the suffix is added.
+ *
+ * A file's version is its identity (inode, modification time in nanoseconds, size): every save
+ * renames a new file into place, so each saved version has its own. A save compares and renames
+ * under a per-room lock file, so processes sharing the folder never replace bytes unseen.
  */
 export class FileSnapshotStore implements SnapshotStore {
   readonly #ready: Promise<unknown>
@@ -14,33 +23,59 @@ export class FileSnapshotStore implements SnapshotStore {
     this.#ready = mkdir(folder, { recursive: true })
   }
 
-  async load(room: string): Promise<Uint8Array | null> {
+  async load(room: string): Promise<StoredSnapshot | null> {
     await this.#ready
+    let file: Awaited<ReturnType<typeof open>>
     try {
-      return new Uint8Array(await readFile(this.#path(room)))
+      file = await open(this.#path(room), 'r')
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
       throw error
     }
-  }
-
-  /** Writes a temporary file, syncs it and renames it over the old one: a crash leaves either. */
-  async save(room: string, state: Uint8Array): Promise<void> {
-    await this.#ready
-    const target = this.#path(room)
-    const temporary = `${target}.${randomUUID()}.tmp`
-    const file = await open(temporary, 'w')
     try {
-      await file.writeFile(state)
-      await file.sync()
+      // Read through one handle, so the version is that of the bytes read even if a save lands.
+      const [state, stats] = await Promise.all([file.readFile(), file.stat({ bigint: true })])
+      return {
+        state: new Uint8Array(state.buffer, state.byteOffset, state.byteLength),
+        version: versionOf(stats),
+      }
     } finally {
       await file.close()
     }
+  }
+
+  /** Writes and syncs a temporary file, then renames it over the old one if that is `expected`. */
+  async save(room: string, state: Uint8Array, expected: string | null): Promise<string> {
+    await this.#ready
+    const target = this.#path(room)
+    const temporary = `${target}.${randomUUID()}.tmp`
     try {
-      await rename(temporary, target)
-    } catch (error) {
+      const file = await open(temporary, 'wx')
+      let version: string
+      try {
+        await file.writeFile(state)
+        await file.sync()
+        version = versionOf(await file.stat({ bigint: true })) // a rename keeps all three
+      } finally {
+        await file.close()
+      }
+      await this.#locked(target, async () => {
+        const current = await stat(target, { bigint: true }).then(
+          versionOf,
+          (error: NodeJS.ErrnoException) => {
+            if (error.code === 'ENOENT') return null
+            throw error
+          },
+        )
+        if (current !== expected) {
+          throw new SnapshotConflictError(`${target} is at version ${current}, not ${expected}`)
+        }
+        await rename(temporary, target)
+      })
+      return version
+    } finally {
+      // Nothing is left behind when the write, the sync or the comparison failed (a full disk).
       await rm(temporary, { force: true })
-      throw error
     }
   }
 
@@ -49,4 +84,32 @@ export class FileSnapshotStore implements SnapshotStore {
   #path(room: string): string {
     return join(this.folder, `${room}.ybin`)
   }
+
+  /** Runs `critical` holding `<target>.lock` (created exclusively; taken over once stale). */
+  async #locked<T>(target: string, critical: () => Promise<T>): Promise<T> {
+    const lock = `${target}.lock`
+    for (;;) {
+      try {
+        await (await open(lock, 'wx')).close()
+        break
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        const age = await stat(lock).then(
+          (s) => Date.now() - s.mtimeMs,
+          () => 0,
+        )
+        if (age > STALE_LOCK_MS) await rm(lock, { force: true })
+        else await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS))
+      }
+    }
+    try {
+      return await critical()
+    } finally {
+      await rm(lock, { force: true })
+    }
+  }
+}
+
+function versionOf(stats: { ino: bigint; mtimeNs: bigint; size: bigint }): string {
+  return `${stats.ino}-${stats.mtimeNs}-${stats.size}`
 }

@@ -5,7 +5,8 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3'
-import type { SnapshotStore } from '../ports/snapshot-store.js'
+import { SnapshotConflictError } from '../errors.js'
+import type { SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
 
 export interface S3SnapshotStoreOptions {
   bucket: string
@@ -15,26 +16,31 @@ export interface S3SnapshotStoreOptions {
 }
 
 /**
- * `SnapshotStore` in S3: one `<prefix><room>.ybin` object per room. A PUT replaces the object
- * whole, so a reader sees one complete version or the other, never a mix. Failures are retried
+ * `SnapshotStore` in S3: one `<prefix><room>.ybin` object per room, its ETag the version. A PUT
+ * replaces the object whole, so a reader sees one complete version or the other, never a mix, and
+ * it is conditional (`If-Match` on the expected ETag, `If-None-Match: *` when none is expected),
+ * so S3 refuses a save that would replace bytes the saver has not merged. Failures are retried
  * by the SDK (its `maxAttempts`) and then by the core's SnapshotWriter, which counts them.
  */
 export class S3SnapshotStore implements SnapshotStore {
   constructor(private readonly options: S3SnapshotStoreOptions) {}
 
-  async load(room: string): Promise<Uint8Array | null> {
+  async load(room: string): Promise<StoredSnapshot | null> {
     const Key = this.#key(room)
     let body: { transformToByteArray(): Promise<Uint8Array> } | undefined
+    let version: string | undefined
     try {
       const output = await this.options.client.send(
         new GetObjectCommand({ Bucket: this.options.bucket, Key }),
       )
       body = output.Body
+      version = output.ETag
     } catch (error) {
       if (isNotFound(error)) return null
       throw this.#error(`could not load ${Key}`, error)
     }
-    if (!body) throw new Error(`S3 returned no body for s3://${this.options.bucket}/${Key}`)
+    if (!body || !version)
+      throw new Error(`S3 returned no body or ETag for s3://${this.options.bucket}/${Key}`)
     let bytes: Uint8Array
     try {
       bytes = await body.transformToByteArray()
@@ -42,25 +48,35 @@ export class S3SnapshotStore implements SnapshotStore {
       throw this.#error(`could not read ${Key}`, error)
     }
     // The SDK may hand back a Buffer; the port promises a plain Uint8Array (a view, not a copy).
-    return Object.getPrototypeOf(bytes) === Uint8Array.prototype
-      ? bytes
-      : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    const state =
+      Object.getPrototypeOf(bytes) === Uint8Array.prototype
+        ? bytes
+        : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    return { state, version }
   }
 
-  async save(room: string, state: Uint8Array): Promise<void> {
+  async save(room: string, state: Uint8Array, expected: string | null): Promise<string> {
     const Key = this.#key(room)
+    let version: string | undefined
     try {
-      await this.options.client.send(
+      const output = await this.options.client.send(
         new PutObjectCommand({
           Bucket: this.options.bucket,
           Key,
           Body: state,
           ContentType: 'application/octet-stream',
+          ...(expected === null ? { IfNoneMatch: '*' } : { IfMatch: expected }),
         }),
       )
+      version = output.ETag
     } catch (error) {
+      if (isConflict(error)) {
+        throw new SnapshotConflictError(`${Key} is no longer at version ${expected}`, { cause: error })
+      }
       throw this.#error(`could not save ${Key}`, error)
     }
+    if (!version) throw new Error(`S3 returned no ETag for s3://${this.options.bucket}/${Key}`)
+    return version
   }
 
   /** The client belongs to whoever created it (it may serve other adapters). */
@@ -84,6 +100,15 @@ function isNotFound(error: unknown): boolean {
   const { name, $metadata } = error as { name?: string; $metadata?: { httpStatusCode?: number } }
   if (name === 'NoSuchBucket') return false
   return name === 'NoSuchKey' || $metadata?.httpStatusCode === 404
+}
+
+/**
+ * The stored object is not the expected version: 412 (another ETag, or one where none was
+ * expected), 409 (a concurrent conditional write won), or a 404 for `If-Match` (it was deleted).
+ */
+function isConflict(error: unknown): boolean {
+  const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode
+  return status === 412 || status === 409 || (status === 404 && (error as Error).name !== 'NoSuchBucket')
 }
 
 /**

@@ -21,16 +21,16 @@ const SLICING_TIMEOUT_MS = 5_000
  * served in between instead of waiting out one long transaction. If the worker fails or takes too
  * long, the slicing happens on this thread; a state that cannot be sliced applies in one go.
  */
-export async function applyInSlices(doc: Y.Doc, state: Uint8Array): Promise<void> {
-  if (state.length < SLICE_ABOVE_BYTES) return Y.applyUpdate(doc, state)
+export async function applyInSlices(doc: Y.Doc, state: Uint8Array, origin: unknown = null): Promise<void> {
+  if (state.length < SLICE_ABOVE_BYTES) return Y.applyUpdate(doc, state, origin)
   const slices = FROM_SOURCE ? sliceHere(state) : await slicer.slice(state).catch(() => sliceHere(state))
   for (const [index, slice] of slices.entries()) {
-    Y.applyUpdate(doc, slice)
+    Y.applyUpdate(doc, slice, origin)
     if (doc.store.pendingStructs || doc.store.pendingDs) {
       // Something waits for a missing dependency, and Yjs would re-merge it with every later
       // slice: apply the rest in one go instead.
       const rest = slices.slice(index + 1)
-      if (rest.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(rest))
+      if (rest.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(rest), origin)
       return
     }
     await nextTurn()

@@ -1,5 +1,5 @@
 import { CloseCode, closeCodeName } from '@symphony/client/close-codes'
-import { DocumentTooLargeError, ProtocolError } from '../errors.js'
+import { DocumentTooLargeError, MessageTooBigError, PendingLimitError, ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
@@ -35,9 +35,12 @@ export const READ_ONLY_REASON = 'read-only access: document updates are ignored'
  * clientID); the cap stops a client from filling the room's presence table with invented ids.
  */
 export const MAX_AWARENESS_CLIENTS_PER_CONNECTION = 8
-/** Sync requests (step 1) a client may send: each costs the server a diff encode. */
-const SYNC_REQUESTS_PER_SECOND = 2
-const SYNC_REQUEST_BURST = 10
+/**
+ * Requests a client may send that the server answers with the room's whole state (sync step 1:
+ * a diff encode) or presence (query-awareness): each costs O(room), not O(message).
+ */
+const ROOM_REQUESTS_PER_SECOND = 2
+const ROOM_REQUEST_BURST = 10
 
 /**
  * One client in one room. Frames that arrive before the room has loaded wait here, so no client
@@ -46,7 +49,7 @@ const SYNC_REQUEST_BURST = 10
 export class Connection {
   readonly awarenessClientIds = new Set<number>()
   readonly #rate: TokenBucket
-  readonly #syncRequests = new TokenBucket(SYNC_REQUESTS_PER_SECOND, SYNC_REQUEST_BURST)
+  readonly #roomRequests = new TokenBucket(ROOM_REQUESTS_PER_SECOND, ROOM_REQUEST_BURST)
   #room: Room | null = null
   #waiting: Uint8Array[] = []
   #waitingBytes = 0
@@ -113,9 +116,9 @@ export class Connection {
     this.#waiting.push(frame)
   }
 
-  /** False when the client asks for sync (step 1) faster than allowed. */
-  takeSyncRequest(): boolean {
-    return this.#syncRequests.take()
+  /** False when the client asks for the room's state or presence faster than allowed. */
+  takeRoomRequest(): boolean {
+    return this.#roomRequests.take()
   }
 
   /** Records the awareness ids a frame speaks for; throws past the per-connection cap. */
@@ -178,5 +181,7 @@ export class Connection {
 function closeFor(error: unknown): [number, string] {
   if (error instanceof ProtocolError) return [CloseCode.ProtocolError, error.message]
   if (error instanceof DocumentTooLargeError) return [CloseCode.DocumentTooLarge, error.message]
+  if (error instanceof PendingLimitError) return [CloseCode.TooMuchPending, error.message]
+  if (error instanceof MessageTooBigError) return [CloseCode.MessageTooBig, error.message]
   return [CloseCode.InternalError, 'internal error']
 }

@@ -6,6 +6,9 @@ import type { AwarenessEntry } from '../protocol/codec.js'
  */
 export const PRESENCE_OUTDATED_MS = 30_000
 
+/** Below this many entries a table is not purged on writes. */
+const PURGE_MIN_CLIENTS = 64
+
 /** Node's byte-to-string copy, which works on any Uint8Array. */
 const BYTES = Buffer.prototype as unknown as {
   latin1Slice(this: Uint8Array, start: number, end: number): string
@@ -30,8 +33,14 @@ interface Presence {
  */
 export class PresenceTable {
   readonly #clients = new Map<number, Presence>()
+  #purgeAt = PURGE_MIN_CLIENTS
 
   apply(entries: AwarenessEntry[], now = Date.now()): void {
+    // Read (and so purged) on every join; a room nobody joins is purged as its table grows.
+    if (this.#clients.size >= this.#purgeAt) {
+      this.present(now)
+      this.#purgeAt = Math.max(PURGE_MIN_CLIENTS, 2 * this.#clients.size)
+    }
     for (const { clientId, clock, state } of entries) {
       const current = this.#clients.get(clientId)
       const currentClock = current?.clock ?? 0
@@ -49,17 +58,19 @@ export class PresenceTable {
     }
   }
 
-  /** Marks these clients gone; returns the entries that tell the others, empty if none was here. */
+  /**
+   * Marks these clients gone; returns the entries that tell the others, empty if none was here.
+   * As y-protocols does, the removal keeps the client's clock (a removal wins a tie), so the
+   * client's next update, one clock on, shows it again when it reconnects.
+   */
   remove(clientIds: Iterable<number>, now = Date.now()): AwarenessEntry[] {
     const removed: AwarenessEntry[] = []
     for (const clientId of clientIds) {
       const current = this.#clients.get(clientId)
       if (!current?.state) continue
-      const clock = current.clock + 1
-      current.clock = clock
       current.state = null
       current.updatedAt = now
-      removed.push({ clientId, clock, state: null })
+      removed.push({ clientId, clock: current.clock, state: null })
     }
     return removed
   }
@@ -68,11 +79,19 @@ export class PresenceTable {
   present(now = Date.now()): AwarenessEntry[] {
     const entries: AwarenessEntry[] = []
     for (const [clientId, presence] of this.#clients) {
-      if (!presence.state) continue
-      if (now - presence.updatedAt >= PRESENCE_OUTDATED_MS) presence.state = null
-      else entries.push({ clientId, clock: presence.clock, state: Buffer.from(presence.state, 'latin1') })
+      if (now - presence.updatedAt >= PRESENCE_OUTDATED_MS) {
+        // Gone (or silent) long enough that no delayed update of theirs is still on its way.
+        this.#clients.delete(clientId)
+      } else if (presence.state) {
+        entries.push({ clientId, clock: presence.clock, state: Buffer.from(presence.state, 'latin1') })
+      }
     }
     return entries
+  }
+
+  /** Clients the table holds anything for, present or recently gone. */
+  get tracked(): number {
+    return this.#clients.size
   }
 
   /** How many clients are present. */

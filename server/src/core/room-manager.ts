@@ -10,7 +10,7 @@ import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import { Room, type RoomOptions } from './room.js'
 import { RoomJournal } from './room-journal.js'
 import type { RoomStateSource } from './room-state-source.js'
-import { type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
+import { type KnownStoredVersion, type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
 
 export interface RoomManagerOptions extends RoomOptions {
   /** How long an empty room stays loaded, since reconnects are common. */
@@ -39,6 +39,14 @@ interface Slot {
   graceTimer: NodeJS.Timeout | null
   /** Set while unloading; resolves when the slot is gone or the unload was abandoned. */
   unloading: Promise<void> | null
+}
+
+/** How a room's document was built. */
+interface LoadedFrom {
+  loadedBytes: number
+  /** The journal entries replayed on top of the state. */
+  replayed: JournalContents['position']
+  storedVersion: KnownStoredVersion
 }
 
 interface Loaded {
@@ -86,6 +94,11 @@ export class RoomManager {
 
   loadedRoom(name: string): Room | undefined {
     return this.#slots.get(name)?.loaded?.room
+  }
+
+  /** Saves the room now if it is loaded and has unsaved changes; rejects if the save fails. */
+  async save(name: string): Promise<void> {
+    await this.#slots.get(name)?.loaded?.writer.flush()
   }
 
   /** Holds the room, loading it if needed. Every successful acquire needs one `release`. */
@@ -165,12 +178,17 @@ export class RoomManager {
     let room: Room | null = null
     await pubsub.subscribe(name, (frame) => (room ? room.receiveRemote(frame) : buffered.push(frame)))
     try {
-      const { state, source, journal } = await stateSource.load(name)
+      const { state, source, journal, storedVersion } = await stateSource.load(name)
       const doc = new Y.Doc()
       if (state) await applyInSlices(doc, state)
       const journaledBytes = await this.#replay(name, doc, journal)
-      const loaded = this.#createRoom(name, doc, (state?.length ?? 0) + journaledBytes, journal.position)
-      if (state && journal.updates.length === 0) loaded.room.adoptLoadedState(state)
+      // Joiners get the document encoded anew, never the loaded bytes: a snapshot saved by an
+      // older version may still hold content that users deleted.
+      const loaded = this.#createRoom(name, doc, {
+        loadedBytes: (state?.length ?? 0) + journaledBytes,
+        replayed: journal.position,
+        storedVersion,
+      })
       for (const frame of buffered) loaded.room.receiveRemote(frame)
       room = loaded.room // from here on frames go straight to the room, also while registering
       // A registry outage must not stop the room from loading: peers just cannot find it here
@@ -202,7 +220,7 @@ export class RoomManager {
     return bytes
   }
 
-  #createRoom(name: string, doc: Y.Doc, loadedBytes: number, replayed: JournalContents['position']): Loaded {
+  #createRoom(name: string, doc: Y.Doc, { loadedBytes, replayed, storedVersion }: LoadedFrom): Loaded {
     const { pubsub, snapshots, journal, metrics, logger } = this.deps
     const roomJournal = new RoomJournal(journal, name, replayed, (err, action) => {
       metrics.journalFailures.labels(action).inc()
@@ -217,7 +235,16 @@ export class RoomManager {
     )
     // Replayed entries are in no snapshot yet: save (and then trim) them like any change.
     const unsaved = replayed.size > 0
-    writer = new SnapshotWriter(room, snapshots, roomJournal, this.options.snapshot, metrics, logger, unsaved)
+    writer = new SnapshotWriter(
+      room,
+      snapshots,
+      roomJournal,
+      this.options.snapshot,
+      metrics,
+      logger,
+      unsaved,
+      storedVersion,
+    )
     return { room, writer }
   }
 

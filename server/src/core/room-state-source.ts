@@ -9,6 +9,8 @@ export type PeerStateFetcher = (peer: PeerServer, room: string) => Promise<Uint8
 export interface InitialState {
   state: Uint8Array | null
   source: 'peer' | 'snapshot' | 'empty'
+  /** The stored snapshot's version `state` holds everything of; undefined when not known (peer). */
+  storedVersion: string | null | undefined
   /** Updates journaled since the last snapshot, to apply on top of `state`. */
   journal: JournalContents
 }
@@ -33,9 +35,10 @@ export class RoomStateSource {
     // so an entry gone by now is in the snapshot read next.
     const journal = await this.journal.read(room)
     const fromPeer = await this.#fromPeers(room)
-    if (fromPeer) return { state: fromPeer, source: 'peer', journal }
+    if (fromPeer) return { state: fromPeer, source: 'peer', journal, storedVersion: undefined }
     const snapshot = await this.snapshots.load(room)
-    return { state: snapshot, source: snapshot ? 'snapshot' : 'empty', journal }
+    if (!snapshot) return { state: null, source: 'empty', journal, storedVersion: null }
+    return { state: snapshot.state, source: 'snapshot', journal, storedVersion: snapshot.version }
   }
 
   async #fromPeers(room: string): Promise<Uint8Array | null> {

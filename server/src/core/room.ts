@@ -17,17 +17,24 @@ import {
   isEmptyUpdate,
   type Message,
 } from '../protocol/codec.js'
-import { checkUpdate } from '../protocol/update-guard.js'
+import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
+import { applyInSlices } from './apply-in-slices.js'
 import type { Connection } from './connection.js'
 import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 
 /** Transaction origin of updates that came from another server. */
 const REMOTE = Symbol('remote')
+/** Transaction origin of a stored snapshot merged into the live room. */
+const STORED = Symbol('stored')
 
 export interface RoomOptions {
   maxDocumentBytes: number
+  /** What the room may hold waiting for missing dependencies. */
+  waiting: WaitingBudget
+  /** Largest presence state (JSON bytes) a client may set. */
+  maxPresenceBytes: number
   /** How often this server publishes its digest of the room to its peers; 0 turns it off. */
   antiEntropyIntervalMs: number
 }
@@ -115,7 +122,7 @@ export class Room {
     switch (message.kind) {
       case 'sync-step1':
         // Each answer encodes the whole difference; a client may not ask in a tight loop.
-        if (connection.takeSyncRequest()) {
+        if (connection.takeRoomRequest()) {
           const answer = isEmptyStateVector(message.stateVector)
             ? this.encodeState()
             : Y.encodeStateAsUpdate(this.doc, message.stateVector)
@@ -132,7 +139,7 @@ export class Room {
         else connection.denyWrite()
         return
       case 'awareness': {
-        const entries = decodeAwarenessUpdate(message.update)
+        const entries = decodeAwarenessUpdate(message.update, this.options.maxPresenceBytes)
         connection.claimAwarenessClients(entries)
         this.presence.apply(entries)
         // A client alone here hears nothing else, and its provider drops a connection silent
@@ -143,7 +150,8 @@ export class Room {
         return
       }
       case 'query-awareness':
-        connection.send(encodeAwarenessEntries(this.presence.present()))
+        if (connection.takeRoomRequest()) connection.send(encodeAwarenessEntries(this.presence.present()))
+        else connection.close(CloseCode.RateLimited, 'presence queries too frequent')
         return
       case 'auth':
         return
@@ -167,7 +175,7 @@ export class Room {
           this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
         }
       } else if (message.kind === 'awareness') {
-        this.presence.apply(decodeAwarenessUpdate(message.update))
+        this.presence.apply(decodeAwarenessUpdate(message.update, this.options.maxPresenceBytes))
         this.#broadcast(frame, null)
       }
     } catch (error) {
@@ -214,9 +222,26 @@ export class Room {
     return state
   }
 
-  /** The bytes the document was just built from, unchanged since: its encoding, for free. */
-  adoptLoadedState(state: Uint8Array): void {
-    if (this.version === 0) this.#encoded = { version: 0, state }
+  /**
+   * Merges a snapshot another server saved into the live document (a CRDT union, garbage
+   * collected like any change), a slice per event-loop turn when it is big, and forwards what was
+   * new to the local clients. Resolves with whether anything changed.
+   */
+  async absorbStored(state: Uint8Array): Promise<boolean> {
+    let changed = false
+    const forward = (update: Uint8Array, origin: unknown) => {
+      if (origin !== STORED) return
+      changed = true
+      this.#broadcast(encodeUpdate(update), null)
+    }
+    this.doc.on('update', forward)
+    try {
+      await applyInSlices(this.doc, state, STORED)
+    } finally {
+      this.doc.off('update', forward)
+    }
+    if (changed && !this.#destroyed) this.#changed(state.length)
+    return changed
   }
 
   destroy(): void {
@@ -231,26 +256,41 @@ export class Room {
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
   ): void {
-    checkUpdate(message.update, this.doc)
+    checkUpdate(message.update, this.doc, this.options.waiting)
     this.#ensureRoomFor(message.update.length)
+    // An update that changes nothing (a client resending what the room has) goes nowhere.
+    if (!this.#apply(message.update, connection)) return
     // Journaled before it is forwarded: whatever anyone saw survives a crash of this server.
-    if (this.#apply(message.update, connection)) this.journal.record(message.update)
+    this.journal.record(message.update)
     // A sync step 2 is forwarded as an update: same payload, only the sub-type differs.
     const forwarded = message.kind === 'update' ? frame : encodeUpdate(message.update)
     this.#broadcast(forwarded, connection)
     this.pubsub.publish(this.name, forwarded)
   }
 
-  /** Applies an update; true if it changed the document (or left structs waiting for others). */
+  /**
+   * Applies an update; true if it changed the document, or what it holds waiting for missing
+   * dependencies (waiting parts are forwarded, journaled and saved like the rest).
+   */
   #apply(update: Uint8Array, origin: unknown): boolean {
+    const { store } = this.doc
+    const waitingStructs = store.pendingStructs?.update
+    const waitingDeletions = store.pendingDs
     this.#lastApplyChanged = false
     Y.applyUpdate(this.doc, update, origin)
-    if (!this.#lastApplyChanged && this.doc.store.pendingStructs === null) return false
-    this.#sizeBound += update.length
+    const changed =
+      this.#lastApplyChanged ||
+      store.pendingStructs?.update !== waitingStructs ||
+      !sameBytes(store.pendingDs, waitingDeletions)
+    if (changed) this.#changed(update.length)
+    return changed
+  }
+
+  #changed(bytes: number): void {
+    this.#sizeBound += bytes
     this.version++
     this.#encoded = null
     this.onChange()
-    return true
   }
 
   readonly #recordChange = (transaction: Y.Transaction): void => {
@@ -272,4 +312,11 @@ export class Room {
       if (connection !== except) connection.send(frame)
     }
   }
+}
+
+/** Yjs re-encodes its waiting deletions on every update, changed or not: compare the bytes. */
+function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {
+  if (a === b) return true
+  if (!a || !b || a.length !== b.length) return false
+  return Buffer.compare(a, b) === 0
 }

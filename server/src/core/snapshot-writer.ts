@@ -1,4 +1,4 @@
-import * as Y from 'yjs'
+import { SnapshotConflictError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
@@ -16,8 +16,20 @@ export interface SnapshotPolicy {
 export interface Snapshottable {
   readonly name: string
   readonly version: number
+  /** The garbage-collected state: what users deleted is not in it. */
   encodeState(): Uint8Array
+  /** Merges another server's saved state into the room. */
+  absorbStored(state: Uint8Array): Promise<unknown>
 }
+
+/**
+ * The stored version this server's room holds everything of: the loaded snapshot's, then each of
+ * its own saves'. `null`: nothing stored. `undefined`: not known (the room came from a peer).
+ */
+export type KnownStoredVersion = string | null | undefined
+
+/** Another server saving at the same moment is routine; this many in a row is not. */
+const MAX_CONFLICTS_PER_WRITE = 10
 
 /**
  * Saves one room's snapshots: at most one write at a time, a timer while the room is dirty,
@@ -29,6 +41,7 @@ export class SnapshotWriter {
   #timer: NodeJS.Timeout | null = null
   #failures = 0
   #stopped = false
+  #storedVersion: KnownStoredVersion
 
   constructor(
     private readonly room: Snapshottable,
@@ -38,8 +51,10 @@ export class SnapshotWriter {
     private readonly metrics: ServerMetrics,
     private readonly logger: Logger,
     /** True when the room loaded with changes no snapshot holds yet (replayed from the journal). */
-    loadedUnsaved = false,
+    loadedUnsaved: boolean,
+    storedVersion: KnownStoredVersion,
   ) {
+    this.#storedVersion = storedVersion
     this.#savedVersion = loadedUnsaved ? room.version - 1 : room.version
     if (loadedUnsaved) this.markDirty()
   }
@@ -81,15 +96,10 @@ export class SnapshotWriter {
   }
 
   async #write(): Promise<void> {
-    const version = this.room.version
     const endTimer = this.metrics.snapshotDuration.startTimer()
     try {
       const journaled = this.journal.mark() // before encoding: the snapshot holds all of these
-      const state = this.room.encodeState()
-      // Other servers holding the room save it too; merging keeps what only the stored copy has
-      // (a CRDT union), so a server whose copy briefly lags never erases another's edits.
-      const stored = await this.store.load(this.room.name)
-      await this.store.save(this.room.name, stored ? Y.mergeUpdates([stored, state]) : state)
+      const version = await this.#saveMerged()
       this.#savedVersion = Math.max(this.#savedVersion, version)
       await this.journal.trim(journaled)
       this.#failures = 0
@@ -107,6 +117,34 @@ export class SnapshotWriter {
       if (!this.#stopped) this.#schedule(retryInMs)
       throw error
     }
+  }
+
+  /**
+   * Saves the room's garbage-collected state over the stored version it holds everything of.
+   * When another server saved in between, the store refuses; that snapshot is merged into the
+   * room (a CRDT union, so a server whose copy lags never erases another's edits) and the save
+   * is tried again over it. Resolves with the room version saved.
+   */
+  async #saveMerged(): Promise<number> {
+    if (this.#storedVersion === undefined) await this.#absorbStored()
+    for (let conflicts = 0; ; conflicts++) {
+      const version = this.room.version
+      const state = this.room.encodeState()
+      try {
+        this.#storedVersion = await this.store.save(this.room.name, state, this.#storedVersion ?? null)
+        return version
+      } catch (error) {
+        if (!(error instanceof SnapshotConflictError) || conflicts >= MAX_CONFLICTS_PER_WRITE) throw error
+        this.metrics.snapshotConflicts.inc()
+        await this.#absorbStored()
+      }
+    }
+  }
+
+  async #absorbStored(): Promise<void> {
+    const stored = await this.store.load(this.room.name)
+    if (stored) await this.room.absorbStored(stored.state)
+    this.#storedVersion = stored?.version ?? null
   }
 
   #clearTimer(): void {

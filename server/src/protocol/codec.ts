@@ -1,8 +1,9 @@
+import { isUtf8 } from 'node:buffer'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
-import { ProtocolError } from '../errors.js'
+import { MessageTooBigError, ProtocolError } from '../errors.js'
 import { isJsonNull, jsonTextProblem } from './json-text.js'
-import { MAX_JSON_DEPTH } from './update-guard.js'
+import { MAX_JSON_DEPTH } from './update-scan.js'
 
 /** Top-level message types of the y-websocket protocol. */
 export const MessageType = { Sync: 0, Awareness: 1, Auth: 2, QueryAwareness: 3 } as const
@@ -121,10 +122,11 @@ const MAX_AWARENESS_ENTRIES = 64
 
 /**
  * The entries of an awareness update, their JSON states checked but not parsed. Throws
- * `ProtocolError` if the update is malformed or a state is not JSON, or is nested too deep (the
- * next joiner's reader would overflow its stack).
+ * `MessageTooBigError` for a state over `maxStateBytes`, and `ProtocolError` if the update is
+ * malformed or a state is not JSON in UTF-8 (Node's y-websocket clients crash on anything else),
+ * or is nested too deep (the next joiner's reader would overflow its stack).
  */
-export function decodeAwarenessUpdate(update: Uint8Array): AwarenessEntry[] {
+export function decodeAwarenessUpdate(update: Uint8Array, maxStateBytes: number): AwarenessEntry[] {
   const decoder = decoding.createDecoder(update)
   try {
     const count = decoding.readVarUint(decoder)
@@ -134,6 +136,10 @@ export function decodeAwarenessUpdate(update: Uint8Array): AwarenessEntry[] {
       const clientId = decoding.readVarUint(decoder)
       const clock = decoding.readVarUint(decoder)
       const state = decoding.readVarUint8Array(decoder)
+      if (state.length > maxStateBytes) {
+        throw new MessageTooBigError(`a presence state of ${state.length} bytes (at most ${maxStateBytes})`)
+      }
+      if (!isUtf8(state)) throw new Error(`the state of client ${clientId} is not UTF-8`)
       const problem = jsonTextProblem(state, MAX_JSON_DEPTH)
       if (problem) throw new Error(`the state of client ${clientId} is ${problem}`)
       entries.push({ clientId, clock, state: isJsonNull(state) ? null : state })
@@ -141,6 +147,7 @@ export function decodeAwarenessUpdate(update: Uint8Array): AwarenessEntry[] {
     if (decoding.hasContent(decoder)) throw new Error('trailing bytes')
     return entries
   } catch (error) {
+    if (error instanceof MessageTooBigError) throw error
     throw new ProtocolError(`malformed awareness update: ${(error as Error).message}`)
   }
 }

@@ -1,76 +1,139 @@
 import * as Y from 'yjs'
-import { ProtocolError } from '../errors.js'
-
-/** Deepest nesting of JSON values in an update or a presence state. */
-export const MAX_JSON_DEPTH = 64
-/** Clients whose structs an update may leave waiting for missing dependencies. */
-export const MAX_WAITING_CLIENTS_PER_UPDATE = 64
-/** Clients a room may have waiting for missing dependencies at once. */
-export const MAX_WAITING_CLIENTS_PER_ROOM = 1_000
-
-const MAX_CLOCK = Number.MAX_SAFE_INTEGER
+import { PendingLimitError } from '../errors.js'
+import { type ScannedUpdate, scanUpdate } from './update-scan.js'
 
 /**
- * Checks an update from a client before Yjs applies it. Yjs trusts its input: a few crafted
- * bytes can leave a document that no longer encodes (zero lengths, clocks past 2^53, deeply
- * nested JSON) or stop running its transaction cleanups for good, and gaps across many clients
- * cost quadratic time. Such updates are refused whole, before anything is applied. Throws
- * `ProtocolError`.
+ * What a room may hold waiting for missing dependencies. Yjs keeps structs whose dependencies have
+ * not arrived, and deletions of items it does not have yet, and works on them again later:
+ * waiting structs are re-merged whenever more arrive, waiting deletions are re-read on every
+ * update the room applies. Unbounded, one client makes every later edit in the room slow.
  */
-export function checkUpdate(update: Uint8Array, doc: Y.Doc): void {
-  let decoded: ReturnType<typeof Y.decodeUpdate>
-  try {
-    decoded = Y.decodeUpdate(update) // lazily: a claimed struct count allocates nothing up front
-  } catch (error) {
-    throw new ProtocolError(`unreadable update: ${(error as Error).message}`)
+export interface WaitingBudget {
+  /** Encoded bytes of waiting structs. */
+  maxStructBytes: number
+  /** Encoded bytes of waiting deletions (each costs on every later update: keep this small). */
+  maxDeleteBytes: number
+  /** Clients whose structs may wait at once. */
+  maxClients: number
+}
+
+/** A deleted range held by Yjs takes at most this many bytes in its (v2) encoding. */
+const BYTES_PER_WAITING_DELETION = 4
+
+/**
+ * Checks an update from a client before Yjs applies it. Yjs trusts its input: a few crafted bytes
+ * can leave a document that no longer encodes, and waiting work slows the room for good. The
+ * update is read once (`scanUpdate` refuses what is malformed), then integrated on paper against
+ * the document: what would still wait for missing dependencies afterwards, counted with what the
+ * room holds waiting already, must fit the budget. Every update real Yjs produces integrates or
+ * waits within it; an update is refused whole, before anything is applied. Throws `ProtocolError`
+ * (malformed) or `PendingLimitError` (over the budget).
+ */
+export function checkUpdate(update: Uint8Array, doc: Y.Doc, budget: WaitingBudget): void {
+  const scanned = scanUpdate(update)
+  const waiting = whatWouldWait(scanned, doc)
+  const pending = doc.store.pendingStructs
+  if (waiting.structBytes > 0) {
+    const held = pending?.update.length ?? 0
+    if (held + waiting.structBytes > budget.maxStructBytes) {
+      throw new PendingLimitError(
+        `${waiting.structBytes} bytes of the update wait for updates this room never received, and ` +
+          `the room holds ${held} waiting already (at most ${budget.maxStructBytes})`,
+      )
+    }
+    const clients = new Set([...(pending?.missing.keys() ?? []), ...waiting.clients])
+    if (clients.size > budget.maxClients) {
+      throw new PendingLimitError(
+        `updates of ${clients.size} clients would wait (at most ${budget.maxClients})`,
+      )
+    }
   }
-  const waiting = new Set<number>()
-  for (const struct of decoded.structs) {
-    const { client, clock } = struct.id
-    checkRange(client, clock, struct.length, 'struct')
-    if (clock > Y.getState(doc.store, client)) waiting.add(client)
-    if (struct instanceof Y.Item) checkItem(struct)
-  }
-  for (const [client, deletions] of decoded.ds.clients) {
-    for (const deletion of deletions) checkRange(client, deletion.clock, deletion.len, 'deletion')
-  }
-  if (waiting.size > MAX_WAITING_CLIENTS_PER_UPDATE) {
-    throw new ProtocolError(`update waits on ${waiting.size} clients' missing updates`)
-  }
-  const alreadyWaiting = doc.store.pendingStructs?.missing.size ?? 0
-  if (waiting.size > 0 && alreadyWaiting + waiting.size > MAX_WAITING_CLIENTS_PER_ROOM) {
-    throw new ProtocolError('too many updates in this room wait for missing dependencies')
+  if (waiting.deletions > 0) {
+    const held = doc.store.pendingDs?.length ?? 0
+    const added = waiting.deletions * BYTES_PER_WAITING_DELETION
+    if (held + added > budget.maxDeleteBytes) {
+      throw new PendingLimitError(
+        `${waiting.deletions} deletions of the update are of items this room does not have, and ` +
+          `the room holds ${held} bytes of such deletions already (at most ${budget.maxDeleteBytes})`,
+      )
+    }
   }
 }
 
-function checkRange(client: number, clock: number, length: number, what: string): void {
-  if (!(length >= 1) || !(client >= 0) || client > MAX_CLOCK || !(clock >= 0) || clock + length > MAX_CLOCK) {
-    throw new ProtocolError(
-      `${what} with an impossible range (client ${client}, clock ${clock}, length ${length})`,
-    )
-  }
+interface Waiting {
+  structBytes: number
+  clients: Set<number>
+  /** Deleted ranges (or parts) whose items would not exist. */
+  deletions: number
 }
 
-function checkItem(item: Y.Item): void {
-  for (const id of [item.origin, item.rightOrigin]) if (id) checkRange(id.client, id.clock, 1, 'reference')
-  const content = item.content
-  if (content instanceof Y.ContentDoc) throw new ProtocolError('subdocuments are not supported')
-  if (content instanceof Y.ContentAny || content instanceof Y.ContentJSON) {
-    for (const value of content.arr) checkDepth(value)
-  } else if (content instanceof Y.ContentEmbed) {
-    checkDepth(content.embed)
-  } else if (content instanceof Y.ContentFormat) {
-    checkDepth(content.value)
+/**
+ * What of the update would wait after Yjs integrated the rest. A struct integrates once its
+ * client's history reaches its clock and every other client's id it refers to exists: in the
+ * document, or in the update's structs that integrate. This is Yjs' own rule, run to a fixpoint
+ * without building anything: each client's run advances as far as it can, and a client stopped
+ * by another's missing id resumes when that client's run passes it.
+ */
+function whatWouldWait(update: ScannedUpdate, doc: Y.Doc): Waiting {
+  const reached = new Map<number, number>()
+  const reachedBy = (client: number) => reached.get(client) ?? Y.getState(doc.store, client)
+  const next = new Map<number, number>() // client → index of its first struct not integrated
+  const resumeWhen = new Map<number, { client: number; clock: number }[]>()
+  const queue = [...update.structs.keys()]
+  while (queue.length > 0) {
+    const client = queue.pop() as number
+    const run = update.structs.get(client) ?? []
+    let index = next.get(client) ?? 0
+    let clock = reachedBy(client)
+    const from = clock
+    for (; index < run.length; index++) {
+      const struct = run[index] as (typeof run)[number]
+      if (struct.clock + struct.length <= clock) continue // held already
+      if (struct.clock > clock || struct.gap) break // a gap in the client's history
+      const missing = firstMissing(struct.needs, reachedBy)
+      if (missing) {
+        const waiters = resumeWhen.get(missing.client) ?? []
+        waiters.push({ client, clock: missing.clock })
+        resumeWhen.set(missing.client, waiters)
+        break
+      }
+      clock = struct.clock + struct.length
+    }
+    next.set(client, index)
+    if (clock === from) continue
+    reached.set(client, clock)
+    const waiters = resumeWhen.get(client)
+    if (!waiters) continue
+    const stillWaiting = waiters.filter((waiter) => waiter.clock >= clock)
+    for (const waiter of waiters) if (waiter.clock < clock) queue.push(waiter.client)
+    resumeWhen.set(client, stillWaiting)
   }
+  const waiting: Waiting = { structBytes: 0, clients: new Set(), deletions: 0 }
+  for (const [client, run] of update.structs) {
+    for (let index = next.get(client) ?? 0; index < run.length; index++) {
+      const struct = run[index] as (typeof run)[number]
+      if (struct.gap) continue
+      waiting.structBytes += struct.bytes
+      waiting.clients.add(client)
+    }
+  }
+  for (const [client, ranges] of update.deletions) {
+    const clock = reachedBy(client)
+    for (let i = 0; i < ranges.length; i += 2) {
+      if ((ranges[i] as number) + (ranges[i + 1] as number) > clock) waiting.deletions++
+    }
+  }
+  return waiting
 }
 
-/** Nesting deeper than MAX_JSON_DEPTH overflows the stack when the document is encoded again. */
-function checkDepth(value: unknown): void {
-  const stack: [unknown, number][] = [[value, 1]]
-  while (stack.length > 0) {
-    const [current, depth] = stack.pop() as [unknown, number]
-    if (current === null || typeof current !== 'object' || current instanceof Uint8Array) continue
-    if (depth > MAX_JSON_DEPTH) throw new ProtocolError(`values nested deeper than ${MAX_JSON_DEPTH} levels`)
-    for (const child of Object.values(current)) stack.push([child, depth + 1])
+function firstMissing(
+  needs: number[],
+  reachedBy: (client: number) => number,
+): { client: number; clock: number } | null {
+  for (let i = 0; i < needs.length; i += 2) {
+    const client = needs[i] as number
+    const clock = needs[i + 1] as number
+    if (clock >= reachedBy(client)) return { client, clock }
   }
+  return null
 }

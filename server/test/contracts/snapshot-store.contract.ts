@@ -1,19 +1,56 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { SnapshotConflictError } from '../../src/errors.js'
 import type { SnapshotStore } from '../../src/ports/snapshot-store.js'
 import { uniqueRoom } from '../helpers/clients.js'
+import { putSnapshot, storedState } from '../helpers/snapshots.js'
+
+const isConflict = (error: unknown) => error instanceof SnapshotConflictError
 
 /** What every `SnapshotStore` adapter must do. */
 export function snapshotStoreContract(name: string, createStore: () => Promise<SnapshotStore>): void {
   describe(`SnapshotStore contract: ${name}`, () => {
-    it('returns null for a room never saved, and the saved bytes after a save', async () => {
+    it('returns null for a room never saved, and the saved bytes and version after a save', async () => {
       const store = await createStore()
       const room = uniqueRoom('snap')
       assert.equal(await store.load(room), null)
-      await store.save(room, new Uint8Array([1, 2, 3]))
-      assert.deepEqual(await store.load(room), new Uint8Array([1, 2, 3]))
-      await store.save(room, new Uint8Array([4]))
-      assert.deepEqual(await store.load(room), new Uint8Array([4]), 'a save replaces the previous one')
+      const first = await store.save(room, new Uint8Array([1, 2, 3]), null)
+      assert.deepEqual(await store.load(room), { state: new Uint8Array([1, 2, 3]), version: first })
+      const second = await store.save(room, new Uint8Array([4]), first)
+      assert.notEqual(second, first, 'each save has a version of its own')
+      assert.deepEqual(await store.load(room), { state: new Uint8Array([4]), version: second })
+      await store.close()
+    })
+
+    it('refuses a save over a version other than the expected one, and keeps what is stored', async () => {
+      const store = await createStore()
+      const room = uniqueRoom('snap')
+      const first = await store.save(room, new Uint8Array([1]), null)
+      await assert.rejects(store.save(room, new Uint8Array([9]), null), isConflict, 'one is stored already')
+      const second = await store.save(room, new Uint8Array([2]), first)
+      await assert.rejects(store.save(room, new Uint8Array([9]), first), isConflict, 'a stale version')
+      await assert.rejects(
+        store.save(uniqueRoom('snap'), new Uint8Array([9]), second),
+        isConflict,
+        'none stored',
+      )
+      assert.deepEqual(await store.load(room), { state: new Uint8Array([2]), version: second })
+      await store.close()
+    })
+
+    it('lets exactly one of two savers expecting the same version win', async () => {
+      const store = await createStore()
+      const room = uniqueRoom('snap')
+      const base = await store.save(room, new Uint8Array([0]), null)
+      const outcomes = await Promise.allSettled([
+        store.save(room, new Uint8Array([1]), base),
+        store.save(room, new Uint8Array([2]), base),
+      ])
+      const won = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [i + 1] : []))
+      assert.equal(won.length, 1, 'one save wins')
+      const lost = outcomes.find((o) => o.status === 'rejected')
+      assert.ok(lost && isConflict(lost.reason), 'the other is told it conflicted')
+      assert.deepEqual(await storedState(store, room), new Uint8Array(won))
       await store.close()
     })
 
@@ -22,24 +59,24 @@ export function snapshotStoreContract(name: string, createStore: () => Promise<S
       const suffix = uniqueRoom('')
       const names = ['.', '..', '...', '~', 'a:b', 'a-b', 'a_b', 'A.b', 'a.B'].map((n) => `${n}${suffix}`)
       names.push('.', '..', 'x'.repeat(128))
-      await Promise.all(names.map((room, i) => store.save(room, new Uint8Array([i]))))
+      await Promise.all(names.map((room, i) => putSnapshot(store, room, new Uint8Array([i]))))
       for (const [i, room] of names.entries())
-        assert.deepEqual(await store.load(room), new Uint8Array([i]), room)
+        assert.deepEqual(await storedState(store, room), new Uint8Array([i]), room)
       await store.close()
     })
 
-    it('stores a large state intact under concurrent saves of one room', async () => {
+    it('stores a large state intact, one whole version under concurrent saves', async () => {
       const store = await createStore()
       const room = uniqueRoom('snap')
       const big = new Uint8Array(3 * 1024 * 1024).map((_, i) => i % 253)
-      await Promise.all([store.save(room, new Uint8Array([0])), store.save(room, big)])
-      const loaded = await store.load(room)
+      await Promise.allSettled([store.save(room, new Uint8Array([0]), null), store.save(room, big, null)])
+      const loaded = await storedState(store, room)
       assert.ok(
         loaded && (loaded.length === 1 || loaded.length === big.length),
         'one whole version, never a mix',
       )
-      await store.save(room, big)
-      assert.deepEqual(await store.load(room), big)
+      await putSnapshot(store, room, big)
+      assert.deepEqual(await storedState(store, room), big)
       await store.close()
     })
   })

@@ -15,9 +15,16 @@ export function destroyClients(): void {
   for (const client of openClients) client.destroy()
 }
 
-/** A real y-websocket provider, as any app would create it, pointed at `wsUrl` / `room`. */
-export function connectClient(wsUrl: string, room: string, params: Record<string, string> = {}): TestClient {
-  const doc = new Y.Doc()
+/**
+ * A real y-websocket provider, as any app would create it, pointed at `wsUrl` / `room`, on `doc`
+ * (a fresh one unless given: a client with an offline copy brings its own).
+ */
+export function connectClient(
+  wsUrl: string,
+  room: string,
+  params: Record<string, string> = {},
+  doc = new Y.Doc(),
+): TestClient {
   const provider = new WebsocketProvider(wsUrl, room, doc, {
     WebSocketPolyfill: WebSocket as unknown as typeof globalThis.WebSocket,
     params,

@@ -1,4 +1,4 @@
-import type { SnapshotStore } from '../../src/ports/snapshot-store.js'
+import type { SnapshotStore, StoredSnapshot } from '../../src/ports/snapshot-store.js'
 
 /**
  * Wraps a real snapshot store to inject faults: failing or slow saves, failing or held loads.
@@ -9,6 +9,10 @@ export class ControlledSnapshotStore implements SnapshotStore {
   failLoads = false
   saveDelayMs = 0
   loadGate: Promise<void> | null = null
+  /** Holds saves (after the caller encoded its state) until it resolves. */
+  saveGate: Promise<void> | null = null
+  /** Called as a save arrives, before it waits for `saveGate`. */
+  onSave: (() => void) | null = null
   saveAttempts = 0
   savesCompleted = 0
   inFlight = 0
@@ -16,14 +20,16 @@ export class ControlledSnapshotStore implements SnapshotStore {
 
   constructor(private readonly inner: SnapshotStore) {}
 
-  async load(room: string): Promise<Uint8Array | null> {
+  async load(room: string): Promise<StoredSnapshot | null> {
     if (this.loadGate) await this.loadGate
     if (this.failLoads) throw new Error('injected load failure')
     return this.inner.load(room)
   }
 
-  async save(room: string, state: Uint8Array): Promise<void> {
+  async save(room: string, state: Uint8Array, expected: string | null): Promise<string> {
     this.saveAttempts++
+    this.onSave?.()
+    if (this.saveGate) await this.saveGate
     this.inFlight++
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight)
     try {
@@ -32,8 +38,9 @@ export class ControlledSnapshotStore implements SnapshotStore {
         this.failSaves--
         throw new Error('injected save failure')
       }
-      await this.inner.save(room, state)
+      const version = await this.inner.save(room, state, expected)
       this.savesCompleted++
+      return version
     } finally {
       this.inFlight--
     }

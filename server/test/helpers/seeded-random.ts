@@ -24,8 +24,9 @@ export function seededRandom(variable: string): SeededRandom {
       return ((x ^ (x >>> 14)) >>> 0) / 4294967296
     },
     replayable: (error, testFile) =>
-      new Error(`failed with seed ${seed}; replay: ${variable}=${seed} npm test -- ${testFile}`, {
-        cause: error,
-      }),
+      new Error(
+        `failed with seed ${seed} (replay: ${variable}=${seed} npm test -- ${testFile}): ${(error as Error).message}`,
+        { cause: error },
+      ),
   }
 }

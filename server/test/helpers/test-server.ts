@@ -15,6 +15,9 @@ import { type Adapters, SyncServer, type SyncServerOptions } from '../../src/syn
 export const TEST_LIMITS: Limits = {
   maxMessageBytes: 1024 * 1024,
   maxDocumentBytes: 16 * 1024 * 1024,
+  maxPendingBytes: 1024 * 1024,
+  maxPendingDeleteBytes: 32 * 1024,
+  maxPresenceBytes: 16 * 1024,
   maxBufferedBytes: 16 * 1024 * 1024,
   maxConnections: 1000,
   maxConnectionsPerRoom: 100,

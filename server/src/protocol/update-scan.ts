@@ -1,0 +1,308 @@
+import { isUtf8 } from 'node:buffer'
+import * as decoding from 'lib0/decoding'
+import { ProtocolError } from '../errors.js'
+import { jsonTextProblem } from './json-text.js'
+
+/** Deepest nesting of JSON values in an update or a presence state. */
+export const MAX_JSON_DEPTH = 64
+
+const MAX_CLOCK = Number.MAX_SAFE_INTEGER
+
+/** One struct of an update, as far as integrating it depends on others. */
+export interface ScannedStruct {
+  clock: number
+  length: number
+  /** A Skip: a gap the update leaves in its client's run, holding nothing. */
+  gap: boolean
+  /** Other clients' ids it needs to integrate, as [client, clock, client, clock, ...]. */
+  needs: number[]
+  /** Its encoded size: what it costs to keep if it has to wait. */
+  bytes: number
+}
+
+export interface ScannedUpdate {
+  /** Each client's structs, in clock order. */
+  structs: Map<number, ScannedStruct[]>
+  /** Each client's deleted ranges, as [clock, length, clock, length, ...]. */
+  deletions: Map<number, number[]>
+}
+
+// Struct and content kinds of the v1 update encoding (Yjs' `contentRefs`).
+const GC = 0
+const DELETED = 1
+const JSON_CONTENT = 2
+const BINARY = 3
+const STRING = 4
+const EMBED = 5
+const FORMAT = 6
+const TYPE = 7
+const ANY = 8
+const SUBDOCUMENT = 9
+const SKIP = 10
+const HAS_ORIGIN = 0x80
+const HAS_RIGHT_ORIGIN = 0x40
+const HAS_PARENT_SUB = 0x20
+/** Yjs' `typeRefs`: YXmlElement and YXmlHook carry a name. */
+const NAMED_TYPES = new Set([3, 5])
+const TYPE_KINDS = 7
+
+/**
+ * Reads a v1 update once, without building it: the ids, lengths and dependencies of its structs
+ * and its deletions, checking on the way what Yjs would trust blindly (impossible ranges, zero
+ * lengths, references forward in a client's own history, JSON nested too deep or not JSON,
+ * unknown content, subdocuments). Yjs' own `decodeUpdate` materializes every struct and its
+ * content, so the guard paid a second full decode for every update; this reads each byte once and
+ * builds only the strings whose length Yjs counts. Throws `ProtocolError`.
+ */
+export function scanUpdate(update: Uint8Array): ScannedUpdate {
+  const decoder = decoding.createDecoder(update)
+  try {
+    return { structs: readStructs(decoder), deletions: readDeletions(decoder) }
+  } catch (error) {
+    if (error instanceof ProtocolError) throw error
+    throw new ProtocolError(`unreadable update: ${(error as Error).message}`)
+  }
+}
+
+function readStructs(decoder: decoding.Decoder): Map<number, ScannedStruct[]> {
+  const structs = new Map<number, ScannedStruct[]>()
+  const clients = readCount(decoder)
+  for (let c = 0; c < clients; c++) {
+    const count = readCount(decoder)
+    const client = decoding.readVarUint(decoder)
+    let clock = decoding.readVarUint(decoder)
+    const run: ScannedStruct[] = structs.get(client) ?? []
+    structs.set(client, run)
+    for (let i = 0; i < count; i++) {
+      const start = decoder.pos
+      const struct = readStruct(decoder, client, clock)
+      struct.bytes = decoder.pos - start
+      checkRange(client, clock, struct.length, 'struct')
+      run.push(struct)
+      clock += struct.length
+    }
+  }
+  return structs
+}
+
+function readStruct(decoder: decoding.Decoder, client: number, clock: number): ScannedStruct {
+  const info = readByte(decoder)
+  const kind = info & 0x1f
+  if (kind === GC || kind === SKIP) {
+    return { clock, length: decoding.readVarUint(decoder), gap: kind === SKIP, needs: [], bytes: 0 }
+  }
+  const needs: number[] = []
+  const reference = () => {
+    const refClient = decoding.readVarUint(decoder)
+    const refClock = decoding.readVarUint(decoder)
+    checkRange(refClient, refClock, 1, 'reference')
+    if (refClient !== client) needs.push(refClient, refClock)
+    else if (refClock >= clock) throw new ProtocolError(`struct ${client}:${clock} refers to its own future`)
+  }
+  if (info & HAS_ORIGIN) reference()
+  if (info & HAS_RIGHT_ORIGIN) reference()
+  if ((info & (HAS_ORIGIN | HAS_RIGHT_ORIGIN)) === 0) {
+    if (decoding.readVarUint(decoder) === 1)
+      readString(decoder) // a root type's name
+    else reference() // the parent type's id
+    if (info & HAS_PARENT_SUB) readString(decoder)
+  }
+  return { clock, length: readContent(decoder, kind), gap: false, needs, bytes: 0 }
+}
+
+/** Reads an item's content; returns its length as Yjs counts it. */
+function readContent(decoder: decoding.Decoder, kind: number): number {
+  switch (kind) {
+    case DELETED:
+      return decoding.readVarUint(decoder)
+    case JSON_CONTENT: {
+      const count = readCount(decoder)
+      for (let i = 0; i < count; i++) checkJson(readString(decoder), true)
+      return count
+    }
+    case BINARY:
+      readBytes(decoder)
+      return 1
+    case STRING:
+      return utf16Length(readString(decoder))
+    case EMBED:
+      checkJson(readString(decoder), false)
+      return 1
+    case FORMAT:
+      readString(decoder)
+      checkJson(readString(decoder), false)
+      return 1
+    case TYPE: {
+      const typeRef = decoding.readVarUint(decoder)
+      if (typeRef >= TYPE_KINDS) throw new ProtocolError(`unknown shared type ${typeRef}`)
+      if (NAMED_TYPES.has(typeRef)) readString(decoder)
+      return 1
+    }
+    case ANY: {
+      const count = readCount(decoder)
+      for (let i = 0; i < count; i++) skipAny(decoder)
+      return count
+    }
+    case SUBDOCUMENT:
+      throw new ProtocolError('subdocuments are not supported')
+    default:
+      throw new ProtocolError(`unknown content type ${kind}`)
+  }
+}
+
+function readDeletions(decoder: decoding.Decoder): Map<number, number[]> {
+  const deletions = new Map<number, number[]>()
+  const clients = readCount(decoder)
+  for (let c = 0; c < clients; c++) {
+    const client = decoding.readVarUint(decoder)
+    const count = readCount(decoder)
+    const ranges = deletions.get(client) ?? []
+    deletions.set(client, ranges)
+    for (let i = 0; i < count; i++) {
+      const clock = decoding.readVarUint(decoder)
+      const length = decoding.readVarUint(decoder)
+      checkRange(client, clock, length, 'deletion')
+      ranges.push(clock, length)
+    }
+  }
+  return deletions
+}
+
+/** A length-prefixed byte string, as a view, after checking it lies inside the update. */
+function readBytes(decoder: decoding.Decoder): Uint8Array {
+  const length = decoding.readVarUint(decoder)
+  const start = decoder.pos
+  if (length > decoder.arr.length - start) throw new ProtocolError('a length runs past the end of the update')
+  decoder.pos += length
+  return decoder.arr.subarray(start, start + length)
+}
+
+/** A string's UTF-8 bytes: Yjs decodes strings strictly, so anything else would throw mid-apply. */
+function readString(decoder: decoding.Decoder): Uint8Array {
+  const bytes = readBytes(decoder)
+  if (!isUtf8(bytes)) throw new ProtocolError('a string that is not UTF-8')
+  return bytes
+}
+
+/** A valid UTF-8 string's length in UTF-16 units, the unit Yjs counts a text's length in. */
+function utf16Length(utf8: Uint8Array): number {
+  let units = 0
+  for (const byte of utf8) {
+    if ((byte & 0xc0) !== 0x80) units++ // a character starts here
+    if (byte >= 0xf0) units++ // beyond the BMP: a surrogate pair
+  }
+  return units
+}
+
+/**
+ * A count of things that each take at least one byte: more than the bytes left is a lie, refused
+ * before anything loops over it.
+ */
+function readCount(decoder: decoding.Decoder): number {
+  const count = decoding.readVarUint(decoder)
+  if (count > decoder.arr.length - decoder.pos) {
+    throw new ProtocolError(`claims ${count} entries in ${decoder.arr.length - decoder.pos} bytes`)
+  }
+  return count
+}
+
+function readByte(decoder: decoding.Decoder): number {
+  if (decoder.pos >= decoder.arr.length) throw new ProtocolError('the update ends early')
+  return decoding.readUint8(decoder)
+}
+
+function checkJson(text: Uint8Array, undefinedAllowed: boolean): void {
+  if (undefinedAllowed && isUndefinedLiteral(text)) return
+  const problem = jsonTextProblem(text, MAX_JSON_DEPTH)
+  if (problem) throw new ProtocolError(`a JSON value that is ${problem}`)
+}
+
+const UNDEFINED = new TextEncoder().encode('undefined')
+function isUndefinedLiteral(text: Uint8Array): boolean {
+  return text.length === UNDEFINED.length && text.every((byte, i) => byte === UNDEFINED[i])
+}
+
+// lib0's `any` encoding: a type byte, then the value.
+const ANY_UNDEFINED = 127
+const ANY_NULL = 126
+const ANY_INTEGER = 125
+const ANY_FLOAT32 = 124
+const ANY_FLOAT64 = 123
+const ANY_BIGINT = 122
+const ANY_FALSE = 121
+const ANY_TRUE = 120
+const ANY_STRING = 119
+const ANY_OBJECT = 118
+const ANY_ARRAY = 117
+const ANY_BYTES = 116
+
+/**
+ * Skips one lib0 `any` value without building it, and without recursion (lib0's reader recurses,
+ * so a value nested deep enough overflows the stack of whoever reads it).
+ */
+function skipAny(decoder: decoding.Decoder): void {
+  /** Per open container: the values still to read in it, and whether each comes after a key. */
+  const open: { left: number; keyed: boolean }[] = []
+  for (;;) {
+    const type = readByte(decoder)
+    let opened = false
+    switch (type) {
+      case ANY_UNDEFINED:
+      case ANY_NULL:
+      case ANY_FALSE:
+      case ANY_TRUE:
+        break
+      case ANY_INTEGER:
+        decoding.readVarInt(decoder)
+        break
+      case ANY_FLOAT32:
+        advance(decoder, 4)
+        break
+      case ANY_FLOAT64:
+      case ANY_BIGINT:
+        advance(decoder, 8)
+        break
+      case ANY_STRING:
+        readString(decoder)
+        break
+      case ANY_BYTES:
+        readBytes(decoder)
+        break
+      case ANY_OBJECT:
+      case ANY_ARRAY: {
+        if (open.length >= MAX_JSON_DEPTH) {
+          throw new ProtocolError(`values nested deeper than ${MAX_JSON_DEPTH} levels`)
+        }
+        const left = readCount(decoder)
+        if (left > 0) open.push({ left, keyed: type === ANY_OBJECT })
+        opened = left > 0
+        break
+      }
+      default:
+        throw new ProtocolError(`unknown value type ${type}`)
+    }
+    if (!opened) {
+      // A value is complete: count it in its container, and any container it completes in turn.
+      while (open.length > 0) {
+        const top = open[open.length - 1] as { left: number }
+        if (--top.left > 0) break
+        open.pop()
+      }
+      if (open.length === 0) return
+    }
+    if (open[open.length - 1]?.keyed) readString(decoder)
+  }
+}
+
+function advance(decoder: decoding.Decoder, bytes: number): void {
+  if (decoder.pos + bytes > decoder.arr.length) throw new ProtocolError('the update ends early')
+  decoder.pos += bytes
+}
+
+function checkRange(client: number, clock: number, length: number, what: string): void {
+  if (!(length >= 1) || !(client >= 0) || client > MAX_CLOCK || !(clock >= 0) || clock + length > MAX_CLOCK) {
+    throw new ProtocolError(
+      `${what} with an impossible range (client ${client}, clock ${clock}, length ${length})`,
+    )
+  }
+}

@@ -1,0 +1,14 @@
+import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
+import type { RoomMessageHandler } from '../../src/ports/pubsub.js'
+
+/** A MemoryPubSub that can drop what it receives, like a subscriber cut off from Redis. */
+export class LossyPubSub extends MemoryPubSub {
+  dropping = false
+  dropped = 0
+  override subscribe(room: string, handler: RoomMessageHandler): Promise<void> {
+    return super.subscribe(room, (message) => {
+      if (!this.dropping) return handler(message)
+      this.dropped++
+    })
+  }
+}

@@ -1,0 +1,223 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, it } from 'node:test'
+import * as Y from 'yjs'
+import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
+import { MemoryBus } from '../src/adapters/memory-pubsub.js'
+import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
+import { createSnapshotBucket, S3SnapshotStore } from '../src/adapters/s3-snapshot-store.js'
+import type { SnapshotStore } from '../src/ports/snapshot-store.js'
+import { encodeSyncStep1 } from '../src/protocol/codec.js'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
+import { ControlledSnapshotStore } from './helpers/controlled-store.js'
+import { deferred } from './helpers/deferred.js'
+import { LossyPubSub } from './helpers/lossy-pubsub.js'
+import { collect, openRaw } from './helpers/raw-socket.js'
+import { testAwsClients, uniqueName } from './helpers/services.js'
+import { storedState } from './helpers/snapshots.js'
+import { startTestServer, type TestServer } from './helpers/test-server.js'
+
+afterEach(cleanUpAfterTest)
+
+const EMPTY_STATE_VECTOR = new Uint8Array([0])
+
+function docOf(state: Uint8Array | null): Y.Doc {
+  const doc = new Y.Doc()
+  if (state) Y.applyUpdate(doc, state)
+  return doc
+}
+
+/** The encoding of a fresh garbage-collected document holding `doc`'s content and history. */
+function freshEncoding(doc: Y.Doc): Uint8Array {
+  return Y.encodeStateAsUpdate(docOf(Y.encodeStateAsUpdate(doc)))
+}
+
+/** Resolves once `check` holds for `doc`, checked after each of its transactions. */
+function whenDoc(doc: Y.Doc | undefined, check: (doc: Y.Doc) => boolean): Promise<void> {
+  if (!doc) throw new Error('the room is not loaded')
+  if (check(doc)) return Promise.resolve()
+  return new Promise((resolve) => {
+    const onTransaction = () => {
+      if (!check(doc)) return
+      doc.off('afterTransaction', onTransaction)
+      resolve()
+    }
+    doc.on('afterTransaction', onTransaction)
+  })
+}
+
+const contains = (bytes: Uint8Array | null, text: string) => !!bytes && Buffer.from(bytes).includes(text)
+
+/** Everything a joiner that holds nothing receives when it syncs. */
+async function whatAJoinerReceives(t: TestServer, room: string): Promise<Buffer> {
+  const socket = await openRaw(`${t.wsUrl}/${room}`)
+  const frames = collect(socket)
+  socket.send(encodeSyncStep1(EMPTY_STATE_VECTOR))
+  await eventually(() => frames.some((f) => f[0] === 0 && f[1] === 1), 'the sync step 2')
+  socket.close()
+  return Buffer.concat(frames)
+}
+
+describe('snapshots hold the document, not its deleted history', () => {
+  it('drops deleted content from storage and from what joiners get, and stays compact over 500 saves', async () => {
+    const t = await startTestServer()
+    const room = uniqueRoom()
+    const client = await connectSynced(t.wsUrl, room)
+    const text = client.doc.getText('t')
+    text.insert(0, 'base '.repeat(4_000)) // a 20 KB document
+    const serverDoc = t.server.manager.loadedRoom(room)?.doc
+    const caughtUp = () => whenDoc(serverDoc, (doc) => doc.getText('t').length === text.length)
+    const sizes: number[] = []
+    for (let cycle = 0; cycle < 500; cycle++) {
+      const secret = `secret-${cycle}-`.padEnd(200, '#')
+      text.insert(text.length, secret)
+      await caughtUp()
+      await t.server.manager.save(room)
+      text.delete(text.length - secret.length, secret.length)
+      await caughtUp()
+      await t.server.manager.save(room)
+      const stored = await storedState(t.snapshots, room)
+      assert.equal(contains(stored, secret), false, `cycle ${cycle}: the deleted text is not stored`)
+      sizes.push(stored?.length ?? 0)
+    }
+    const reference = freshEncoding(client.doc).length
+    const last = sizes.at(-1) ?? 0
+    assert.ok(last <= reference * 1.1, `stored ${last} bytes, a fresh GC'ed document ${reference}`)
+    assert.ok(last <= (sizes[49] ?? 0) * 1.1, `flat: ${sizes[49]} bytes after 50 saves, ${last} after 500`)
+    const joined = await whatAJoinerReceives(t, room)
+    assert.equal(contains(joined, 'secret-'), false, 'no deleted text reaches a joiner')
+    assert.ok(contains(joined, 'base base'), 'the document does')
+  })
+
+  it('drops deleted content that an older snapshot still carried, at the next save', async () => {
+    const t = await startTestServer()
+    const room = uniqueRoom()
+    const legacy = new Y.Doc({ gc: false }) // what byte-wise merged snapshots used to keep
+    legacy.getText('t').insert(0, 'kept deleted-long-ago')
+    legacy.getText('t').delete(4, 17)
+    await t.snapshots.save(room, Y.encodeStateAsUpdate(legacy), null)
+    const joined = await whatAJoinerReceives(t, room)
+    assert.equal(contains(joined, 'deleted-long-ago'), false, 'a joiner never gets it')
+    const client = await connectSynced(t.wsUrl, room)
+    assert.equal(client.doc.getText('t').toString(), 'kept')
+    client.doc.getText('t').insert(4, '!')
+    await eventually(() => t.server.manager.loadedRoom(room)?.doc.getText('t').length === 5, 'applied')
+    await t.server.manager.save(room)
+    const stored = await storedState(t.snapshots, room)
+    assert.equal(contains(stored, 'deleted-long-ago'), false, 'gone from storage')
+    assert.equal(docOf(stored).getText('t').toString(), 'kept!')
+  })
+})
+
+/** Both kinds of store, the S3 one against the emulator. */
+const sharedStores: [string, () => Promise<() => SnapshotStore>][] = [
+  [
+    'files',
+    async () => {
+      const folder = mkdtempSync(join(tmpdir(), 'shared-snap-'))
+      return () => new FileSnapshotStore(folder)
+    },
+  ],
+  [
+    'S3',
+    async () => {
+      const { s3 } = testAwsClients()
+      await createSnapshotBucket(s3, 'symphony-test-snapshots')
+      const prefix = `${uniqueName('savers')}/`
+      return () => new S3SnapshotStore({ bucket: 'symphony-test-snapshots', prefix, client: s3 })
+    },
+  ],
+]
+
+for (const [kind, openShared] of sharedStores) {
+  describe(`two servers saving one room (${kind})`, () => {
+    it('never lose an update to a stale save, even when the stale saver then dies', async () => {
+      const open = await openShared()
+      const bus = new MemoryBus()
+      const registryTable = new MemoryRegistryTable()
+      const lossy = new LossyPubSub('b', bus)
+      const bStore = new ControlledSnapshotStore(open())
+      const a = await startTestServer({ serverId: 'a', bus, registryTable, adapters: { snapshots: open() } })
+      const b = await startTestServer({
+        serverId: 'b',
+        registryTable,
+        adapters: { pubsub: lossy, snapshots: bStore },
+      })
+      const room = uniqueRoom()
+      const atA = await connectSynced(a.wsUrl, room)
+      const atB = await connectSynced(b.wsUrl, room)
+      atB.doc.getMap('m').set('from-b', true)
+      await eventually(() => atA.doc.getMap('m').get('from-b') === true, 'normal fan-out')
+      lossy.dropping = true // B misses what follows
+      atA.doc.getMap('m').set('from-a', true)
+      await eventually(() => lossy.dropped >= 1, 'B missed the edit')
+      // B encodes its stale copy and is held just before it writes...
+      const gate = deferred()
+      const bWrites = deferred()
+      bStore.saveGate = gate.promise
+      bStore.onSave = () => bWrites.resolve()
+      atB.doc.getMap('m').set('b-dirty', true)
+      await eventually(
+        () => b.server.manager.loadedRoom(room)?.doc.getMap('m').has('b-dirty') === true,
+        'B has it',
+      )
+      const bSave = b.server.manager.save(room)
+      await bWrites.promise
+      // ...while A saves the edit and trims its journal.
+      await a.server.manager.save(room)
+      assert.equal(
+        docOf(await storedState(open(), room))
+          .getMap('m')
+          .get('from-a'),
+        true,
+        'A saved it',
+      )
+      gate.resolve()
+      await bSave
+      // B dies, A's users leave (A has nothing unsaved, so it writes nothing more).
+      await b.stop()
+      atA.destroy()
+      await eventually(() => a.server.manager.roomCount === 0, 'A unloaded the room')
+      const stored = docOf(await storedState(open(), room))
+        .getMap('m')
+        .toJSON()
+      assert.deepEqual(stored, { 'from-a': true, 'from-b': true, 'b-dirty': true }, 'every edit is stored')
+      const metrics = await b.server.metrics.registry.getSingleMetricAsString(
+        'symphony_snapshot_conflicts_total',
+      )
+      assert.match(metrics, /symphony_snapshot_conflicts_total [1-9]/, 'B merged after a refused save')
+    })
+
+    it('keep every edit while both save over and over, cut off from each other', async () => {
+      const open = await openShared()
+      const registryTable = new MemoryRegistryTable()
+      const snapshot = { intervalMs: 5, retryBaseMs: 5, retryMaxMs: 20 }
+      const servers = await Promise.all(
+        ['a', 'b'].map((serverId) =>
+          startTestServer({ serverId, registryTable, snapshot, adapters: { snapshots: open() } }),
+        ),
+      )
+      const room = uniqueRoom()
+      const clients = await Promise.all(servers.map((t) => connectSynced(t.wsUrl, room)))
+      for (let i = 0; i < 60; i++) {
+        for (const [n, client] of clients.entries()) client.doc.getMap('m').set(`${n}-${i}`, i)
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+      for (const [n, t] of servers.entries()) {
+        await eventually(
+          () => t.server.manager.loadedRoom(room)?.doc.getMap('m').has(`${n}-59`) === true,
+          'applied',
+        )
+      }
+      await Promise.all(servers.map((t) => t.server.manager.save(room)))
+      await Promise.all(servers.map((t) => t.server.manager.save(room)))
+      const stored = docOf(await storedState(open(), room)).getMap('m')
+      for (let i = 0; i < 60; i++) {
+        for (const n of [0, 1]) assert.equal(stored.get(`${n}-${i}`), i, `${n}-${i} is stored`)
+      }
+    })
+  })
+}

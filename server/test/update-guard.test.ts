@@ -1,0 +1,203 @@
+import assert from 'node:assert/strict'
+import { afterEach, describe, it } from 'node:test'
+import { isDeepStrictEqual } from 'node:util'
+import { CloseCode } from '@symphony/client/close-codes'
+import * as Y from 'yjs'
+import { parseConfig } from '../src/config.js'
+import { encodeUpdate } from '../src/protocol/codec.js'
+import { checkUpdate } from '../src/protocol/update-guard.js'
+import { scanUpdate } from '../src/protocol/update-scan.js'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { connectClient, eventually, synced, uniqueRoom } from './helpers/clients.js'
+import { closed, openRaw } from './helpers/raw-socket.js'
+import { contentOf, generateHistory, shuffled } from './helpers/real-documents.js'
+import { seededRandom } from './helpers/seeded-random.js'
+import { startTestServer, type TestServer } from './helpers/test-server.js'
+
+afterEach(cleanUpAfterTest)
+
+const TEST_FILE = 'server/test/update-guard.test.ts'
+/** The limits a server runs with when nothing is configured: what real documents must pass. */
+const DEFAULT_LIMITS = parseConfig({ AUTH: 'none' }).limits
+const DEFAULT_BUDGET = {
+  maxStructBytes: DEFAULT_LIMITS.maxPendingBytes,
+  maxDeleteBytes: DEFAULT_LIMITS.maxPendingDeleteBytes,
+  maxClients: 1_000,
+}
+
+function startDefaultServer(): Promise<TestServer> {
+  const { maxPendingBytes, maxPendingDeleteBytes, maxDocumentBytes } = DEFAULT_LIMITS
+  return startTestServer({ limits: { maxPendingBytes, maxPendingDeleteBytes, maxDocumentBytes } })
+}
+
+/** Resolves once the server's copy of the room shows `expected`, with nothing left waiting. */
+async function converged(t: TestServer, room: string, expected: Y.Doc): Promise<void> {
+  const want = contentOf(expected)
+  const doc = () => t.server.manager.loadedRoom(room)?.doc
+  await eventually(
+    () => {
+      const doc = t.server.manager.loadedRoom(room)?.doc
+      return (
+        !!doc &&
+        doc.store.pendingStructs === null &&
+        doc.store.pendingDs === null &&
+        isDeepStrictEqual(contentOf(doc), want)
+      )
+    },
+    'the server converged',
+    20_000,
+  ).catch((error: Error) => {
+    const d = doc()
+    const state = d && {
+      waiting: d.store.pendingStructs?.update.length,
+      deletions: d.store.pendingDs?.length,
+    }
+    throw new Error(`${error.message} in ${room}: ${JSON.stringify(state)}`)
+  })
+}
+
+describe('the update guard accepts what real Yjs produces', () => {
+  it('reads every update as Yjs does: the same ids and lengths', () => {
+    const { random } = seededRandom('SYMPHONY_GUARD_SEED')
+    const { updates } = generateHistory({ random, sessions: 60, editsPerSession: 4 })
+    for (const update of [...updates, Y.mergeUpdates(updates)]) {
+      const scanned = scanUpdate(update)
+      const decoded = Y.decodeUpdate(update)
+      const theirs = decoded.structs.map((s) => `${s.id.client}:${s.id.clock}+${s.length}`)
+      const ours = [...scanned.structs].flatMap(([client, run]) =>
+        run.map((s) => `${client}:${s.clock}+${s.length}`),
+      )
+      assert.deepEqual(ours, theirs)
+    }
+  })
+
+  it('lets a document written by hundreds of sessions into an empty room, whole or in any order', () => {
+    const seeded = seededRandom('SYMPHONY_GUARD_SEED')
+    try {
+      const { updates, final, clients } = generateHistory({
+        random: seeded.random,
+        sessions: 400,
+        editsPerSession: 3,
+      })
+      assert.ok(clients >= 400)
+      const whole = new Y.Doc()
+      checkUpdate(Y.encodeStateAsUpdate(final), whole, DEFAULT_BUDGET)
+      const inOrder = new Y.Doc()
+      for (const update of shuffled(updates, seeded.random)) {
+        checkUpdate(update, inOrder, DEFAULT_BUDGET)
+        Y.applyUpdate(inOrder, update)
+      }
+      assert.deepEqual(contentOf(inOrder), contentOf(final))
+    } catch (error) {
+      throw seeded.replayable(error, TEST_FILE)
+    }
+  })
+
+  it('through a server: a client with an offline copy syncs it whole, and random-order updates converge', async () => {
+    const seeded = seededRandom('SYMPHONY_GUARD_SEED')
+    try {
+      const t = await startDefaultServer()
+      const history = generateHistory({ random: seeded.random, sessions: 300, editsPerSession: 4 })
+      // A real provider whose document already holds everything (its IndexedDB copy after the
+      // server lost the room) sends it all as its sync step 2.
+      const offline = new Y.Doc()
+      Y.applyUpdate(offline, Y.encodeStateAsUpdate(history.final))
+      const wholeRoom = uniqueRoom('whole')
+      const client = connectClient(t.wsUrl, wholeRoom, {}, offline)
+      await synced(client)
+      await converged(t, wholeRoom, history.final)
+      assert.equal(client.provider.wsconnected, true, 'still connected')
+      // The same edits as separate updates in a random order, some merged as offline clients send
+      // them, from three connections.
+      const orderRoom = uniqueRoom('order')
+      const sockets = await Promise.all([0, 1, 2].map(() => openRaw(`${t.wsUrl}/${orderRoom}`)))
+      const closes = sockets.map((socket) => closed(socket))
+      const batches: Uint8Array[] = []
+      for (let i = 0; i < history.updates.length; ) {
+        const take = seeded.random() < 0.2 ? 2 + Math.floor(seeded.random() * 8) : 1
+        const batch = history.updates.slice(i, i + take)
+        batches.push(batch.length === 1 ? (batch[0] as Uint8Array) : Y.mergeUpdates(batch))
+        i += take
+      }
+      for (const [n, update] of shuffled(batches, seeded.random).entries()) {
+        ;(sockets[n % 3] as (typeof sockets)[number]).send(encodeUpdate(update))
+        if (n % 200 === 199) await new Promise((resolve) => setTimeout(resolve, 250)) // under the rate limit
+      }
+      await converged(t, orderRoom, history.final)
+      const early = await Promise.race([...closes, new Promise((resolve) => setImmediate(resolve, null))])
+      assert.equal(early, null, 'no connection was closed')
+    } catch (error) {
+      throw seeded.replayable(error, TEST_FILE)
+    }
+  })
+})
+
+describe('the update guard bounds what waits', () => {
+  /** The second half of a fresh client's edits, without the first: it waits for good. */
+  function orphan(bytes: number): Uint8Array {
+    const doc = new Y.Doc()
+    doc.getText('t').insert(0, 'a')
+    const before = Y.encodeStateVector(doc)
+    doc.getText('t').insert(1, 'b'.repeat(bytes))
+    return Y.encodeStateAsUpdate(doc, before)
+  }
+
+  /** Deletions of `count` items of a client the room never heard of. */
+  function deletionsOfUnknownItems(count: number): Uint8Array {
+    const doc = new Y.Doc()
+    const text = doc.getText('t')
+    text.insert(0, 'x'.repeat(count * 2))
+    const before = Y.encodeStateAsUpdate(doc)
+    for (let i = 0; i < count; i++) text.delete(i, 1) // every other character: separate ranges
+    return Y.diffUpdate(Y.encodeStateAsUpdate(doc), Y.encodeStateVectorFromUpdate(before))
+  }
+
+  it('closes with 4005 a client whose updates would wait past the room budget, and the room goes on', async () => {
+    const t = await startTestServer({
+      limits: { maxPendingBytes: 64 * 1024, maxPendingDeleteBytes: 4 * 1024 },
+    })
+    const room = uniqueRoom()
+    const socket = await openRaw(`${t.wsUrl}/${room}`)
+    const gone = closed(socket)
+    socket.send(encodeUpdate(orphan(40 * 1024))) // fits
+    await eventually(
+      () => (t.server.manager.loadedRoom(room)?.doc.store.pendingStructs?.update.length ?? 0) > 0,
+      'held',
+    )
+    socket.send(encodeUpdate(orphan(40 * 1024))) // does not
+    assert.equal((await gone).code, CloseCode.TooMuchPending)
+    const deleter = await openRaw(`${t.wsUrl}/${room}`)
+    const deleterGone = closed(deleter)
+    deleter.send(encodeUpdate(deletionsOfUnknownItems(500)))
+    await eventually(() => (t.server.manager.loadedRoom(room)?.doc.store.pendingDs?.length ?? 0) > 0, 'held')
+    deleter.send(encodeUpdate(deletionsOfUnknownItems(2_000)))
+    assert.equal((await deleterGone).code, CloseCode.TooMuchPending)
+    const doc = t.server.manager.loadedRoom(room)?.doc as Y.Doc
+    assert.ok((doc.store.pendingDs?.length ?? 0) <= 4 * 1024, 'the deletions held stay within budget')
+    const crowd = await openRaw(`${t.wsUrl}/${room}`)
+    const crowdGone = closed(crowd)
+    crowd.send(encodeUpdate(Y.mergeUpdates(Array.from({ length: 1_001 }, () => orphan(1)))))
+    assert.equal((await crowdGone).code, CloseCode.TooMuchPending, 'past 1,000 waiting clients')
+    const writer = connectClient(t.wsUrl, room)
+    await synced(writer)
+    writer.doc.getMap('m').set('ok', true)
+    await eventually(() => doc.getMap('m').get('ok') === true, 'ordinary edits still apply')
+  })
+
+  it('journals, forwards and sizes deletions that wait like any change', async () => {
+    const t = await startTestServer()
+    const room = uniqueRoom()
+    const watcher = connectClient(t.wsUrl, room)
+    await synced(watcher)
+    const deleter = await openRaw(`${t.wsUrl}/${room}`)
+    const deletions = deletionsOfUnknownItems(10)
+    deleter.send(encodeUpdate(deletions))
+    await eventually(() => watcher.doc.store.pendingDs !== null, 'forwarded to the other client')
+    await t.server.manager.save(t.server.manager.loadedRoom(room) ? room : '')
+    const stored = (await t.snapshots.load(room))?.state
+    assert.ok(stored, 'saved: the room was dirty')
+    const reloaded = new Y.Doc()
+    Y.applyUpdate(reloaded, stored)
+    assert.ok(reloaded.store.pendingDs, 'the waiting deletions are in the snapshot')
+  })
+})
