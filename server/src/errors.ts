@@ -62,3 +62,9 @@ export class SnapshotConflictError extends SymphonyError {
     super('SNAPSHOT_CONFLICT', message, options)
   }
 }
+
+/** Whether a write failed because the disk (or quota) is full: it heals when space returns. */
+export function isOutOfSpace(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code
+  return code === 'ENOSPC' || code === 'EDQUOT'
+}

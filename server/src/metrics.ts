@@ -47,6 +47,13 @@ export class ServerMetrics {
     'symphony_journal_replayed_updates_total',
     'Journaled updates applied on top of a snapshot when a room loaded (a crash left them unsaved)',
   )
+  /** 1 while the latest write to that store failed for lack of space (ENOSPC, EDQUOT). */
+  readonly storageFull = new Gauge({
+    name: 'symphony_storage_full',
+    help: 'Whether the latest write to a store (snapshots, journal) failed because the disk is full',
+    labelNames: ['store'],
+    registers: [this.registry],
+  })
   readonly journalFailures = this.#counter(
     'symphony_journal_failures_total',
     'Journal appends and trims that failed, by action (appended updates still reach the next snapshot)',

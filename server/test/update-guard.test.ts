@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict'
+import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
 import { isDeepStrictEqual } from 'node:util'
 import { CloseCode } from '@symphony/client/close-codes'
 import * as Y from 'yjs'
+import { FileUpdateJournal } from '../src/adapters/file-update-journal.js'
+import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
 import { parseConfig } from '../src/config.js'
-import { encodeUpdate } from '../src/protocol/codec.js'
+import { encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
 import { checkUpdate } from '../src/protocol/update-guard.js'
 import { scanUpdate } from '../src/protocol/update-scan.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectClient, eventually, synced, uniqueRoom } from './helpers/clients.js'
-import { closed, openRaw } from './helpers/raw-socket.js'
+import { closed, collect, openRaw } from './helpers/raw-socket.js'
 import { contentOf, generateHistory, shuffled } from './helpers/real-documents.js'
 import { seededRandom } from './helpers/seeded-random.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
@@ -129,6 +132,37 @@ describe('the update guard accepts what real Yjs produces', () => {
     } catch (error) {
       throw seeded.replayable(error, TEST_FILE)
     }
+  })
+})
+
+describe('updates that change nothing', () => {
+  it('are neither forwarded, published nor journaled', async () => {
+    const bus = new MemoryBus()
+    const t = await startTestServer({ bus })
+    const peer = new MemoryPubSub('peer', bus)
+    const room = uniqueRoom()
+    const published: Uint8Array[] = []
+    await peer.subscribe(room, (frame) => published.push(frame))
+    const writer = connectClient(t.wsUrl, room)
+    await synced(writer)
+    writer.doc.getText('t').insert(0, 'once')
+    const update = Y.encodeStateAsUpdate(writer.doc)
+    const journal = new FileUpdateJournal(join(t.snapshotFolder, 'journal'))
+    await eventually(async () => (await journal.read(room)).updates.length === 1, 'journaled once')
+    const watcher = await openRaw(`${t.wsUrl}/${room}`)
+    const received = collect(watcher)
+    watcher.send(encodeSyncStep1(new Uint8Array([0])))
+    await eventually(() => received.length > 0, 'the watcher is in the room')
+    const before = { received: received.length, published: published.length }
+    const resender = await openRaw(`${t.wsUrl}/${room}`)
+    resender.send(encodeUpdate(update)) // what the room has already, as a reconnecting client resends
+    resender.send(encodeUpdate(Y.encodeStateAsUpdate(writer.doc, Y.encodeStateVector(writer.doc))))
+    writer.doc.getText('t').insert(4, '!') // a real change after them, as a marker
+    await eventually(() => received.length > before.received, 'the marker arrived')
+    assert.equal(received.length, before.received + 1, 'only the marker reached the watcher')
+    assert.equal(published.length, before.published + 1, 'only the marker was published')
+    assert.equal((await journal.read(room)).updates.length, 2, 'only the marker was journaled')
+    await peer.close()
   })
 })
 

@@ -2,6 +2,13 @@ import type { JournalPosition, UpdateJournal } from '../ports/update-journal.js'
 
 const NOTHING: JournalPosition = new Map()
 
+/** What a room journal reports of its writes. */
+export interface JournalOutcomes {
+  failed(error: unknown, action: 'append' | 'trim', room: string): void
+  /** An append succeeded (called for each: keep it cheap). */
+  appended(): void
+}
+
 /**
  * One loaded room's side of the update journal: it appends what the room applies from its
  * clients, and tells the snapshot writer which entries a snapshot holds, so trimming after the
@@ -16,16 +23,22 @@ export class RoomJournal {
     readonly room: string,
     /** The entries replayed into the room when it loaded. */
     private readonly replayed: JournalPosition,
-    private readonly onFailure: (error: unknown, action: 'append' | 'trim') => void,
+    private readonly outcomes: JournalOutcomes,
   ) {}
 
   /** Appends an update the room just applied. */
   record(update: Uint8Array): void {
     const previous = this.#latestAppend
-    this.#latestAppend = this.journal.append(this.room, update).catch((error: unknown) => {
-      this.onFailure(error, 'append')
-      return previous
-    })
+    this.#latestAppend = this.journal.append(this.room, update).then(
+      (position) => {
+        this.outcomes.appended()
+        return position
+      },
+      (error: unknown) => {
+        this.outcomes.failed(error, 'append', this.room)
+        return previous
+      },
+    )
   }
 
   /**
@@ -42,7 +55,7 @@ export class RoomJournal {
       const position = await mark
       if (position.size > 0) await this.journal.trim(this.room, position)
     } catch (error) {
-      this.onFailure(error, 'trim')
+      this.outcomes.failed(error, 'trim', this.room)
     }
   }
 }

@@ -1,4 +1,5 @@
 import * as Y from 'yjs'
+import { isOutOfSpace } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
@@ -8,7 +9,7 @@ import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import { Room, type RoomOptions } from './room.js'
-import { RoomJournal } from './room-journal.js'
+import { type JournalOutcomes, RoomJournal } from './room-journal.js'
 import type { RoomStateSource } from './room-state-source.js'
 import { type KnownStoredVersion, type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
 
@@ -63,10 +64,33 @@ export class RoomManager {
   /** Acquirers waiting for an unload to finish before they load the room again. */
   readonly #waitingForUnload = new Map<string, number>()
 
+  /** Whether the journal's latest write failed for lack of space (so a success clears the gauge). */
+  #journalOutOfSpace = false
+
   constructor(
     private readonly deps: RoomManagerDeps,
     private readonly options: RoomManagerOptions,
-  ) {}
+  ) {
+    deps.metrics.storageFull.labels('journal').set(0)
+    deps.metrics.storageFull.labels('snapshots').set(0)
+  }
+
+  readonly #journalOutcomes: JournalOutcomes = {
+    failed: (err, action, room) => {
+      const { metrics, logger } = this.deps
+      metrics.journalFailures.labels(action).inc()
+      if (isOutOfSpace(err)) {
+        this.#journalOutOfSpace = true
+        metrics.storageFull.labels('journal').set(1)
+      }
+      logger.error({ err, room, action }, 'journal write failed; the next snapshot still saves the update')
+    },
+    appended: () => {
+      if (!this.#journalOutOfSpace) return
+      this.#journalOutOfSpace = false
+      this.deps.metrics.storageFull.labels('journal').set(0)
+    },
+  }
 
   get roomCount(): number {
     return this.#slots.size
@@ -222,13 +246,7 @@ export class RoomManager {
 
   #createRoom(name: string, doc: Y.Doc, { loadedBytes, replayed, storedVersion }: LoadedFrom): Loaded {
     const { pubsub, snapshots, journal, metrics, logger } = this.deps
-    const roomJournal = new RoomJournal(journal, name, replayed, (err, action) => {
-      metrics.journalFailures.labels(action).inc()
-      logger.error(
-        { err, room: name, action },
-        'journal write failed; the next snapshot still saves the update',
-      )
-    })
+    const roomJournal = new RoomJournal(journal, name, replayed, this.#journalOutcomes)
     let writer: SnapshotWriter | null = null
     const room = new Room(name, doc, loadedBytes, pubsub, roomJournal, this.options, logger, () =>
       writer?.markDirty(),

@@ -1,4 +1,4 @@
-import { SnapshotConflictError } from '../errors.js'
+import { isOutOfSpace, SnapshotConflictError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
@@ -104,15 +104,20 @@ export class SnapshotWriter {
       await this.journal.trim(journaled)
       this.#failures = 0
       this.metrics.snapshots.inc()
+      this.metrics.storageFull.labels('snapshots').set(0)
       endTimer()
       if (this.dirty) this.markDirty()
     } catch (error) {
       this.#failures++
       this.metrics.snapshotFailures.inc()
       const retryInMs = Math.min(this.policy.retryMaxMs, this.policy.retryBaseMs * 2 ** (this.#failures - 1))
+      const outOfSpace = isOutOfSpace(error)
+      if (outOfSpace) this.metrics.storageFull.labels('snapshots').set(1)
       this.logger.error(
         { err: error, room: this.room.name, failures: this.#failures, retryInMs },
-        'snapshot write failed; will retry',
+        outOfSpace
+          ? 'snapshot write failed: the disk is full; will retry until space returns'
+          : 'snapshot write failed; will retry',
       )
       if (!this.#stopped) this.#schedule(retryInMs)
       throw error
