@@ -33,6 +33,8 @@ export const CloseCode = {
    * waiting for missing updates as it may.
    */
   TooMuchPending: 4005,
+  /** The connection's token expired: reconnect with a fresh one (nothing is lost). */
+  TokenExpired: 4006,
 } as const
 
 /**

@@ -3,7 +3,7 @@ import type { Awareness } from 'y-protocols/awareness'
 import { messageAuth, WebsocketProvider } from 'y-websocket'
 import type * as Y from 'yjs'
 import { checkAccess } from './access-check.js'
-import { closeCodeName, shouldReconnect } from './close-codes.js'
+import { CloseCode, closeCodeName, shouldReconnect } from './close-codes.js'
 import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
 
@@ -172,6 +172,8 @@ export class RoomConnection {
       const message = `the server closed the connection: ${event.code} ${name}${event.reason ? `: ${event.reason}` : ''}`
       return this.#fail(new SymphonyClientError('CLOSED_BY_SERVER', message, { closeCode: event.code }))
     }
+    // The token ran out while connected: come straight back with a fresh one (#connect asks).
+    if (event?.code === CloseCode.TokenExpired) this.options.schedule.reset()
     if (event && !this.#opened) {
       // Never opened: a refused token, or a server that is simply away? Only the server knows.
       const attempt = this.#attempt

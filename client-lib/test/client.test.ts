@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
+import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import WebSocket from 'ws'
 import { eventually, uniqueRoom } from '../../server/test/helpers/clients.js'
+import { serveJwks } from '../../server/test/helpers/jwks.js'
 import { TcpLink } from '../../server/test/helpers/tcp-link.js'
 import { startTestServer, stopTestServers, type TestServer } from '../../server/test/helpers/test-server.js'
 import { signToken, TEST_SECRET } from '../../server/test/helpers/tokens.js'
@@ -147,6 +149,69 @@ describe('@symphony/client against a real server', () => {
     assert.ok(issued.length >= 2, `getToken called ${issued.length} times`)
     assert.equal(new Set(issued).size, issued.length, 'every attempt carried its own token')
     link.close()
+  })
+
+  it('comes back with a fresh token when its token expires while connected, losing nothing', async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const name = uniqueRoom('expiry')
+    let issued = 0
+    const writer = client(t.wsUrl, {
+      getToken: () => {
+        issued++
+        return signToken({ room: name, access: 'rw', exp: Math.ceil(Date.now() / 1000) + 2 })
+      },
+    }).enter(name)
+    const errors = recordErrors(writer)
+    const reader = client(t.wsUrl, { getToken: () => signToken({ room: name, access: 'ro' }) }).enter(name)
+    await Promise.all([writer.whenSynced(), reader.whenSynced()])
+    const closedForExpiry = async () =>
+      (await t.server.metrics.connectionsClosed.get()).values.find((v) => v.labels.code === 'TokenExpired')
+        ?.value ?? 0
+    const started = Date.now()
+    let written = 0
+    while (Date.now() - started < 4_000) {
+      writer.list<number>('edits').push([written++]) // edits before, during and after the expiry
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    assert.ok((await closedForExpiry()) >= 1, 'the server closed the expired connection')
+    assert.ok(issued >= 2, `getToken called ${issued} times`)
+    await eventually(() => writer.status === 'synced', 'back in sync')
+    await eventually(() => reader.list('edits').length === written, 'every edit reached the reader', 10_000)
+    assert.deepEqual(
+      errors.map((e) => e.code),
+      [],
+      'nothing for the app to handle',
+    )
+  })
+
+  it('keeps retrying while the identity provider is down (503), and connects when it is back', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true })
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256' }
+    let down = true
+    const jwks = await serveJwks(jwk, async () => (down ? 503 : undefined))
+    try {
+      const t = await startTestServer({ auth: { mode: 'jwt', jwksUrl: jwks.url } })
+      const name = uniqueRoom('idp')
+      const room = client(t.wsUrl, {
+        getToken: () =>
+          new SignJWT({ room: name, access: 'rw' })
+            .setProtectedHeader({ alg: 'ES256', kid: 'k' })
+            .setExpirationTime('1h')
+            .sign(privateKey),
+      }).enter(name)
+      const errors = recordErrors(room)
+      await eventually(async () => (await refusals(t, 'AUTH_UNAVAILABLE')) >= 3, 'several attempts refused')
+      assert.notEqual(room.status, 'synced')
+      down = false
+      await room.whenSynced()
+      assert.deepEqual(
+        errors.map((e) => e.code),
+        [],
+        'an outage is not a refusal',
+      )
+    } finally {
+      jwks.close()
+    }
   })
 
   it('stops on an expired token: one clear error, whenSynced rejects, no reconnect storm', async () => {

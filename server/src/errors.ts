@@ -24,12 +24,17 @@ export class ConfigError extends SymphonyError {
   }
 }
 
-/** A token that is missing, invalid, or does not grant the room. `status` is the HTTP answer. */
+/**
+ * A token that is missing, invalid, or does not grant the room (401, 403), or that cannot be
+ * checked right now because the identity provider's keys are unreachable (503: retry later, after
+ * `retryAfterSeconds`). `status` is the HTTP answer.
+ */
 export class AuthError extends SymphonyError {
   constructor(
-    code: 'TOKEN_MISSING' | 'TOKEN_INVALID' | 'ROOM_FORBIDDEN',
-    readonly status: 401 | 403,
+    code: 'TOKEN_MISSING' | 'TOKEN_INVALID' | 'ROOM_FORBIDDEN' | 'AUTH_UNAVAILABLE',
+    readonly status: 401 | 403 | 503,
     message: string,
+    readonly retryAfterSeconds?: number,
   ) {
     super(code, message)
   }

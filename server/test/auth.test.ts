@@ -1,33 +1,16 @@
 import assert from 'node:assert/strict'
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { after, afterEach, before, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/close-codes'
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose'
 import * as Y from 'yjs'
 import { READ_ONLY_REASON } from '../src/core/connection.js'
 import { encodeUpdate } from '../src/protocol/codec.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { deferred } from './helpers/deferred.js'
-import { collect, openRaw, refusedStatus, terminateRawSockets } from './helpers/raw-socket.js'
+import { serveJwks } from './helpers/jwks.js'
+import { closed, collect, openRaw, refusedStatus, terminateRawSockets } from './helpers/raw-socket.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
 import { signToken, signWithKey, TEST_SECRET } from './helpers/tokens.js'
-
-/** A JWKS endpoint on a free port; `beforeAnswer` can hold each answer back. */
-async function serveJwks(jwk: object, beforeAnswer: () => Promise<void> = async () => {}) {
-  const server = createServer(async (_request, response) => {
-    await beforeAnswer()
-    response.writeHead(200, { 'Content-Type': 'application/json' })
-    response.end(JSON.stringify({ keys: [jwk] }))
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`,
-    close: () => {
-      server.closeAllConnections()
-      server.close()
-    },
-  }
-}
 
 type AccessAnswer = {
   room?: string
@@ -152,6 +135,17 @@ describe('auth with an HS256 secret', () => {
     assert.match(metrics, /symphony_writes_denied_total [1-9]/)
   })
 
+  it('closes a connection when its token expires, with 4006 (reconnect with a fresh token)', async () => {
+    const room = uniqueRoom()
+    const exp = Math.ceil(Date.now() / 1000) + 2
+    const socket = await openRaw(`${t.wsUrl}/${room}?token=${await signToken({ room, access: 'rw', exp })}`)
+    const ended = closed(socket)
+    const close = await ended
+    assert.equal(close.code, CloseCode.TokenExpired)
+    assert.ok(Date.now() >= exp * 1000 - 5, 'not before the expiry')
+    assert.ok(Date.now() < exp * 1000 + 1_000, 'at the expiry')
+  })
+
   it('does not count a read-only client that only reads as a write attempt', async () => {
     const room = uniqueRoom()
     const denied = async () => (await t.server.metrics.writesDenied.get()).values[0]?.value ?? 0
@@ -212,6 +206,37 @@ describe('auth with public keys', () => {
       await stopped
       assert.equal(t.server.manager.roomCount, 0)
     } finally {
+      jwks.close()
+    }
+  })
+
+  it('answers 503 with Retry-After while the key set is unreachable, and 401 only for bad tokens', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true })
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256' }
+    let outage: number | 'hang-up' | null = 500
+    const jwks = await serveJwks(jwk, async () => outage ?? undefined)
+    const t = await startTestServer({ auth: { mode: 'jwt', jwksUrl: jwks.url } })
+    try {
+      const room = uniqueRoom()
+      const token = await signWithKey({ room, access: 'rw' }, privateKey, { alg: 'ES256', kid: 'k' })
+      for (const state of [500, 503, 'hang-up'] as const) {
+        outage = state
+        const refused = await fetch(`${t.httpUrl}/rooms/${room}/access?token=${token}`)
+        assert.equal(refused.status, 503, `key set answering ${state}`)
+        assert.equal(refused.headers.get('retry-after'), '5')
+        const body = (await refused.json()) as AccessAnswer
+        assert.equal(body.error?.code, 'AUTH_UNAVAILABLE')
+        const upgrade = await refusedStatus(`${t.wsUrl}/${room}?token=${token}`)
+        assert.equal(upgrade.status, 503)
+      }
+      outage = null // the provider is back
+      const client = await connectSynced(t.wsUrl, room, { token })
+      assert.equal(client.provider.wsconnected, true)
+      const stranger = await signWithKey({ room }, privateKey, { alg: 'ES256', kid: 'unknown-key' })
+      assert.equal((await refusedStatus(`${t.wsUrl}/${room}?token=${stranger}`)).status, 401)
+    } finally {
+      destroyClients()
+      await t.stop()
       jwks.close()
     }
   })

@@ -33,7 +33,9 @@ const ASYMMETRIC_ALGORITHMS = [
   'ES512',
   'EdDSA',
 ]
-const ANONYMOUS_WRITER: Identity = { userId: 'anonymous', access: 'rw' }
+const ANONYMOUS_WRITER: Identity = { userId: 'anonymous', access: 'rw', expiresAt: null }
+/** How long a client should wait before asking again while the key source is unreachable. */
+const KEYS_UNAVAILABLE_RETRY_AFTER_S = 5
 
 export function createAuthenticator(config: AuthConfig): Authenticator {
   if (config.mode === 'none') return { authenticate: async () => ANONYMOUS_WRITER }
@@ -52,6 +54,14 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
         // jose picks the overload from the key's type; both shapes verify the same way.
         payload = (await jwtVerify(token, key as JWTVerifyGetKey, options)).payload
       } catch (error) {
+        if (error instanceof KeysUnavailable) {
+          throw new AuthError(
+            'AUTH_UNAVAILABLE',
+            503,
+            `the token cannot be checked right now: ${error.message}`,
+            KEYS_UNAVAILABLE_RETRY_AFTER_S,
+          )
+        }
         throw new AuthError('TOKEN_INVALID', 401, describeJoseError(error))
       }
       return identityFor(payload, room)
@@ -66,9 +76,38 @@ function verificationKey(config: Extract<AuthConfig, { mode: 'jwt' }>): {
   if (config.secret) return { key: new TextEncoder().encode(config.secret), algorithms: ['HS256'] }
   if (config.publicKeyPem)
     return { key: createPublicKey(config.publicKeyPem), algorithms: ASYMMETRIC_ALGORITHMS }
-  if (config.jwksUrl)
-    return { key: createRemoteJWKSet(new URL(config.jwksUrl)), algorithms: ASYMMETRIC_ALGORITHMS }
+  if (config.jwksUrl) return { key: remoteKeys(new URL(config.jwksUrl)), algorithms: ASYMMETRIC_ALGORITHMS }
   throw new Error('jwt auth needs a secret, a public key or a JWKS URL')
+}
+
+/** The identity provider's key set could not be fetched: nothing is known about the token yet. */
+class KeysUnavailable extends Error {}
+
+/**
+ * Keys from a JWKS URL (jose caches them and refetches for an unknown key id). A fetch that fails,
+ * times out, answers other than 200 or with something that is not a key set is an outage of the
+ * identity provider, not a verdict on the token: it becomes `KeysUnavailable` (503). Only what
+ * the key set says about the token (no key for its id, an unusable key) stays a refusal.
+ */
+function remoteKeys(url: URL): JWTVerifyGetKey {
+  const keys = createRemoteJWKSet(url)
+  return async (header, token) => {
+    try {
+      return await keys(header, token)
+    } catch (error) {
+      if (
+        error instanceof errors.JWKSNoMatchingKey ||
+        error instanceof errors.JWKSMultipleMatchingKeys ||
+        error instanceof errors.JOSENotSupported ||
+        error instanceof errors.JOSEAlgNotAllowed
+      ) {
+        throw error
+      }
+      throw new KeysUnavailable(`the key set at ${url.origin} is unreachable (${(error as Error).message})`, {
+        cause: error,
+      })
+    }
+  }
 }
 
 function identityFor(payload: JWTPayload, room: string): Identity {
@@ -84,7 +123,11 @@ function identityFor(payload: JWTPayload, room: string): Identity {
   if (access !== 'rw' && access !== 'ro') {
     throw new AuthError('TOKEN_INVALID', 401, 'the access claim must be "rw" or "ro"')
   }
-  return { userId: typeof payload.sub === 'string' ? payload.sub : 'anonymous', access }
+  return {
+    userId: typeof payload.sub === 'string' ? payload.sub : 'anonymous',
+    access,
+    expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : null,
+  }
 }
 
 function describeJoseError(error: unknown): string {

@@ -19,6 +19,8 @@ export type Access = 'rw' | 'ro'
 export interface Identity {
   userId: string
   access: Access
+  /** When the token stops being valid (epoch ms); the connection is closed then. Null: never. */
+  expiresAt: number | null
 }
 
 export interface ConnectionLimits {
@@ -35,6 +37,8 @@ export const READ_ONLY_REASON = 'read-only access: document updates are ignored'
  * clientID); the cap stops a client from filling the room's presence table with invented ids.
  */
 export const MAX_AWARENESS_CLIENTS_PER_CONNECTION = 8
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 /**
  * Requests a client may send that the server answers with the room's whole state (sync step 1:
  * a diff encode) or presence (query-awareness): each costs O(room), not O(message).
@@ -55,6 +59,7 @@ export class Connection {
   #waitingBytes = 0
   #closed = false
   #toldReadOnly = false
+  #expiryTimer: NodeJS.Timeout | null = null
 
   constructor(
     readonly id: string,
@@ -66,6 +71,7 @@ export class Connection {
     private readonly logger: Logger,
   ) {
     this.#rate = new TokenBucket(limits.messagesPerSecond, limits.messageBurst)
+    if (identity.expiresAt !== null) this.#closeAtExpiry(identity.expiresAt)
   }
 
   get canWrite(): boolean {
@@ -90,6 +96,7 @@ export class Connection {
   /** The socket closed: leave the room. */
   detach(): void {
     this.#closed = true
+    this.#clearExpiry()
     this.#room?.leave(this)
     this.#room = null
     this.#waiting = []
@@ -156,8 +163,26 @@ export class Connection {
   close(code: number, reason: string): void {
     if (this.#closed) return
     this.#closed = true
+    this.#clearExpiry()
     this.metrics.connectionsClosed.labels(closeCodeName(code)).inc()
     this.transport.close(code, reason)
+  }
+
+  /** A token is valid until its `exp`, not for as long as its connection lasts. */
+  #closeAtExpiry(expiresAt: number): void {
+    const delay = expiresAt - Date.now()
+    if (delay <= 0) {
+      this.close(CloseCode.TokenExpired, 'the token has expired; reconnect with a fresh one')
+      return
+    }
+    // Timers fire at once past 2^31 - 1 ms (about 24.8 days): look again then instead.
+    this.#expiryTimer = setTimeout(() => this.#closeAtExpiry(expiresAt), Math.min(delay, MAX_TIMER_MS))
+    this.#expiryTimer.unref()
+  }
+
+  #clearExpiry(): void {
+    if (this.#expiryTimer) clearTimeout(this.#expiryTimer)
+    this.#expiryTimer = null
   }
 
   #handle(frame: Uint8Array): void {

@@ -70,8 +70,12 @@ function answerAccessCheck(
   authenticator.authenticate(token, room).then(
     (identity) => sendJson(response, 200, { room, access: identity.access, userId: identity.userId }),
     (error: unknown) => {
-      if (error instanceof AuthError) sendError(response, error.status, error.code, error.message)
-      else sendError(response, 500, 'AUTH_FAILED', 'authentication could not be completed')
+      if (error instanceof AuthError) {
+        if (error.retryAfterSeconds !== undefined) {
+          response.setHeader('Retry-After', String(error.retryAfterSeconds))
+        }
+        sendError(response, error.status, error.code, error.message)
+      } else sendError(response, 500, 'AUTH_FAILED', 'authentication could not be completed')
     },
   )
 }

@@ -73,9 +73,9 @@ export class WebSocketGateway {
   }
 
   async #upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const refuse = (status: number, code: string, message: string) => {
+    const refuse = (status: number, code: string, message: string, retryAfterSeconds?: number) => {
       this.deps.metrics.connectionsRefused.labels(code).inc()
-      refuseUpgrade(socket, status, code, message)
+      refuseUpgrade(socket, status, code, message, retryAfterSeconds)
     }
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
     const origin = request.headers.origin
@@ -91,7 +91,9 @@ export class WebSocketGateway {
     try {
       identity = await this.deps.authenticator.authenticate(query.get('token'), room)
     } catch (error) {
-      if (error instanceof AuthError) return refuse(error.status, error.code, error.message)
+      if (error instanceof AuthError) {
+        return refuse(error.status, error.code, error.message, error.retryAfterSeconds)
+      }
       this.deps.logger.error({ err: error, room }, 'authentication failed unexpectedly')
       return refuse(500, 'AUTH_FAILED', 'authentication could not be completed')
     }
