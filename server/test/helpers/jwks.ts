@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
  */
 export async function serveJwks(
   jwk: object,
-  beforeAnswer: () => Promise<number | 'hang-up' | undefined | void> = async () => {},
+  beforeAnswer: () => Promise<unknown> = async () => undefined,
 ) {
   const server = createServer(async (request, response) => {
     const status = await beforeAnswer()
@@ -15,7 +15,7 @@ export async function serveJwks(
       request.socket.destroy()
       return
     }
-    if (status) {
+    if (typeof status === 'number') {
       response.writeHead(status).end('unavailable')
       return
     }
