@@ -5,10 +5,7 @@ import type { AddressInfo } from 'node:net'
  * A JWKS endpoint on a free port; `beforeAnswer` can hold each answer back, or return a status
  * to answer with instead of the key set (an identity provider's outage).
  */
-export async function serveJwks(
-  jwk: object,
-  beforeAnswer: () => Promise<unknown> = async () => undefined,
-) {
+export async function serveJwks(jwk: object, beforeAnswer: () => Promise<unknown> = async () => undefined) {
   const server = createServer(async (request, response) => {
     const status = await beforeAnswer()
     if (status === 'hang-up') {
