@@ -8,12 +8,15 @@ import { ApiError } from './app-error.js'
 import type { LiveEvents } from './live-events.js'
 import { type MetadataQueries, ROOM_SORTS } from './queries.js'
 import { readRoomState, type SnapshotReader } from './room-state.js'
+import { Sessions } from './sessions.js'
 
 export interface DashboardDeps {
   queries: MetadataQueries
   events: LiveEvents
   /** Bearer token every /api request must carry; null: open (development only). */
   token: string | null
+  /** How long a sign-in on the page lasts. */
+  sessionTtlMs: number
   /** The sync servers' INTERNAL_TOKEN, to read live rooms; null: room state unavailable. */
   internalToken: string | null
   /** Where the sync servers save rooms: read for rooms no server holds now. */
@@ -31,6 +34,10 @@ const roomListQuery = z.object({
 export function createDashboardApp(deps: DashboardDeps): express.Express {
   const app = express()
   app.disable('x-powered-by')
+  // Behind the load balancer, `request.secure` follows its X-Forwarded-Proto (one hop). A client
+  // that reaches the task directly can only mark its own cookie Secure by sending it.
+  app.set('trust proxy', 1)
+  const sessions = deps.token ? new Sessions(deps.token, deps.sessionTtlMs) : null
   // helmet's CSP would upgrade every request to https, breaking a dashboard served over plain
   // HTTP on a private address; TLS, where used, is the load balancer's job.
   app.use(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } }))
@@ -43,12 +50,28 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   app.use(express.static(PUBLIC_FOLDER, { index: 'index.html' }))
   app.post('/login', express.urlencoded({ extended: false, limit: '4kb' }), (request, response) => {
     const token = typeof request.body?.token === 'string' ? request.body.token : ''
-    if (deps.token && !sameSecret(token, deps.token)) {
+    if (!deps.token || !sessions) {
+      response.redirect(303, './') // an open dashboard has nothing to sign in to
+      return
+    }
+    if (!sameSecret(token, deps.token)) {
       response.redirect(303, './?login=failed')
       return
     }
-    // HttpOnly: page scripts never see it; SameSite=Strict: other sites cannot ride on it.
-    response.cookie(SESSION_COOKIE, token, {
+    const session = sessions.create()
+    // HttpOnly: page scripts never see it; SameSite=Strict: other sites cannot ride on it;
+    // Secure whenever the page came over HTTPS (directly or through the load balancer).
+    response.cookie(SESSION_COOKIE, session.value, {
+      httpOnly: true,
+      sameSite: 'strict',
+      path: '/',
+      secure: request.secure,
+      maxAge: session.maxAgeMs,
+    })
+    response.redirect(303, './')
+  })
+  app.post('/logout', (request, response) => {
+    response.clearCookie(SESSION_COOKIE, {
       httpOnly: true,
       sameSite: 'strict',
       path: '/',
@@ -56,7 +79,7 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
     })
     response.redirect(303, './')
   })
-  app.use('/api', requireToken(deps.token))
+  app.use('/api', requireToken(deps.token, sessions))
 
   app.get('/api/servers', async (_request, response) => {
     response.json({ servers: await deps.queries.servers() })
@@ -110,17 +133,18 @@ function sameSecret(given: string, expected: string): boolean {
   return timingSafeEqual(digest(given), digest(expected))
 }
 
-function requireToken(token: string | null) {
+/** The API takes the token (scripts, curl) or a session from the page's sign-in. */
+function requireToken(token: string | null, sessions: Sessions | null) {
   return (request: Request, _response: Response, next: NextFunction) => {
-    if (!token) return next()
+    if (!token || !sessions) return next()
     const header = request.get('authorization') ?? ''
     const bearer = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : ''
-    if (sameSecret(bearer, token) || sameSecret(cookie(request, SESSION_COOKIE), token)) return next()
+    if (sameSecret(bearer, token) || sessions.isValid(cookie(request, SESSION_COOKIE))) return next()
     next(
       new ApiError(
         401,
         'UNAUTHORIZED',
-        'send Authorization: Bearer <DASHBOARD_TOKEN>, or sign in on the page',
+        'send Authorization: Bearer <DASHBOARD_TOKEN>, or sign in on the page (sessions expire)',
       ),
     )
   }

@@ -20,6 +20,11 @@ const environment = z.object({
     ),
   DATABASE_PASSWORD: optionalText,
   DASHBOARD_TOKEN: optionalText.refine((v) => !v || v.length >= 16, 'must be at least 16 characters'),
+  DASHBOARD_SESSION_HOURS: z.coerce
+    .number()
+    .min(0.01)
+    .max(24 * 30)
+    .default(12),
   SNAPSHOTS: SNAPSHOTS_URL,
   AWS_REGION: z.string().default('us-east-1'),
   AWS_ENDPOINT_URL: optionalText,
@@ -33,6 +38,8 @@ export interface DashboardConfig {
   databaseUrl: string
   /** Bearer token for the API and the page; null only outside production (then a warning). */
   token: string | null
+  /** How long a sign-in on the page lasts. */
+  sessionTtlMs: number
   /** The sync servers' INTERNAL_TOKEN, for reading live rooms' documents. */
   internalToken: string | null
   /** The sync servers' SNAPSHOTS, for rooms no server holds now. */
@@ -58,6 +65,7 @@ export function parseDashboardConfig(env: Record<string, string | undefined>): D
     host: e.DASHBOARD_HOST,
     databaseUrl: withUrlPassword(e.DATABASE_URL, e.DATABASE_PASSWORD),
     token: e.DASHBOARD_TOKEN ?? null,
+    sessionTtlMs: e.DASHBOARD_SESSION_HOURS * 3_600_000,
     internalToken: e.INTERNAL_TOKEN ?? null,
     snapshots: e.SNAPSHOTS,
     aws: { region: e.AWS_REGION, endpoint: e.AWS_ENDPOINT_URL },

@@ -25,6 +25,7 @@ const app = createDashboardApp({
   queries,
   events,
   token: config.token,
+  sessionTtlMs: config.sessionTtlMs,
   internalToken: config.internalToken,
   snapshots: openSnapshotStore(config.snapshots, config.aws),
 })

@@ -75,6 +75,45 @@ describe('dashboard API', () => {
     assert.ok(refused.headers.get('content-security-policy'))
   })
 
+  it('signs the page in with an opaque, expiring session cookie, never the token itself', async () => {
+    const signIn = (token: string, headers: Record<string, string> = {}) =>
+      fetch(`${stack.base}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams({ token }),
+        redirect: 'manual',
+      })
+    const failed = await signIn('not-the-dashboard-token')
+    assert.equal(failed.headers.get('location'), './?login=failed')
+    assert.equal(failed.headers.get('set-cookie'), null)
+    const plain = await signIn(DASHBOARD_TOKEN)
+    const cookie = plain.headers.get('set-cookie') ?? ''
+    assert.match(cookie, /HttpOnly/i)
+    assert.match(cookie, /SameSite=Strict/i)
+    assert.match(cookie, /Max-Age=43200/, 'expires (12 h by default)')
+    assert.doesNotMatch(cookie, /Secure/i, 'plain HTTP (local development): not Secure')
+    assert.equal(cookie.includes(DASHBOARD_TOKEN), false, 'the token never leaves the form post')
+    assert.equal(cookie.includes(encodeURIComponent(DASHBOARD_TOKEN)), false)
+    const behindHttps = await signIn(DASHBOARD_TOKEN, { 'x-forwarded-proto': 'https' })
+    assert.match(
+      behindHttps.headers.get('set-cookie') ?? '',
+      /;\s*Secure/i,
+      'Secure behind the HTTPS load balancer',
+    )
+    const session = cookie.split(';')[0] as string
+    const withCookie = (value: string) => fetch(`${stack.base}/api/stats`, { headers: { cookie: value } })
+    assert.equal((await withCookie(session)).status, 200, 'the session opens the API')
+    const tampered = `${session.slice(0, -2)}${session.endsWith('A') ? 'B' : 'A'}${session.slice(-1)}`
+    assert.equal((await withCookie(tampered)).status, 401, 'a forged session')
+    assert.equal(
+      (await withCookie(`symphony_dashboard=${DASHBOARD_TOKEN}`)).status,
+      401,
+      'the token is no session',
+    )
+    const out = await fetch(`${stack.base}/logout`, { method: 'POST', redirect: 'manual' })
+    assert.match(out.headers.get('set-cookie') ?? '', /symphony_dashboard=;/)
+  })
+
   it('answers the load balancer’s health check without the token', async () => {
     const health = await get('/healthz', null)
     assert.equal(health.status, 200)
@@ -194,6 +233,7 @@ describe('dashboard API before any sync server wrote metadata', () => {
       queries,
       events: new LiveEvents(db.url, queries),
       token: null,
+      sessionTtlMs: 60_000,
       internalToken: null,
       snapshots: { load: async () => null },
     })
@@ -227,6 +267,7 @@ describe('dashboard configuration', () => {
         host: '0.0.0.0',
         databaseUrl: url,
         token: DASHBOARD_TOKEN,
+        sessionTtlMs: 12 * 3_600_000,
         internalToken: null,
         snapshots: 'file://./data/snapshots',
         aws: { region: 'us-east-1', endpoint: undefined },

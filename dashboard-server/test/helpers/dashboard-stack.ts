@@ -63,6 +63,7 @@ export async function startDashboardStack(): Promise<DashboardStack> {
     queries,
     events,
     token: DASHBOARD_TOKEN,
+    sessionTtlMs: 12 * 3_600_000,
     internalToken: INTERNAL_TOKEN,
     snapshots,
   })
