@@ -1,5 +1,13 @@
 import assert from 'node:assert/strict'
-import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs'
+import {
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
@@ -363,3 +371,32 @@ function recordingLogger(entries: LogEntry[]): Logger {
   }
   return logger
 }
+
+describe('FileSnapshotStore', () => {
+  it('takes over a lock left by a saver that died, and waits for one that is held', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'snap-'))
+    const store = new FileSnapshotStore(folder)
+    const room = uniqueRoom('snap')
+    const lock = join(folder, `${room}.ybin.lock`)
+    writeFileSync(lock, 'a saver that crashed')
+    const minuteAgo = new Date(Date.now() - 60_000)
+    utimesSync(lock, minuteAgo, minuteAgo)
+    const first = await store.save(room, new Uint8Array([1]), null)
+    assert.equal(existsSync(lock), false, 'released after the save')
+    writeFileSync(lock, 'a saver at work')
+    let saved = false
+    const second = store.save(room, new Uint8Array([2]), first).then(() => {
+      saved = true
+    })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    assert.equal(saved, false, 'waits while another saver holds the lock')
+    rmSync(lock)
+    await second
+    assert.deepEqual((await store.load(room))?.state, new Uint8Array([2]))
+    assert.deepEqual(
+      readdirSync(folder).filter((name) => name !== `${room}.ybin`),
+      [],
+      'no temporary or lock file is left',
+    )
+  })
+})

@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
 import { isDeepStrictEqual } from 'node:util'
 import { CloseCode } from '@symphony/client/close-codes'
+import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import { FileUpdateJournal } from '../src/adapters/file-update-journal.js'
 import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
@@ -10,6 +11,7 @@ import { parseConfig } from '../src/config.js'
 import { encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
 import { checkUpdate } from '../src/protocol/update-guard.js'
 import { scanUpdate } from '../src/protocol/update-scan.js'
+import { startBystanders } from './helpers/bystander.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectClient, eventually, synced, uniqueRoom } from './helpers/clients.js'
 import { closed, collect, openRaw } from './helpers/raw-socket.js'
@@ -233,5 +235,145 @@ describe('the update guard bounds what waits', () => {
     const reloaded = new Y.Doc()
     Y.applyUpdate(reloaded, stored)
     assert.ok(reloaded.store.pendingDs, 'the waiting deletions are in the snapshot')
+  })
+})
+
+/** Hand-encoded v1 updates, for shapes no Yjs client produces. */
+const craft = {
+  update(write: (encoder: encoding.Encoder) => void): Uint8Array {
+    const encoder = encoding.createEncoder()
+    write(encoder)
+    return encoding.toUint8Array(encoder)
+  },
+  /** A one-character string item at the root text `t`, or after `origin`. */
+  item(encoder: encoding.Encoder, text: string, origin?: [number, number], right?: [number, number]): void {
+    encoding.writeUint8(encoder, 4 | (origin ? 0x80 : 0) | (right ? 0x40 : 0))
+    if (origin) for (const n of origin) encoding.writeVarUint(encoder, n)
+    if (right) for (const n of right) encoding.writeVarUint(encoder, n)
+    if (!origin && !right) {
+      encoding.writeVarUint(encoder, 1)
+      encoding.writeVarString(encoder, 't')
+    }
+    encoding.writeVarString(encoder, text)
+  },
+  /** The header of one client's group of structs. */
+  group(encoder: encoding.Encoder, structs: number, client: number, clock: number): void {
+    for (const n of [structs, client, clock]) encoding.writeVarUint(encoder, n)
+  },
+}
+const BUDGET = { maxStructBytes: 64 * 1024, maxDeleteBytes: 32 * 1024, maxClients: 1_000 }
+const refusedAs = (code: string) => (error: unknown) => (error as { code?: string }).code === code
+
+describe('the update guard reads crafted updates as Yjs does', () => {
+  it('refuses a client that appears twice (Yjs keeps only its last group)', () => {
+    const update = craft.update((e) => {
+      encoding.writeVarUint(e, 2)
+      craft.group(e, 1, 5, 0)
+      craft.item(e, 'a')
+      craft.group(e, 1, 5, 1)
+      craft.item(e, 'b', [5, 0])
+      encoding.writeVarUint(e, 0)
+    })
+    assert.throws(() => checkUpdate(update, new Y.Doc(), BUDGET), refusedAs('PROTOCOL_ERROR'))
+  })
+
+  it('counts a struct the room holds as waiting when it refers to an id that does not exist', () => {
+    const doc = new Y.Doc()
+    doc.clientID = 7
+    doc.getText('t').insert(0, 'hello')
+    const resent = craft.update((e) => {
+      encoding.writeVarUint(e, 1)
+      craft.group(e, 1, 7, 0)
+      craft.item(e, 'hhh', [99, 1_000_000])
+      encoding.writeVarUint(e, 0)
+    })
+    assert.throws(
+      () => checkUpdate(resent, doc, { ...BUDGET, maxStructBytes: 0 }),
+      refusedAs('PENDING_LIMIT'),
+    )
+    Y.applyUpdate(doc, resent)
+    assert.ok(doc.store.pendingStructs, 'Yjs does hold it waiting')
+  })
+
+  it('counts waiting deletions at their encoded size', () => {
+    const update = craft.update((e) => {
+      encoding.writeVarUint(e, 0) // no structs
+      encoding.writeVarUint(e, 1)
+      encoding.writeVarUint(e, 2 ** 40) // a client id of 6 bytes
+      encoding.writeVarUint(e, 8_000)
+      for (let i = 0; i < 8_000; i++) {
+        encoding.writeVarUint(e, 2 ** 40 + 2 * i) // clocks of 6 bytes
+        encoding.writeVarUint(e, 1)
+      }
+    })
+    assert.throws(() => checkUpdate(update, new Y.Doc(), BUDGET), refusedAs('PENDING_LIMIT'))
+  })
+
+  it('refuses an object key named __proto__ (lib0 would set a prototype, not a key)', () => {
+    const update = craft.update((e) => {
+      encoding.writeVarUint(e, 1)
+      craft.group(e, 1, 5, 0)
+      encoding.writeUint8(e, 8 | 0x20) // ContentAny, with a parentSub (a map key)
+      encoding.writeVarUint(e, 1)
+      encoding.writeVarString(e, 'm')
+      encoding.writeVarString(e, 'key')
+      encoding.writeVarUint(e, 1) // one value
+      encoding.writeUint8(e, 118) // an object
+      encoding.writeVarUint(e, 1)
+      encoding.writeVarString(e, '__proto__')
+      encoding.writeUint8(e, 120) // true
+      encoding.writeVarUint(e, 0)
+    })
+    assert.throws(() => checkUpdate(update, new Y.Doc(), BUDGET), refusedAs('PROTOCOL_ERROR'))
+  })
+
+  it('accepts an update that releases what the room holds waiting, even with the budget full', () => {
+    const doc = new Y.Doc()
+    const writer = new Y.Doc()
+    writer.getText('t').insert(0, 'a')
+    const firstHalf = Y.encodeStateAsUpdate(writer)
+    writer.getText('t').insert(1, 'b'.repeat(40 * 1024))
+    const secondHalf = Y.encodeStateAsUpdate(writer, Y.encodeStateVectorFromUpdate(firstHalf))
+    checkUpdate(secondHalf, doc, BUDGET)
+    Y.applyUpdate(doc, secondHalf)
+    const other = new Y.Doc()
+    other.getText('t').insert(0, 'c')
+    const before = Y.encodeStateVector(other)
+    other.getText('t').insert(1, 'd'.repeat(30 * 1024))
+    const othersSecondHalf = Y.encodeStateAsUpdate(other, before)
+    const both = Y.mergeUpdates([firstHalf, othersSecondHalf])
+    checkUpdate(both, doc, BUDGET) // 40 KiB held + 30 KiB new would pass 64 KiB, but the 40 are released
+    Y.applyUpdate(doc, both)
+    assert.equal(doc.getText('t').length, 1 + 40 * 1024)
+  })
+
+  it('checks dependency chains between clients in linear time (no stall for the other rooms)', async () => {
+    // x0, then x_i after x_(i-1) and before w_(i-1); w_i after x_i; and 2,000 clients after the
+    // last x: each x waits on a w and each w on an x, all the way along.
+    const n = 20_000
+    const update = craft.update((e) => {
+      encoding.writeVarUint(e, 2 + 2_000)
+      craft.group(e, n, 1, 0)
+      craft.item(e, 'x')
+      for (let i = 1; i < n; i++) craft.item(e, 'x', [1, i - 1], [2, i - 1])
+      craft.group(e, n, 2, 0)
+      for (let i = 0; i < n; i++) craft.item(e, 'w', [1, i])
+      for (let c = 0; c < 2_000; c++) {
+        craft.group(e, 1, 1_000 + c, 0)
+        craft.item(e, 'm', [1, n - 1])
+      }
+      encoding.writeVarUint(e, 0)
+    })
+    const t = await startTestServer()
+    const bystanders = await startBystanders(t.wsUrl)
+    const room = uniqueRoom()
+    const writer = await openRaw(`${t.wsUrl}/${room}`)
+    writer.send(encodeUpdate(update))
+    await eventually(
+      () => t.server.manager.loadedRoom(room)?.doc.getText('t').length === 2 * n + 2_000,
+      'applied',
+    )
+    const worst = Math.max(...(await bystanders.stop()))
+    assert.ok(worst < 1_000, `a bystander edit took ${worst.toFixed(0)} ms`)
   })
 })

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises'
+import { link, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { SnapshotConflictError } from '../errors.js'
 import type { SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
@@ -14,7 +14,8 @@ const LOCK_RETRY_MS = 5
  *
  * A file's version is its identity (inode, modification time in nanoseconds, size): every save
  * renames a new file into place, so each saved version has its own. A save compares and renames
- * under a per-room lock file, so processes sharing the folder never replace bytes unseen.
+ * under a per-room lock file, so two savers never replace bytes unseen (the embedded server is
+ * one process; the lock also keeps processes that share the folder apart).
  */
 export class FileSnapshotStore implements SnapshotStore {
   readonly #ready: Promise<unknown>
@@ -85,27 +86,40 @@ export class FileSnapshotStore implements SnapshotStore {
     return join(this.folder, `${room}.ybin`)
   }
 
-  /** Runs `critical` holding `<target>.lock` (created exclusively; taken over once stale). */
+  /**
+   * Runs `critical` holding `<target>.lock`: created exclusively, holding this holder's own token.
+   * A lock older than `STALE_LOCK_MS` belongs to a writer that died holding it; it is taken over by
+   * renaming it away (only one of several waiters can), and a holder removes the lock only while
+   * it still holds its own token.
+   */
   async #locked<T>(target: string, critical: () => Promise<T>): Promise<T> {
     const lock = `${target}.lock`
+    const token = randomUUID()
     for (;;) {
       try {
-        await (await open(lock, 'wx')).close()
+        await writeFile(lock, token, { flag: 'wx' })
         break
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-        const age = await stat(lock).then(
-          (s) => Date.now() - s.mtimeMs,
-          () => 0,
-        )
-        if (age > STALE_LOCK_MS) await rm(lock, { force: true })
-        else await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS))
+        const seen = await stat(lock).catch(() => null)
+        if (seen && Date.now() - seen.mtimeMs > STALE_LOCK_MS) {
+          const stale = `${lock}.${token}.stale`
+          const taken = await rename(lock, stale).then(
+            () => stat(stale),
+            () => null, // another waiter took it over first
+          )
+          // Renamed a fresh lock another waiter had just taken over: give it back.
+          if (taken && taken.ino !== seen.ino) await link(stale, lock).catch(() => {})
+          if (taken) await rm(stale, { force: true })
+        } else {
+          await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS))
+        }
       }
     }
     try {
       return await critical()
     } finally {
-      await rm(lock, { force: true })
+      if ((await readFile(lock, 'utf8').catch(() => null)) === token) await rm(lock, { force: true })
     }
   }
 }

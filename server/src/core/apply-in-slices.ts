@@ -1,6 +1,14 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
+import { PendingLimitError, ProtocolError } from '../errors.js'
+import {
+  checkAgainst,
+  type RoomStateData,
+  roomStateFrom,
+  type WaitingBudget,
+} from '../protocol/update-guard.js'
+import { scanUpdate } from '../protocol/update-scan.js'
 import { sliceUpdate } from '../protocol/update-slices.js'
 import type { SliceReply, SliceRequest } from './update-slicer-worker.js'
 
@@ -10,7 +18,7 @@ import type { SliceReply, SliceRequest } from './update-slicer-worker.js'
  */
 const FROM_SOURCE = import.meta.url.endsWith('.ts')
 /** Below this a state applies in one go: slicing would cost more than the stall it saves. */
-const SLICE_ABOVE_BYTES = 256 * 1024
+export const SLICE_ABOVE_BYTES = 256 * 1024
 /** About a millisecond of integration per slice on this project's bench machine. */
 const STRUCTS_PER_SLICE = 250
 const SLICING_TIMEOUT_MS = 5_000
@@ -23,7 +31,7 @@ const SLICING_TIMEOUT_MS = 5_000
  */
 export async function applyInSlices(doc: Y.Doc, state: Uint8Array, origin: unknown = null): Promise<void> {
   if (state.length < SLICE_ABOVE_BYTES) return Y.applyUpdate(doc, state, origin)
-  const slices = FROM_SOURCE ? sliceHere(state) : await slicer.slice(state).catch(() => sliceHere(state))
+  const slices = FROM_SOURCE ? sliceHere(state) : await sliceOnWorker(state).catch(() => sliceHere(state))
   for (const [index, slice] of slices.entries()) {
     Y.applyUpdate(doc, slice, origin)
     if (doc.store.pendingStructs || doc.store.pendingDs) {
@@ -35,6 +43,38 @@ export async function applyInSlices(doc: Y.Doc, state: Uint8Array, origin: unkno
     }
     await nextTurn()
   }
+}
+
+/**
+ * Checks a client's big update against the room, as the update guard does, and cuts it into
+ * slices, both on the worker thread: the main thread never reads the whole update. Rejects with
+ * `ProtocolError` or `PendingLimitError` as the guard would throw. If the worker fails or takes
+ * too long, this thread does both.
+ */
+export async function checkAndSlice(
+  update: Uint8Array,
+  room: RoomStateData,
+  budget: WaitingBudget,
+): Promise<Uint8Array[]> {
+  const here = () => {
+    checkAgainst(scanUpdate(update), roomStateFrom(room), budget)
+    return sliceHere(update)
+  }
+  if (FROM_SOURCE) return here()
+  let reply: Awaited<ReturnType<Slicer['slice']>>
+  try {
+    reply = await slicer.slice({ update, check: { room, budget } })
+  } catch {
+    return here()
+  }
+  if (Array.isArray(reply)) return reply
+  throw reply.pending ? new PendingLimitError(reply.message) : new ProtocolError(reply.message)
+}
+
+/** A request without a check is never refused: the worker answers with slices. */
+async function sliceOnWorker(state: Uint8Array): Promise<Uint8Array[]> {
+  const reply = await slicer.slice({ update: state })
+  return Array.isArray(reply) ? reply : [state]
 }
 
 /** Slices on this thread; a state that cannot be decoded is left whole, to fail as it would. */
@@ -77,8 +117,10 @@ export async function replayInTurns(
   return applied
 }
 
+type Sliced = Uint8Array[] | { pending: boolean; message: string }
+
 interface Waiter {
-  resolve: (slices: Uint8Array[]) => void
+  resolve: (result: Sliced) => void
   reject: (error: Error) => void
   timer: NodeJS.Timeout
 }
@@ -89,7 +131,8 @@ class Slicer {
   #nextId = 0
   readonly #waiting = new Map<number, Waiter>()
 
-  slice(update: Uint8Array): Promise<Uint8Array[]> {
+  /** The slices, or (for a request with a check) why the update was refused. */
+  slice(request: Pick<SliceRequest, 'update' | 'check'>): Promise<Sliced> {
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
       const worker = this.#started() // may throw (no thread to be had): then nothing waits
@@ -101,7 +144,7 @@ class Slicer {
       timer.unref()
       this.#waiting.set(id, { resolve, reject, timer })
       worker.ref() // only while it has work: an idle slicer must not keep the process alive
-      worker.postMessage({ id, update, structsPerSlice: STRUCTS_PER_SLICE } satisfies SliceRequest)
+      worker.postMessage({ id, ...request, structsPerSlice: STRUCTS_PER_SLICE } satisfies SliceRequest)
     })
   }
 
@@ -119,7 +162,8 @@ class Slicer {
     const entry = new URL('./update-slicer-worker.js', import.meta.url)
     const worker = new Worker(entry)
     worker.on('message', (reply: SliceReply) => {
-      this.#settle(worker, reply.id)?.resolve(reply.slices) // none if it timed out
+      // None waits if it timed out.
+      this.#settle(worker, reply.id)?.resolve('slices' in reply ? reply.slices : reply.refused)
     })
     const fail = (error: Error) => {
       if (this.#worker !== worker) return // its 'exit' after its 'error': a successor may run by now

@@ -48,7 +48,8 @@ const ROOM_REQUEST_BURST = 10
 
 /**
  * One client in one room. Frames that arrive before the room has loaded wait here, so no client
- * ever syncs against a half-loaded room.
+ * ever syncs against a half-loaded room; so do frames that arrive while the room is still applying
+ * this client's previous big update, a slice per turn, so each client's frames apply in order.
  */
 export class Connection {
   readonly awarenessClientIds = new Set<number>()
@@ -57,6 +58,8 @@ export class Connection {
   #room: Room | null = null
   #waiting: Uint8Array[] = []
   #waitingBytes = 0
+  /** The room is applying a frame of ours across event-loop turns. */
+  #busy = false
   #closed = false
   #toldReadOnly = false
   #expiryTimer: NodeJS.Timeout | null = null
@@ -87,10 +90,7 @@ export class Connection {
     if (this.#closed) return
     this.#room = room
     room.join(this)
-    const waiting = this.#waiting
-    this.#waiting = []
-    this.#waitingBytes = 0
-    for (const frame of waiting) this.#handle(frame)
+    this.#handleWaiting()
   }
 
   /** The socket closed: leave the room. */
@@ -110,14 +110,15 @@ export class Connection {
       this.close(CloseCode.RateLimited, 'message rate limit exceeded')
       return
     }
-    if (this.#room) {
+    if (this.#room && !this.#busy) {
       this.#handle(frame)
       return
     }
-    // Held until the room loads: bounded in count by the rate limit, and in bytes here.
+    // Held until the room loads (or is done with our last frame): bounded in count by the rate
+    // limit, and in bytes here.
     this.#waitingBytes += frame.length
     if (this.#waitingBytes > this.limits.maxBufferedBytes) {
-      this.close(CloseCode.TryAgainLater, 'too much sent before the room loaded')
+      this.close(CloseCode.TryAgainLater, 'too much sent before the room could take it')
       return
     }
     this.#waiting.push(frame)
@@ -187,18 +188,47 @@ export class Connection {
 
   #handle(frame: Uint8Array): void {
     if (this.#closed || !this.#room) return
+    let applying: Promise<void> | undefined
     try {
-      this.#room.receive(this, frame)
+      applying = this.#room.receive(this, frame)
     } catch (error) {
-      const [code, reason] = closeFor(error)
-      if (code === CloseCode.InternalError) {
-        this.logger.error(
-          { err: error, room: this.roomName, connection: this.id },
-          'failed to handle a message',
-        )
-      }
-      this.close(code, reason)
+      this.#fail(error)
+      return
     }
+    if (!applying) return
+    this.#busy = true
+    applying.then(
+      () => {
+        this.#busy = false
+        this.#handleWaiting()
+      },
+      (error: unknown) => {
+        this.#busy = false
+        this.#fail(error)
+      },
+    )
+  }
+
+  /** Handles the frames held while the room loaded or was busy, in order, until it is busy again. */
+  #handleWaiting(): void {
+    let next = 0
+    while (next < this.#waiting.length && !this.#busy && !this.#closed) {
+      const frame = this.#waiting[next++] as Uint8Array
+      this.#waitingBytes -= frame.length
+      this.#handle(frame)
+    }
+    this.#waiting = this.#closed ? [] : this.#waiting.slice(next)
+  }
+
+  #fail(error: unknown): void {
+    const [code, reason] = closeFor(error)
+    if (code === CloseCode.InternalError) {
+      this.logger.error(
+        { err: error, room: this.roomName, connection: this.id },
+        'failed to handle a message',
+      )
+    }
+    this.close(code, reason)
   }
 }
 

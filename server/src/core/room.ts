@@ -1,9 +1,11 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { CloseCode } from '@symphony/client/close-codes'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, ProtocolError, SymphonyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { PubSub } from '../ports/pubsub.js'
 import {
+  boundedStateVector,
   type Digest,
   decodeAwarenessUpdate,
   decodeDigest,
@@ -17,9 +19,9 @@ import {
   isEmptyUpdate,
   type Message,
 } from '../protocol/codec.js'
-import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
+import { checkUpdate, roomStateData, type WaitingBudget } from '../protocol/update-guard.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
-import { applyInSlices } from './apply-in-slices.js'
+import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import type { Connection } from './connection.js'
 import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
@@ -38,6 +40,9 @@ export interface RoomOptions {
   /** How often this server publishes its digest of the room to its peers; 0 turns it off. */
   antiEntropyIntervalMs: number
 }
+
+/** Clients a state vector may name beyond those the room knows. */
+const STATE_VECTOR_SLACK = 10_000
 
 /** A server asks a peer for what it lacks at most this often per room. */
 const ASK_PEERS_MIN_INTERVAL_MS = 1_000
@@ -104,28 +109,35 @@ export class Room {
     this.pubsub.publish(this.name, frame)
   }
 
-  /** Handles one frame from a local client. Throws `ProtocolError` or `DocumentTooLargeError`. */
-  receive(connection: Connection, frame: Uint8Array): void {
+  /**
+   * Handles one frame from a local client. Throws (or, for a big update applied across turns,
+   * returns a promise that rejects with) `ProtocolError`, `DocumentTooLargeError` or
+   * `PendingLimitError`.
+   */
+  receive(connection: Connection, frame: Uint8Array): Promise<void> | undefined {
     const message = decodeMessage(frame)
-    try {
-      this.#dispatch(connection, message, frame)
-    } catch (error) {
+    const blame = (error: unknown): never => {
       if (error instanceof SymphonyError) throw error
       // Yjs throws plain errors on bytes it cannot apply: the client's fault.
       throw new ProtocolError(`could not apply ${message.kind}: ${(error as Error).message}`, {
         cause: error,
       })
     }
+    try {
+      return this.#dispatch(connection, message, frame)?.catch(blame)
+    } catch (error) {
+      return blame(error)
+    }
   }
 
-  #dispatch(connection: Connection, message: Message, frame: Uint8Array): void {
+  #dispatch(connection: Connection, message: Message, frame: Uint8Array): Promise<void> | undefined {
     switch (message.kind) {
       case 'sync-step1':
         // Each answer encodes the whole difference; a client may not ask in a tight loop.
         if (connection.takeRoomRequest()) {
           const answer = isEmptyStateVector(message.stateVector)
             ? this.encodeState()
-            : Y.encodeStateAsUpdate(this.doc, message.stateVector)
+            : Y.encodeStateAsUpdate(this.doc, this.#boundedStateVector(message.stateVector))
           connection.send(encodeSyncStep2(answer))
         } else {
           connection.close(CloseCode.RateLimited, 'sync requests too frequent')
@@ -135,8 +147,10 @@ export class Room {
       case 'update':
         // Every client answers our sync step 1, usually with nothing: not a write attempt.
         if (isEmptyUpdate(message.update)) return
-        if (connection.canWrite) this.#applyClientUpdate(connection, message, frame)
-        else connection.denyWrite()
+        if (!connection.canWrite) connection.denyWrite()
+        else if (message.update.length > SLICE_ABOVE_BYTES) {
+          return this.#applyBigClientUpdate(connection, message, frame)
+        } else this.#applyClientUpdate(connection, message, frame)
         return
       case 'awareness': {
         const entries = decodeAwarenessUpdate(message.update, this.options.maxPresenceBytes)
@@ -156,6 +170,15 @@ export class Room {
       case 'auth':
         return
     }
+  }
+
+  /**
+   * A client knows at most the clients the room knows, plus those whose updates the room never
+   * received: `STATE_VECTOR_SLACK` of them is plenty, and a vector past that is refused.
+   */
+  #boundedStateVector(stateVector: Uint8Array): Uint8Array {
+    const clients = this.doc.store.clients
+    return boundedStateVector(stateVector, clients.size + STATE_VECTOR_SLACK, (client) => clients.has(client))
   }
 
   /** Handles a frame another server published; a bad one is logged, never fatal. */
@@ -228,6 +251,8 @@ export class Room {
    * new to the local clients. Resolves with whether anything changed.
    */
   async absorbStored(state: Uint8Array): Promise<boolean> {
+    const { store } = this.doc
+    const waitingBefore = { structs: store.pendingStructs?.update, deletions: store.pendingDs }
     let changed = false
     const forward = (update: Uint8Array, origin: unknown) => {
       if (origin !== STORED) return
@@ -240,6 +265,11 @@ export class Room {
     } finally {
       this.doc.off('update', forward)
     }
+    // Yjs emits no update for parts that only wait for missing dependencies: they count too, or
+    // the next save would drop what the other server saved waiting.
+    changed ||=
+      store.pendingStructs?.update !== waitingBefore.structs ||
+      !sameBytes(store.pendingDs, waitingBefore.deletions ?? null)
     if (changed && !this.#destroyed) this.#changed(state.length)
     return changed
   }
@@ -264,6 +294,34 @@ export class Room {
     this.journal.record(message.update)
     // A sync step 2 is forwarded as an update: same payload, only the sub-type differs.
     const forwarded = message.kind === 'update' ? frame : encodeUpdate(message.update)
+    this.#broadcast(forwarded, connection)
+    this.pubsub.publish(this.name, forwarded)
+  }
+
+  /**
+   * A big update (an offline copy synced whole, a long paste): checked and cut into slices by the
+   * worker thread, then applied a slice per event-loop turn, so every other room is served in
+   * between. The connection holds its later frames until this settles, keeping its order.
+   */
+  async #applyBigClientUpdate(
+    connection: Connection,
+    message: Message & { update: Uint8Array },
+    frame: Uint8Array,
+  ): Promise<void> {
+    const { update } = message
+    this.#ensureRoomFor(update.length)
+    const slices = await checkAndSlice(update, roomStateData(this.doc), this.options.waiting)
+    let changed = false
+    // Applied to the end even if the client leaves meanwhile: it passed the guard, and what is
+    // applied must also be journaled and forwarded.
+    for (const [index, slice] of slices.entries()) {
+      if (this.#destroyed) return
+      if (index > 0) await nextTurn()
+      changed = this.#apply(slice, connection) || changed
+    }
+    if (!changed || this.#destroyed) return
+    this.journal.record(update)
+    const forwarded = message.kind === 'update' ? frame : encodeUpdate(update)
     this.#broadcast(forwarded, connection)
     this.pubsub.publish(this.name, forwarded)
   }

@@ -17,9 +17,6 @@ export interface WaitingBudget {
   maxClients: number
 }
 
-/** A deleted range held by Yjs takes at most this many bytes in its (v2) encoding. */
-const BYTES_PER_WAITING_DELETION = 4
-
 /**
  * Checks an update from a client before Yjs applies it. Yjs trusts its input: a few crafted bytes
  * can leave a document that no longer encodes, and waiting work slows the room for good. The
@@ -30,31 +27,84 @@ const BYTES_PER_WAITING_DELETION = 4
  * (malformed) or `PendingLimitError` (over the budget).
  */
 export function checkUpdate(update: Uint8Array, doc: Y.Doc, budget: WaitingBudget): void {
-  const scanned = scanUpdate(update)
-  const waiting = whatWouldWait(scanned, doc)
+  checkAgainst(scanUpdate(update), roomStateOf(doc), budget)
+}
+
+/**
+ * What the guard needs to know of a room: how far each client's history reaches, and what the
+ * room holds waiting already. Plain data, so a worker thread can check an update too.
+ */
+export interface RoomState {
+  /** The next clock the room expects from `client` (its entry in Yjs' state vector). */
+  stateOf(client: number): number
+  waitingStructBytes: number
+  /** What the waiting structs wait for: client → the clock they need from it (Yjs' `missing`). */
+  waitingFor: Iterable<[number, number]>
+  waitingDeleteBytes: number
+}
+
+/** A live document's state, read lazily: nothing is copied for an update that waits for nothing. */
+export function roomStateOf(doc: Y.Doc): RoomState {
   const pending = doc.store.pendingStructs
+  return {
+    stateOf: (client) => Y.getState(doc.store, client),
+    waitingStructBytes: pending?.update.length ?? 0,
+    waitingFor: pending?.missing ?? [],
+    waitingDeleteBytes: doc.store.pendingDs?.length ?? 0,
+  }
+}
+
+/** A room's state as plain data (for a worker thread), and back. */
+export interface RoomStateData {
+  stateVector: Uint8Array
+  waitingStructBytes: number
+  waitingFor: [number, number][]
+  waitingDeleteBytes: number
+}
+
+export function roomStateData(doc: Y.Doc): RoomStateData {
+  const { waitingStructBytes, waitingFor, waitingDeleteBytes } = roomStateOf(doc)
+  const stateVector = Y.encodeStateVector(doc)
+  return { stateVector, waitingStructBytes, waitingFor: [...waitingFor], waitingDeleteBytes }
+}
+
+export function roomStateFrom(data: RoomStateData): RoomState {
+  const reached = Y.decodeStateVector(data.stateVector)
+  return { ...data, stateOf: (client) => reached.get(client) ?? 0 }
+}
+
+/** `checkUpdate` on an update already scanned, against a room's state. */
+export function checkAgainst(scanned: ScannedUpdate, room: RoomState, budget: WaitingBudget): void {
+  const waiting = whatWouldWait(scanned, room.stateOf)
+  // An update that reaches what the room's waiting structs wait for makes Yjs retry them: they
+  // may all integrate, so only the update's own waiting part is sure to stay.
+  let releases = false
+  const waitingClients = new Set<number>()
+  for (const [client, clock] of room.waitingFor) {
+    waitingClients.add(client)
+    if (waiting.reached(client) > clock) releases = true
+  }
   if (waiting.structBytes > 0) {
-    const held = pending?.update.length ?? 0
+    const held = releases ? 0 : room.waitingStructBytes
     if (held + waiting.structBytes > budget.maxStructBytes) {
       throw new PendingLimitError(
         `${waiting.structBytes} bytes of the update wait for updates this room never received, and ` +
           `the room holds ${held} waiting already (at most ${budget.maxStructBytes})`,
       )
     }
-    const clients = new Set([...(pending?.missing.keys() ?? []), ...waiting.clients])
+    const clients = releases ? waiting.clients : new Set([...waitingClients, ...waiting.clients])
     if (clients.size > budget.maxClients) {
       throw new PendingLimitError(
         `updates of ${clients.size} clients would wait (at most ${budget.maxClients})`,
       )
     }
   }
-  if (waiting.deletions > 0) {
-    const held = doc.store.pendingDs?.length ?? 0
-    const added = waiting.deletions * BYTES_PER_WAITING_DELETION
-    if (held + added > budget.maxDeleteBytes) {
+  if (waiting.deleteBytes > 0) {
+    const held = room.waitingDeleteBytes
+    if (held + waiting.deleteBytes > budget.maxDeleteBytes) {
       throw new PendingLimitError(
-        `${waiting.deletions} deletions of the update are of items this room does not have, and ` +
-          `the room holds ${held} bytes of such deletions already (at most ${budget.maxDeleteBytes})`,
+        `${waiting.deleteBytes} bytes of the update's deletions are of items this room does not have, ` +
+          `and the room holds ${held} bytes of such deletions already (at most ${budget.maxDeleteBytes})`,
       )
     }
   }
@@ -63,52 +113,61 @@ export function checkUpdate(update: Uint8Array, doc: Y.Doc, budget: WaitingBudge
 interface Waiting {
   structBytes: number
   clients: Set<number>
-  /** Deleted ranges (or parts) whose items would not exist. */
-  deletions: number
+  /** Encoded size of the deleted ranges (or parts) whose items would not exist. */
+  deleteBytes: number
+  /** How far each client's history reaches once the update is applied. */
+  reached(client: number): number
 }
 
 /**
  * What of the update would wait after Yjs integrated the rest. A struct integrates once its
  * client's history reaches its clock and every other client's id it refers to exists: in the
- * document, or in the update's structs that integrate. This is Yjs' own rule, run to a fixpoint
- * without building anything: each client's run advances as far as it can, and a client stopped
- * by another's missing id resumes when that client's run passes it.
+ * document, or in the update's structs that integrate. This is Yjs' own rule (`integrateStructs`:
+ * a gap first, then missing references, even for a struct the room holds already), run to a
+ * fixpoint without building anything. Each client's run advances as far as it can; a client
+ * stopped by another's missing id waits on the struct of that other client's run that holds the
+ * id, and resumes when the run passes it. Every struct is passed once and every wait registered
+ * once, so the work is O(structs × log).
  */
-function whatWouldWait(update: ScannedUpdate, doc: Y.Doc): Waiting {
+function whatWouldWait(update: ScannedUpdate, stateOf: (client: number) => number): Waiting {
   const reached = new Map<number, number>()
-  const reachedBy = (client: number) => reached.get(client) ?? Y.getState(doc.store, client)
+  const reachedBy = (client: number) => reached.get(client) ?? stateOf(client)
   const next = new Map<number, number>() // client → index of its first struct not integrated
-  const resumeWhen = new Map<number, { client: number; clock: number }[]>()
+  // Blocking client → index of the struct in its run that holds the needed id → waiting clients.
+  const waitersAt = new Map<number, Map<number, number[]>>()
   const queue = [...update.structs.keys()]
   while (queue.length > 0) {
     const client = queue.pop() as number
     const run = update.structs.get(client) ?? []
-    let index = next.get(client) ?? 0
+    const from = next.get(client) ?? 0
+    let index = from
     let clock = reachedBy(client)
-    const from = clock
     for (; index < run.length; index++) {
       const struct = run[index] as (typeof run)[number]
-      if (struct.clock + struct.length <= clock) continue // held already
-      if (struct.clock > clock || struct.gap) break // a gap in the client's history
-      const missing = firstMissing(struct.needs, reachedBy)
-      if (missing) {
-        const waiters = resumeWhen.get(missing.client) ?? []
-        waiters.push({ client, clock: missing.clock })
-        resumeWhen.set(missing.client, waiters)
+      if (struct.gap) {
+        if (struct.clock + struct.length <= clock) continue // a gap the room has filled
         break
       }
-      clock = struct.clock + struct.length
+      if (struct.clock > clock) break // a gap in the client's history
+      const missing = firstMissing(struct.needs, reachedBy)
+      if (missing) {
+        waitOn(update, waitersAt, missing, client)
+        break
+      }
+      clock = Math.max(clock, struct.clock + struct.length)
     }
     next.set(client, index)
-    if (clock === from) continue
+    if (index === from) continue
     reached.set(client, clock)
-    const waiters = resumeWhen.get(client)
+    const waiters = waitersAt.get(client)
     if (!waiters) continue
-    const stillWaiting = waiters.filter((waiter) => waiter.clock >= clock)
-    for (const waiter of waiters) if (waiter.clock < clock) queue.push(waiter.client)
-    resumeWhen.set(client, stillWaiting)
+    for (let passed = from; passed < index; passed++) {
+      const released = waiters.get(passed)
+      if (released) queue.push(...released)
+      waiters.delete(passed)
+    }
   }
-  const waiting: Waiting = { structBytes: 0, clients: new Set(), deletions: 0 }
+  const waiting: Waiting = { structBytes: 0, clients: new Set(), deleteBytes: 0, reached: reachedBy }
   for (const [client, run] of update.structs) {
     for (let index = next.get(client) ?? 0; index < run.length; index++) {
       const struct = run[index] as (typeof run)[number]
@@ -119,11 +178,40 @@ function whatWouldWait(update: ScannedUpdate, doc: Y.Doc): Waiting {
   }
   for (const [client, ranges] of update.deletions) {
     const clock = reachedBy(client)
+    let bytes = 0
     for (let i = 0; i < ranges.length; i += 2) {
-      if ((ranges[i] as number) + (ranges[i + 1] as number) > clock) waiting.deletions++
+      const start = ranges[i] as number
+      const length = ranges[i + 1] as number
+      if (start + length > clock) bytes += varUintSize(start) + varUintSize(length)
     }
+    if (bytes > 0) waiting.deleteBytes += bytes + varUintSize(client) + varUintSize(ranges.length / 2)
   }
   return waiting
+}
+
+/** Registers `waiter` to resume when `missing.client`'s run integrates the struct holding the id. */
+function waitOn(
+  update: ScannedUpdate,
+  waitersAt: Map<number, Map<number, number[]>>,
+  missing: { client: number; clock: number },
+  waiter: number,
+): void {
+  const run = update.structs.get(missing.client)
+  if (!run) return // nothing in the update can bring it: the waiter waits for good
+  let low = 0
+  let high = run.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    const struct = run[middle] as (typeof run)[number]
+    if (struct.clock + struct.length <= missing.clock) low = middle + 1
+    else high = middle
+  }
+  if (low === run.length) return
+  const byIndex = waitersAt.get(missing.client) ?? new Map<number, number[]>()
+  waitersAt.set(missing.client, byIndex)
+  const waiters = byIndex.get(low) ?? []
+  byIndex.set(low, waiters)
+  waiters.push(waiter)
 }
 
 function firstMissing(
@@ -136,4 +224,11 @@ function firstMissing(
     if (clock >= reachedBy(client)) return { client, clock }
   }
   return null
+}
+
+/** Bytes of a number in lib0's variable-length encoding. */
+function varUintSize(value: number): number {
+  let bytes = 1
+  for (let rest = value; rest >= 128; rest = Math.floor(rest / 128)) bytes++
+  return bytes
 }

@@ -18,7 +18,13 @@ export interface ScannedStruct {
   needs: number[]
   /** Its encoded size: what it costs to keep if it has to wait. */
   bytes: number
+  /** `NO_CONTENT` for GC structs and gaps. */
+  content?: typeof NO_CONTENT
 }
+
+/** Shared by every struct that refers to no other client, so none allocates an array. */
+const NEEDS_NOTHING: number[] = []
+const NO_CONTENT = Symbol('no content')
 
 export interface ScannedUpdate {
   /** Each client's structs, in clock order. */
@@ -71,15 +77,24 @@ function readStructs(decoder: decoding.Decoder): Map<number, ScannedStruct[]> {
     const count = readCount(decoder)
     const client = decoding.readVarUint(decoder)
     let clock = decoding.readVarUint(decoder)
-    const run: ScannedStruct[] = structs.get(client) ?? []
+    // Yjs keeps only a client's last group of structs: a second one would make it drop the first.
+    if (structs.has(client)) throw new ProtocolError(`client ${client} appears twice in the update`)
+    const run: ScannedStruct[] = []
     structs.set(client, run)
     for (let i = 0; i < count; i++) {
       const start = decoder.pos
       const struct = readStruct(decoder, client, clock)
-      struct.bytes = decoder.pos - start
       checkRange(client, clock, struct.length, 'struct')
-      run.push(struct)
       clock += struct.length
+      const previous = run[run.length - 1]
+      if (struct.content === NO_CONTENT && previous?.content === NO_CONTENT && previous.gap === struct.gap) {
+        // A run of GC structs (or of gaps) is one struct to the guard: no object per 2 bytes.
+        previous.length += struct.length
+        previous.bytes += decoder.pos - start
+        continue
+      }
+      struct.bytes = decoder.pos - start
+      run.push(struct)
     }
   }
   return structs
@@ -89,15 +104,20 @@ function readStruct(decoder: decoding.Decoder, client: number, clock: number): S
   const info = readByte(decoder)
   const kind = info & 0x1f
   if (kind === GC || kind === SKIP) {
-    return { clock, length: decoding.readVarUint(decoder), gap: kind === SKIP, needs: [], bytes: 0 }
+    const length = decoding.readVarUint(decoder)
+    return { clock, length, gap: kind === SKIP, needs: NEEDS_NOTHING, bytes: 0, content: NO_CONTENT }
   }
-  const needs: number[] = []
+  let needs = NEEDS_NOTHING
   const reference = () => {
     const refClient = decoding.readVarUint(decoder)
     const refClock = decoding.readVarUint(decoder)
     checkRange(refClient, refClock, 1, 'reference')
-    if (refClient !== client) needs.push(refClient, refClock)
-    else if (refClock >= clock) throw new ProtocolError(`struct ${client}:${clock} refers to its own future`)
+    if (refClient !== client) {
+      if (needs === NEEDS_NOTHING) needs = []
+      needs.push(refClient, refClock)
+    } else if (refClock >= clock) {
+      throw new ProtocolError(`struct ${client}:${clock} refers to its own future`)
+    }
   }
   if (info & HAS_ORIGIN) reference()
   if (info & HAS_RIGHT_ORIGIN) reference()
@@ -290,7 +310,20 @@ function skipAny(decoder: decoding.Decoder): void {
       }
       if (open.length === 0) return
     }
-    if (open[open.length - 1]?.keyed) readString(decoder)
+    if (open[open.length - 1]?.keyed) readKey(decoder)
+  }
+}
+
+const PROTO = new TextEncoder().encode('__proto__')
+
+/**
+ * An object key in an `any` value. lib0's reader assigns keys to a plain object, where
+ * `__proto__` would set the object's prototype instead of a key: readers would disagree.
+ */
+function readKey(decoder: decoding.Decoder): void {
+  const key = readString(decoder)
+  if (key.length === PROTO.length && key.every((byte, i) => byte === PROTO[i])) {
+    throw new ProtocolError('an object key named __proto__')
   }
 }
 

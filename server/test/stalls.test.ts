@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/close-codes'
+import * as encoding from 'lib0/encoding'
+import * as Y from 'yjs'
+import { encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
+import { startBystanders } from './helpers/bystander.js'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
+import { closed, collect, openRaw } from './helpers/raw-socket.js'
+import { type ServerProcess, startServerProcess } from './helpers/server-process.js'
+
+const servers: ServerProcess[] = []
+afterEach(async () => {
+  await cleanUpAfterTest()
+  for (const server of servers.splice(0)) server.child.kill('SIGKILL')
+})
+
+/** The other rooms' round-trip budget while one client sends the worst message the limits allow. */
+const BYSTANDER_P99_MS = 100
+/** The server's peak memory budget while it takes a 15 MiB update (it holds that document after). */
+const PEAK_RSS_BUDGET_BYTES = 768 * 1024 * 1024
+
+function p99(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0
+}
+
+/** The server process's peak resident memory so far (Linux). */
+function peakRss(server: ServerProcess): number {
+  const status = readFileSync(`/proc/${server.child.pid}/status`, 'utf8')
+  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]) * 1024
+}
+
+/** The embedded server as `npm start` runs it (built, its worker thread included). */
+async function startEmbedded(): Promise<ServerProcess> {
+  const data = mkdtempSync(join(tmpdir(), 'symphony-stalls-'))
+  const server = await startServerProcess({
+    AUTH: 'none',
+    DATABASE_URL: 'none',
+    SNAPSHOTS: `file://${join(data, 'snapshots')}`,
+  })
+  servers.push(server)
+  return server
+}
+
+/** About 15 MiB of real Yjs: 206,000 map entries, each its own struct. */
+function bigUpdate(): Uint8Array {
+  const doc = new Y.Doc()
+  const map = doc.getMap('m')
+  doc.transact(() => {
+    for (let i = 0; i < 206_000; i++) map.set(`key-${i}`, `${'value '.repeat(9)}${i}`)
+  })
+  return Y.encodeStateAsUpdate(doc)
+}
+
+/** A sync step 1 whose state vector names 1.6 million clients (12 MiB). */
+function hugeStateVector(): Uint8Array {
+  const encoder = encoding.createEncoder()
+  encoding.writeVarUint(encoder, 1_600_000)
+  for (let client = 0; client < 1_600_000; client++) {
+    encoding.writeVarUint(encoder, 2 ** 31 + client)
+    encoding.writeVarUint(encoder, 2 ** 20)
+  }
+  return encodeSyncStep1(encoding.toUint8Array(encoder))
+}
+
+describe('no single message stalls the other rooms', () => {
+  it('refuses a state vector naming far more clients than the room has, at once (1002)', async () => {
+    const attack = hugeStateVector()
+    assert.ok(attack.length > 12 * 1024 * 1024)
+    const server = await startEmbedded()
+    const wsUrl = `ws://127.0.0.1:${server.port}`
+    const bystanders = await startBystanders(wsUrl)
+    const room = uniqueRoom('vector')
+    const reader = await connectSynced(wsUrl, room) // a reader may ask for sync too
+    reader.doc.getText('t').insert(0, 'hello')
+    for (let i = 0; i < 3; i++) {
+      const socket = await openRaw(`${wsUrl}/${room}`, { maxPayload: 64 * 1024 * 1024 })
+      const gone = closed(socket)
+      socket.send(attack)
+      const close = await gone
+      assert.equal(close.code, CloseCode.ProtocolError)
+      assert.match(close.reason, /state vector of 1600000 clients/)
+    }
+    const latencies = await bystanders.stop()
+    assert.ok(p99(latencies) < BYSTANDER_P99_MS, `bystander p99 ${p99(latencies).toFixed(0)} ms`)
+  })
+
+  it('applies a 15 MiB update a slice at a time: other rooms keep their pace, memory stays in budget', async () => {
+    const update = bigUpdate()
+    assert.ok(update.length > 15 * 1024 * 1024 && update.length < 16 * 1024 * 1024, `${update.length} bytes`)
+    const server = await startEmbedded()
+    const wsUrl = `ws://127.0.0.1:${server.port}`
+    const room = uniqueRoom('big')
+    const witness = await openRaw(`${wsUrl}/${room}`, { maxPayload: 64 * 1024 * 1024 })
+    const received = collect(witness)
+    const bystanders = await startBystanders(wsUrl)
+    const sender = await openRaw(`${wsUrl}/${room}`)
+    sender.send(encodeUpdate(update))
+    await eventually(
+      () => received.some((frame) => frame.length > update.length),
+      'forwarded once applied',
+      60_000,
+    )
+    const latencies = await bystanders.stop()
+    assert.ok(p99(latencies) < BYSTANDER_P99_MS, `bystander p99 ${p99(latencies).toFixed(0)} ms`)
+    const peak = peakRss(server)
+    assert.ok(peak < PEAK_RSS_BUDGET_BYTES, `peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB`)
+    const late = await connectSynced(wsUrl, room)
+    assert.equal(late.doc.getMap('m').size, 206_000, 'the whole update is in the room')
+  })
+})
