@@ -35,7 +35,7 @@ function mountSmallDisk(): { folder: string; fill(): void; free(): void; unmount
     },
     free: () => rmSync(filler, { force: true }),
     unmount: () => {
-      execFileSync('umount', [folder])
+      execFileSync('umount', ['--lazy', folder]) // a server's journal may still hold a file open
       rmSync(folder, { recursive: true, force: true })
     },
   }
@@ -76,6 +76,14 @@ describe('a full disk', () => {
       'applied',
     )
     disk.fill()
+    // The store on its own: a write that fails leaves no partial file behind.
+    const other = uniqueRoom('alone')
+    await assert.rejects(snapshots.save(other, new Uint8Array(256 * 1024), null), { code: 'ENOSPC' })
+    assert.deepEqual(
+      readdirSync(join(disk.folder, 'snapshots')).filter((name) => name.startsWith(other)),
+      [],
+      'no partial temporary file is left taking space',
+    )
     const metrics = async () => (await fetch(`${t.httpUrl}/metrics`)).text()
     client.doc.getText('t').insert(0, `while full ${'y'.repeat(16 * 1024)}`) // more than a page's slack
     await eventually(
