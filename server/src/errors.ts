@@ -61,6 +61,13 @@ export class PendingLimitError extends SymphonyError {
   }
 }
 
+/** The server cannot take this message right now (its worker is busy or gone): retry later. */
+export class ServerBusyError extends SymphonyError {
+  constructor(message: string) {
+    super('SERVER_BUSY', message)
+  }
+}
+
 /** A conditional snapshot save found another version stored than the one it expected. */
 export class SnapshotConflictError extends SymphonyError {
   constructor(message: string, options?: ErrorOptions) {

@@ -47,13 +47,25 @@ export class ServerMetrics {
     'symphony_journal_replayed_updates_total',
     'Journaled updates applied on top of a snapshot when a room loaded (a crash left them unsaved)',
   )
-  /** 1 while the latest write to that store failed for lack of space (ENOSPC, EDQUOT). */
+  /** 1 while some room's latest write to that store failed for lack of space (ENOSPC, EDQUOT). */
   readonly storageFull = new Gauge({
     name: 'symphony_storage_full',
-    help: 'Whether the latest write to a store (snapshots, journal) failed because the disk is full',
+    help: "Whether some room's latest write to a store (snapshots, journal) failed because the disk is full",
     labelNames: ['store'],
     registers: [this.registry],
   })
+  readonly #outOfSpace = { snapshots: new Set<string>(), journal: new Set<string>() }
+
+  /**
+   * Records whether `room`'s latest write to `store` failed for lack of space. The gauge stays 1
+   * while any room's does: another room's small write succeeding says nothing about the disk.
+   */
+  outOfSpace(store: 'snapshots' | 'journal', room: string, full: boolean): void {
+    const rooms = this.#outOfSpace[store]
+    if (full) rooms.add(room)
+    else if (!rooms.delete(room)) return // the common case: it was not, and still is not
+    this.storageFull.labels(store).set(rooms.size > 0 ? 1 : 0)
+  }
   readonly journalFailures = this.#counter(
     'symphony_journal_failures_total',
     'Journal appends and trims that failed, by action (appended updates still reach the next snapshot)',

@@ -377,3 +377,73 @@ describe('the update guard reads crafted updates as Yjs does', () => {
     assert.ok(worst < 1_000, `a bystander edit took ${worst.toFixed(0)} ms`)
   })
 })
+
+describe('the update guard after review', () => {
+  /** Structs that wait for another client's first item, and the update that brings it. */
+  function dependent(bytes: number): { release: Uint8Array; waiting: Uint8Array } {
+    const other = new Y.Doc()
+    other.getText('t').insert(0, 'w')
+    const release = Y.encodeStateAsUpdate(other)
+    const writer = new Y.Doc()
+    Y.applyUpdate(writer, release)
+    const before = Y.encodeStateVector(writer)
+    writer.getText('t').insert(1, 'z'.repeat(bytes))
+    return { release, waiting: Y.encodeStateAsUpdate(writer, before) }
+  }
+
+  it('charges an update that releases some waiting structs for those that stay waiting', () => {
+    const doc = new Y.Doc()
+    const [a, b, c, small] = [dependent(30_000), dependent(30_000), dependent(40_000), dependent(20_000)]
+    for (const { waiting } of [a, b]) {
+      checkUpdate(waiting, doc, BUDGET)
+      Y.applyUpdate(doc, waiting)
+    }
+    // a's wait ends, b's does not: b (30 KB) and c (40 KB) would wait, past 64 KiB.
+    assert.throws(
+      () => checkUpdate(Y.mergeUpdates([a.release, c.waiting]), doc, BUDGET),
+      refusedAs('PENDING_LIMIT'),
+    )
+    const fits = Y.mergeUpdates([a.release, small.waiting])
+    checkUpdate(fits, doc, BUDGET) // b and the small one: 50 KB
+    Y.applyUpdate(doc, fits)
+    assert.ok((doc.store.pendingStructs?.update.length ?? 0) < BUDGET.maxStructBytes)
+  })
+
+  it('refuses (4005) a big update with a gap, which could not be applied in slices', async () => {
+    const writer = new Y.Doc()
+    const pieces: Uint8Array[] = []
+    writer.on('update', (update: Uint8Array) => pieces.push(update))
+    for (let i = 0; i < 3; i++) writer.getText('t').insert(0, 'x'.repeat(200_000))
+    const gapped = Y.mergeUpdates([pieces[0] as Uint8Array, pieces[2] as Uint8Array]) // the middle is missing
+    assert.ok(gapped.length > 256 * 1024)
+    const t = await startTestServer()
+    const socket = await openRaw(`${t.wsUrl}/${uniqueRoom()}`)
+    const gone = closed(socket)
+    socket.send(encodeUpdate(gapped))
+    assert.equal((await gone).code, CloseCode.TooMuchPending)
+  })
+
+  it('checks concurrent big updates against each other: both cannot pass the size ceiling', async () => {
+    const t = await startTestServer({
+      limits: { maxDocumentBytes: 1024 * 1024, maxMessageBytes: 2 * 1024 * 1024 },
+    })
+    const room = uniqueRoom()
+    const bigUpdate = () => {
+      const doc = new Y.Doc()
+      doc.getText('t').insert(0, 'y'.repeat(600 * 1024))
+      return encodeUpdate(Y.encodeStateAsUpdate(doc))
+    }
+    const sockets = await Promise.all([0, 1].map(() => openRaw(`${t.wsUrl}/${room}`)))
+    const outcomes = sockets.map(
+      (socket) =>
+        new Promise<number | null>((resolve) => {
+          socket.once('close', (code) => resolve(code))
+          socket.on('message', (data: Buffer) => data[0] === 0 && data[1] === 1 && resolve(null))
+        }),
+    )
+    for (const socket of sockets) socket.send(bigUpdate())
+    for (const socket of sockets) socket.send(encodeSyncStep1(new Uint8Array([0])))
+    const results = await Promise.all(outcomes)
+    assert.deepEqual(results.sort(), [4004, null], 'one applied, the other refused for the ceiling')
+  })
+})

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
-import { PendingLimitError, ProtocolError } from '../errors.js'
+import { PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
 import {
   checkAgainst,
   type RoomStateData,
@@ -48,24 +48,24 @@ export async function applyInSlices(doc: Y.Doc, state: Uint8Array, origin: unkno
 /**
  * Checks a client's big update against the room, as the update guard does, and cuts it into
  * slices, both on the worker thread: the main thread never reads the whole update. Rejects with
- * `ProtocolError` or `PendingLimitError` as the guard would throw. If the worker fails or takes
- * too long, this thread does both.
+ * `ProtocolError` or `PendingLimitError` as the guard would throw, and with `ServerBusyError` if
+ * the worker fails or takes too long (the client retries; doing the work here would stall every
+ * room for as long as the worker would have taken).
  */
 export async function checkAndSlice(
   update: Uint8Array,
   room: RoomStateData,
   budget: WaitingBudget,
 ): Promise<Uint8Array[]> {
-  const here = () => {
-    checkAgainst(scanUpdate(update), roomStateFrom(room), budget)
+  if (FROM_SOURCE) {
+    checkAgainst(scanUpdate(update), roomStateFrom(room), budget, { big: true })
     return sliceHere(update)
   }
-  if (FROM_SOURCE) return here()
   let reply: Awaited<ReturnType<Slicer['slice']>>
   try {
     reply = await slicer.slice({ update, check: { room, budget } })
-  } catch {
-    return here()
+  } catch (error) {
+    throw new ServerBusyError(`the server could not take a big update now: ${(error as Error).message}`)
   }
   if (Array.isArray(reply)) return reply
   throw reply.pending ? new PendingLimitError(reply.message) : new ProtocolError(reply.message)

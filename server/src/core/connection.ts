@@ -1,5 +1,11 @@
 import { CloseCode, closeCodeName } from '@symphony/client/close-codes'
-import { DocumentTooLargeError, MessageTooBigError, PendingLimitError, ProtocolError } from '../errors.js'
+import {
+  DocumentTooLargeError,
+  MessageTooBigError,
+  PendingLimitError,
+  ProtocolError,
+  ServerBusyError,
+} from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
@@ -238,5 +244,6 @@ function closeFor(error: unknown): [number, string] {
   if (error instanceof DocumentTooLargeError) return [CloseCode.DocumentTooLarge, error.message]
   if (error instanceof PendingLimitError) return [CloseCode.TooMuchPending, error.message]
   if (error instanceof MessageTooBigError) return [CloseCode.MessageTooBig, error.message]
+  if (error instanceof ServerBusyError) return [CloseCode.TryAgainLater, error.message]
   return [CloseCode.InternalError, 'internal error']
 }

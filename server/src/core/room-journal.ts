@@ -6,7 +6,7 @@ const NOTHING: JournalPosition = new Map()
 export interface JournalOutcomes {
   failed(error: unknown, action: 'append' | 'trim', room: string): void
   /** An append succeeded (called for each: keep it cheap). */
-  appended(): void
+  appended(room: string): void
 }
 
 /**
@@ -31,7 +31,7 @@ export class RoomJournal {
     const previous = this.#latestAppend
     this.#latestAppend = this.journal.append(this.room, update).then(
       (position) => {
-        this.outcomes.appended()
+        this.outcomes.appended(this.room)
         return position
       },
       (error: unknown) => {

@@ -64,9 +64,6 @@ export class RoomManager {
   /** Acquirers waiting for an unload to finish before they load the room again. */
   readonly #waitingForUnload = new Map<string, number>()
 
-  /** Whether the journal's latest write failed for lack of space (so a success clears the gauge). */
-  #journalOutOfSpace = false
-
   constructor(
     private readonly deps: RoomManagerDeps,
     private readonly options: RoomManagerOptions,
@@ -79,17 +76,10 @@ export class RoomManager {
     failed: (err, action, room) => {
       const { metrics, logger } = this.deps
       metrics.journalFailures.labels(action).inc()
-      if (isOutOfSpace(err)) {
-        this.#journalOutOfSpace = true
-        metrics.storageFull.labels('journal').set(1)
-      }
+      if (isOutOfSpace(err)) metrics.outOfSpace('journal', room, true)
       logger.error({ err, room, action }, 'journal write failed; the next snapshot still saves the update')
     },
-    appended: () => {
-      if (!this.#journalOutOfSpace) return
-      this.#journalOutOfSpace = false
-      this.deps.metrics.storageFull.labels('journal').set(0)
-    },
+    appended: (room) => this.deps.metrics.outOfSpace('journal', room, false),
   }
 
   get roomCount(): number {
@@ -311,6 +301,8 @@ export class RoomManager {
     ])
     const bytes = loaded.room.approximateBytes
     loaded.room.destroy()
+    loaded.writer.forget()
+    this.deps.metrics.outOfSpace('journal', slot.name, false)
     slot.loaded = null
     metrics.rooms.dec()
     metadata.record({ type: 'room-unloaded', room: slot.name, bytes })

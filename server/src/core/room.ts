@@ -68,6 +68,8 @@ export class Room {
    * (most do) gets it without another encode, which costs O(document) on the event loop.
    */
   #encoded: { version: number; state: Uint8Array } | null = null
+  /** The big updates being applied, one after another. */
+  #bigUpdates: Promise<void> = Promise.resolve()
   /** Set by the afterTransaction listener: whether the last applied update changed anything. */
   #lastApplyChanged = false
 
@@ -301,26 +303,42 @@ export class Room {
   /**
    * A big update (an offline copy synced whole, a long paste): checked and cut into slices by the
    * worker thread, then applied a slice per event-loop turn, so every other room is served in
-   * between. The connection holds its later frames until this settles, keeping its order.
+   * between. The connection holds its later frames until this settles, keeping its order. Big
+   * updates take turns per room, and each reserves its size against the ceiling before it waits,
+   * so concurrent ones are checked against each other. It is journaled before its first slice, as
+   * anyone may see that slice from then on.
    */
-  async #applyBigClientUpdate(
+  #applyBigClientUpdate(
+    connection: Connection,
+    message: Message & { update: Uint8Array },
+    frame: Uint8Array,
+  ): Promise<void> {
+    const turn = this.#bigUpdates.then(() => this.#applyBig(connection, message, frame))
+    this.#bigUpdates = turn.catch(() => {})
+    return turn
+  }
+
+  async #applyBig(
     connection: Connection,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
   ): Promise<void> {
     const { update } = message
+    if (this.#destroyed) return
     this.#ensureRoomFor(update.length)
+    this.#sizeBound += update.length // reserved: an upper bound, corrected at the next encode
     const slices = await checkAndSlice(update, roomStateData(this.doc), this.options.waiting)
+    if (this.#destroyed) return
+    this.journal.record(update)
     let changed = false
-    // Applied to the end even if the client leaves meanwhile: it passed the guard, and what is
-    // applied must also be journaled and forwarded.
+    // Applied to the end even if the client leaves meanwhile: it passed the guard and is
+    // journaled, and what is applied must also be forwarded.
     for (const [index, slice] of slices.entries()) {
-      if (this.#destroyed) return
       if (index > 0) await nextTurn()
+      if (this.#destroyed) return
       changed = this.#apply(slice, connection) || changed
     }
-    if (!changed || this.#destroyed) return
-    this.journal.record(update)
+    if (!changed) return
     const forwarded = message.kind === 'update' ? frame : encodeUpdate(update)
     this.#broadcast(forwarded, connection)
     this.pubsub.publish(this.name, forwarded)

@@ -86,6 +86,11 @@ export class SnapshotWriter {
     this.#clearTimer()
   }
 
+  /** The room is gone from this server: it no longer counts as one that cannot be saved. */
+  forget(): void {
+    this.metrics.outOfSpace('snapshots', this.room.name, false)
+  }
+
   #schedule(delayMs: number): void {
     this.#clearTimer()
     this.#timer = setTimeout(() => {
@@ -104,7 +109,7 @@ export class SnapshotWriter {
       await this.journal.trim(journaled)
       this.#failures = 0
       this.metrics.snapshots.inc()
-      this.metrics.storageFull.labels('snapshots').set(0)
+      this.metrics.outOfSpace('snapshots', this.room.name, false)
       endTimer()
       if (this.dirty) this.markDirty()
     } catch (error) {
@@ -112,7 +117,7 @@ export class SnapshotWriter {
       this.metrics.snapshotFailures.inc()
       const retryInMs = Math.min(this.policy.retryMaxMs, this.policy.retryBaseMs * 2 ** (this.#failures - 1))
       const outOfSpace = isOutOfSpace(error)
-      if (outOfSpace) this.metrics.storageFull.labels('snapshots').set(1)
+      if (outOfSpace) this.metrics.outOfSpace('snapshots', this.room.name, true)
       this.logger.error(
         { err: error, room: this.room.name, failures: this.#failures, retryInMs },
         outOfSpace

@@ -35,7 +35,7 @@ try {
 parentPort?.on('message', ({ id, update, structsPerSlice, check }: SliceRequest) => {
   if (check) {
     try {
-      checkAgainst(scanUpdate(update), roomStateFrom(check.room), check.budget)
+      checkAgainst(scanUpdate(update), roomStateFrom(check.room), check.budget, { big: true })
     } catch (error) {
       const refused = { pending: error instanceof PendingLimitError, message: (error as Error).message }
       parentPort?.postMessage({ id, refused } satisfies SliceReply)

@@ -40,6 +40,8 @@ export interface RoomState {
   waitingStructBytes: number
   /** What the waiting structs wait for: client → the clock they need from it (Yjs' `missing`). */
   waitingFor: Iterable<[number, number]>
+  /** The waiting structs as a v1 update (read only when an update may release some), or null. */
+  waitingUpdate(): Uint8Array | null
   waitingDeleteBytes: number
 }
 
@@ -50,6 +52,7 @@ export function roomStateOf(doc: Y.Doc): RoomState {
     stateOf: (client) => Y.getState(doc.store, client),
     waitingStructBytes: pending?.update.length ?? 0,
     waitingFor: pending?.missing ?? [],
+    waitingUpdate: () => (pending ? Y.convertUpdateFormatV2ToV1(pending.update) : null),
     waitingDeleteBytes: doc.store.pendingDs?.length ?? 0,
   }
 }
@@ -64,35 +67,60 @@ export interface RoomStateData {
 
 export function roomStateData(doc: Y.Doc): RoomStateData {
   const { waitingStructBytes, waitingFor, waitingDeleteBytes } = roomStateOf(doc)
+  // (Big updates may leave nothing waiting, so the worker never needs the waiting update.)
   const stateVector = Y.encodeStateVector(doc)
   return { stateVector, waitingStructBytes, waitingFor: [...waitingFor], waitingDeleteBytes }
 }
 
 export function roomStateFrom(data: RoomStateData): RoomState {
   const reached = Y.decodeStateVector(data.stateVector)
-  return { ...data, stateOf: (client) => reached.get(client) ?? 0 }
+  return { ...data, stateOf: (client) => reached.get(client) ?? 0, waitingUpdate: () => null }
 }
 
-/** `checkUpdate` on an update already scanned, against a room's state. */
-export function checkAgainst(scanned: ScannedUpdate, room: RoomState, budget: WaitingBudget): void {
-  const waiting = whatWouldWait(scanned, room.stateOf)
-  // An update that reaches what the room's waiting structs wait for makes Yjs retry them: they
-  // may all integrate, so only the update's own waiting part is sure to stay.
-  let releases = false
-  const waitingClients = new Set<number>()
-  for (const [client, clock] of room.waitingFor) {
-    waitingClients.add(client)
-    if (waiting.reached(client) > clock) releases = true
+/**
+ * `checkUpdate` on an update already scanned, against a room's state. A `big` update (applied in
+ * slices across turns) may leave nothing waiting at all: Yjs re-merges what waits with every later
+ * slice, and a gap keeps the update from being sliced.
+ */
+export function checkAgainst(
+  scanned: ScannedUpdate,
+  room: RoomState,
+  budget: WaitingBudget,
+  { big = false } = {},
+): void {
+  let waiting = whatWouldWait(scanned, room.stateOf)
+  if (big) {
+    const gap = [...scanned.structs.values()].some((run) => run.some((struct) => struct.gap))
+    if (waiting.structBytes > 0 || waiting.deleteBytes > 0 || gap) {
+      throw new PendingLimitError(
+        'an update this big must integrate whole: it may not have gaps or leave anything waiting for updates the room never received',
+      )
+    }
+    return
   }
   if (waiting.structBytes > 0) {
-    const held = releases ? 0 : room.waitingStructBytes
+    let held = room.waitingStructBytes
+    let heldClients = new Set<number>()
+    let releases = false
+    for (const [client, clock] of room.waitingFor) {
+      heldClients.add(client)
+      if (waiting.reached(client) > clock) releases = true
+    }
+    // An update that reaches what the room's waiting structs wait for makes Yjs retry them: what
+    // stays waiting then is what waits when both are integrated together.
+    const together = releases ? withWaiting(scanned, room) : null
+    if (together) {
+      waiting = { ...whatWouldWait(together, room.stateOf), deleteBytes: waiting.deleteBytes }
+      held = 0
+      heldClients = new Set()
+    }
     if (held + waiting.structBytes > budget.maxStructBytes) {
       throw new PendingLimitError(
         `${waiting.structBytes} bytes of the update wait for updates this room never received, and ` +
           `the room holds ${held} waiting already (at most ${budget.maxStructBytes})`,
       )
     }
-    const clients = releases ? waiting.clients : new Set([...waitingClients, ...waiting.clients])
+    const clients = new Set([...heldClients, ...waiting.clients])
     if (clients.size > budget.maxClients) {
       throw new PendingLimitError(
         `updates of ${clients.size} clients would wait (at most ${budget.maxClients})`,
@@ -108,6 +136,24 @@ export function checkAgainst(scanned: ScannedUpdate, room: RoomState, budget: Wa
       )
     }
   }
+}
+
+/** The update's structs together with the room's waiting ones, or null if those are unknown. */
+function withWaiting(update: ScannedUpdate, room: RoomState): ScannedUpdate | null {
+  const waitingUpdate = room.waitingUpdate()
+  if (!waitingUpdate) return null
+  let held: ScannedUpdate
+  try {
+    held = scanUpdate(waitingUpdate)
+  } catch {
+    return null // Yjs wrote it; if it cannot be read, count it whole instead
+  }
+  const structs = new Map(update.structs)
+  for (const [client, run] of held.structs) {
+    const ours = structs.get(client)
+    structs.set(client, ours ? [...ours, ...run].sort((a, b) => a.clock - b.clock) : run)
+  }
+  return { structs, deletions: update.deletions }
 }
 
 interface Waiting {
