@@ -4,7 +4,7 @@ import { isDeepStrictEqual } from 'node:util'
 import { CloseCode } from '@symphony/client/close-codes'
 import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
-import { encodeAwareness, encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
+import { encodeAwarenessEntries, encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
 import { startBystanders } from './helpers/bystander.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, uniqueRoom } from './helpers/clients.js'
@@ -40,16 +40,17 @@ interface Action {
 
 const UPDATE_OUTCOMES = [null, CloseCode.TooMuchPending]
 
-function presenceFrame(entries: [number, number, Uint8Array][]): Uint8Array {
-  const encoder = encoding.createEncoder()
-  encoding.writeVarUint(encoder, entries.length)
-  for (const [client, clock, state] of entries) {
-    encoding.writeVarUint(encoder, client)
-    encoding.writeVarUint(encoder, clock)
-    encoding.writeVarUint8Array(encoder, state)
-  }
-  return encodeAwareness(encoding.toUint8Array(encoder))
-}
+/** A presence message: [client id, clock, state bytes] for each client. */
+const presenceFrame = (entries: [number, number, Uint8Array][]) =>
+  encodeAwarenessEntries(entries.map(([clientId, clock, state]) => ({ clientId, clock, state })))
+
+/** An update sent as a client sends it, accepted unless the room's pending budget is full. */
+const updateAction = (kind: string, update: Uint8Array): Action => ({
+  kind,
+  frames: [encodeUpdate(update)],
+  updates: [update],
+  outcomes: UPDATE_OUTCOMES,
+})
 
 /**
  * Real-but-adversarial traffic, all made before the run starts (so the generator never competes
@@ -83,54 +84,29 @@ function generateActions(random: () => number, rounds: number): Action[] {
     }
     if (roll < 0.35) {
       const update = honest()
-      actions.push({
-        kind: 'update',
-        frames: [encodeUpdate(update)],
-        updates: [update],
-        outcomes: UPDATE_OUTCOMES,
-      })
+      actions.push(updateAction('update', update))
     } else if (roll < 0.45) {
       // Several updates merged, as an offline client sends them: with gaps when they are not contiguous.
       const batch = Array.from({ length: 2 + Math.floor(random() * 6) }, honest)
       const merged = Y.mergeUpdates(batch)
-      actions.push({
-        kind: 'merged',
-        frames: [encodeUpdate(merged)],
-        updates: [merged],
-        outcomes: UPDATE_OUTCOMES,
-      })
+      actions.push(updateAction('merged', merged))
     } else if (roll < 0.5) {
       // Deletions only, possibly of items the room has not received yet.
       const update = pick(history.updates)
       const deletions = Y.diffUpdate(update, Y.encodeStateVectorFromUpdate(update))
-      actions.push({
-        kind: 'deletions',
-        frames: [encodeUpdate(deletions)],
-        updates: [deletions],
-        outcomes: UPDATE_OUTCOMES,
-      })
+      actions.push(updateAction('deletions', deletions))
     } else if (roll < 0.58) {
       // A duplicate of what was sent, or an empty update.
       const update = sent.length > 0 && random() < 0.8 ? pick(sent) : new Uint8Array([0, 0])
-      actions.push({
-        kind: 'duplicate',
-        frames: [encodeUpdate(update)],
-        updates: [update],
-        outcomes: UPDATE_OUTCOMES,
-      })
+      actions.push(updateAction('duplicate', update))
     } else if (roll < 0.75) {
       const bytes = [...pick(history.updates)]
       for (let n = 1 + Math.floor(random() * 3); n > 0; n--) {
         bytes[Math.floor(random() * bytes.length)] = Math.floor(random() * 256)
       }
       const mutated = Uint8Array.from(bytes)
-      actions.push({
-        kind: 'mutated',
-        frames: [encodeUpdate(mutated)],
-        updates: [mutated],
-        outcomes: [...UPDATE_OUTCOMES, CloseCode.ProtocolError, CloseCode.DocumentTooLarge],
-        forged: true,
-      })
+      const outcomes = [...UPDATE_OUTCOMES, CloseCode.ProtocolError, CloseCode.DocumentTooLarge]
+      actions.push({ ...updateAction('mutated', mutated), outcomes, forged: true })
     } else if (roll < 0.8) {
       actions.push({
         kind: 'state vector',

@@ -4,9 +4,8 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/close-codes'
-import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
-import { encodeAwareness, encodeUpdate } from '../src/protocol/codec.js'
+import { encodeAwarenessEntries, encodeUpdate } from '../src/protocol/codec.js'
 import { startBystanders } from './helpers/bystander.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
@@ -18,12 +17,7 @@ afterEach(cleanUpAfterTest)
 
 /** An awareness message for one client whose state is the JSON text `state`. */
 function awarenessState(state: string): Uint8Array {
-  const encoder = encoding.createEncoder()
-  encoding.writeVarUint(encoder, 1)
-  encoding.writeVarUint(encoder, 77)
-  encoding.writeVarUint(encoder, 1)
-  encoding.writeVarString(encoder, state)
-  return encodeAwareness(encoding.toUint8Array(encoder))
+  return encodeAwarenessEntries([{ clientId: 77, clock: 1, state: new TextEncoder().encode(state) }])
 }
 
 /** Sends one raw HTTP upgrade request and returns the status code the server answers with. */

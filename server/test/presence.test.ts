@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/close-codes'
-import * as encoding from 'lib0/encoding'
-import { encodeAwareness } from '../src/protocol/codec.js'
+import { encodeAwarenessEntries } from '../src/protocol/codec.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
 import { closed, openRaw } from './helpers/raw-socket.js'
@@ -11,14 +10,8 @@ import { assertAlive, startTestServer } from './helpers/test-server.js'
 afterEach(cleanUpAfterTest)
 
 /** An awareness message for client 77 whose state is the bytes `state`. */
-function presenceFrame(state: Uint8Array, clock = 1): Uint8Array {
-  const encoder = encoding.createEncoder()
-  encoding.writeVarUint(encoder, 1)
-  encoding.writeVarUint(encoder, 77)
-  encoding.writeVarUint(encoder, clock)
-  encoding.writeVarUint8Array(encoder, state)
-  return encodeAwareness(encoding.toUint8Array(encoder))
-}
+const presenceFrame = (state: Uint8Array, clock = 1) =>
+  encodeAwarenessEntries([{ clientId: 77, clock, state }])
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value))
 const QUERY_AWARENESS = new Uint8Array([3])
 

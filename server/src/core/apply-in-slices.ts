@@ -2,12 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
-import {
-  checkAgainst,
-  type RoomStateData,
-  roomStateFrom,
-  type WaitingBudget,
-} from '../protocol/update-guard.js'
+import { checkWhole } from '../protocol/update-guard.js'
 import { scanUpdate } from '../protocol/update-scan.js'
 import { sliceUpdate } from '../protocol/update-slices.js'
 import type { SliceReply, SliceRequest } from './update-slicer-worker.js'
@@ -46,24 +41,22 @@ export async function applyInSlices(doc: Y.Doc, state: Uint8Array, origin: unkno
 }
 
 /**
- * Checks a client's big update against the room, as the update guard does, and cuts it into
- * slices, both on the worker thread: the main thread never reads the whole update. Rejects with
- * `ProtocolError` or `PendingLimitError` as the guard would throw, and with `ServerBusyError` if
+ * Checks that a client's big update integrates whole against the room's state vector (as the
+ * update guard's `checkWhole`) and cuts it into slices, both on the worker thread: the main thread
+ * never reads the whole update. Rejects with `ProtocolError` or `PendingLimitError` as the guard
+ * would throw, and with `ServerBusyError` if
  * the worker fails or takes too long (the client retries; doing the work here would stall every
  * room for as long as the worker would have taken).
  */
-export async function checkAndSlice(
-  update: Uint8Array,
-  room: RoomStateData,
-  budget: WaitingBudget,
-): Promise<Uint8Array[]> {
+export async function checkAndSlice(update: Uint8Array, stateVector: Uint8Array): Promise<Uint8Array[]> {
   if (FROM_SOURCE) {
-    checkAgainst(scanUpdate(update), roomStateFrom(room), budget, { big: true })
+    const reached = Y.decodeStateVector(stateVector)
+    checkWhole(scanUpdate(update), (client) => reached.get(client) ?? 0)
     return sliceHere(update)
   }
   let reply: Awaited<ReturnType<Slicer['slice']>>
   try {
-    reply = await slicer.slice({ update, check: { room, budget } })
+    reply = await slicer.slice({ update, check: { stateVector } })
   } catch (error) {
     throw new ServerBusyError(`the server could not take a big update now: ${(error as Error).message}`)
   }

@@ -19,7 +19,7 @@ import {
   isEmptyUpdate,
   type Message,
 } from '../protocol/codec.js'
-import { checkUpdate, roomStateData, type WaitingBudget } from '../protocol/update-guard.js'
+import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import type { Connection } from './connection.js'
@@ -253,8 +253,7 @@ export class Room {
    * new to the local clients. Resolves with whether anything changed.
    */
   async absorbStored(state: Uint8Array): Promise<boolean> {
-    const { store } = this.doc
-    const waitingBefore = { structs: store.pendingStructs?.update, deletions: store.pendingDs }
+    const waitingBefore = waitingOf(this.doc)
     let changed = false
     const forward = (update: Uint8Array, origin: unknown) => {
       if (origin !== STORED) return
@@ -269,9 +268,7 @@ export class Room {
     }
     // Yjs emits no update for parts that only wait for missing dependencies: they count too, or
     // the next save would drop what the other server saved waiting.
-    changed ||=
-      store.pendingStructs?.update !== waitingBefore.structs ||
-      !sameBytes(store.pendingDs, waitingBefore.deletions ?? null)
+    changed ||= waitingChanged(this.doc, waitingBefore)
     if (changed && !this.#destroyed) this.#changed(state.length)
     return changed
   }
@@ -294,6 +291,11 @@ export class Room {
     if (!this.#apply(message.update, connection)) return
     // Journaled before it is forwarded: whatever anyone saw survives a crash of this server.
     this.journal.record(message.update)
+    this.#forward(connection, message, frame)
+  }
+
+  /** Sends a client's applied update to the other local clients and, once, to the other servers. */
+  #forward(connection: Connection, message: Message & { update: Uint8Array }, frame: Uint8Array): void {
     // A sync step 2 is forwarded as an update: same payload, only the sub-type differs.
     const forwarded = message.kind === 'update' ? frame : encodeUpdate(message.update)
     this.#broadcast(forwarded, connection)
@@ -327,7 +329,7 @@ export class Room {
     if (this.#destroyed) return
     this.#ensureRoomFor(update.length)
     this.#sizeBound += update.length // reserved: an upper bound, corrected at the next encode
-    const slices = await checkAndSlice(update, roomStateData(this.doc), this.options.waiting)
+    const slices = await checkAndSlice(update, Y.encodeStateVector(this.doc))
     if (this.#destroyed) return
     this.journal.record(update)
     let changed = false
@@ -338,10 +340,7 @@ export class Room {
       if (this.#destroyed) return
       changed = this.#apply(slice, connection) || changed
     }
-    if (!changed) return
-    const forwarded = message.kind === 'update' ? frame : encodeUpdate(update)
-    this.#broadcast(forwarded, connection)
-    this.pubsub.publish(this.name, forwarded)
+    if (changed) this.#forward(connection, message, frame)
   }
 
   /**
@@ -349,15 +348,10 @@ export class Room {
    * dependencies (waiting parts are forwarded, journaled and saved like the rest).
    */
   #apply(update: Uint8Array, origin: unknown): boolean {
-    const { store } = this.doc
-    const waitingStructs = store.pendingStructs?.update
-    const waitingDeletions = store.pendingDs
+    const waitingBefore = waitingOf(this.doc)
     this.#lastApplyChanged = false
     Y.applyUpdate(this.doc, update, origin)
-    const changed =
-      this.#lastApplyChanged ||
-      store.pendingStructs?.update !== waitingStructs ||
-      !sameBytes(store.pendingDs, waitingDeletions)
+    const changed = this.#lastApplyChanged || waitingChanged(this.doc, waitingBefore)
     if (changed) this.#changed(update.length)
     return changed
   }
@@ -390,9 +384,24 @@ export class Room {
   }
 }
 
-/** Yjs re-encodes its waiting deletions on every update, changed or not: compare the bytes. */
-function sameBytes(a: Uint8Array | null, b: Uint8Array | null): boolean {
-  if (a === b) return true
-  if (!a || !b || a.length !== b.length) return false
-  return Buffer.compare(a, b) === 0
+/** What a document holds waiting for missing dependencies, to tell later whether that changed. */
+interface Waiting {
+  structs: Uint8Array | undefined
+  deletions: Uint8Array | null
+}
+
+function waitingOf(doc: Y.Doc): Waiting {
+  return { structs: doc.store.pendingStructs?.update, deletions: doc.store.pendingDs }
+}
+
+/**
+ * Whether what waits changed since `before`. Yjs replaces its waiting structs' update when it
+ * merges more in, but re-encodes its waiting deletions on every update, changed or not: those
+ * are compared by their bytes.
+ */
+function waitingChanged(doc: Y.Doc, before: Waiting): boolean {
+  const { structs, deletions } = waitingOf(doc)
+  if (structs !== before.structs) return true
+  if (deletions === before.deletions) return false
+  return !deletions || !before.deletions || Buffer.compare(deletions, before.deletions) !== 0
 }

@@ -6,13 +6,9 @@
 import { readlinkSync } from 'node:fs'
 import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
+import * as Y from 'yjs'
 import { PendingLimitError } from '../errors.js'
-import {
-  checkAgainst,
-  type RoomStateData,
-  roomStateFrom,
-  type WaitingBudget,
-} from '../protocol/update-guard.js'
+import { checkWhole } from '../protocol/update-guard.js'
 import { scanUpdate } from '../protocol/update-scan.js'
 import { sliceUpdate } from '../protocol/update-slices.js'
 
@@ -20,8 +16,8 @@ export interface SliceRequest {
   id: number
   update: Uint8Array
   structsPerSlice: number
-  /** A client's update: check it against the room (as the update guard does) before cutting it. */
-  check?: { room: RoomStateData; budget: WaitingBudget }
+  /** A client's update: check it integrates whole against the room's state vector before cutting it. */
+  check?: { stateVector: Uint8Array }
 }
 export type SliceReply =
   | { id: number; slices: Uint8Array[] }
@@ -35,7 +31,8 @@ try {
 parentPort?.on('message', ({ id, update, structsPerSlice, check }: SliceRequest) => {
   if (check) {
     try {
-      checkAgainst(scanUpdate(update), roomStateFrom(check.room), check.budget, { big: true })
+      const reached = Y.decodeStateVector(check.stateVector)
+      checkWhole(scanUpdate(update), (client) => reached.get(client) ?? 0)
     } catch (error) {
       const refused = { pending: error instanceof PendingLimitError, message: (error as Error).message }
       parentPort?.postMessage({ id, refused } satisfies SliceReply)

@@ -30,11 +30,8 @@ export function checkUpdate(update: Uint8Array, doc: Y.Doc, budget: WaitingBudge
   checkAgainst(scanUpdate(update), roomStateOf(doc), budget)
 }
 
-/**
- * What the guard needs to know of a room: how far each client's history reaches, and what the
- * room holds waiting already. Plain data, so a worker thread can check an update too.
- */
-export interface RoomState {
+/** What the guard needs to know of a room: how far each client's history reaches, and what it holds waiting. */
+interface RoomState {
   /** The next clock the room expects from `client` (its entry in Yjs' state vector). */
   stateOf(client: number): number
   waitingStructBytes: number
@@ -46,7 +43,7 @@ export interface RoomState {
 }
 
 /** A live document's state, read lazily: nothing is copied for an update that waits for nothing. */
-export function roomStateOf(doc: Y.Doc): RoomState {
+function roomStateOf(doc: Y.Doc): RoomState {
   const pending = doc.store.pendingStructs
   return {
     stateOf: (client) => Y.getState(doc.store, client),
@@ -57,47 +54,25 @@ export function roomStateOf(doc: Y.Doc): RoomState {
   }
 }
 
-/** A room's state as plain data (for a worker thread), and back. */
-export interface RoomStateData {
-  stateVector: Uint8Array
-  waitingStructBytes: number
-  waitingFor: [number, number][]
-  waitingDeleteBytes: number
-}
-
-export function roomStateData(doc: Y.Doc): RoomStateData {
-  const { waitingStructBytes, waitingFor, waitingDeleteBytes } = roomStateOf(doc)
-  // (Big updates may leave nothing waiting, so the worker never needs the waiting update.)
-  const stateVector = Y.encodeStateVector(doc)
-  return { stateVector, waitingStructBytes, waitingFor: [...waitingFor], waitingDeleteBytes }
-}
-
-export function roomStateFrom(data: RoomStateData): RoomState {
-  const reached = Y.decodeStateVector(data.stateVector)
-  return { ...data, stateOf: (client) => reached.get(client) ?? 0, waitingUpdate: () => null }
-}
-
 /**
- * `checkUpdate` on an update already scanned, against a room's state. A `big` update (applied in
- * slices across turns) may leave nothing waiting at all: Yjs re-merges what waits with every later
- * slice, and a gap keeps the update from being sliced.
+ * The check for an update applied in slices across turns (a big one): it may leave nothing
+ * waiting at all, as Yjs would re-merge what waits with every later slice, and may have no gap,
+ * which keeps an update from being sliced. Needs only the room's state vector, so a worker thread
+ * can run it. Throws `PendingLimitError`.
  */
-export function checkAgainst(
-  scanned: ScannedUpdate,
-  room: RoomState,
-  budget: WaitingBudget,
-  { big = false } = {},
-): void {
-  let waiting = whatWouldWait(scanned, room.stateOf)
-  if (big) {
-    const gap = [...scanned.structs.values()].some((run) => run.some((struct) => struct.gap))
-    if (waiting.structBytes > 0 || waiting.deleteBytes > 0 || gap) {
-      throw new PendingLimitError(
-        'an update this big must integrate whole: it may not have gaps or leave anything waiting for updates the room never received',
-      )
-    }
-    return
+export function checkWhole(scanned: ScannedUpdate, stateOf: (client: number) => number): void {
+  const waiting = whatWouldWait(scanned, stateOf)
+  const gap = [...scanned.structs.values()].some((run) => run.some((struct) => struct.gap))
+  if (waiting.structBytes > 0 || waiting.deleteBytes > 0 || gap) {
+    throw new PendingLimitError(
+      'an update this big must integrate whole: it may not have gaps or leave anything waiting for updates the room never received',
+    )
   }
+}
+
+/** `checkUpdate` on an update already scanned, against a room's state. */
+function checkAgainst(scanned: ScannedUpdate, room: RoomState, budget: WaitingBudget): void {
+  let waiting = whatWouldWait(scanned, room.stateOf)
   if (waiting.structBytes > 0) {
     let held = room.waitingStructBytes
     let heldClients = new Set<number>()

@@ -237,10 +237,8 @@ function checkJson(text: Uint8Array, undefinedAllowed: boolean): void {
   if (problem) throw new ProtocolError(`a JSON value that is ${problem}`)
 }
 
-const UNDEFINED = new TextEncoder().encode('undefined')
-function isUndefinedLiteral(text: Uint8Array): boolean {
-  return text.length === UNDEFINED.length && text.every((byte, i) => byte === UNDEFINED[i])
-}
+const UNDEFINED = Buffer.from('undefined')
+const isUndefinedLiteral = (text: Uint8Array) => UNDEFINED.equals(text)
 
 // lib0's `any` encoding: a type byte, then the value.
 const ANY_UNDEFINED = 127
@@ -314,15 +312,14 @@ function skipAny(decoder: decoding.Decoder): void {
   }
 }
 
-const PROTO = new TextEncoder().encode('__proto__')
+const PROTO = Buffer.from('__proto__')
 
 /**
  * An object key in an `any` value. lib0's reader assigns keys to a plain object, where
  * `__proto__` would set the object's prototype instead of a key: readers would disagree.
  */
 function readKey(decoder: decoding.Decoder): void {
-  const key = readString(decoder)
-  if (key.length === PROTO.length && key.every((byte, i) => byte === PROTO[i])) {
+  if (PROTO.equals(readString(decoder))) {
     throw new ProtocolError('an object key named __proto__')
   }
 }
