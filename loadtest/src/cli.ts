@@ -35,6 +35,7 @@ Run options:
   --presence-rate R     presence updates per user per second
   --token-secret S      mint an HS256 token per user (or LOADTEST_TOKEN_SECRET)
   --real-clients        run the client library instead of light protocol clients
+  --protocol NAME       the server's framing: y-websocket (default) or hocuspocus
   --server-pid PID[,…]  read the server's CPU and memory from /proc, summed over the processes
                         (e.g. two servers and Redis; default: the servers' /metrics)
   --room-prefix P       room names P-0, P-1, … (default loadtest-<random>)

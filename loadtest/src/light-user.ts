@@ -4,6 +4,8 @@ import { type EditRecord, type PresenceRecord, writeRecord } from './records.js'
 import { roomUrl, type UserSetup, type VirtualUser } from './virtual-user.js'
 import {
   awarenessMessage,
+  type Framing,
+  framingFor,
   readAwarenessUpdate,
   readFrame,
   SYNC_STEP1,
@@ -27,8 +29,10 @@ export class LightUser implements VirtualUser {
   #presenceClock = 0
   #synced = false
   #closing = false
+  readonly #framing: Framing
 
   constructor(private readonly setup: UserSetup) {
+    this.#framing = framingFor(setup.protocol ?? 'y-websocket', setup.room)
     this.setup.observer?.watch(this.doc)
     this.doc.on('update', (update: Uint8Array, origin: unknown) => {
       if (origin !== REMOTE) this.#send(syncUpdate(update))
@@ -53,7 +57,10 @@ export class LightUser implements VirtualUser {
         reject(new Error(reason))
       }
       this.#socket = new LeanWebSocket(roomUrl(serverUrl, room, token), {
-        open: () => this.#send(syncStep1(Y.encodeStateVector(this.doc))),
+        open: () => {
+          for (const message of this.#framing.greeting) this.#socket?.send(message)
+          this.#send(syncStep1(Y.encodeStateVector(this.doc)))
+        },
         refused: (_status, reason) => fail(reason),
         close: (code, reason) => {
           this.#onClosed?.()
@@ -98,7 +105,7 @@ export class LightUser implements VirtualUser {
   #receive(data: Uint8Array): boolean {
     let frame: ReturnType<typeof readFrame>
     try {
-      frame = readFrame(data)
+      frame = readFrame(this.#framing.unwrap(data))
     } catch (error) {
       this.setup.measures.error('errors', `unreadable frame: ${(error as Error).message}`)
       return false
@@ -118,6 +125,6 @@ export class LightUser implements VirtualUser {
   }
 
   #send(message: Uint8Array): void {
-    this.#socket?.send(message)
+    this.#socket?.send(this.#framing.wrap(message))
   }
 }

@@ -46,6 +46,7 @@ export function workerPlan(settings: RunSettings, agent: string, rooms: RoomPlan
     rampSeconds: settings.rampSeconds,
     durationSeconds: settings.durationSeconds,
     realClients: settings.realClients,
+    protocol: settings.protocol,
     tokenSecret: settings.tokenSecret,
   }
 }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { z } from 'zod'
 import type { RoomPlan } from './room-run.js'
+import { PROTOCOLS, type Protocol } from './wire.js'
 import { WORKLOAD_NAMES, WORKLOADS, type Workload } from './workloads.js'
 
 /** A run, whoever drives it: this process alone, or a coordinator and its agents. */
@@ -13,6 +14,8 @@ export interface RunSettings {
   rampSeconds: number
   tokenSecret: string | undefined
   realClients: boolean
+  /** The servers' framing. */
+  protocol: Protocol
   /** The processes whose CPU and memory count as the server's (summed), if on this machine. */
   serverPids: number[]
   roomPrefix: string
@@ -32,6 +35,7 @@ export const RUN_OPTIONS = {
   'presence-rate': { type: 'string' },
   'token-secret': { type: 'string' },
   'real-clients': { type: 'boolean', default: false },
+  protocol: { type: 'string', default: 'y-websocket' },
   'server-pid': { type: 'string' },
   'room-prefix': { type: 'string' },
   json: { type: 'string' },
@@ -72,6 +76,7 @@ const RunArguments = z.object({
     .min(32, 'must be at least 32 characters (the server requires as much)')
     .optional(),
   'real-clients': z.boolean(),
+  protocol: z.enum(PROTOCOLS).default('y-websocket'),
   'server-pid': commaSeparated.pipe(z.array(z.coerce.number<string>().int().positive())).optional(),
   'room-prefix': z
     .string()
@@ -117,6 +122,8 @@ export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSe
     docRate: a['doc-rate'] ?? preset.docRate,
     presenceRate: a['presence-rate'] ?? preset.presenceRate,
   }
+  if (a.protocol !== 'y-websocket' && a['real-clients'])
+    throw new UsageError('--real-clients: the client library speaks y-websocket only')
   if (workload.perRoom < 2) throw new UsageError('--per-room: at least 2 (a sender and the observer)')
   const reports = `${REPORTS_FOLDER}/${new Date().toISOString().replace(/[:.]/g, '-')}-${a.workload}`
   return {
@@ -126,6 +133,7 @@ export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSe
     rampSeconds: a.ramp,
     tokenSecret: a['token-secret'],
     realClients: a['real-clients'],
+    protocol: a.protocol,
     serverPids: a['server-pid'] ?? [],
     roomPrefix: a['room-prefix'] ?? `loadtest-${randomBytes(3).toString('hex')}`,
     jsonFile: a.json ?? `${reports}.json`,

@@ -40,7 +40,16 @@ export function isPresenceRecord(value: unknown): value is PresenceRecord {
 
 /** The part of a document the workloads write, for comparing two replicas. */
 export function documentContent(doc: Y.Doc): string {
-  // A map's keys come out in the order this replica learned them: sort them to compare replicas.
-  const shapes = Object.entries(doc.getMap(SHAPES).toJSON()).sort(([a], [b]) => (a < b ? -1 : 1))
-  return JSON.stringify({ shapes, log: doc.getArray(LOG).toJSON() })
+  return JSON.stringify(sortedKeys({ shapes: doc.getMap(SHAPES).toJSON(), log: doc.getArray(LOG).toJSON() }))
+}
+
+/**
+ * Object keys sorted at every depth: a map's keys come out in the order a replica learned them, and
+ * a server in another language (y-sweet's yrs) may hand back a record's fields in another order.
+ */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys)
+  if (value === null || typeof value !== 'object') return value
+  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1))
+  return Object.fromEntries(entries.map(([key, inner]) => [key, sortedKeys(inner)]))
 }

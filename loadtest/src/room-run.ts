@@ -5,6 +5,7 @@ import { RoomObserver } from './observer.js'
 import { RealClientUser } from './real-user.js'
 import { documentContent } from './records.js'
 import type { UserSetup, VirtualUser } from './virtual-user.js'
+import type { Protocol } from './wire.js'
 import type { Workload } from './workloads.js'
 
 export interface RoomPlan {
@@ -18,6 +19,7 @@ export interface RoomSettings {
   serverUrls: string[]
   workload: Workload
   realClients: boolean
+  protocol: Protocol
   measures: Measures
   tokenFor: (room: string, user: number) => Promise<string | undefined>
 }
@@ -134,6 +136,7 @@ export class RoomRun {
       room: this.plan.name,
       token: await this.settings.tokenFor(this.plan.name, number),
       edit: workload.edit,
+      protocol: this.settings.protocol,
       measures,
       ...(isObserver ? { observer: this.#observer } : {}),
     }

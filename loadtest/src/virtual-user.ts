@@ -2,6 +2,7 @@ import type * as Y from 'yjs'
 import type { Measures } from './measures.js'
 import type { RoomObserver } from './observer.js'
 import type { EditRecord, PresenceRecord } from './records.js'
+import type { Protocol } from './wire.js'
 
 /** One simulated person in a room: a light protocol client or the real client library. */
 export interface VirtualUser {
@@ -25,6 +26,8 @@ export interface UserSetup {
   measures: Measures
   /** Set for the room's observer, which applies everything it receives. */
   observer?: RoomObserver
+  /** The server's framing; y-websocket's unless set. */
+  protocol?: Protocol
   /** Apply everything received without measuring it (the convergence check's fresh client). */
   replica?: boolean
 }

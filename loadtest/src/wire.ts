@@ -78,3 +78,50 @@ export function readAwarenessUpdate(payload: Uint8Array): AwarenessEntry[] {
   }
   return entries
 }
+
+/** The servers' framings: y-websocket's plain messages, or Hocuspocus's (each led by the document's name). */
+export type Protocol = 'y-websocket' | 'hocuspocus'
+export const PROTOCOLS: readonly Protocol[] = ['y-websocket', 'hocuspocus']
+
+/** Turns y-websocket messages into a server's framing and back, for one room. */
+export interface Framing {
+  /** What to send first, once the socket is open. */
+  greeting: Uint8Array[]
+  wrap(message: Uint8Array): Uint8Array
+  /** The y-websocket message inside a received frame. */
+  unwrap(frame: Uint8Array): Uint8Array
+}
+
+const PLAIN: Framing = { greeting: [], wrap: (message) => message, unwrap: (frame) => frame }
+const HOCUSPOCUS_AUTH = 2
+const HOCUSPOCUS_SYNC_REPLY = 4
+
+export function framingFor(protocol: Protocol, room: string): Framing {
+  if (protocol === 'y-websocket') return PLAIN
+  const nameEncoder = encoding.createEncoder()
+  encoding.writeVarString(nameEncoder, room)
+  const name = encoding.toUint8Array(nameEncoder)
+  const wrap = (message: Uint8Array) => {
+    const framed = new Uint8Array(name.length + message.length)
+    framed.set(name)
+    framed.set(message, name.length)
+    return framed
+  }
+  // Hocuspocus holds every message until an Auth message (token type 0, an empty token here).
+  const auth = encoding.createEncoder()
+  encoding.writeVarUint(auth, HOCUSPOCUS_AUTH)
+  encoding.writeVarUint(auth, 0)
+  encoding.writeVarString(auth, '')
+  return {
+    greeting: [wrap(encoding.toUint8Array(auth))],
+    wrap,
+    unwrap(frame) {
+      const decoder = decoding.createDecoder(frame)
+      decoding.readVarString(decoder)
+      const message = frame.subarray(decoder.pos)
+      // Its answer to a sync step 1 is a sync message under a type of its own.
+      if (message[0] === HOCUSPOCUS_SYNC_REPLY) message[0] = MESSAGE_SYNC
+      return message
+    },
+  }
+}

@@ -2,6 +2,7 @@ import { type IntervalReport, Measures } from './measures.js'
 import { startWarnings } from './outputs.js'
 import { type RoomPlan, RoomRun } from './room-run.js'
 import { tokenMinter } from './tokens.js'
+import type { Protocol } from './wire.js'
 import type { Workload } from './workloads.js'
 
 /** The rooms one process drives: the whole run locally, or one agent's share. */
@@ -13,6 +14,7 @@ export interface WorkerPlan {
   rampSeconds: number
   durationSeconds: number
   realClients: boolean
+  protocol: Protocol
   tokenSecret?: string | undefined
 }
 
@@ -49,7 +51,12 @@ export async function runWorker(
   const warnings = startWarnings(sockets).map((warning) => `${plan.agent}: ${warning}`)
   for (const warning of warnings) console.error(`warning: ${warning}`)
   const tokenFor = tokenMinter(plan.tokenSecret, plan.rampSeconds + plan.durationSeconds + 3600)
-  const settings = { serverUrls: plan.serverUrls, workload: plan.workload, realClients: plan.realClients }
+  const settings = {
+    serverUrls: plan.serverUrls,
+    workload: plan.workload,
+    realClients: plan.realClients,
+    protocol: plan.protocol,
+  }
   const rooms = plan.rooms.map((room) => new RoomRun(room, { ...settings, measures, tokenFor }))
   const started = performance.now()
   const stopIntervals = reportEachSecond(plan.agent, measures, rooms, started, onInterval)

@@ -10,4 +10,4 @@ export interface RedisService {
 }
 export function startRedis(): Promise<RedisService>
 export function startMoto(): Promise<{ endpoint: string; port: number; stop(): Promise<void> }>
-export function startPostgres(): Promise<{ url: string; port: number; stop(): Promise<void> }>
+export function startPostgres(): Promise<{ url: string; port: number; pid: number; stop(): Promise<void> }>

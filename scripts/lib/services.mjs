@@ -325,6 +325,8 @@ export async function startPostgres() {
   return {
     url: `postgres://postgres:${password}@${HOST}:${port}/postgres`,
     port,
+    /** The postmaster's process id (each connection gets a child process of it). */
+    pid: launched.child.pid,
     async stop() {
       // SIGINT is Postgres's fast shutdown: SIGTERM would wait for every client to disconnect.
       await stopChild(launched.child, 5000, 'SIGINT')

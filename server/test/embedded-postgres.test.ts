@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../src/adapters/postgres/embedded-postgres.js'
@@ -35,3 +38,66 @@ describe('embedded Postgres (PGlite behind the notify relay)', () => {
     await Promise.all([listener, other, sender].map((c) => c.end()))
   })
 })
+
+describe('embedded Postgres in its own process', () => {
+  it('runs outside the process that started it, so its queries never stall that event loop', async () => {
+    const db = await startEmbeddedPostgres('memory://', 0)
+    try {
+      assert.notEqual(db.pid, process.pid)
+      assert.ok(isAlive(db.pid))
+      const client = new pg.Client(db.url)
+      await client.connect()
+      // A long query over there; a timer here still fires on time meanwhile.
+      const query = client.query('SELECT count(*)::int AS n FROM generate_series(1, 3000000)')
+      const lateness = await timerLateness(20)
+      assert.deepEqual((await query).rows, [{ n: 3000000 }])
+      assert.ok(lateness < 200, `a 20 ms timer fired ${lateness} ms late during the query`)
+      await client.end()
+    } finally {
+      await db.stop()
+    }
+    assert.equal(isAlive(db.pid), false)
+  })
+
+  it('ends when the process that started it dies without stopping it', async () => {
+    const script = `
+      import { startEmbeddedPostgres } from ${JSON.stringify(new URL('../src/adapters/postgres/embedded-postgres.ts', import.meta.url).href)}
+      const db = await startEmbeddedPostgres('memory://', 0)
+      console.log(JSON.stringify({ pid: db.pid }))
+      setInterval(() => {}, 1000)
+    `
+    const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    const [line] = (await once(createInterface({ input: parent.stdout }), 'line')) as [string]
+    const { pid } = JSON.parse(line) as { pid: number }
+    assert.ok(isAlive(pid))
+    parent.kill('SIGKILL')
+    await once(parent, 'exit')
+    await until(() => !isAlive(pid), 15_000)
+  })
+})
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** How late a `ms` timer fires. */
+async function timerLateness(ms: number): Promise<number> {
+  const start = performance.now()
+  await new Promise((resolve) => setTimeout(resolve, ms))
+  return performance.now() - start - ms
+}
+
+async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`not true within ${timeoutMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}

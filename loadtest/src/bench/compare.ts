@@ -3,26 +3,42 @@ import type { Report } from '../report-schema.js'
 
 /**
  * The figures compared, each read from a run's report; lower is better for all of them. All but
- * the last two are the steady state's (after the ramp), where per-message costs are measured.
+ * the connect figure are the steady state's (after the ramp), where per-message costs are measured.
  */
 const FIGURES = {
-  'server CPU per delivered message (us)': (r: Report) => r.steady.cpuMicrosecondsPerDeliveredMessage,
-  'server RSS per user (KiB)': (r: Report) =>
+  'server CPU (cores)': (r: Report) => {
+    const mean = r.timeline.filter((t) => t.second >= r.steady.fromSecond && t.second < r.steady.toSecond)
+    const cpu = mean.flatMap((t) => (t.serverCpuPercent === null ? [] : [t.serverCpuPercent]))
+    return cpu.length ? cpu.reduce((a, b) => a + b, 0) / cpu.length / 100 : null
+  },
+  'CPU per delivered message (us)': (r: Report) => r.steady.cpuMicrosecondsPerDeliveredMessage,
+  'RSS per user (KiB)': (r: Report) =>
     r.steady.rssBytesPerUser === null ? null : r.steady.rssBytesPerUser / 1024,
-  'update broadcast p99 (ms)': (r: Report) => r.steady.latency.update.p99,
-  'presence broadcast p99 (ms)': (r: Report) =>
+  'update p99 (ms)': (r: Report) => r.steady.latency.update.p99,
+  'presence p99 (ms)': (r: Report) =>
     r.steady.latency.presence.count ? r.steady.latency.presence.p99 : null,
-  'connect + sync p99 (ms), whole run': (r: Report) => r.latency.connect.p99,
-  'server CPU per delivered message (us), whole run': (r: Report) =>
-    r.server.cpuMicrosecondsPerDeliveredMessage,
+  'connect p99, ramp (ms)': (r: Report) => r.latency.connect.p99,
 } satisfies Record<string, (report: Report) => number | null>
+type Figure = keyof typeof FIGURES
+export const FIGURE_NAMES = Object.keys(FIGURES) as Figure[]
+
+/** One server's medians at one size, or why it did not run. */
+export interface ContenderResult {
+  name: string
+  runs: number
+  medians: Record<Figure, number | null>
+  /** CPU of the processes a deployment runs elsewhere (embedded database, Redis), % of a core. */
+  helperCpuPercent: number | null
+  /** Runs with errors, drops or diverged rooms, which make a comparison suspect. */
+  troubled: number
+  /** Set when the server could not be built or started. */
+  unavailable?: string
+}
 
 export interface Comparison {
   rooms: number
   users: number
-  figures: { figure: string; ours: number | null; reference: number | null; ratio: number | null }[]
-  /** Runs with errors, drops or diverged rooms, which make a comparison suspect. */
-  troubled: number
+  contenders: ContenderResult[]
 }
 
 /** Everything in a run that went wrong: failed or dropped connections, errors, lost messages. */
@@ -31,27 +47,59 @@ export function troubles(report: Report): number {
   return counts.connectErrors + counts.errors + counts.unexpectedCloses + drops.updates + drops.presence
 }
 
-export function compare(rooms: number, ours: Report[], reference: Report[]): Comparison {
-  const figures = Object.entries(FIGURES).map(([figure, read]) => {
-    const a = median(ours.map(read))
-    const b = median(reference.map(read))
-    return { figure, ours: a, reference: b, ratio: a !== null && b !== null && b > 0 ? round(a / b) : null }
-  })
-  const troubled = [...ours, ...reference].filter(
+export function summarize(name: string, reports: Report[], helperCpu: number[]): ContenderResult {
+  const medians = Object.fromEntries(
+    FIGURE_NAMES.map((figure) => [figure, round(median(reports.map(FIGURES[figure])))]),
+  ) as Record<Figure, number | null>
+  const troubled = reports.filter(
     (r) => troubles(r) > 0 || r.convergence.converged < r.convergence.rooms,
   ).length
-  return { rooms, users: ours[0]?.workload.users ?? 0, figures, troubled }
+  return { name, runs: reports.length, medians, helperCpuPercent: round(median(helperCpu)), troubled }
 }
 
+/** Ratios of `ours` to `peer`, figure by figure (below 1: ours needs less). */
+export function ratios(ours: ContenderResult, peer: ContenderResult): Record<Figure, number | null> {
+  return Object.fromEntries(
+    FIGURE_NAMES.map((figure) => {
+      const [a, b] = [ours.medians[figure], peer.medians[figure]]
+      return [figure, a !== null && b !== null && b > 0 ? round(a / b) : null]
+    }),
+  ) as Record<Figure, number | null>
+}
+
+/** A Markdown table: a row per server, a column per figure; then each Symphony row's ratios to each peer. */
 export function formatComparison(c: Comparison): string {
-  const cell = (value: number | null) => (value === null ? '-' : String(round(value))).padStart(12)
+  const cell = (value: number | null) => (value === null ? '-' : String(value))
+  const row = (cells: string[]) => `| ${cells.join(' | ')} |`
   const lines = [
     `${c.rooms} rooms, ${c.users} users (medians)`,
-    `${'figure'.padEnd(50)} ${'symphony'.padStart(12)} ${'y-websocket'.padStart(12)} ${'ours/ref'.padStart(12)}`,
-    ...c.figures.map((f) => `${f.figure.padEnd(50)} ${cell(f.ours)} ${cell(f.reference)} ${cell(f.ratio)}`),
+    '',
+    row(['server', ...FIGURE_NAMES, 'helpers CPU (%)', 'troubled runs']),
+    row(['---', ...FIGURE_NAMES.map(() => '---'), '---', '---']),
+    ...c.contenders.map((r) =>
+      r.unavailable
+        ? row([r.name, `not run: ${r.unavailable}`, ...FIGURE_NAMES.slice(1).map(() => ''), '', ''])
+        : row([
+            r.name,
+            ...FIGURE_NAMES.map((f) => cell(r.medians[f])),
+            cell(r.helperCpuPercent),
+            String(r.troubled),
+          ]),
+    ),
   ]
-  if (c.troubled) lines.push(`warning: ${c.troubled} run(s) had errors, drops or diverged rooms`)
+  const ran = c.contenders.filter((r) => !r.unavailable && r.runs > 0)
+  const ours = ran.filter((r) => r.name.startsWith('symphony'))
+  const peers = ran.filter((r) => !r.name.startsWith('symphony'))
+  if (ours.length && peers.length) {
+    lines.push('', row(['ratio', ...FIGURE_NAMES]), row(['---', ...FIGURE_NAMES.map(() => '---')]))
+    for (const a of ours) {
+      for (const b of peers) {
+        const r = ratios(a, b)
+        lines.push(row([`${a.name} / ${b.name}`, ...FIGURE_NAMES.map((f) => cell(r[f]))]))
+      }
+    }
+  }
   return lines.join('\n')
 }
 
-const round = (value: number) => Math.round(value * 100) / 100
+const round = (value: number | null) => (value === null ? null : Math.round(value * 100) / 100)

@@ -11,6 +11,8 @@ export interface GeneratorRun {
   /** The processes whose CPU and memory count as the server's: the servers, and Redis if any. */
   serverPids: number[]
   workload: string
+  /** The servers' framing; y-websocket's unless set. */
+  protocol?: string | undefined
   rooms: number
   perRoom?: string | undefined
   duration: string
@@ -29,6 +31,7 @@ export function runGenerator(run: GeneratorRun): Promise<Report> {
     ...['--url', run.urls.join(','), '--workload', run.workload, '--rooms', String(run.rooms)],
     ...['--duration', run.duration, '--ramp', run.ramp, '--server-pid', run.serverPids.join(',')],
     ...(run.perRoom ? ['--per-room', run.perRoom] : []),
+    ...(run.protocol ? ['--protocol', run.protocol] : []),
     ...(run.roomPrefix ? ['--room-prefix', run.roomPrefix] : []),
     ...['--json', run.json, '--html', run.json.replace(/json$/, 'html'), '--quiet'],
   ]

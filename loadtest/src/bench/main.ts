@@ -1,16 +1,50 @@
 /**
- * `npm run bench`: the same workload against our server and the y-websocket 1.5.4 reference
- * server, side by side at several sizes, each server pinned to one core and the generator to the
- * other. Prints medians and the ratio ours / reference (below 1 is better for us).
+ * `npm run bench`: the same workload against our server, as users run it, and the peers, side by
+ * side at several sizes, each server pinned to one core and the generator to the other. Prints a
+ * table of medians per server and the ratios of ours to each peer (below 1 is better for us).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import type { Report } from '../report-schema.js'
-import { type Comparison, compare, formatComparison, troubles } from './compare.js'
+import { serverStatsSource } from '../server-stats.js'
+import type { Protocol } from '../wire.js'
+import { startSymphonyCluster } from './cluster-services.js'
+import { type Comparison, type ContenderResult, formatComparison, summarize, troubles } from './compare.js'
 import { runGenerator } from './generator.js'
-import { cpuPinning, startReference, startSymphony } from './servers.js'
+import {
+  cpuPinning,
+  type StartedServer,
+  type StartOptions,
+  startHocuspocus,
+  startReference,
+  startSymphony,
+  startYSweet,
+  startYWebsocketServer,
+} from './servers.js'
+
+interface Contender {
+  name: string
+  protocol?: Protocol
+  start(options: StartOptions): Promise<StartedServer>
+}
+
+const CONTENDERS: Contender[] = [
+  // As `npm start` runs it: file snapshots and journal, memory pub/sub, PGlite in its own process.
+  { name: 'symphony', start: (o) => startSymphony(o) },
+  // As the cluster runs it: Redis pub/sub and journal, a real Postgres (both pinned beside it).
+  { name: 'symphony-cluster', start: (o) => startSymphonyCluster(o) },
+  // The engine alone, with no metadata database: what `npm start` must come within 10 % of.
+  {
+    name: 'symphony-no-metadata',
+    start: (o) => startSymphony({ ...o, env: { ...o.env, DATABASE_URL: 'none' } }),
+  },
+  { name: 'y-sweet', start: (o) => startYSweet(o) },
+  { name: 'y-websocket', start: (o) => startReference(o) },
+  { name: 'y-websocket-server', start: (o) => startYWebsocketServer(o) },
+  { name: 'hocuspocus', protocol: 'hocuspocus', start: (o) => startHocuspocus(o) },
+]
 
 const { values } = parseArgs({
   options: {
@@ -20,8 +54,9 @@ const { values } = parseArgs({
     ramp: { type: 'string', default: '5' },
     'per-room': { type: 'string' },
     repeat: { type: 'string', default: '3' },
+    servers: { type: 'string', default: CONTENDERS.map((c) => c.name).join(',') },
     json: { type: 'string' },
-    // Node/V8 flags for both servers alike (NODE_OPTIONS), e.g. a young-generation size to compare.
+    // Node/V8 flags for every Node server alike (NODE_OPTIONS), e.g. a young-generation size to compare.
     'node-options': { type: 'string', default: '' },
   },
 })
@@ -29,38 +64,35 @@ const sizes = String(values.sizes)
   .split(',')
   .map((size) => Number(size))
 const repeat = Number(values.repeat)
+const chosen = String(values.servers).split(',')
+const unknown = chosen.filter((name) => !CONTENDERS.some((c) => c.name === name))
 if (sizes.some((size) => !Number.isInteger(size) || size < 1) || !Number.isInteger(repeat) || repeat < 1) {
   console.error('bench: --sizes is a list of room counts (e.g. 25,60,150), --repeat a whole number')
   process.exit(2)
 }
+if (unknown.length) {
+  console.error(
+    `bench: unknown --servers ${unknown.join(', ')}; known: ${CONTENDERS.map((c) => c.name).join(', ')}`,
+  )
+  process.exit(2)
+}
+const contenders = CONTENDERS.filter((c) => chosen.includes(c.name))
 
 const pinning = cpuPinning()
-const serverCpus = pinning?.server
-const generatorCpus = pinning?.generator
 const folder = mkdtempSync(join(tmpdir(), 'symphony-bench-'))
-const nodeOptions: Record<string, string> = values['node-options']
-  ? { NODE_OPTIONS: values['node-options'] }
-  : {}
-const contenders = [
-  // Metadata off: in a deployment it goes to a Postgres of its own, not into the sync server's
-  // process as `npm start`'s embedded PGlite does (whose WASM heap would swamp the memory figure).
-  {
-    name: 'symphony',
-    start: () => startSymphony({ cpus: serverCpus, env: { ...nodeOptions, DATABASE_URL: 'none' } }),
-  },
-  { name: 'y-websocket 1.5.4', start: () => startReference({ cpus: serverCpus, env: nodeOptions }) },
-]
+const env: Record<string, string> = values['node-options'] ? { NODE_OPTIONS: values['node-options'] } : {}
 
 console.log(
   `bench: ${values.workload} workload, ${values.duration}s after a ${values.ramp}s ramp, rooms ${sizes.join('/')}, median of ${repeat}`,
 )
-if (values['node-options']) console.log(`both servers run with NODE_OPTIONS=${values['node-options']}`)
+console.log(`servers: ${contenders.map((c) => c.name).join(', ')}`)
+if (values['node-options']) console.log(`Node servers run with NODE_OPTIONS=${values['node-options']}`)
 console.log(
   `machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, Node ${process.version}`,
 )
 console.log(
   pinning
-    ? 'servers pinned to CPU 0 and the generator to CPU 1 with taskset'
+    ? 'servers (and their helpers) pinned to CPU 0 and the generator to CPU 1 with taskset'
     : 'warning: taskset or a second core is missing, so nothing is pinned: figures mix server and generator',
 )
 
@@ -68,23 +100,44 @@ const comparisons: Comparison[] = []
 try {
   for (const rooms of sizes) {
     const reports = new Map<string, Report[]>(contenders.map((c) => [c.name, []]))
+    const helperCpu = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
+    const unavailable = new Map<string, string>()
     for (let round = 0; round < repeat; round++) {
-      // Alternate who goes first, so a noisy neighbour does not always land on the same one.
+      // Alternate the order, so a noisy neighbour does not always land on the same one.
       const order = round % 2 === 0 ? contenders : [...contenders].reverse()
       for (const contender of order) {
-        const server = await contender.start()
+        if (unavailable.has(contender.name)) continue
+        let server: StartedServer
         try {
+          server = await contender.start({ cpus: pinning?.server, env })
+        } catch (error) {
+          // Reported in the table, never silently left out.
+          const reason = (error as Error).message.split('\n')[0] ?? 'unknown'
+          unavailable.set(contender.name, reason)
+          console.log(`  ${contender.name}: could not start: ${reason}`)
+          continue
+        }
+        try {
+          const helpers = serverStatsSource([], server.helperPids ?? [])
+          const before = server.helperPids?.length ? await helpers.read() : null
+          const startedAt = performance.now()
           const report = await runGenerator({
             urls: [server.url],
             serverPids: [server.pid],
             workload: String(values.workload),
+            protocol: contender.protocol,
             rooms,
             perRoom: values['per-room'],
             duration: String(values.duration),
             ramp: String(values.ramp),
-            json: join(folder, `${rooms}-${round}-${contender.name.replace(/\W+/g, '-')}.json`),
-            cpus: generatorCpus,
+            json: join(folder, `${rooms}-${round}-${contender.name}.json`),
+            cpus: pinning?.generator,
           })
+          const after = before ? await helpers.read() : null
+          if (before && after) {
+            const seconds = (performance.now() - startedAt) / 1000
+            helperCpu.get(contender.name)?.push((100 * (after.cpuSeconds - before.cpuSeconds)) / seconds)
+          }
           reports.get(contender.name)?.push(report)
           console.log(`  ${rooms} rooms, round ${round + 1}: ${contender.name} ${oneLine(report)}`)
         } finally {
@@ -92,8 +145,13 @@ try {
         }
       }
     }
-    const [ours = [], reference = []] = contenders.map((c) => reports.get(c.name) ?? [])
-    const comparison = compare(rooms, ours, reference)
+    const results: ContenderResult[] = contenders.map((c) => {
+      const result = summarize(c.name, reports.get(c.name) ?? [], helperCpu.get(c.name) ?? [])
+      const reason = unavailable.get(c.name)
+      return reason ? { ...result, unavailable: reason } : result
+    })
+    const users = [...reports.values()].flat()[0]?.workload.users ?? 0
+    const comparison = { rooms, users, contenders: results }
     comparisons.push(comparison)
     console.log(`\n${formatComparison(comparison)}\n`)
   }

@@ -1,7 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { availableParallelism, tmpdir } from 'node:os'
+import { availableParallelism, homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
@@ -11,8 +11,11 @@ const root = fileURLToPath(new URL('../../../', import.meta.url))
 /** A sync server this process started, on loopback. */
 export interface StartedServer {
   name: string
+  /** What the generator connects to; a room's URL is this plus `/<room>`. */
   url: string
   pid: number
+  /** Processes beside the server that a deployment runs elsewhere (an embedded database, Redis). */
+  helperPids?: number[]
   stop(): Promise<void>
 }
 
@@ -41,20 +44,88 @@ export async function startSymphony(options: StartOptions = {}): Promise<Started
   // not measure the server's start-up.
   const ready = env.DATABASE_URL === 'none' ? '"msg":"listening"' : '"msg":"metadata schema migrated"'
   let port = 0
+  const helperPids: number[] = []
   await waitForLine(child, (line) => {
     if (line.includes('"msg":"listening"')) port = (JSON.parse(line) as { port: number }).port
+    // The embedded database runs in a process of its own.
+    if (line.includes('"msg":"embedded Postgres (PGlite) serving"'))
+      helperPids.push((JSON.parse(line) as { pid: number }).pid)
     return line.includes(ready) ? true : null
   })
-  return started('symphony', child, port, () => rmSync(data, { recursive: true, force: true }))
+  const server = started('symphony', child, port, () => rmSync(data, { recursive: true, force: true }))
+  return { ...server, helperPids }
 }
 
 /** The y-websocket 1.5.4 reference server (its bin/server.js, in-memory documents). */
-export async function startReference(options: StartOptions = {}): Promise<StartedServer> {
+export function startReference(options: StartOptions = {}): Promise<StartedServer> {
+  return startNodePeer(
+    'y-websocket 1.5.4',
+    join(root, 'node_modules/y-websocket-reference/bin/server.js'),
+    options,
+  )
+}
+
+/** @y/websocket-server 0.1.1, y-websocket's successor (its bin, in-memory documents). */
+export function startYWebsocketServer(options: StartOptions = {}): Promise<StartedServer> {
+  const script = join(root, 'node_modules/@y/websocket-server/src/server.js')
+  return startNodePeer('@y/websocket-server 0.1.1', script, options)
+}
+
+/** Hocuspocus 4.7.0 with no extensions (documents in memory); it speaks its own framing. */
+export function startHocuspocus(options: StartOptions = {}): Promise<StartedServer> {
+  const script = fileURLToPath(new URL('./hocuspocus-server.js', import.meta.url))
+  return startNodePeer('hocuspocus 4.7.0', script, options)
+}
+
+/** A Node peer's script on HOST and PORT, ready when it prints "running at". */
+async function startNodePeer(name: string, script: string, options: StartOptions): Promise<StartedServer> {
   const port = await freePort()
-  const script = join(root, 'node_modules/y-websocket-reference/bin/server.js')
   const child = launch(script, { HOST: '127.0.0.1', PORT: String(port), ...options.env }, options.cpus)
   await waitForLine(child, (line) => (line.startsWith('running at') ? port : null))
-  return started('y-websocket 1.5.4', child, port, () => {})
+  return started(name, child, port, () => {})
+}
+
+export const Y_SWEET_VERSION = '0.9.1'
+
+/**
+ * y-sweet (Rust: yrs and tokio) from crates.io, built once with `cargo install --locked` into a
+ * cache folder kept between runs, serving a file store with its default 10 s checkpoints and no
+ * auth. Rooms are at `/doc/ws/<room>`. Throws with the reason when it cannot be built or started.
+ */
+export async function startYSweet(options: StartOptions = {}): Promise<StartedServer> {
+  const binary = ySweetBinary()
+  const port = await freePort()
+  const store = mkdtempSync(join(tmpdir(), 'symphony-bench-ysweet-'))
+  const args = ['serve', store, '--port', String(port), '--host', '127.0.0.1']
+  const child = options.cpus
+    ? spawn('taskset', ['-c', options.cpus, binary, ...args], spawnOptions(options.env))
+    : spawn(binary, args, spawnOptions(options.env))
+  await waitForLine(child, (line) => (line.includes('Listening on') ? port : null))
+  const server = started(`y-sweet ${Y_SWEET_VERSION}`, child, port, () =>
+    rmSync(store, { recursive: true, force: true }),
+  )
+  return { ...server, url: `${server.url}/doc/ws` }
+}
+
+/** The cached y-sweet binary, built first when missing (a few minutes on two cores). */
+function ySweetBinary(): string {
+  const cache = process.env.SYMPHONY_BENCH_CACHE ?? join(homedir(), '.cache', 'symphony-bench')
+  const folder = join(cache, `y-sweet-${Y_SWEET_VERSION}`)
+  const binary = join(folder, 'bin', 'y-sweet')
+  if (existsSync(binary)) return binary
+  console.log(`bench: building y-sweet ${Y_SWEET_VERSION} with cargo into ${folder} (once)`)
+  try {
+    execFileSync(
+      'cargo',
+      ['install', 'y-sweet', '--version', Y_SWEET_VERSION, '--locked', '--root', folder],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    )
+  } catch (error) {
+    const stderr = String((error as { stderr?: Buffer }).stderr ?? '')
+    const last = stderr.trim().split('\n').slice(-3).join(' / ')
+    throw new Error(`cargo install y-sweet@${Y_SWEET_VERSION} failed: ${last || (error as Error).message}`)
+  }
+  return binary
 }
 
 /** CPU 0 for the server and CPU 1 for the generator, when taskset and a second core exist. */
@@ -80,7 +151,11 @@ function launch(script: string, env: Record<string, string>, cpus: string | unde
   const command = cpus ? 'taskset' : process.execPath
   const args = cpus ? ['-c', cpus, process.execPath, script] : [script]
   // taskset execs node in place, so the child's pid is the server's.
-  return spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  return spawn(command, args, spawnOptions(env))
+}
+
+function spawnOptions(env: Record<string, string> = {}) {
+  return { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[] }
 }
 
 function started(name: string, child: ChildProcess, port: number, cleanUp: () => void): StartedServer {

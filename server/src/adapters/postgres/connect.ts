@@ -2,7 +2,7 @@ import pg from 'pg'
 import type { Logger } from '../../logger.js'
 import { startEmbeddedPostgres } from './embedded-postgres.js'
 
-/** Where metadata goes: a real Postgres, or PGlite in this process served on a loopback port. */
+/** Where metadata goes: a real Postgres, or PGlite in a child process served on a loopback port. */
 export type DatabaseConfig =
   | { kind: 'postgres'; url: string }
   | { kind: 'pglite'; folder: string; port: number }
@@ -28,7 +28,7 @@ export function createPool(url: string, logger: Logger): pg.Pool {
   return pool
 }
 
-/** Opens the configured database; for PGlite this starts the embedded server first. */
+/** Opens the configured database; for PGlite this starts the embedded database's process first. */
 export async function connectDatabase(
   config: Exclude<DatabaseConfig, { kind: 'none' }>,
   logger: Logger,
@@ -38,12 +38,21 @@ export async function connectDatabase(
     return { url: config.url, pool, close: () => pool.end() }
   }
   const embedded = await startEmbeddedPostgres(config.folder, config.port)
-  logger.info({ url: embedded.url, folder: config.folder }, 'embedded Postgres (PGlite) serving')
+  logger.info(
+    { url: embedded.url, folder: config.folder, pid: embedded.pid },
+    'embedded Postgres (PGlite) serving',
+  )
+  let closing = false
+  void embedded.exited.then(() => {
+    // Metadata queues (bounded) and the writes retry; sync goes on without it.
+    if (!closing) logger.error({ pid: embedded.pid }, 'embedded Postgres (PGlite) process exited')
+  })
   const pool = createPool(embedded.url, logger)
   return {
     url: embedded.url,
     pool,
     async close() {
+      closing = true
       await pool.end()
       await embedded.stop()
     },
