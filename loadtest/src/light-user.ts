@@ -1,4 +1,5 @@
 import * as Y from 'yjs'
+import { EditEncoder } from './edit-encoder.js'
 import { LeanWebSocket } from './lean-websocket.js'
 import { type EditRecord, type PresenceRecord, writeRecord } from './records.js'
 import { roomUrl, type UserSetup, type VirtualUser } from './virtual-user.js'
@@ -6,6 +7,7 @@ import {
   awarenessMessage,
   type Framing,
   framingFor,
+  MESSAGE_SYNC,
   readAwarenessUpdate,
   readFrame,
   SYNC_STEP1,
@@ -18,9 +20,11 @@ import {
 const REMOTE = Symbol('remote')
 
 /**
- * A virtual user that speaks the y-websocket protocol itself. Its Y.Doc holds only its own edits,
- * and it reads just the header of what it receives, so one core drives thousands of them. The
- * room's observer is the exception: it applies everything, like a real client.
+ * A virtual user that speaks the y-websocket protocol itself. A user that only sends writes its
+ * edits with an `EditEncoder` (no `Y.Doc` transaction) and, once synced, reads no more than the
+ * first two bytes of what it receives, so one core drives thousands of them; its `Y.Doc` stays
+ * empty, so a sync step 1 after its first edit gets an empty answer (the server holds its edits).
+ * The room's observer (and the convergence check's replica) applies everything, like a real client.
  */
 export class LightUser implements VirtualUser {
   readonly doc = new Y.Doc()
@@ -30,9 +34,13 @@ export class LightUser implements VirtualUser {
   #synced = false
   #closing = false
   readonly #framing: Framing
+  /** Set for a user that only sends; null for one that keeps a replica. */
+  readonly #edits: EditEncoder | null
 
   constructor(private readonly setup: UserSetup) {
     this.#framing = framingFor(setup.protocol ?? 'y-websocket', setup.room)
+    const keepsReplica = Boolean(setup.observer || setup.replica)
+    this.#edits = keepsReplica ? null : new EditEncoder(this.doc.clientID, setup.edit)
     this.setup.observer?.watch(this.doc)
     this.doc.on('update', (update: Uint8Array, origin: unknown) => {
       if (origin !== REMOTE) this.#send(syncUpdate(update))
@@ -83,7 +91,8 @@ export class LightUser implements VirtualUser {
   }
 
   edit(record: EditRecord): void {
-    writeRecord(this.doc, this.setup.edit, record)
+    if (this.#edits) this.#send(syncUpdate(this.#edits.encode(record)))
+    else writeRecord(this.doc, this.setup.edit, record)
   }
 
   setPresence(state: PresenceRecord): void {
@@ -103,9 +112,12 @@ export class LightUser implements VirtualUser {
 
   /** Handles one frame; true when it was the server's answer to our sync step 1. */
   #receive(data: Uint8Array): boolean {
+    const message = this.#framing.unwrap(data)
+    const syncRequest = message[0] === MESSAGE_SYNC && message[1] === SYNC_STEP1
+    if (this.#synced && this.#edits && !syncRequest) return false
     let frame: ReturnType<typeof readFrame>
     try {
-      frame = readFrame(this.#framing.unwrap(data))
+      frame = readFrame(message)
     } catch (error) {
       this.setup.measures.error('errors', `unreadable frame: ${(error as Error).message}`)
       return false

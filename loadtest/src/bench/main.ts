@@ -166,12 +166,14 @@ try {
 function oneLine(report: Report): string {
   const { steady, convergence } = report
   const problems = troubles(report)
+  const generator = Math.max(...report.agents.map((a) => a.generatorCpuPercent.mean))
+  const server = report.server.cpuPercent.mean
   return [
     `steady: update p99 ${steady.latency.update.p99}ms`,
     `presence p99 ${steady.latency.presence.p99}ms`,
     `cpu ${steady.cpuMicrosecondsPerDeliveredMessage}us/msg`,
     `rss ${((steady.rssBytesPerUser ?? 0) / 1024).toFixed(1)}KiB/user`,
-    `generator ${Math.max(...report.agents.map((a) => a.generatorCpuPercent.mean))}% cpu`,
+    `generator ${generator}% cpu${server ? ` (${(generator / server).toFixed(2)} of the server's)` : ''}`,
     `converged ${convergence.converged}/${convergence.rooms}`,
     problems ? `PROBLEMS ${problems} (errors + drops)` : 'no errors or drops',
   ].join(', ')
