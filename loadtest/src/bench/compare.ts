@@ -78,7 +78,7 @@ export function formatComparison(c: Comparison): string {
     row(['---', ...FIGURE_NAMES.map(() => '---'), '---', '---']),
     ...c.contenders.map((r) =>
       r.unavailable
-        ? row([r.name, `not run: ${r.unavailable}`, ...FIGURE_NAMES.slice(1).map(() => ''), '', ''])
+        ? row([r.name, `no result: ${r.unavailable}`, ...FIGURE_NAMES.slice(1).map(() => ''), '', ''])
         : row([
             r.name,
             ...FIGURE_NAMES.map((f) => cell(r.medians[f])),

@@ -24,7 +24,13 @@ export interface GeneratorRun {
   roomPrefix?: string
 }
 
-/** Runs the load generator as its own process and reads its JSON report. */
+/** After the ramp and the run: the drain, the convergence checks and the report. */
+const WIND_DOWN_SECONDS = 90
+
+/**
+ * Runs the load generator as its own process and reads its JSON report. A server that falls so
+ * far behind that the run cannot end in time is given up on (the generator is killed): rejects.
+ */
 export function runGenerator(run: GeneratorRun): Promise<Report> {
   const args = [
     CLI,
@@ -40,7 +46,16 @@ export function runGenerator(run: GeneratorRun): Promise<Report> {
     : [process.execPath, args]
   return new Promise((resolve, reject) => {
     const child = spawn(command, commandArgs as string[], { stdio: ['ignore', 'ignore', 'inherit'] })
+    const limitSeconds = Number(run.ramp) + Number(run.duration) + WIND_DOWN_SECONDS
+    let overdue = false
+    const timer = setTimeout(() => {
+      overdue = true
+      child.kill('SIGKILL')
+    }, limitSeconds * 1000)
     child.on('close', (code) => {
+      clearTimeout(timer)
+      if (overdue)
+        return reject(new Error(`the run did not end within ${limitSeconds} s (the server fell behind)`))
       if (code !== 0) return reject(new Error(`the load generator exited with ${code}`))
       resolve(JSON.parse(readFileSync(run.json, 'utf8')) as Report)
     })

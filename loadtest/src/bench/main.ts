@@ -140,6 +140,11 @@ try {
           }
           reports.get(contender.name)?.push(report)
           console.log(`  ${rooms} rooms, round ${round + 1}: ${contender.name} ${oneLine(report)}`)
+        } catch (error) {
+          // A server that cannot keep up at this size is reported, not waited for round after round.
+          const reason = (error as Error).message
+          unavailable.set(contender.name, reason)
+          console.log(`  ${rooms} rooms, round ${round + 1}: ${contender.name}: ${reason}`)
         } finally {
           await server.stop()
         }

@@ -5,7 +5,7 @@ import { PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
 import { checkWhole } from '../protocol/update-guard.js'
 import { scanUpdate } from '../protocol/update-scan.js'
 import { sliceUpdate } from '../protocol/update-slices.js'
-import type { SliceReply, SliceRequest } from './update-slicer-worker.js'
+import type { Encoded, SliceReply, SliceRequest } from './update-slicer-worker.js'
 
 /**
  * Run from TypeScript source (the tests, under tsx), a worker thread could not load its entry:
@@ -23,21 +23,35 @@ const SLICING_TIMEOUT_MS = 5_000
  * by a worker thread and applied one slice per event-loop turn, so the other rooms' messages are
  * served in between instead of waiting out one long transaction. If the worker fails or takes too
  * long, the slicing happens on this thread; a state that cannot be sliced applies in one go.
+ *
+ * Into an empty `doc`, resolves with the document's encoding (what `Y.encodeStateAsUpdate` would
+ * give) when the worker made it; null otherwise.
  */
-export async function applyInSlices(doc: Y.Doc, state: Uint8Array, origin: unknown = null): Promise<void> {
-  if (state.length < SLICE_ABOVE_BYTES) return Y.applyUpdate(doc, state, origin)
-  const slices = FROM_SOURCE ? sliceHere(state) : await sliceOnWorker(state).catch(() => sliceHere(state))
+export async function applyInSlices(
+  doc: Y.Doc,
+  state: Uint8Array,
+  origin: unknown = null,
+): Promise<Uint8Array | null> {
+  if (state.length < SLICE_ABOVE_BYTES) {
+    Y.applyUpdate(doc, state, origin)
+    return null
+  }
+  const encode = doc.store.clients.size === 0 && !doc.store.pendingStructs && !doc.store.pendingDs
+  const { slices, encoded } = FROM_SOURCE
+    ? { slices: sliceHere(state), encoded: undefined }
+    : await sliceOnWorker(state, encode).catch(() => ({ slices: sliceHere(state), encoded: undefined }))
   for (const [index, slice] of slices.entries()) {
     Y.applyUpdate(doc, slice, origin)
     if (doc.store.pendingStructs || doc.store.pendingDs) {
       // Something waits for a missing dependency, and Yjs would re-merge it with every later
-      // slice: apply the rest in one go instead.
+      // slice: apply the rest in one go instead (and leave the encoding to the main thread).
       const rest = slices.slice(index + 1)
       if (rest.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(rest), origin)
-      return
+      return null
     }
     await nextTurn()
   }
+  return encoded === 'same' ? state : (encoded ?? null)
 }
 
 /**
@@ -60,14 +74,17 @@ export async function checkAndSlice(update: Uint8Array, stateVector: Uint8Array)
   } catch (error) {
     throw new ServerBusyError(`the server could not take a big update now: ${(error as Error).message}`)
   }
-  if (Array.isArray(reply)) return reply
+  if ('slices' in reply) return reply.slices
   throw reply.pending ? new PendingLimitError(reply.message) : new ProtocolError(reply.message)
 }
 
-/** A request without a check is never refused: the worker answers with slices. */
-async function sliceOnWorker(state: Uint8Array): Promise<Uint8Array[]> {
-  const reply = await slicer.slice({ update: state })
-  return Array.isArray(reply) ? reply : [state]
+/** A request without a check is never refused: the worker answers with slices (and the encoding). */
+async function sliceOnWorker(
+  state: Uint8Array,
+  encode: boolean,
+): Promise<{ slices: Uint8Array[]; encoded?: Encoded | undefined }> {
+  const reply = await slicer.slice({ update: state, encode })
+  return 'slices' in reply ? reply : { slices: [state] }
 }
 
 /** Slices on this thread; a state that cannot be decoded is left whole, to fail as it would. */
@@ -110,7 +127,7 @@ export async function replayInTurns(
   return applied
 }
 
-type Sliced = Uint8Array[] | { pending: boolean; message: string }
+type Sliced = { slices: Uint8Array[]; encoded?: Encoded | undefined } | { pending: boolean; message: string }
 
 interface Waiter {
   resolve: (result: Sliced) => void
@@ -125,7 +142,7 @@ class Slicer {
   readonly #waiting = new Map<number, Waiter>()
 
   /** The slices, or (for a request with a check) why the update was refused. */
-  slice(request: Pick<SliceRequest, 'update' | 'check'>): Promise<Sliced> {
+  slice(request: Pick<SliceRequest, 'update' | 'check' | 'encode'>): Promise<Sliced> {
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
       const worker = this.#started() // may throw (no thread to be had): then nothing waits
@@ -156,7 +173,7 @@ class Slicer {
     const worker = new Worker(entry)
     worker.on('message', (reply: SliceReply) => {
       // None waits if it timed out.
-      this.#settle(worker, reply.id)?.resolve('slices' in reply ? reply.slices : reply.refused)
+      this.#settle(worker, reply.id)?.resolve('slices' in reply ? reply : reply.refused)
     })
     const fail = (error: Error) => {
       if (this.#worker !== worker) return // its 'exit' after its 'error': a successor may run by now

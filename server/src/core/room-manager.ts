@@ -194,15 +194,17 @@ export class RoomManager {
     try {
       const { state, source, journal, storedVersion } = await stateSource.load(name)
       const doc = new Y.Doc()
-      if (state) await applyInSlices(doc, state)
+      const encoded = state ? await applyInSlices(doc, state) : null
       const journaledBytes = await this.#replay(name, doc, journal)
       // Joiners get the document encoded anew, never the loaded bytes: a snapshot saved by an
-      // older version may still hold content that users deleted.
+      // older version may still hold content that users deleted. The slicer's worker encodes a
+      // big one off this thread; it holds for the document only if nothing was replayed on top.
       const loaded = this.#createRoom(name, doc, {
         loadedBytes: (state?.length ?? 0) + journaledBytes,
         replayed: journal.position,
         storedVersion,
       })
+      if (encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(encoded)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
       room = loaded.room // from here on frames go straight to the room, also while registering
       // A registry outage must not stop the room from loading: peers just cannot find it here

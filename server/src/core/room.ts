@@ -238,6 +238,12 @@ export class Room {
     return this.#sizeBound
   }
 
+  /** Takes `state` as the encoding of the document as it is now, made elsewhere (off this thread). */
+  adoptEncodedState(state: Uint8Array): void {
+    this.#encoded = { version: this.version, state }
+    this.#sizeBound = state.length
+  }
+
   /** The whole state, including updates still waiting for missing dependencies (so they count). */
   encodeState(): Uint8Array {
     if (this.#encoded?.version === this.version) return this.#encoded.state

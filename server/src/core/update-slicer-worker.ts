@@ -18,9 +18,13 @@ export interface SliceRequest {
   structsPerSlice: number
   /** A client's update: check it integrates whole against the room's state vector before cutting it. */
   check?: { stateVector: Uint8Array }
+  /** A loaded state: also encode the document it builds, as a joiner would be sent it. */
+  encode?: boolean
 }
+/** The document's own encoding: `same` when it is byte for byte the update itself (no transfer). */
+export type Encoded = Uint8Array | 'same'
 export type SliceReply =
-  | { id: number; slices: Uint8Array[] }
+  | { id: number; slices: Uint8Array[]; encoded?: Encoded }
   | { id: number; refused: { pending: boolean; message: string } }
 
 try {
@@ -28,7 +32,7 @@ try {
   setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), 19)
 } catch {}
 
-parentPort?.on('message', ({ id, update, structsPerSlice, check }: SliceRequest) => {
+parentPort?.on('message', ({ id, update, structsPerSlice, check, encode }: SliceRequest) => {
   if (check) {
     try {
       const reached = Y.decodeStateVector(check.stateVector)
@@ -45,8 +49,27 @@ parentPort?.on('message', ({ id, update, structsPerSlice, check }: SliceRequest)
   } catch {
     slices = [update] // cannot be decoded: left whole, so applying it fails as it always did
   }
+  const encoded = encode ? encodedDocument(update) : undefined
+  const transfer = [...slices, ...(encoded instanceof Uint8Array ? [encoded] : [])]
   parentPort?.postMessage(
-    { id, slices } satisfies SliceReply,
-    slices.map((slice) => slice.buffer as ArrayBuffer),
+    { id, slices, ...(encoded ? { encoded } : {}) } satisfies SliceReply,
+    transfer.map((bytes) => bytes.buffer as ArrayBuffer),
   )
 })
+
+/**
+ * What a joiner is sent for a loaded state: the garbage-collected encoding of the document it
+ * builds. Done here, so the main thread does not encode a big document at the first join (tens
+ * of milliseconds for 1.5 MB, while every room waits). Usually the snapshot is exactly that.
+ */
+function encodedDocument(update: Uint8Array): Encoded | undefined {
+  try {
+    const doc = new Y.Doc()
+    Y.applyUpdate(doc, update)
+    const encoded = Y.encodeStateAsUpdate(doc)
+    doc.destroy()
+    return Buffer.compare(encoded, update) === 0 ? 'same' : encoded
+  } catch {
+    return undefined // the main thread's own encoding will do
+  }
+}
