@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type RedisService, startRedis } from '../../scripts/lib/services.mjs'
-import { type StartedServer, startSymphony } from '../src/bench/servers.js'
+import { type StartedServer, startHocuspocus, startSymphony } from '../src/bench/servers.js'
 import { runLocal } from '../src/local-run.js'
 import { type RunSettings, runSettings, UsageError } from '../src/options.js'
 import { metric } from '../src/server-stats.js'
@@ -187,5 +187,23 @@ describe('run options', () => {
 
   test('takes the token secret from LOADTEST_TOKEN_SECRET', () => {
     assert.equal(runSettings(base, { LOADTEST_TOKEN_SECRET: SECRET }).tokenSecret, SECRET)
+  })
+})
+
+describe('a short local run against Hocuspocus, in its framing', () => {
+  let server: StartedServer
+  before(async () => {
+    server = await startHocuspocus()
+  })
+  after(() => server.stop())
+
+  test('every edit and cursor reaches the observer and every room converges', async () => {
+    const report = await runLocal(settings(server, { protocol: 'hocuspocus', 'token-secret': undefined }))
+    const { counts } = report
+    assert.equal(report.latency.connect.count, 12, 'every user synced: its Auth message was taken')
+    assert.equal(counts.connectErrors + counts.errors + counts.unexpectedCloses, 0, report.errors.join('; '))
+    assert.ok(counts.updatesObserved > 0 && counts.presenceObserved > 0)
+    assert.deepEqual(report.drops, { updates: 0, presence: 0 })
+    assert.deepEqual(report.convergence, { rooms: 3, converged: 3, failures: [] })
   })
 })

@@ -73,7 +73,8 @@ export function startYWebsocketServer(options: StartOptions = {}): Promise<Start
 
 /** Hocuspocus 4.7.0 with no extensions (documents in memory); it speaks its own framing. */
 export function startHocuspocus(options: StartOptions = {}): Promise<StartedServer> {
-  const script = fileURLToPath(new URL('./hocuspocus-server.js', import.meta.url))
+  // The built script, also when this module runs from source (the tests).
+  const script = join(root, 'loadtest/dist/bench/hocuspocus-server.js')
   return startNodePeer('hocuspocus 4.7.0', script, options)
 }
 
