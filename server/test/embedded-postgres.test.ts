@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { createServer } from 'node:net'
 import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
@@ -57,6 +58,17 @@ describe('embedded Postgres in its own process', () => {
       await db.stop()
     }
     assert.equal(isAlive(db.pid), false)
+  })
+
+  it('fails to start, naming the reason, when its port is taken', async () => {
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    const port = (taken.address() as { port: number }).port
+    try {
+      await assert.rejects(startEmbeddedPostgres('memory://', port), /EADDRINUSE/)
+    } finally {
+      taken.close()
+    }
   })
 
   it('ends when the process that started it dies without stopping it', async () => {

@@ -43,8 +43,10 @@ async function serve(): Promise<() => Promise<void>> {
   }
 }
 
-function report(message: EmbeddedPostgresMessage): void {
-  process.send?.(message)
+/** Sends `message` to the parent; `then` runs once it is handed over (IPC sends are asynchronous). */
+function report(message: EmbeddedPostgresMessage, then: () => void = () => {}): void {
+  if (process.send) process.send(message, undefined, {}, () => then())
+  else then()
 }
 
 let stopping: Promise<void> | null = null
@@ -62,8 +64,5 @@ serve().then(
     process.on('SIGTERM', afterGrace)
     process.on('SIGINT', afterGrace)
   },
-  (error: Error) => {
-    report({ error: error.message })
-    process.exit(1)
-  },
+  (error: Error) => report({ error: error.message }, () => process.exit(1)),
 )
