@@ -49,9 +49,11 @@ function report(message: EmbeddedPostgresMessage, then: () => void = () => {}): 
   else then()
 }
 
-let stopping: Promise<void> | null = null
+let stopping = false
 function stopWith(stop: () => Promise<void>): void {
-  stopping ??= stop().then(
+  if (stopping) return
+  stopping = true
+  stop().then(
     () => process.exit(0),
     () => process.exit(1),
   )

@@ -6,11 +6,11 @@ import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import type { Browser, Page } from 'playwright-core'
-import { launchChromium } from '../../server/test/helpers/browser.js'
-import { uniqueRoom } from '../../server/test/helpers/clients.js'
-import { startTestServer, type TestServer } from '../../server/test/helpers/test-server.js'
+import { launchChromium } from '../../../server/test/helpers/browser.js'
+import { uniqueRoom } from '../../../server/test/helpers/clients.js'
+import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
 
-const README = fileURLToPath(new URL('../../README.md', import.meta.url))
+const README = fileURLToPath(new URL('../../../README.md', import.meta.url))
 const CLIENT_LIB = fileURLToPath(new URL('..', import.meta.url))
 
 /** The README's quick start, exactly as a developer would paste it. */

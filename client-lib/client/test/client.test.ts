@@ -2,11 +2,15 @@ import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import WebSocket from 'ws'
-import { eventually, uniqueRoom } from '../../server/test/helpers/clients.js'
-import { serveJwks } from '../../server/test/helpers/jwks.js'
-import { TcpLink } from '../../server/test/helpers/tcp-link.js'
-import { startTestServer, stopTestServers, type TestServer } from '../../server/test/helpers/test-server.js'
-import { signToken, TEST_SECRET } from '../../server/test/helpers/tokens.js'
+import { eventually, uniqueRoom } from '../../../server/test/helpers/clients.js'
+import { serveJwks } from '../../../server/test/helpers/jwks.js'
+import { TcpLink } from '../../../server/test/helpers/tcp-link.js'
+import {
+  startTestServer,
+  stopTestServers,
+  type TestServer,
+} from '../../../server/test/helpers/test-server.js'
+import { signToken, TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import {
   type ClientOptions,
   createClient,
