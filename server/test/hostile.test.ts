@@ -5,15 +5,19 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/close-codes'
+import { MAX_SYNC_STATUS_PAYLOAD, MESSAGE_SYNC_STATUS } from '@symphony/client/sync-status-protocol'
 import * as encoding from 'lib0/encoding'
+import * as Y from 'yjs'
 import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
-import { MAX_AWARENESS_CLIENTS_PER_CONNECTION } from '../src/core/connection.js'
-import { encodeAwareness } from '../src/protocol/codec.js'
+import { FileUpdateJournal } from '../src/adapters/file-update-journal.js'
+import { MAX_AWARENESS_CLIENTS_PER_CONNECTION, MAX_PENDING_SYNC_STATUS } from '../src/core/connection.js'
+import { encodeAwareness, encodeSyncStatus, encodeUpdate } from '../src/protocol/codec.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { eventually, uniqueRoom } from './helpers/clients.js'
+import { GatedJournal } from './helpers/controlled-journal.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { deferred } from './helpers/deferred.js'
-import { closed, openRaw } from './helpers/raw-socket.js'
+import { closed, collect, openRaw } from './helpers/raw-socket.js'
 import { assertAlive, startTestServer } from './helpers/test-server.js'
 
 afterEach(cleanUpAfterTest)
@@ -105,5 +109,34 @@ describe('hostile input', () => {
     for (let i = 0; i < 10; i++) socket.send(new Uint8Array(16 * 1024).fill(7))
     assert.equal((await gone).code, CloseCode.TryAgainLater)
     gate.resolve()
+  })
+})
+
+describe('hostile sync-status requests', () => {
+  it('closes a connection whose sync-status payload passes the cap, and keeps serving', async () => {
+    const t = await startTestServer()
+    const socket = await openRaw(`${t.wsUrl}/${uniqueRoom()}?syncStatus=1`)
+    const gone = closed(socket)
+    socket.send(encodeSyncStatus(new Uint8Array(MAX_SYNC_STATUS_PAYLOAD + 1)))
+    assert.equal((await gone).code, CloseCode.ProtocolError)
+    await assertAlive(t)
+  })
+
+  it(`closes a connection with more than ${MAX_PENDING_SYNC_STATUS} requests waiting on a slow journal`, async () => {
+    const journal = new GatedJournal(new FileUpdateJournal(mkdtempSync(join(tmpdir(), 'journal-'))))
+    const t = await startTestServer({ adapters: { journal } })
+    const room = uniqueRoom()
+    const socket = await openRaw(`${t.wsUrl}/${room}?syncStatus=1`)
+    const frames = collect(socket)
+    const gone = closed(socket)
+    const doc = new Y.Doc()
+    doc.getMap('m').set('k', 1)
+    socket.send(encodeUpdate(Y.encodeStateAsUpdate(doc)))
+    for (let i = 0; i <= MAX_PENDING_SYNC_STATUS; i++) socket.send(encodeSyncStatus(new Uint8Array([i + 1])))
+    assert.equal((await gone).code, CloseCode.ProtocolError)
+    journal.openGate()
+    const answers = frames.filter((f) => f[0] === MESSAGE_SYNC_STATUS && f.length > 2)
+    assert.equal(answers.length, 0, 'nothing answered before the journal held the update')
+    await assertAlive(t)
   })
 })

@@ -14,7 +14,16 @@ const options = {
 }
 
 function roomOf(doc: Y.Doc): Room {
-  return new Room('r', doc, 0, new MemoryPubSub('s'), { record() {} }, options, silentLogger, () => {})
+  return new Room(
+    'r',
+    doc,
+    0,
+    new MemoryPubSub('s'),
+    { record() {}, settled: async () => {} },
+    options,
+    silentLogger,
+    () => {},
+  )
 }
 
 function roomWith(text: string): Room {

@@ -6,6 +6,8 @@ import { checkAccess } from './access-check.js'
 import { CloseCode, closeCodeName, shouldReconnect } from './close-codes.js'
 import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
+import { SYNC_STATUS_PARAM } from './sync-status-protocol.js'
+import { UnsyncedChanges } from './unsynced-changes.js'
 
 /**
  * Where a room stands with the server: `'connecting'`, `'connected'` (open, catching up),
@@ -37,6 +39,8 @@ export interface RoomConnectionOptions extends ConnectionSettings {
   awareness: Awareness
   onStatus(status: RoomStatus): void
   onError(error: SymphonyClientError, final: boolean): void
+  /** Local edits began or ceased to wait for the server's acknowledgement. */
+  onUnsynced(unsynced: boolean): void
 }
 
 /**
@@ -47,6 +51,7 @@ export interface RoomConnectionOptions extends ConnectionSettings {
  */
 export class RoomConnection {
   readonly #provider: WebsocketProvider
+  readonly #unsynced: UnsyncedChanges
   #status: RoomStatus = 'offline'
   #retryTimer: ReturnType<typeof setTimeout> | undefined
   #openTimer: ReturnType<typeof setTimeout> | undefined
@@ -78,12 +83,17 @@ export class RoomConnection {
     })
     provider.on('sync', (synced) => {
       if (!synced || !provider.wsconnected) return
+      this.#unsynced.synced()
       options.schedule.reset()
       this.#tokenErrorReported = false
       this.#setStatus('synced')
     })
-    provider.on('connection-close', (event) => this.#closed(event))
+    provider.on('connection-close', (event) => {
+      this.#unsynced.disconnected()
+      void this.#closed(event)
+    })
     this.#provider = provider
+    this.#unsynced = new UnsyncedChanges(provider, options.doc, options.onUnsynced)
     // globalThis, not window: workers get online/offline events too.
     globalThis.addEventListener?.('online', this.#online)
     globalThis.addEventListener?.('offline', this.#offline)
@@ -91,6 +101,11 @@ export class RoomConnection {
 
   get status(): RoomStatus {
     return this.#status
+  }
+
+  /** Whether local edits wait for the server's acknowledgement. */
+  get unsynced(): boolean {
+    return this.#unsynced.unsynced
   }
 
   /** Starts connecting (again, after a final error). */
@@ -110,6 +125,7 @@ export class RoomConnection {
     this.#stop()
     globalThis.removeEventListener?.('online', this.#online)
     globalThis.removeEventListener?.('offline', this.#offline)
+    this.#unsynced.destroy()
     this.#provider.destroy()
   }
 
@@ -140,7 +156,7 @@ export class RoomConnection {
     }
     if (attempt !== this.#attempt || this.#stopped) return
     this.#token = token
-    this.#provider.params = token ? { token } : {}
+    this.#provider.params = token ? { token, [SYNC_STATUS_PARAM]: '1' } : { [SYNC_STATUS_PARAM]: '1' }
     try {
       this.#provider.connect()
     } catch (error) {

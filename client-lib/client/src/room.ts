@@ -20,6 +20,8 @@ export interface RoomEvents {
   synced: () => void
   /** Something needs the app's attention; see `SymphonyClientError.code`. */
   error: (error: SymphonyClientError) => void
+  /** Local edits began (true) or ceased (false) to wait for the server; see `hasUnsyncedChanges`. */
+  unsynced: (unsynced: boolean) => void
 }
 
 type SyncWaiter = { resolve: () => void; reject: (error: SymphonyClientError) => void }
@@ -94,6 +96,7 @@ export class Room<P extends object = Record<string, unknown>> {
         }
         this.#events.emit('error', error)
       },
+      onUnsynced: (unsynced) => this.#events.emit('unsynced', unsynced),
     })
     void stored.then(() => {
       if (!this.#left) this.#connection.start()
@@ -103,6 +106,18 @@ export class Room<P extends object = Record<string, unknown>> {
   /** `'connecting'`, `'connected'` (open, catching up), `'synced'` or `'offline'`. */
   get status(): RoomStatus {
     return this.#connection.status
+  }
+
+  /**
+   * Whether edits made here (or loaded from the offline store) are not yet held by the server:
+   * true from a change until the server acknowledges it, and for as long as the room is offline
+   * or read-only. Use it for a "Saving…" badge, or to warn before the page closes.
+   *
+   * @example
+   * window.addEventListener('beforeunload', (e) => { if (room.hasUnsyncedChanges()) e.preventDefault() })
+   */
+  hasUnsyncedChanges(): boolean {
+    return this.#connection.unsynced
   }
 
   /**
@@ -164,7 +179,7 @@ export class Room<P extends object = Record<string, unknown>> {
   }
 
   /**
-   * Listens to `'status'`, `'synced'` or `'error'`. Returns the function that stops listening.
+   * Listens to `'status'`, `'synced'`, `'unsynced'` or `'error'`. Returns the function that stops listening.
    *
    * @example
    * const stop = room.on('status', (status) => (badge.textContent = status))

@@ -11,38 +11,15 @@ import {
   type TestServer,
 } from '../../../server/test/helpers/test-server.js'
 import { signToken, TEST_SECRET } from '../../../server/test/helpers/tokens.js'
-import {
-  type ClientOptions,
-  createClient,
-  type Room,
-  type SymphonyClient,
-  type SymphonyClientError,
-} from '../src/index.js'
+import { createClient, type SymphonyClientError } from '../src/index.js'
+import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 
-const clients = new Set<SymphonyClient>()
 afterEach(async () => {
-  await Promise.all([...clients].map((c) => c.destroy()))
-  clients.clear()
+  await destroyNodeClients()
   await stopTestServers()
 })
 
-/** Our client as a Node app would use it: `ws` for WebSocket, no IndexedDB, fast retries. */
-function client(url: string, options: Partial<ClientOptions> = {}): SymphonyClient {
-  const c = createClient({
-    url,
-    WebSocket: WebSocket as unknown as typeof globalThis.WebSocket,
-    reconnect: { baseDelayMs: 20, maxDelayMs: 100 },
-    ...options,
-  })
-  clients.add(c)
-  return c
-}
-
-function recordErrors(room: Room): SymphonyClientError[] {
-  const errors: SymphonyClientError[] = []
-  room.on('error', (error) => errors.push(error))
-  return errors
-}
+const client = nodeClient
 
 const refusals = async (t: TestServer, reason: string) =>
   (await t.server.metrics.connectionsRefused.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0

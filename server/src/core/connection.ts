@@ -46,6 +46,12 @@ export const MAX_AWARENESS_CLIENTS_PER_CONNECTION = 8
 const MAX_TIMER_MS = 2 ** 31 - 1
 
 /**
+ * Sync-status requests of one connection waiting for the journal at once. Our client keeps one in
+ * flight; the cap stops a client from piling up answers while the journal is slow.
+ */
+export const MAX_PENDING_SYNC_STATUS = 16
+
+/**
  * Requests a client may send that the server answers with the room's whole state (sync step 1:
  * a diff encode) or presence (query-awareness): each costs O(room), not O(message).
  */
@@ -67,7 +73,8 @@ export class Connection {
   /** The room is applying a frame of ours across event-loop turns. */
   #busy = false
   #closed = false
-  #toldReadOnly = false
+  #writeDenied = false
+  #pendingSyncStatus = 0
   #expiryTimer: NodeJS.Timeout | null = null
 
   constructor(
@@ -85,6 +92,11 @@ export class Connection {
 
   get canWrite(): boolean {
     return this.identity.access === 'rw'
+  }
+
+  /** Whether a write of this connection was ever refused (it is read-only). */
+  get writeDenied(): boolean {
+    return this.#writeDenied
   }
 
   get closed(): boolean {
@@ -159,11 +171,23 @@ export class Connection {
     this.metrics.bytesSent.inc(frame.length)
   }
 
+  /** Sends `answer` to a sync-status request once `settled`. Throws `ProtocolError` past the cap. */
+  answerSyncStatus(settled: Promise<void>, answer: Uint8Array): void {
+    if (this.#pendingSyncStatus >= MAX_PENDING_SYNC_STATUS) {
+      throw new ProtocolError(`more than ${MAX_PENDING_SYNC_STATUS} sync-status requests awaiting an answer`)
+    }
+    this.#pendingSyncStatus++
+    void settled.then(() => {
+      this.#pendingSyncStatus--
+      this.send(answer)
+    })
+  }
+
   /** Refuses a write from a read-only connection, telling the client why once. */
   denyWrite(): void {
     this.metrics.writesDenied.inc()
-    if (this.#toldReadOnly) return
-    this.#toldReadOnly = true
+    if (this.#writeDenied) return
+    this.#writeDenied = true
     this.send(encodePermissionDenied(READ_ONLY_REASON))
   }
 

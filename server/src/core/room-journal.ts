@@ -41,6 +41,11 @@ export class RoomJournal {
     )
   }
 
+  /** Resolves once every append made so far has settled (a failed one is logged, not retried). */
+  settled(): Promise<void> {
+    return this.#latestAppend.then(() => undefined)
+  }
+
   /**
    * Every entry the room holds now. Taken just before encoding a snapshot: the value carries the
    * position of the appends made so far, never of those made while the snapshot is saved.

@@ -12,6 +12,7 @@ import {
   decodeMessage,
   encodeAwarenessEntries,
   encodeDigest,
+  encodeSyncStatus,
   encodeSyncStep1,
   encodeSyncStep2,
   encodeUpdate,
@@ -78,7 +79,7 @@ export class Room {
     readonly doc: Y.Doc,
     loadedBytes: number,
     private readonly pubsub: PubSub,
-    private readonly journal: Pick<RoomJournal, 'record'>,
+    private readonly journal: Pick<RoomJournal, 'record' | 'settled'>,
     private readonly options: RoomOptions,
     private readonly logger: Logger,
     private readonly onChange: () => void,
@@ -168,6 +169,12 @@ export class Room {
       case 'query-awareness':
         if (connection.takeRoomRequest()) connection.send(encodeAwarenessEntries(this.presence.present()))
         else connection.close(CloseCode.RateLimited, 'presence queries too frequent')
+        return
+      case 'sync-status':
+        // Frames are handled in order, so every earlier one is applied; answered once journaled.
+        // Never for a connection whose writes were refused: the server does not hold its edits.
+        if (connection.writeDenied) return
+        connection.answerSyncStatus(this.journal.settled(), encodeSyncStatus(message.payload))
         return
       case 'auth':
         return

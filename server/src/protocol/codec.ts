@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer'
+import { MAX_SYNC_STATUS_PAYLOAD, MESSAGE_SYNC_STATUS } from '@symphony/client/sync-status-protocol'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import { MessageTooBigError, ProtocolError } from '../errors.js'
@@ -6,7 +7,14 @@ import { isJsonNull, jsonTextProblem } from './json-text.js'
 import { MAX_JSON_DEPTH } from './update-scan.js'
 
 /** Top-level message types of the y-websocket protocol. */
-export const MessageType = { Sync: 0, Awareness: 1, Auth: 2, QueryAwareness: 3 } as const
+export const MessageType = {
+  Sync: 0,
+  Awareness: 1,
+  Auth: 2,
+  QueryAwareness: 3,
+  /** Symphony's extension: see `@symphony/client/sync-status-protocol`. */
+  SyncStatus: MESSAGE_SYNC_STATUS,
+} as const
 /**
  * Messages only servers exchange over pub/sub, numbered far from the client protocol's so a
  * client sending one is refused as an unknown type.
@@ -28,6 +36,7 @@ export type Message =
   | { kind: 'awareness'; update: Uint8Array }
   | { kind: 'query-awareness' }
   | { kind: 'auth' }
+  | { kind: 'sync-status'; payload: Uint8Array }
 
 /** Decodes one binary frame; throws `ProtocolError` on anything that is not exactly one message. */
 export function decodeMessage(frame: Uint8Array): Message {
@@ -47,6 +56,15 @@ function readMessage(decoder: decoding.Decoder): Message {
         return { kind: 'awareness', update: decoding.readVarUint8Array(decoder) }
       case MessageType.QueryAwareness:
         return { kind: 'query-awareness' }
+      case MessageType.SyncStatus: {
+        const payload = decoding.readVarUint8Array(decoder)
+        if (payload.length > MAX_SYNC_STATUS_PAYLOAD) {
+          throw new ProtocolError(
+            `a sync-status payload of ${payload.length} bytes (at most ${MAX_SYNC_STATUS_PAYLOAD})`,
+          )
+        }
+        return { kind: 'sync-status', payload }
+      }
       case MessageType.Auth:
         // Clients have nothing to say to us on this channel; skip the body.
         decoder.pos = decoder.arr.length
@@ -97,6 +115,14 @@ export function encodeAwareness(update: Uint8Array): Uint8Array {
   return encodeWith((encoder) => {
     encoding.writeVarUint(encoder, MessageType.Awareness)
     encoding.writeVarUint8Array(encoder, update)
+  })
+}
+
+/** A sync-status message: empty, the announcement; else the answer to a client's request. */
+export function encodeSyncStatus(payload: Uint8Array): Uint8Array {
+  return encodeWith((encoder) => {
+    encoding.writeVarUint(encoder, MessageType.SyncStatus)
+    encoding.writeVarUint8Array(encoder, payload)
   })
 }
 

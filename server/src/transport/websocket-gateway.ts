@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { CloseCode } from '@symphony/client/close-codes'
 import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
+import { SYNC_STATUS_PARAM } from '@symphony/client/sync-status-protocol'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Authenticator } from '../auth/authenticator.js'
 import type { Limits } from '../config.js'
@@ -11,6 +12,7 @@ import { AuthError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
+import { encodeSyncStatus } from '../protocol/codec.js'
 import { refuseUpgrade } from './http-refusal.js'
 import { parseRequestTarget } from './request-target.js'
 import { WsTransport } from './ws-transport.js'
@@ -21,6 +23,16 @@ interface LiveSocket {
   /** Cleared at each ping; a socket still silent at the next one is dead. */
   alive: boolean
 }
+
+/** An upgrade that passed every check before it. */
+interface AcceptedUpgrade {
+  room: string
+  identity: Identity
+  /** The client asked (`?syncStatus=1`) to be told that this server answers sync-status requests. */
+  announceSyncStatus: boolean
+}
+
+const SYNC_STATUS_ANNOUNCEMENT = encodeSyncStatus(new Uint8Array(0))
 
 export interface GatewayDeps {
   authenticator: Authenticator
@@ -100,7 +112,10 @@ export class WebSocketGateway {
     if (socket.destroyed) return
     // Shutdown may have begun while the token was being checked.
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
-    this.#server.handleUpgrade(request, socket, head, (ws) => this.#accept(ws, room, identity))
+    const announceSyncStatus = query.get(SYNC_STATUS_PARAM) === '1'
+    this.#server.handleUpgrade(request, socket, head, (ws) =>
+      this.#accept(ws, { room, identity, announceSyncStatus }),
+    )
   }
 
   /** New upgrades are refused with 503 from now on. */
@@ -119,7 +134,7 @@ export class WebSocketGateway {
     return drained
   }
 
-  #accept(socket: WebSocket, room: string, identity: Identity): void {
+  #accept(socket: WebSocket, { room, identity, announceSyncStatus }: AcceptedUpgrade): void {
     const { manager, metrics, metadata, logger } = this.deps
     socket.on('error', (error: Error & { code?: string }) => {
       // ws has already closed the socket (1009 for an oversized message, 1002 for a bad frame).
@@ -144,6 +159,7 @@ export class WebSocketGateway {
     }
     const id = `${this.serverId}:${++this.#nextId}`
     const connection = new Connection(id, room, identity, transport, this.limits, metrics, logger)
+    if (announceSyncStatus) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     const live: LiveSocket = { socket, connection, alive: true }
     this.#live.add(live)
     metrics.connections.inc()

@@ -9,6 +9,7 @@ import {
   decodeMessage,
   encodeAwareness,
   encodePermissionDenied,
+  encodeSyncStatus,
   encodeSyncStep1,
   encodeSyncStep2,
   encodeUpdate,
@@ -98,5 +99,15 @@ describe('codec', () => {
   it('recognises the empty update', () => {
     assert.equal(isEmptyUpdate(Y.encodeStateAsUpdate(new Y.Doc())), true)
     assert.equal(isEmptyUpdate(Y.encodeStateAsUpdate(docWithText('a'))), false)
+  })
+
+  it('decodes a sync-status request as a view of its payload and refuses one past the cap', () => {
+    const message = decodeMessage(encodeSyncStatus(new Uint8Array([1, 2, 3])))
+    assert.deepEqual(message.kind === 'sync-status' && [...message.payload], [1, 2, 3])
+    assert.deepEqual(decodeMessage(encodeSyncStatus(new Uint8Array(0))), {
+      kind: 'sync-status',
+      payload: new Uint8Array(0),
+    })
+    assert.throws(() => decodeMessage(encodeSyncStatus(new Uint8Array(17))), ProtocolError)
   })
 })
