@@ -10,13 +10,13 @@ import { launchChromium } from '../../../server/test/helpers/browser.js'
 import { uniqueRoom } from '../../../server/test/helpers/clients.js'
 import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
 
-const README = fileURLToPath(new URL('../../../README.md', import.meta.url))
+const README = fileURLToPath(new URL('../README.md', import.meta.url))
 const CLIENT_LIB = fileURLToPath(new URL('..', import.meta.url))
 
-/** The README's quick start, exactly as a developer would paste it. */
+/** The package README's quick start, exactly as a developer would paste it. */
 function quickStartFromReadme(): string {
   const readme = readFileSync(README, 'utf8')
-  const section = readme.slice(readme.indexOf('**Quick start.**'))
+  const section = readme.slice(readme.indexOf('## Quick start'))
   const code = /```js\n([\s\S]*?)```/.exec(section)?.[1]
   assert.ok(code, 'the README has a quick start code block')
   return code
