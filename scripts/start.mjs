@@ -12,6 +12,8 @@ const root = fileURLToPath(new URL('..', import.meta.url))
 const env = { ...process.env }
 const authConfigured = ['AUTH', 'AUTH_SECRET', 'AUTH_PUBLIC_KEY', 'AUTH_JWKS_URL'].some((name) => env[name])
 if (!authConfigured) env.AUTH = 'none'
+// With a secret, the demo gets its tokens from the development route (never in a deployment).
+if (env.AUTH_SECRET && env.DEV_TOKEN_ROUTE === undefined) env.DEV_TOKEN_ROUTE = '1'
 // The dashboard reads live rooms from the server's internal endpoint: open it on loopback with a
 // token made up for this run (unless the environment chose its own).
 env.INTERNAL_TOKEN ??= randomBytes(24).toString('hex')
@@ -76,6 +78,11 @@ run('../server/dist/main.js', 'sync', env, (line) => {
     console.log(
       `  Auth:            ${env.AUTH === 'none' ? 'off (AUTH=none; set AUTH_SECRET to turn it on)' : 'on'}`,
     )
+    if (env.DEV_TOKEN_ROUTE === '1') {
+      console.log(
+        `  Dev tokens:      http://localhost:${port}/dev/token?room=<room>   (development only: the demo's tokens)`,
+      )
+    }
     console.log('  Ctrl-C stops everything.\n')
   }
 })

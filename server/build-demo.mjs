@@ -13,7 +13,7 @@ await build({
   outdir: here('dist/demo'),
   bundle: true,
   format: 'esm',
-  target: 'es2020',
+  target: 'es2022', // top-level await: the page asks how to authenticate before it connects
   minify: true,
   sourcemap: true,
   logLevel: 'warning',

@@ -147,7 +147,9 @@ async function renderRoom(name, withDocument) {
   $('#room-connections').textContent = String(room.connections.length)
   $('#room-size').textContent = formatBytes(room.bytes)
   fillTable($('#room-sessions'), room.connections, (c) => [
+    cell(c.userName ?? '—'),
     cell(c.userId),
+    cell(c.userInfo ? JSON.stringify(c.userInfo) : ''),
     cell(c.serverId),
     cell(formatTime(c.openedAt)),
   ])

@@ -66,7 +66,8 @@ export class MetadataQueries {
     const [connections, holders, history] = await Promise.all([
       this.pool.query(
         `WITH live AS (${LIVE_SESSIONS})
-         SELECT id, server_id AS "serverId", user_id AS "userId", opened_at AS "openedAt" FROM live
+         SELECT id, server_id AS "serverId", user_id AS "userId", user_name AS "userName",
+                user_info AS "userInfo", opened_at AS "openedAt" FROM live
          WHERE room = $1 ORDER BY opened_at`,
         [name],
       ),

@@ -284,6 +284,8 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
     )
     assert.equal(sync.internal?.port, 9234)
     assert.equal(sync.auth.mode, 'jwt')
+    assert.equal(sync.devTokenSecret, null, 'the development token route is never on in a deployment')
+    assert.equal(JSON.stringify(template.toJSON()).includes('DEV_TOKEN_ROUTE'), false)
     assert.equal(sync.shutdownTimeoutMs, 25_000)
 
     const dashboard = parseDashboardConfig(sampleEnvironment(containerNamed(template, 'dashboard')))

@@ -12,6 +12,7 @@ import {
 } from '@symphony/client'
 import * as Y from 'yjs'
 import { CursorLayer, type DemoPresence, type Point, type User } from './cursors.js'
+import { demoAuth } from './dev-token.js'
 
 type Kind = 'rect' | 'ellipse'
 /** One shape: its own Y.Map, so concurrent edits of different keys (move vs recolour) both survive. */
@@ -46,12 +47,11 @@ const CURSOR_INTERVAL = 30
 const query = new URLSearchParams(location.search)
 const roomParam = query.get('room') ?? ''
 const roomName = isValidRoomName(roomParam) ? roomParam : 'demo'
-const token = query.get('token') ?? undefined
 const wsUrl = `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.host}`
 
 // crossTab off: tabs of one browser would otherwise sync over a BroadcastChannel, which would
 // hide whether the server itself relays updates - the point of this demo.
-const client = createClient({ url: wsUrl, token, crossTab: false })
+const client = createClient({ url: wsUrl, crossTab: false, ...(await demoAuth(roomName, query.get('name'))) })
 const room = client.enter<DemoPresence>(roomName)
 const shapes = room.map<ShapeMap>('shapes')
 const history = room.history(shapes)

@@ -89,6 +89,7 @@ const environment = z.object({
   AUTH_JWKS_URL: optionalUrl,
   AUTH_ISSUER: optionalText,
   AUTH_AUDIENCE: optionalText,
+  DEV_TOKEN_ROUTE: z.enum(['0', '1']).default('0'),
   SNAPSHOT_INTERVAL_MS: int(100, 3_600_000, 30_000),
   ROOM_GRACE_MS: int(0, 3_600_000, 5_000),
   SHUTDOWN_TIMEOUT_MS: int(1_000, 600_000, 25_000),
@@ -155,6 +156,8 @@ export interface Config {
   peerFetchTimeoutMs: number
   antiEntropyIntervalMs: number
   auth: AuthConfig
+  /** Development only: the secret `GET /dev/token` signs with, or null (the route is off). */
+  devTokenSecret: string | null
   /** Browser origins allowed to connect; empty: any. */
   allowedOrigins: string[]
   snapshotIntervalMs: number
@@ -200,6 +203,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     peerFetchTimeoutMs: e.PEER_FETCH_TIMEOUT_MS,
     antiEntropyIntervalMs: e.ANTI_ENTROPY_INTERVAL_MS,
     auth: authFrom(e),
+    devTokenSecret: devTokenSecretFrom(e),
     allowedOrigins: e.ALLOWED_ORIGINS,
     snapshotIntervalMs: e.SNAPSHOT_INTERVAL_MS,
     roomGraceMs: e.ROOM_GRACE_MS,
@@ -282,6 +286,16 @@ function internalFrom(e: z.infer<typeof environment>): InternalEndpointConfig | 
     )
   }
   return { port: e.INTERNAL_PORT, host: e.INTERNAL_HOST, token: e.INTERNAL_TOKEN }
+}
+
+function devTokenSecretFrom(e: z.infer<typeof environment>): string | null {
+  if (e.DEV_TOKEN_ROUTE === '0') return null
+  if (!e.AUTH_SECRET) {
+    throw new ConfigError(
+      'DEV_TOKEN_ROUTE: needs AUTH_SECRET, which it signs with (and is for development only)',
+    )
+  }
+  return e.AUTH_SECRET
 }
 
 function authFrom(e: z.infer<typeof environment>): AuthConfig {

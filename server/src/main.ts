@@ -20,6 +20,12 @@ if (config.auth.mode === 'none') {
   logger.warn('AUTH=none: anyone can read and write every room. Set AUTH_SECRET (or a key) in production.')
 }
 
+if (config.devTokenSecret) {
+  logger.warn(
+    'DEV_TOKEN_ROUTE=1: GET /dev/token gives an edit token for any room to anyone. For development only.',
+  )
+}
+
 const internal = config.internal
 const server = await SyncServer.start({
   port: config.port,
@@ -42,6 +48,7 @@ const server = await SyncServer.start({
   createAdapters: (self) => createAdapters(config, self, logger),
   logger,
   demoFolder: fileURLToPath(new URL('./demo/', import.meta.url)),
+  devTokenSecret: config.devTokenSecret,
 })
 logger.info(
   { port: server.port, internalAddress: server.internalAddress, url: `http://localhost:${server.port}/` },

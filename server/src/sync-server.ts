@@ -59,6 +59,8 @@ export interface SyncServerOptions {
   logger: Logger
   /** Folder of the built demo page served at `/`, or null to serve none. */
   demoFolder: string | null
+  /** Development only: the secret `GET /dev/token` signs with; null or unset: no such route. */
+  devTokenSecret?: string | null
 }
 
 /** One sync server: HTTP + WebSocket on one port, the internal endpoint on another, rooms, adapters. */
@@ -128,6 +130,7 @@ export class SyncServer {
         metrics: this.metrics,
         staticFiles,
         authenticator,
+        devTokenSecret: options.devTokenSecret ?? null,
         health: () => this.#health(),
       }),
     )

@@ -83,6 +83,13 @@ describe('configuration', () => {
     assert.equal(parseConfig({ AUTH_JWKS_URL: 'https://id.example.com/jwks.json' }).auth.mode, 'jwt')
   })
 
+  it('turns the development token route on only when asked, and only with the secret it signs with', () => {
+    assert.equal(parseConfig({ AUTH_SECRET: secret }).devTokenSecret, null, 'off by default')
+    assert.equal(parseConfig({ AUTH_SECRET: secret, DEV_TOKEN_ROUTE: '1' }).devTokenSecret, secret)
+    assert.match(errorFor({ AUTH: 'none', DEV_TOKEN_ROUTE: '1' }), /^DEV_TOKEN_ROUTE: needs AUTH_SECRET/)
+    assert.match(errorFor({ AUTH_SECRET: secret, DEV_TOKEN_ROUTE: 'yes' }), /^DEV_TOKEN_ROUTE: /)
+  })
+
   it('refuses bad values with one line naming the variable', () => {
     assert.match(errorFor({ AUTH: 'none', PORT: 'abc' }), /^PORT: /)
     assert.match(errorFor({ AUTH: 'none', PORT: '70000' }), /^PORT: /)

@@ -78,8 +78,8 @@ for (const backend of backends) {
       const room = uniqueName('room')
       const sink = sinkFor(serverId)
       sink.record({ type: 'room-loaded', room, bytes: 120 })
-      sink.record({ type: 'connection-opened', room, connectionId: `${serverId}:1`, userId: 'ada' })
-      sink.record({ type: 'connection-opened', room, connectionId: `${serverId}:2`, userId: 'bob' })
+      sink.record(opened(room, `${serverId}:1`, 'ada'))
+      sink.record(opened(room, `${serverId}:2`, 'bob', { userName: 'Bob', userInfo: { team: 'blue' } }))
       sink.record({ type: 'room-sample', room, connections: 2, bytes: 300 })
       assert.deepEqual(sink.stats(), { queued: 4, dropped: 0 })
       await sink.flush()
@@ -93,20 +93,20 @@ for (const backend of backends) {
         (await db.pool.query('SELECT bytes, active FROM rooms WHERE name = $1', [room])).rows[0]
       assert.deepEqual(await roomRow(), { bytes: '300', active: true })
       const open = await db.pool.query(
-        'SELECT user_id FROM connection_sessions WHERE room = $1 AND closed_at IS NULL ORDER BY user_id',
+        'SELECT user_id, user_name, user_info FROM connection_sessions WHERE room = $1 AND closed_at IS NULL ORDER BY user_id',
         [room],
       )
-      assert.deepEqual(
-        open.rows.map((r) => r.user_id),
-        ['ada', 'bob'],
-      )
+      assert.deepEqual(open.rows, [
+        { user_id: 'ada', user_name: null, user_info: null },
+        { user_id: 'bob', user_name: 'Bob', user_info: { team: 'blue' } },
+      ])
       const samples = await db.pool.query('SELECT connections, bytes FROM room_samples WHERE room = $1', [
         room,
       ])
       assert.deepEqual(samples.rows, [{ connections: 2, bytes: '300' }])
 
       // A batch of joins and leaves alone says nothing about the size: it keeps the last one.
-      sink.record({ type: 'connection-opened', room, connectionId: `${serverId}:3`, userId: 'cy' })
+      sink.record(opened(room, `${serverId}:3`, 'cy'))
       sink.record({ type: 'connection-closed', room, connectionId: `${serverId}:3` })
       await sink.flush()
       assert.deepEqual(await roomRow(), { bytes: '300', active: true })
@@ -141,7 +141,7 @@ for (const backend of backends) {
         connect: async () => ({ pool: db.pool, close: async () => {} }),
         logger: silentLogger,
       })
-      sink.record({ type: 'connection-opened', room, connectionId: `${serverId}:1`, userId: 'ada' })
+      sink.record(opened(room, `${serverId}:1`, 'ada'))
       await sink.flush()
       assert.deepEqual(JSON.parse(await ours), { server: serverId, rooms: [room] })
       await sink.close()
@@ -172,7 +172,7 @@ for (const backend of backends) {
       const room = uniqueName('room')
       const crashed = sinkFor(serverId)
       crashed.record({ type: 'room-loaded', room, bytes: 1 })
-      crashed.record({ type: 'connection-opened', room, connectionId: `${serverId}:1`, userId: 'ada' })
+      crashed.record(opened(room, `${serverId}:1`, 'ada'))
       await crashed.flush() // and then the process dies without closing anything
       const restarted = sinkFor(serverId)
       await restarted.flush()
@@ -191,6 +191,19 @@ for (const backend of backends) {
   })
 }
 
+/** A connection-opened event; the user is anonymous unless `who` names them. */
+function opened(
+  room: string,
+  connectionId: string,
+  userId: string,
+  who: { userName: string | null; userInfo: Record<string, unknown> | null } = {
+    userName: null,
+    userInfo: null,
+  },
+) {
+  return { type: 'connection-opened' as const, room, connectionId, userId, ...who }
+}
+
 describe('PgMetadataSink with real PostgreSQL: outages', () => {
   it('holds at most maxQueued events once its database stops, counting and logging the rest', async () => {
     // A Postgres of this test's own, so stopping it disturbs no one else.
@@ -204,12 +217,7 @@ describe('PgMetadataSink with real PostgreSQL: outages', () => {
       maxQueued: 20,
       flushIntervalMs: 60_000,
     })
-    const open = (i: number) => ({
-      type: 'connection-opened' as const,
-      room: 'r',
-      connectionId: `c${i}`,
-      userId: 'u',
-    })
+    const open = (i: number) => opened('r', `c${i}`, 'u')
     sink.record(open(0))
     await sink.flush()
     assert.deepEqual(sink.stats(), { queued: 0, dropped: 0 }, 'written while the database runs')

@@ -8,7 +8,11 @@ import { PgMetadataSink } from '../../../server/src/adapters/postgres/pg-metadat
 import { silentLogger } from '../../../server/src/logger.js'
 import { uniqueName } from '../../../server/test/helpers/services.js'
 import { connectIsolatedDatabase } from '../../../server/test/helpers/test-database.js'
-import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
+import {
+  startTestServer,
+  type TestServer,
+  type TestServerOverrides,
+} from '../../../server/test/helpers/test-server.js'
 import { createDashboardApp } from '../../src/app.js'
 import { LiveEvents } from '../../src/live-events.js'
 import { MetadataQueries } from '../../src/queries.js'
@@ -31,7 +35,7 @@ export interface DashboardStack {
  * The whole read path, real at every step: a sync server writing metadata (at the production
  * flush interval, 1 s) to its own schema in the test Postgres, and the dashboard reading it.
  */
-export async function startDashboardStack(): Promise<DashboardStack> {
+export async function startDashboardStack(syncOverrides: TestServerOverrides = {}): Promise<DashboardStack> {
   const db = await connectIsolatedDatabase()
   await migrate(db.pool) // the sink does it on its first flush; the dashboard may be asked before
   const serverId = uniqueName('sync')
@@ -47,6 +51,7 @@ export async function startDashboardStack(): Promise<DashboardStack> {
     serverId,
     adapters: { metadata: sink },
     metadataSampleIntervalMs: 50,
+    ...syncOverrides,
     internal: {
       port: internalPort,
       advertisedHost: '127.0.0.1',

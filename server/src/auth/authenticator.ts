@@ -1,4 +1,5 @@
 import { createPublicKey, type KeyObject } from 'node:crypto'
+import { infoClaimProblem, nameClaimProblem } from '@symphony/node/token-claims'
 import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose'
 import type { Identity } from '../core/connection.js'
 import { AuthError } from '../errors.js'
@@ -33,7 +34,13 @@ const ASYMMETRIC_ALGORITHMS = [
   'ES512',
   'EdDSA',
 ]
-const ANONYMOUS_WRITER: Identity = { userId: 'anonymous', access: 'rw', expiresAt: null }
+const ANONYMOUS_WRITER: Identity = {
+  userId: 'anonymous',
+  name: null,
+  info: null,
+  access: 'rw',
+  expiresAt: null,
+}
 /** How long a client should wait before asking again while the key source is unreachable. */
 const KEYS_UNAVAILABLE_RETRY_AFTER_S = 5
 
@@ -123,8 +130,14 @@ function identityFor(payload: JWTPayload, room: string): Identity {
   if (access !== 'rw' && access !== 'ro') {
     throw new AuthError('TOKEN_INVALID', 401, 'the access claim must be "rw" or "ro"')
   }
+  const problem =
+    (payload.name !== undefined && nameClaimProblem(payload.name)) ||
+    (payload.info !== undefined && infoClaimProblem(payload.info))
+  if (problem) throw new AuthError('TOKEN_INVALID', 401, problem)
   return {
     userId: typeof payload.sub === 'string' ? payload.sub : 'anonymous',
+    name: typeof payload.name === 'string' ? payload.name : null,
+    info: (payload.info as Record<string, unknown> | undefined) ?? null,
     access,
     expiresAt: typeof payload.exp === 'number' ? payload.exp * 1000 : null,
   }

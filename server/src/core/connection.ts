@@ -24,6 +24,10 @@ export type Access = 'rw' | 'ro'
 
 export interface Identity {
   userId: string
+  /** The token's `name` claim: how operators see the user. */
+  name: string | null
+  /** The token's `info` claim, a JSON object (bounded by `MAX_INFO_BYTES`). */
+  info: Record<string, unknown> | null
   access: Access
   /** When the token stops being valid (epoch ms); the connection is closed then. Null: never. */
   expiresAt: number | null

@@ -4,7 +4,15 @@ export type MetadataEvent =
   | { type: 'room-unloaded'; room: string; bytes: number }
   /** Sampled now and then for every loaded room: the time series behind the dashboard's charts. */
   | { type: 'room-sample'; room: string; connections: number; bytes: number }
-  | { type: 'connection-opened'; room: string; connectionId: string; userId: string }
+  | {
+      type: 'connection-opened'
+      room: string
+      connectionId: string
+      userId: string
+      /** The token's display name and info, for the sessions view. */
+      userName: string | null
+      userInfo: Record<string, unknown> | null
+    }
   | { type: 'connection-closed'; room: string; connectionId: string }
 
 /** Queue health, for /metrics. */

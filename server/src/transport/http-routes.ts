@@ -3,6 +3,7 @@ import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
 import type { Authenticator } from '../auth/authenticator.js'
 import { AuthError } from '../errors.js'
 import type { ServerMetrics } from '../metrics.js'
+import { answerDevToken, DEV_TOKEN_PATH } from './dev-token-route.js'
 import { parseRequestTarget } from './request-target.js'
 import type { StaticFile } from './static-files.js'
 
@@ -19,6 +20,8 @@ export interface RouteDeps {
   health: () => Health
   staticFiles: Map<string, StaticFile>
   authenticator: Authenticator
+  /** The HS256 secret the development token route signs with; null: the route is off. */
+  devTokenSecret: string | null
 }
 
 /** `/rooms/<room>/access`: no room name contains a slash, so this can never shadow a room. */
@@ -34,6 +37,11 @@ export function createRequestHandler(deps: RouteDeps) {
       sendError(response, 405, 'METHOD_NOT_ALLOWED', 'only GET and HEAD are served here')
     } else if (accessRoom !== undefined) {
       answerAccessCheck(deps.authenticator, accessRoom, query.get('token'), response)
+    } else if (path === DEV_TOKEN_PATH && deps.devTokenSecret) {
+      answerDevToken(deps.devTokenSecret, query).then(
+        ({ status, body }) => sendJson(response, status, body),
+        (error: Error) => sendError(response, 500, 'TOKEN_FAILED', error.message),
+      )
     } else if (path === '/healthz') {
       const health = deps.health()
       sendJson(response, health.ready ? 200 : 503, { status: health.ready ? 'ok' : 'draining', ...health })

@@ -163,7 +163,14 @@ export class WebSocketGateway {
     const live: LiveSocket = { socket, connection, alive: true }
     this.#live.add(live)
     metrics.connections.inc()
-    metadata.record({ type: 'connection-opened', room, connectionId: id, userId: identity.userId })
+    metadata.record({
+      type: 'connection-opened',
+      room,
+      connectionId: id,
+      userId: identity.userId,
+      userName: identity.name,
+      userInfo: identity.info,
+    })
     socket.on('close', () => this.#forget(live))
     socket.on('pong', () => {
       live.alive = true

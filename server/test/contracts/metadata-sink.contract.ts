@@ -9,7 +9,14 @@ export function metadataSinkContract(name: string, createSink: () => Promise<Met
       const sink = await createSink()
       const results = [
         sink.record({ type: 'room-loaded', room: 'r', bytes: 10 }),
-        sink.record({ type: 'connection-opened', room: 'r', connectionId: 'c1', userId: 'u' }),
+        sink.record({
+          type: 'connection-opened',
+          room: 'r',
+          connectionId: 'c1',
+          userId: 'u',
+          userName: null,
+          userInfo: null,
+        }),
         sink.record({ type: 'connection-closed', room: 'r', connectionId: 'c1' }),
         sink.record({ type: 'room-unloaded', room: 'r', bytes: 12 }),
       ]

@@ -51,6 +51,13 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX room_samples_at ON room_samples (at);
     `,
   },
+  {
+    version: 2,
+    name: 'who a session is: the token name and info',
+    sql: `
+      ALTER TABLE connection_sessions ADD COLUMN user_name text, ADD COLUMN user_info jsonb;
+    `,
+  },
 ]
 
 /** Any constant: every server migrating at once takes turns on it. */

@@ -80,15 +80,18 @@ export async function writeBatch(
   }
   if (opened.length > 0) {
     await db.query(
-      `INSERT INTO connection_sessions (id, room, server_id, user_id, opened_at)
-       SELECT id, room, $1, user_id, opened_at
-       FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS t(id, room, user_id, opened_at)
+      `INSERT INTO connection_sessions (id, room, server_id, user_id, user_name, user_info, opened_at)
+       SELECT id, room, $1, user_id, user_name, user_info::jsonb, opened_at
+       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+         AS t(id, room, user_id, user_name, user_info, opened_at)
        ON CONFLICT (id) DO NOTHING`,
       [
         serverId,
         opened.map((e) => e.connectionId),
         opened.map((e) => e.room),
         opened.map((e) => e.userId),
+        opened.map((e) => e.userName),
+        opened.map((e) => (e.userInfo ? JSON.stringify(e.userInfo) : null)),
         opened.map((e) => e.at),
       ],
     )
