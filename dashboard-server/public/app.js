@@ -167,7 +167,12 @@ async function renderRoomJson(name) {
 
 function currentRoom() {
   const match = /^#\/rooms\/(.+)$/.exec(location.hash)
-  return match ? decodeURIComponent(match[1]) : null
+  if (!match) return null
+  try {
+    return decodeURIComponent(match[1])
+  } catch {
+    return match[1] // typed by hand, not a link of ours
+  }
 }
 
 /** Shows the view the URL names. The document (possibly large) is read on arrival and on Reload only. */

@@ -1,3 +1,4 @@
+import { roomPath } from '@symphony/client/room-name'
 import * as Y from 'yjs'
 import { ApiError } from './app-error.js'
 
@@ -34,7 +35,7 @@ async function fetchLive(
 ): Promise<Uint8Array | null> {
   for (const address of addresses) {
     try {
-      const response = await fetch(`http://${address}/internal/rooms/${room}/state`, {
+      const response = await fetch(`http://${address}/internal/rooms/${roomPath(room)}/state`, {
         headers: { authorization: `Bearer ${internalToken}` },
         signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
       })

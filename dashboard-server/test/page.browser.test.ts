@@ -69,4 +69,20 @@ describe('dashboard page in Chromium', () => {
     assert.deepEqual(errors, [])
     await page.context().close()
   })
+
+  it('shows a room whose name has slashes, markup and emoji as text, on its own page, with its document', async () => {
+    const page = await signIn(DASHBOARD_TOKEN)
+    await page.locator('#live[data-state="live"]').waitFor()
+    const room = `${uniqueRoom('team')}/<img src=x onerror="window.pwned=1"> Straße 😀 %41`
+    const client = await connectSynced(stack.sync.wsUrl, encodeURIComponent(room))
+    client.doc.getMap('notes').set('n', 'hello')
+    const link = page.locator(`a[href="#/rooms/${encodeURIComponent(room)}"]`)
+    await link.waitFor()
+    assert.equal(await link.textContent(), room)
+    await link.click()
+    await page.waitForFunction(() => document.querySelector('#room-json')?.textContent?.includes('hello'))
+    assert.equal(await page.locator('#room-name').textContent(), room)
+    assert.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined)
+    await page.context().close()
+  })
 })

@@ -1,3 +1,5 @@
+import { roomPath } from './room-name.js'
+
 /**
  * The server's answer to "may this token enter this room?".
  *
@@ -25,7 +27,7 @@ export async function checkAccess(
   token: string | null,
   fetchImpl: typeof fetch = fetch,
 ): Promise<AccessVerdict> {
-  const url = new URL(`${httpBase(serverUrl)}/rooms/${room}/access`)
+  const url = new URL(`${httpBase(serverUrl)}/rooms/${roomPath(room)}/access`)
   if (token) url.searchParams.set('token', token)
   try {
     const response = await fetchImpl(url, { cache: 'no-store' })

@@ -2,7 +2,7 @@ import { hasIndexedDb } from './offline-store.js'
 import { type ReconnectOptions, ReconnectSchedule } from './reconnect-schedule.js'
 import { Room } from './room.js'
 import type { TokenSource } from './room-connection.js'
-import { isValidRoomName, ROOM_NAME_RULE } from './room-name.js'
+import { isValidRoomName, ROOM_NAME_RULE, roomPath } from './room-name.js'
 
 /**
  * Options of `createClient`.
@@ -97,7 +97,7 @@ export class SymphonyClient {
       fetch: (...args) => fetch(...args),
       connectTimeoutMs: this.options.connectTimeoutMs ?? 15_000,
       crossTab: this.options.crossTab ?? typeof window !== 'undefined',
-      offlineStoreName: this.#offline ? `symphony:${this.#serverUrl}/${roomId}` : null,
+      offlineStoreName: this.#offline ? offlineStoreName(this.#serverUrl, roomId) : null,
     })
     this.#rooms.set(roomId, room as Room<object>)
     return room
@@ -142,6 +142,15 @@ function toWebSocketUrl(url: string): string {
   parsed.search = ''
   parsed.hash = ''
   return parsed.toString().replace(/\/+$/, '')
+}
+
+/**
+ * The IndexedDB database of a room. Names with `/` or `%` are encoded, so the last `/` always
+ * separates server and room; other names keep the form earlier versions used, and their data.
+ */
+function offlineStoreName(serverUrl: string, roomId: string): string {
+  const room = /[/%]/.test(roomId) ? roomPath(roomId) : roomId
+  return `symphony:${serverUrl}/${room}`
 }
 
 function tokenSource({ token, getToken }: ClientOptions): TokenSource {

@@ -6,6 +6,7 @@ import { checkAccess } from './access-check.js'
 import { CloseCode, closeCodeName, shouldReconnect } from './close-codes.js'
 import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
+import { roomPath } from './room-name.js'
 import { SYNC_STATUS_PARAM } from './sync-status-protocol.js'
 import { UnsyncedChanges } from './unsynced-changes.js'
 
@@ -65,7 +66,8 @@ export class RoomConnection {
   #readOnlyReported = false
 
   constructor(private readonly options: RoomConnectionOptions) {
-    const provider = new WebsocketProvider(options.serverUrl, options.room, options.doc, {
+    // The provider appends the name to the URL as it is: encoded here, any name survives.
+    const provider = new WebsocketProvider(options.serverUrl, roomPath(options.room), options.doc, {
       connect: false,
       awareness: options.awareness,
       WebSocketPolyfill: options.WebSocket,

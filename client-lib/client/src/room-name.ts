@@ -1,10 +1,14 @@
 /**
- * Room names: 1–128 characters that need no escaping in a URL path, a file name or an S3 key.
+ * Room names: 1–128 Unicode characters (code points), none of them a control character, and no
+ * unpaired surrogate (a string that is not valid Unicode). In a URL path the name is
+ * percent-encoded (`roomPath`), so `team/doc-42`, `my doc` and `café-ü` are all fine names. Only
+ * `.` and `..` are out: URL parsers resolve them as path steps, encoded or not, so no client could
+ * reach them.
  *
  * @example
- * ROOM_NAME_PATTERN.test('team-7:board.2') // true
+ * ROOM_NAME_PATTERN.test('team/doc-42') // true
  */
-export const ROOM_NAME_PATTERN = /^[A-Za-z0-9._~:-]{1,128}$/
+export const ROOM_NAME_PATTERN = /^(?!\.\.?$)[^\p{Cc}\p{Cs}]{1,128}$/u
 
 /**
  * The rule in words, for error messages.
@@ -12,7 +16,8 @@ export const ROOM_NAME_PATTERN = /^[A-Za-z0-9._~:-]{1,128}$/
  * @example
  * throw new TypeError(`bad room name: ${ROOM_NAME_RULE}`)
  */
-export const ROOM_NAME_RULE = 'room names are 1-128 characters of A-Z a-z 0-9 . _ ~ : -'
+export const ROOM_NAME_RULE =
+  'room names are 1-128 Unicode characters without control characters, other than . and ..'
 
 /**
  * Whether `name` is a valid room name; the server refuses any other before the upgrade.
@@ -21,5 +26,33 @@ export const ROOM_NAME_RULE = 'room names are 1-128 characters of A-Z a-z 0-9 . 
  * if (!isValidRoomName(input)) showError(ROOM_NAME_RULE)
  */
 export function isValidRoomName(name: string): boolean {
-  return ROOM_NAME_PATTERN.test(name)
+  return typeof name === 'string' && ROOM_NAME_PATTERN.test(name)
+}
+
+/**
+ * The room as one URL path segment (`/` and `%` included, percent-encoded).
+ *
+ * @example
+ * new WebSocket(`wss://sync.example.com/${roomPath('team/doc 42')}`) // …/team%2Fdoc%2042
+ */
+export function roomPath(name: string): string {
+  return encodeURIComponent(name)
+}
+
+/**
+ * The room a request path (after the leading `/`, before `?`) names. Percent-decoded, so it
+ * undoes `roomPath`. y-websocket's provider appends the name unencoded (browsers then encode
+ * spaces and non-ASCII, but leave `/` and `%` as they are): such a path decodes to the same
+ * name, and one that is not valid percent-encoding (`100%`) is taken as it is. Names with `%`,
+ * `?` or `#` only survive the trip encoded, which `@symphony/client` always does.
+ *
+ * @example
+ * roomFromPath('my%20doc/caf%C3%A9') // 'my doc/café'
+ */
+export function roomFromPath(path: string): string {
+  try {
+    return decodeURIComponent(path)
+  } catch {
+    return path
+  }
 }

@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto'
 import { link, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { SnapshotConflictError } from '../errors.js'
 import type { SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
+import { roomFilePath } from './room-files.js'
 
 /** A lock older than this belongs to a writer that died holding it. */
 const STALE_LOCK_MS = 30_000
 const LOCK_RETRY_MS = 5
 
 /**
- * Embedded `SnapshotStore`: one `<room>.ybin` file per room in a folder. Room names are already
- * restricted to `[A-Za-z0-9._~:-]`, so they are safe file names once the suffix is added.
+ * Embedded `SnapshotStore`: one `<room>.ybin` file per room in a folder, the name encoded by
+ * `roomFileName` (no traversal, no case collisions, bounded length).
  *
  * A file's version is its identity (inode, modification time in nanoseconds, size): every save
  * renames a new file into place, so each saved version has its own. A save compares and renames
@@ -83,7 +83,7 @@ export class FileSnapshotStore implements SnapshotStore {
   async close(): Promise<void> {}
 
   #path(room: string): string {
-    return join(this.folder, `${room}.ybin`)
+    return roomFilePath(this.folder, room, '.ybin')
   }
 
   /**

@@ -9,9 +9,9 @@ import {
   writeSync,
 } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { crc32 } from 'node:zlib'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
+import { roomFilePath } from './room-files.js'
 
 /** The embedded journal has one writer: this process. */
 const WRITER = 'file'
@@ -36,7 +36,8 @@ interface OpenJournal {
 }
 
 /**
- * Embedded `UpdateJournal`: one append-only file per room, `<room>.journal`. Appends are
+ * Embedded `UpdateJournal`: one append-only file per room, `<room>.journal` (the name encoded by
+ * `roomFileName`). Appends are
  * synchronous `write`s, so an update is in the operating system's hands before the server
  * forwards it: a killed process loses nothing (a power cut may lose what the disk had not
  * flushed). A torn last record, from a crash mid-write, fails its checksum and is dropped.
@@ -140,8 +141,7 @@ export class FileUpdateJournal implements UpdateJournal {
   }
 
   #path(room: string): string {
-    // Room names are limited to [A-Za-z0-9._~:-]: with the suffix they are safe file names.
-    return join(this.folder, `${room}.journal`)
+    return roomFilePath(this.folder, room, '.journal')
   }
 }
 

@@ -4,6 +4,7 @@ import * as encoding from 'lib0/encoding'
 import { corkUntilTurnEnds } from '../cork-until-turn-ends.js'
 import type { Logger } from '../logger.js'
 import type { PubSub, RoomMessageHandler } from '../ports/pubsub.js'
+import { roomKey } from './room-keys.js'
 
 export interface RedisPubSubOptions {
   /** Prepended to every channel name, so several deployments can share one Redis. */
@@ -94,7 +95,7 @@ export class RedisPubSub implements PubSub {
   }
 
   #channel(room: string): string {
-    return `${this.#prefix}room:${room}`
+    return `${this.#prefix}room:${roomKey(room)}`
   }
 
   #dispatch(channel: string, message: Buffer): void {

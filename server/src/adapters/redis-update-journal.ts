@@ -2,6 +2,7 @@ import { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
 import { closeConnection } from './redis-pubsub.js'
+import { roomKey } from './room-keys.js'
 
 export interface RedisUpdateJournalOptions {
   /** Prepended to every key, so several deployments can share one Redis. */
@@ -92,12 +93,13 @@ export class RedisUpdateJournal implements UpdateJournal {
     await closeConnection(this.#redis)
   }
 
+  /** The room key-encoded: `{` `}` in a name would otherwise move the hash tag. */
   #writers(room: string): string {
-    return `${this.#prefix}journal:{${room}}`
+    return `${this.#prefix}journal:{${roomKey(room)}}`
   }
 
   #stream(room: string, writer: string): string {
-    return `${this.#prefix}journal:{${room}}:${writer}`
+    return `${this.#prefix}journal:{${roomKey(room)}}:${writer}`
   }
 }
 

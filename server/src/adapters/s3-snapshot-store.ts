@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-s3'
 import { SnapshotConflictError } from '../errors.js'
 import type { SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
+import { roomKey } from './room-keys.js'
 
 export interface S3SnapshotStoreOptions {
   bucket: string
@@ -83,7 +84,7 @@ export class S3SnapshotStore implements SnapshotStore {
   async close(): Promise<void> {}
 
   #key(room: string): string {
-    return `${this.options.prefix}${room}.ybin`
+    return `${this.options.prefix}${roomKey(room)}.ybin`
   }
 
   #error(message: string, cause: unknown): Error {

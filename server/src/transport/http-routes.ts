@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
+import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
 import type { Authenticator } from '../auth/authenticator.js'
 import { AuthError } from '../errors.js'
 import type { ServerMetrics } from '../metrics.js'
@@ -24,7 +24,7 @@ export interface RouteDeps {
   devTokenSecret: string | null
 }
 
-/** `/rooms/<room>/access`: no room name contains a slash, so this can never shadow a room. */
+/** `/rooms/<room>/access`, the room percent-encoded (one segment). HTTP only: never shadows a room. */
 const ACCESS_PATH = /^\/rooms\/([^/]*)\/access$/
 
 /** The public HTTP side of the sync server: health, metrics, access checks and the demo page. */
@@ -32,7 +32,8 @@ export function createRequestHandler(deps: RouteDeps) {
   return (request: IncomingMessage, response: ServerResponse): void => {
     const { path, query } = parseRequestTarget(request.url)
     const file = deps.staticFiles.get(path)
-    const accessRoom = ACCESS_PATH.exec(path)?.[1]
+    const accessPath = ACCESS_PATH.exec(path)?.[1]
+    const accessRoom = accessPath === undefined ? undefined : roomFromPath(accessPath)
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       sendError(response, 405, 'METHOD_NOT_ALLOWED', 'only GET and HEAD are served here')
     } else if (accessRoom !== undefined) {

@@ -1,13 +1,13 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { isValidRoomName } from '@symphony/client/room-name'
+import { isValidRoomName, roomFromPath } from '@symphony/client/room-name'
 import type { Room } from '../core/room.js'
 import { parseRequestTarget } from './request-target.js'
 
 const STATE_PATH = /^\/internal\/rooms\/([^/]+)\/state$/
 
 /**
- * The server-to-server endpoint: `GET /internal/rooms/<room>/state` answers a loaded room's full
+ * The server-to-server endpoint: `GET /internal/rooms/<room>/state` (the room percent-encoded) answers a loaded room's full
  * state as one Yjs update, so a peer loading the room gets every update, not a 30 s old snapshot.
  * It listens on its own port, which the load balancer never exposes, and needs the shared token.
  */
@@ -20,7 +20,7 @@ export function createInternalEndpoint(token: string, loadedRoom: (name: string)
       return
     }
     const match = STATE_PATH.exec(parseRequestTarget(request.url).path)
-    const name = match?.[1]
+    const name = match?.[1] === undefined ? undefined : roomFromPath(match[1])
     if (request.method !== 'GET' || !name || !isValidRoomName(name)) {
       response.writeHead(404).end()
       return

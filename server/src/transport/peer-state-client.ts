@@ -1,9 +1,10 @@
+import { roomPath } from '@symphony/client/room-name'
 import type { PeerStateFetcher } from '../core/room-state-source.js'
 
 /** Fetches a room's state from a peer's internal endpoint, giving up after `timeoutMs`. */
 export function createPeerStateFetcher(token: string, timeoutMs: number): PeerStateFetcher {
   return async (peer, room) => {
-    const response = await fetch(`http://${peer.internalAddress}/internal/rooms/${room}/state`, {
+    const response = await fetch(`http://${peer.internalAddress}/internal/rooms/${roomPath(room)}/state`, {
       headers: { authorization: `Bearer ${token}` },
       signal: AbortSignal.timeout(timeoutMs),
     })

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { CloseCode } from '@symphony/client/close-codes'
-import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
+import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
 import { SYNC_STATUS_PARAM } from '@symphony/client/sync-status-protocol'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Authenticator } from '../auth/authenticator.js'
@@ -95,7 +95,7 @@ export class WebSocketGateway {
       return refuse(403, 'ORIGIN_NOT_ALLOWED', `origin ${origin.slice(0, 200)} is not allowed`)
     }
     const { path, query } = parseRequestTarget(request.url)
-    const room = path.slice(1)
+    const room = roomFromPath(path.slice(1))
     if (!isValidRoomName(room)) {
       return refuse(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
     }

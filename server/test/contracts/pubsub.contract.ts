@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { PubSub } from '../../src/ports/pubsub.js'
 import { uniqueRoom } from '../helpers/clients.js'
+import { TRICKY_ROOM_NAMES } from '../helpers/tricky-room-names.js'
 
 export interface PubSubPair {
   /** Two servers' adapters sharing one backend. */
@@ -43,6 +44,23 @@ export function pubSubContract(name: string, createPair: () => Promise<PubSubPai
       pair = await createPair()
     })
     after(() => pair.cleanup())
+
+    it('keeps every room name apart: slashes, case, dots, long and non-ASCII names', async () => {
+      const inboxes = TRICKY_ROOM_NAMES.map(() => inbox())
+      await Promise.all(
+        TRICKY_ROOM_NAMES.map((room, i) => pair.b.subscribe(room, (inboxes[i] ?? inbox()).handler)),
+      )
+      for (const [i, room] of TRICKY_ROOM_NAMES.entries()) pair.a.publish(room, bytes(i))
+      for (const [i, box] of inboxes.entries()) {
+        await box.waitFor(1)
+        assert.deepEqual(
+          box.messages.map((m) => [...m]),
+          [[i]],
+          TRICKY_ROOM_NAMES[i],
+        )
+      }
+      await Promise.all(TRICKY_ROOM_NAMES.map((room) => pair.b.unsubscribe(room)))
+    })
 
     it("delivers another server's messages byte for byte, in order, and never the server's own", async () => {
       const room = uniqueRoom('ps')

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { PeerServer, RoomRegistry } from '../../src/ports/room-registry.js'
 import { eventually, uniqueRoom } from '../helpers/clients.js'
+import { TRICKY_ROOM_NAMES } from '../helpers/tricky-room-names.js'
 
 export interface RegistryPair {
   a: RoomRegistry
@@ -29,6 +30,17 @@ export function roomRegistryContract(
       await pair.a.deregister(room)
       assert.deepEqual(await pair.b.peersFor(room), [])
       assert.deepEqual(await pair.b.peersFor(uniqueRoom('reg')), [])
+      await pair.cleanup()
+    })
+
+    it('keeps every room name apart: slashes, case, dots, long and non-ASCII names', async () => {
+      const pair = await createPair(30_000)
+      const held = TRICKY_ROOM_NAMES.filter((_, i) => i % 2 === 0)
+      for (const room of held) await pair.a.register(room)
+      for (const room of TRICKY_ROOM_NAMES) {
+        assert.deepEqual(await pair.b.peersFor(room), held.includes(room) ? [pair.serverA] : [], room)
+      }
+      for (const room of held) await pair.a.deregister(room)
       await pair.cleanup()
     })
 

@@ -4,6 +4,7 @@ import { SnapshotConflictError } from '../../src/errors.js'
 import type { SnapshotStore } from '../../src/ports/snapshot-store.js'
 import { uniqueRoom } from '../helpers/clients.js'
 import { putSnapshot, storedState } from '../helpers/snapshots.js'
+import { TRICKY_ROOM_NAMES } from '../helpers/tricky-room-names.js'
 
 const isConflict = (error: unknown) => error instanceof SnapshotConflictError
 
@@ -35,6 +36,22 @@ export function snapshotStoreContract(name: string, createStore: () => Promise<S
         'none stored',
       )
       assert.deepEqual(await store.load(room), { state: new Uint8Array([2]), version: second })
+      await store.close()
+    })
+
+    it('keeps every room name apart: slashes, case, dots, long and non-ASCII names', async () => {
+      const store = await createStore()
+      const versions = new Map<string, string>()
+      for (const [i, room] of TRICKY_ROOM_NAMES.entries()) {
+        versions.set(room, await store.save(room, new Uint8Array([i, 7]), null))
+      }
+      for (const [i, room] of TRICKY_ROOM_NAMES.entries()) {
+        assert.deepEqual(
+          await store.load(room),
+          { state: new Uint8Array([i, 7]), version: versions.get(room) },
+          room,
+        )
+      }
       await store.close()
     })
 

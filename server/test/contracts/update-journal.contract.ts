@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { UpdateJournal } from '../../src/ports/update-journal.js'
 import { uniqueRoom } from '../helpers/clients.js'
+import { TRICKY_ROOM_NAMES } from '../helpers/tricky-room-names.js'
 
 export interface JournalFixture {
   /** A journal for `writer` (a server id) on the fixture's shared storage. */
@@ -45,6 +46,25 @@ export function updateJournalContract(name: string, createFixture: () => Promise
       assert.deepEqual((await journal.read(room)).updates, [])
       await journal.append(room, bytes(4))
       assert.deepEqual((await journal.read(room)).updates, [bytes(4)], 'appends go on after an empty trim')
+      await journal.close()
+      await fixture.cleanup()
+    })
+
+    it('keeps every room name apart: slashes, case, dots, long and non-ASCII names', async () => {
+      const fixture = await createFixture()
+      const journal = fixture.open('server-a')
+      for (const [i, room] of TRICKY_ROOM_NAMES.entries()) await journal.append(room, bytes(i, 1))
+      for (const [i, room] of TRICKY_ROOM_NAMES.entries()) {
+        assert.deepEqual((await journal.read(room)).updates, [bytes(i, 1)], room)
+      }
+      const [first = '', second = ''] = TRICKY_ROOM_NAMES
+      await journal.trim(first, (await journal.read(first)).position)
+      assert.deepEqual((await journal.read(first)).updates, [])
+      assert.deepEqual(
+        (await journal.read(second)).updates,
+        [bytes(1, 1)],
+        'trimming one room leaves the others',
+      )
       await journal.close()
       await fixture.cleanup()
     })

@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict'
+import { afterEach, describe, it } from 'node:test'
+import {
+  destroyNodeClients,
+  nodeClient,
+  recordErrors,
+} from '../../client-lib/client/test/helpers/node-client.js'
+import { MemoryBus } from '../src/adapters/memory-pubsub.js'
+import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { connectClient, connectSynced, eventually } from './helpers/clients.js'
+import { startTestServer } from './helpers/test-server.js'
+import { signToken, TEST_SECRET } from './helpers/tokens.js'
+
+afterEach(async () => {
+  await destroyNodeClients()
+  await cleanUpAfterTest()
+})
+
+let counter = 0
+/** A fresh room name of the kind apps use: slashes, spaces, accents, emoji. */
+const appName = (base: string) => `${base} ${++counter}`
+
+describe('room names as apps use them', () => {
+  for (const base of ['team/doc-42', 'my doc', 'café-ü', 'Ünïcødé/😀 board', 'a:b*c?[d]{e}']) {
+    it(`${JSON.stringify(base)}: a y-websocket provider (raw name in the URL) and our client share one room`, async () => {
+      const t = await startTestServer()
+      const room = appName(base)
+      const ours = nodeClient(t.wsUrl).enter(room)
+      await ours.whenSynced()
+      ours.map('m').set('from', 'ours')
+      // Names with `?` or `#` only survive the URL encoded: the raw provider is for the others.
+      if (!/[?#%]/.test(room)) {
+        const raw = await connectSynced(t.wsUrl, room)
+        await eventually(() => raw.doc.getMap('m').get('from') === 'ours', 'the provider sees our edit')
+        raw.doc.getMap('m').set('back', 'raw')
+        await eventually(() => ours.map('m').get('back') === 'raw', 'our client sees the provider’s edit')
+      }
+      assert.ok(t.server.manager.loadedRoom(room), 'the room is the decoded name')
+      assert.equal(t.server.manager.roomCount, 1, 'one room, however the name travelled')
+    })
+  }
+
+  it('names that differ only in case, or by an encoded slash, are different rooms', async () => {
+    const t = await startTestServer()
+    const names = ['Doc', 'doc', 'a%2Fb', 'a/b', '100%', '%41', 'A']
+    const rooms = names.map((name) => nodeClient(t.wsUrl).enter(name))
+    await Promise.all(rooms.map((room) => room.whenSynced()))
+    for (const [i, room] of rooms.entries()) room.map('m').set('i', i)
+    const fresh = names.map((name) => nodeClient(t.wsUrl).enter(name))
+    await Promise.all(fresh.map((room) => room.whenSynced()))
+    await eventually(() => fresh.every((room, i) => room.map('m').get('i') === i), 'each room has its own')
+    assert.equal(t.server.manager.roomCount, names.length)
+  })
+
+  it('grants prefix patterns on the decoded name: team/* opens team/doc-42, raw or encoded, not other/x', async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const token = await signToken({ room: 'team/*', access: 'rw' })
+    const ours = nodeClient(t.wsUrl, { token }).enter('team/doc-42')
+    await ours.whenSynced()
+    const raw = await connectSynced(t.wsUrl, 'team/doc-42', { token })
+    ours.text('t').insert(0, 'hi')
+    await eventually(() => raw.doc.getText('t').toString() === 'hi', 'both in team/doc-42')
+    const other = nodeClient(t.wsUrl, { token }).enter('other/x')
+    const errors = recordErrors(other)
+    await eventually(() => errors.length > 0, 'refused')
+    assert.equal(errors[0]?.code, 'AUTH_REFUSED')
+    assert.equal(errors[0]?.details.status, 403)
+    // Not fooled by an encoded slash: "team%2F..%2Fother" is the name "team/../other", under team/.
+    const sneaky = connectClient(t.wsUrl, 'team%2F..%2Fother', { token })
+    await eventually(() => sneaky.provider.synced, 'an odd but granted name')
+    assert.ok(t.server.manager.loadedRoom('team/../other'))
+    assert.equal(t.server.manager.loadedRoom('other'), undefined)
+  })
+
+  it('a server loads such a room from the peer that holds it, through the encoded internal URL', async () => {
+    const bus = new MemoryBus()
+    const registryTable = new MemoryRegistryTable()
+    const internal = {
+      port: 0,
+      advertisedHost: '127.0.0.1',
+      token: 'internal-token-0123456789',
+      fetchTimeoutMs: 1_000,
+    }
+    const a = await startTestServer({ serverId: 'a', bus, registryTable, internal })
+    const b = await startTestServer({ serverId: 'b', bus, registryTable, internal })
+    const room = appName('team/Straße 😀 %41')
+    const writer = nodeClient(a.wsUrl).enter(room)
+    await writer.whenSynced()
+    writer.text('t').insert(0, 'only in memory')
+    await eventually(() => a.server.manager.loadedRoom(room)?.doc.getText('t').length === 14, 'A applied it')
+    const reader = nodeClient(b.wsUrl).enter(room)
+    await reader.whenSynced()
+    assert.equal(reader.text('t').toString(), 'only in memory')
+    const loads = (await b.server.metrics.roomLoads.get()).values
+    assert.equal(loads.find((v) => v.labels.source === 'peer')?.value, 1, 'from the peer, not the store')
+  })
+})
