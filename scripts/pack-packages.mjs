@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 const root = fileURLToPath(new URL('..', import.meta.url))
 
 /** The workspaces published to the registry, each with README, LICENSE and CHANGELOG. */
-export const PUBLISHED_PACKAGES = ['client-lib/client', 'client-lib/node']
+export const PUBLISHED_PACKAGES = ['client-lib/client', 'client-lib/react', 'client-lib/node']
 
 /** Packs every published package into `destination`; returns the tarballs' absolute paths. */
 export function packPackages(destination = resolve(root, 'client-lib/dist-packages')) {

@@ -67,6 +67,7 @@ run('../server/dist/main.js', 'sync', env, (line) => {
     console.log(
       `  Whiteboard demo: http://localhost:${port}/   (open it in two tabs; ?room=<name> picks a room)`,
     )
+    console.log(`  React example:   http://localhost:${port}/react   (a shared to-do list with presence)`)
     console.log(`  WebSocket:       ws://localhost:${port}/<room>`)
     console.log(`  Health/metrics:  http://localhost:${port}/healthz  http://localhost:${port}/metrics`)
     const metadata = database.startsWith('pglite://')

@@ -10,7 +10,15 @@ import { ensureDebianPackage } from './lib/debian-package.mjs'
 import { REDIS_SERVER, startMoto, startPostgres, startRedis } from './lib/services.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
-const packages = ['server', 'client-lib/client', 'client-lib/node', 'dashboard-server', 'loadtest', 'infra']
+const packages = [
+  'server',
+  'client-lib/client',
+  'client-lib/node',
+  'client-lib/react',
+  'dashboard-server',
+  'loadtest',
+  'infra',
+]
 
 function testFiles(folder) {
   let entries

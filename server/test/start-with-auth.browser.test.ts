@@ -44,7 +44,7 @@ function startWithAuth(): Promise<{ child: ChildProcess; port: number }> {
   })
 }
 
-describe('AUTH_SECRET=… npm start: the demo works with auth on, through the development token route', () => {
+describe('AUTH_SECRET=… npm start: the demos work with auth on, through the development token route', () => {
   let started: { child: ChildProcess; port: number }
   let browser: Browser
   before(async () => {
@@ -89,5 +89,26 @@ describe('AUTH_SECRET=… npm start: the demo works with auth on, through the de
     const id = await a.locator('rect[data-shape-id]').first().getAttribute('data-shape-id')
     await b.waitForSelector(`rect[data-shape-id="${id}"]`)
     await Promise.all([a.context().close(), b.context().close()])
+  })
+
+  it('serves the React example at /react: two pages share the to-do list and see each other', async () => {
+    const room = uniqueRoom('react')
+    const open = async (name: string): Promise<Page> => {
+      const page = await (await browser.newContext()).newPage()
+      await page.goto(`${base()}/react?room=${encodeURIComponent(room)}&name=${name}`)
+      await page.waitForSelector('#status[data-status="synced"]')
+      return page
+    }
+    const [ada, bob] = [await open('Ada'), await open('Bob')]
+    await ada.waitForFunction(() => document.querySelector('#people')?.textContent === 'Also here: Bob')
+    await ada.fill('input[name=todo]', 'buy milk')
+    await ada.press('input[name=todo]', 'Enter')
+    await bob.waitForFunction(() => document.querySelector('#todos')?.textContent === 'buy milk')
+    await bob.fill('input[name=todo]', 'walk the dog')
+    await bob.click('button[type=submit]')
+    await ada.waitForFunction(() => document.querySelector('#todos')?.textContent === 'buy milkwalk the dog')
+    await ada.click('text=Undo')
+    await bob.waitForFunction(() => document.querySelector('#todos')?.textContent === 'walk the dog')
+    await Promise.all([ada.context().close(), bob.context().close()])
   })
 })

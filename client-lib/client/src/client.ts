@@ -56,18 +56,12 @@ export class SymphonyClient {
   readonly #rooms = new Map<string, Room<object>>()
   readonly #serverUrl: string
   readonly #tokens: TokenSource
-  readonly #offline: boolean
 
   constructor(private readonly options: ClientOptions) {
     this.#serverUrl = toWebSocketUrl(options.url)
     this.#tokens = tokenSource(options)
-    this.#offline = options.offline ?? hasIndexedDb()
-    if (this.#offline && !hasIndexedDb()) {
-      throw new TypeError('offline: true needs IndexedDB, which this runtime lacks; pass offline: false')
-    }
-    if (!options.WebSocket && typeof WebSocket === 'undefined') {
-      throw new TypeError('this runtime has no WebSocket; pass one as the WebSocket option (e.g. from "ws")')
-    }
+    // The runtime's WebSocket and IndexedDB are looked at when a room is entered, not here: a
+    // client may be made during server rendering, where neither exists.
     new ReconnectSchedule(options.reconnect) // validates the delays now rather than at the first failure
     if (options.connectTimeoutMs !== undefined && !(options.connectTimeoutMs > 0)) {
       throw new RangeError('connectTimeoutMs must be a positive number of milliseconds')
@@ -75,8 +69,9 @@ export class SymphonyClient {
   }
 
   /**
-   * Joins `roomId` (1–128 characters of `A-Z a-z 0-9 . _ ~ : -`) and starts syncing. Entering a
-   * room the client is already in returns the same `Room`.
+   * Joins `roomId` (1–128 Unicode characters without control characters) and starts syncing.
+   * Entering a room the client is already in returns the same `Room`. Throws if the runtime lacks
+   * WebSocket (pass `WebSocket`) or, with `offline: true`, IndexedDB.
    *
    * @example
    * const room = client.enter<{ name: string }>('board-1')
@@ -88,6 +83,13 @@ export class SymphonyClient {
     }
     const existing = this.#rooms.get(roomId)
     if (existing) return existing as Room<P>
+    const offline = this.options.offline ?? hasIndexedDb()
+    if (offline && !hasIndexedDb()) {
+      throw new TypeError('offline: true needs IndexedDB, which this runtime lacks; pass offline: false')
+    }
+    if (!this.options.WebSocket && typeof WebSocket === 'undefined') {
+      throw new TypeError('this runtime has no WebSocket; pass one as the WebSocket option (e.g. from "ws")')
+    }
     const room = new Room<P>({
       id: roomId,
       serverUrl: this.#serverUrl,
@@ -97,7 +99,7 @@ export class SymphonyClient {
       fetch: (...args) => fetch(...args),
       connectTimeoutMs: this.options.connectTimeoutMs ?? 15_000,
       crossTab: this.options.crossTab ?? typeof window !== 'undefined',
-      offlineStoreName: this.#offline ? offlineStoreName(this.#serverUrl, roomId) : null,
+      offlineStoreName: offline ? offlineStoreName(this.#serverUrl, roomId) : null,
     })
     this.#rooms.set(roomId, room as Room<object>)
     return room

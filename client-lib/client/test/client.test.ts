@@ -380,8 +380,10 @@ describe('@symphony/client against a real server', () => {
       () => createClient({ url: 'ws://x', WebSocket: WebSocketImpl, token: 't', getToken: () => 't' }),
       /not both/,
     )
-    assert.throws(() => createClient({ url: 'ws://x', WebSocket: WebSocketImpl, offline: true }), /IndexedDB/)
-    assert.throws(() => createClient({ url: 'ws://x' }), /no WebSocket/)
+    // Made anywhere (server rendering too); the runtime is checked when a room is entered.
+    const offline = createClient({ url: 'ws://x', WebSocket: WebSocketImpl, offline: true })
+    assert.throws(() => offline.enter('r'), /IndexedDB/)
+    assert.throws(() => createClient({ url: 'ws://x' }).enter('r'), /no WebSocket/)
     assert.throws(() => client('ws://x').enter('a\nb'), /invalid room name "a\\nb"/)
     assert.throws(() => client('ws://x').enter('..'), /invalid room name "\.\."/)
     assert.throws(() => client('ws://x').enter('x'.repeat(129)), /1-128 Unicode characters/)

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -9,13 +9,15 @@ import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 import type { Browser, Page } from 'playwright-core'
+import { freePort } from '../../../scripts/lib/services.mjs'
 import { launchChromium } from '../../../server/test/helpers/browser.js'
 import { uniqueRoom } from '../../../server/test/helpers/clients.js'
 import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
+import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
-/** The first ```lang block after `heading` in a package's README. */
+/** The first ```lang block under "## Quick start" in a package's README, as a developer copies it. */
 function quickStart(packageDir: string, lang: string): string {
   const readme = readFileSync(join(ROOT, packageDir, 'README.md'), 'utf8')
   const section = readme.slice(readme.indexOf('## Quick start'))
@@ -24,9 +26,15 @@ function quickStart(packageDir: string, lang: string): string {
   return code
 }
 
+/** Replaces `from` (which must be there) with `to`, so a README change that breaks the test is loud. */
+function swap(code: string, from: string, to: string): string {
+  assert.ok(code.includes(from), `the quick start still has ${from}`)
+  return code.replace(from, to)
+}
+
 /**
- * A new app outside the repository that installs the packed tarballs, as a developer would before
- * the packages are on the registry: nothing resolves from the workspace.
+ * A new app outside the repository that installs the packed tarballs of the three packages, as a
+ * developer would before they are on the registry: nothing resolves from the workspace.
  */
 function scratchApp(): string {
   const app = mkdtempSync(join(tmpdir(), 'symphony-app-'))
@@ -34,27 +42,34 @@ function scratchApp(): string {
     encoding: 'utf8',
   })
   const tarballs = packed.trim().split('\n')
+  assert.equal(tarballs.length, 3, 'client, react and node')
   writeFileSync(
     join(app, 'package.json'),
     JSON.stringify({ name: 'scratch-app', private: true, type: 'module' }),
   )
-  execFileSync(
-    'npm',
-    ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, 'yjs@^13.6.33'],
-    {
-      cwd: app,
-      stdio: 'pipe',
-    },
-  )
+  const others = [
+    'yjs@^13.6.33',
+    'react@^19',
+    'react-dom@^19',
+    '@types/react@^19',
+    '@types/node@^20',
+    'express@^5',
+  ]
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, ...others], {
+    cwd: app,
+    stdio: 'pipe',
+  })
   return app
 }
 
 /** Bundles `source` with esbuild from the app's folder; returns the code and the files it took. */
-async function bundleIn(app: string, source: string): Promise<{ code: string; inputs: string[] }> {
+async function bundleIn(app: string, source: string, loader: 'js' | 'tsx') {
   const result = await build({
-    stdin: { contents: source, resolveDir: app, loader: 'js' },
+    stdin: { contents: source, resolveDir: app, loader },
     bundle: true,
     format: 'esm',
+    jsx: 'automatic',
+    define: { 'process.env.NODE_ENV': '"production"' },
     minify: true,
     write: false,
     metafile: true,
@@ -63,9 +78,18 @@ async function bundleIn(app: string, source: string): Promise<{ code: string; in
   return { code: result.outputFiles[0]?.text ?? '', inputs: Object.keys(result.metafile.inputs) }
 }
 
-/** Serves one HTML page on its own origin, as an app would be. */
-async function servePage(html: string): Promise<{ url: string; server: Server }> {
-  const server = createServer((_request, response) => {
+/** Serves the app's page on its own origin; `/api/…` goes to the app's backend at `backend`. */
+async function serveApp(script: string, backend?: string): Promise<{ url: string; server: Server }> {
+  const html = `<!doctype html><div id="root"></div><p id="status"></p><p id="todos"></p><p id="people"></p><script type="module">${script}</script>`
+  const server = createServer(async (request, response) => {
+    if (backend && request.url?.startsWith('/api/')) {
+      const answer = await fetch(`${backend}${request.url}`)
+      response.writeHead(answer.status, {
+        'Content-Type': answer.headers.get('content-type') ?? 'text/plain',
+      })
+      response.end(await answer.text())
+      return
+    }
     response.writeHead(200, { 'Content-Type': 'text/html' })
     response.end(html)
   })
@@ -73,73 +97,146 @@ async function servePage(html: string): Promise<{ url: string; server: Server }>
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
 }
 
+/** The node README's express route, run as the app's backend with the server's secret. */
+async function startBackend(app: string): Promise<{ child: ChildProcess; url: string }> {
+  writeFileSync(join(app, 'backend.mjs'), quickStart('client-lib/node', 'js'))
+  const port = await freePort()
+  const child = spawn(process.execPath, ['backend.mjs'], {
+    cwd: app,
+    env: { PATH: process.env.PATH ?? '', PORT: String(port), AUTH_SECRET: TEST_SECRET },
+    stdio: 'ignore',
+  })
+  const url = `http://127.0.0.1:${port}`
+  for (;;) {
+    const up = await fetch(`${url}/api/symphony-token?room=team-7/probe`).then(
+      (response) => response.ok,
+      () => false,
+    )
+    if (up) return { child, url }
+    if (child.exitCode !== null) throw new Error(`the backend exited with ${child.exitCode}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 describe('the packed packages, installed into an app outside the repository', () => {
   let app: string
-  let t: TestServer
+  let open: TestServer
+  let secured: TestServer
+  let backend: { child: ChildProcess; url: string }
   let browser: Browser
+  const pages: Server[] = []
   before(async () => {
     app = scratchApp()
-    t = await startTestServer()
+    open = await startTestServer()
+    secured = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    backend = await startBackend(app)
     browser = await launchChromium()
   })
   after(async () => {
+    for (const page of pages) page.close()
+    backend?.child.kill()
     await browser?.close()
-    await t?.stop()
+    await open?.stop()
+    await secured?.stop()
   })
 
-  it('ships types for every entry point, resolved through the exports map', () => {
+  const errors: string[] = []
+  async function tab(url: string): Promise<Page> {
+    const page = await (await browser.newContext()).newPage()
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.goto(url)
+    return page
+  }
+
+  it('ships types for every entry point of the three, resolved through their exports maps', () => {
     writeFileSync(
-      join(app, 'check.ts'),
+      join(app, 'check.tsx'),
       [
         "import { createClient, type Room } from '@symphony/client'",
         "import { CloseCode } from '@symphony/client/close-codes'",
         "import { isValidRoomName } from '@symphony/client/room-name'",
         "import { MESSAGE_SYNC_STATUS } from '@symphony/client/sync-status-protocol'",
+        "import { createToken } from '@symphony/node'",
+        "import { MAX_INFO_BYTES } from '@symphony/node/token-claims'",
+        "import { RoomProvider, SymphonyProvider, useList, useSyncStatus } from '@symphony/react'",
         "const room: Room = createClient({ url: 'ws://localhost:1234' }).enter('r')",
         'const unsynced: boolean = room.hasUnsyncedChanges()',
-        'export const used = [unsynced, CloseCode.GoingAway, isValidRoomName, MESSAGE_SYNC_STATUS]',
+        "const token: Promise<string> = createToken({ room: 'r', access: 'rw', userId: 'u', expiresIn: 60, secret: 's' })",
+        "function List() { const items: readonly string[] = useList<string>('l'); const s: 'synchronizing' | 'synchronized' = useSyncStatus(); return <p>{items.length}{s}</p> }",
+        "export const tree = <SymphonyProvider client={createClient({ url: 'ws://x' })}><RoomProvider id='r'><List /></RoomProvider></SymphonyProvider>",
+        'export const used = [unsynced, token, CloseCode.GoingAway, isValidRoomName, MESSAGE_SYNC_STATUS, MAX_INFO_BYTES]',
       ].join('\n'),
     )
     const tsc = join(ROOT, 'node_modules/typescript/bin/tsc')
-    const options = ['--noEmit', '--strict', '--module', 'esnext', '--moduleResolution', 'bundler']
-    execFileSync('node', [tsc, ...options, '--target', 'es2022', '--lib', 'es2022,dom', 'check.ts'], {
+    const options = [
+      '--noEmit',
+      '--strict',
+      '--module',
+      'esnext',
+      '--moduleResolution',
+      'bundler',
+      '--jsx',
+      'react-jsx',
+    ]
+    execFileSync('node', [tsc, ...options, '--target', 'es2022', '--lib', 'es2022,dom', 'check.tsx'], {
       cwd: app,
       stdio: 'pipe',
     })
   })
 
   it('imports in Node without touching browser globals', () => {
-    const script = "const c = await import('@symphony/client'); console.log(typeof c.createClient)"
+    const script =
+      "const [c, r, n] = await Promise.all(['@symphony/client', '@symphony/react', '@symphony/node'].map((p) => import(p))); console.log(typeof c.createClient, typeof r.RoomProvider, typeof n.createToken)"
     const output = execFileSync('node', ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8' })
-    assert.equal(output.trim(), 'function')
+    assert.equal(output.trim(), 'function function function')
   })
 
   it("runs the client README's quick start, bundled with esbuild, in two Chromium pages", async () => {
     const room = uniqueRoom('installed')
-    const source = quickStart('client-lib/client', 'js')
-      .replace("'ws://localhost:1234'", `'${t.wsUrl}'`)
-      .replace("'my-room'", `'${room}'`)
-    const { code, inputs } = await bundleIn(app, source)
+    let source = swap(quickStart('client-lib/client', 'js'), "'ws://localhost:1234'", `'${open.wsUrl}'`)
+    source = swap(source, "'my-room'", `'${room}'`)
+    const { code, inputs } = await bundleIn(app, source, 'js')
     assert.ok(
       inputs.some((input) => input.includes('node_modules/@symphony/client/dist/')),
-      'the client came from the installed tarball',
+      'from the tarball',
     )
-    const page = await servePage(
-      `<!doctype html><p id="status"></p><p id="todos"></p><p id="people"></p><script type="module">${code}</script>`,
-    )
-    const errors: string[] = []
-    const open = async (): Promise<Page> => {
-      const tab = await (await browser.newContext()).newPage()
-      tab.on('pageerror', (error) => errors.push(error.message))
-      await tab.goto(page.url)
-      return tab
-    }
-    const tabs = [await open(), await open()]
-    for (const tab of tabs) {
-      await tab.waitForFunction(() => document.querySelector('#todos')?.textContent?.split(', ').length === 2)
-      await tab.waitForFunction(() => document.querySelector('#status')?.textContent === 'synced')
+    const page = await serveApp(code)
+    pages.push(page.server)
+    const tabs = [await tab(page.url), await tab(page.url)]
+    for (const t of tabs) {
+      await t.waitForFunction(() => document.querySelector('#todos')?.textContent?.split(', ').length === 2)
+      await t.waitForFunction(() => document.querySelector('#status')?.textContent === 'synced')
     }
     assert.deepEqual(errors, [])
-    page.server.close()
+  })
+
+  it("runs the React README's to-do list with auth on, its tokens from the node README's express route", async () => {
+    const room = `team-7/${uniqueRoom('react')}` // the route's rule: rooms under team-7/
+    const getToken = `getToken: async () => (await (await fetch('/api/symphony-token?room=' + encodeURIComponent('${room}'))).json()).token`
+    let source = swap(
+      quickStart('client-lib/react', 'tsx'),
+      "{ url: 'ws://localhost:1234' }",
+      `{ url: '${secured.wsUrl}', ${getToken} }`,
+    )
+    source = swap(source, 'id="my-todos"', `id="${room}"`)
+    const { code, inputs } = await bundleIn(app, source, 'tsx')
+    assert.ok(
+      inputs.some((input) => input.includes('node_modules/@symphony/react/dist/')),
+      'from the tarball',
+    )
+    const page = await serveApp(code, backend.url)
+    pages.push(page.server)
+    const [ada, bob] = [await tab(page.url), await tab(page.url)]
+    for (const t of [ada, bob])
+      await t.waitForFunction(() => document.querySelector('main #status')?.textContent === 'synced')
+    await ada.waitForFunction(() =>
+      /^Guest \d+$/.test(document.querySelector('main #people')?.textContent ?? ''),
+    )
+    await ada.fill('input[name=todo]', 'ship it')
+    await ada.click('button[type=submit]')
+    await bob.waitForFunction(() => document.querySelector('main #todos')?.textContent === 'ship it')
+    const refused = await fetch(`${backend.url}/api/symphony-token?room=other`)
+    assert.equal(refused.status, 403, "the route's own rule")
+    assert.deepEqual(errors, [])
   })
 })

@@ -16,7 +16,7 @@ export interface StaticFile {
 
 /**
  * The demo's few files, read into memory once at start-up: no path from a request ever reaches
- * the file system. `/` serves `index.html`.
+ * the file system. `/` serves `index.html`, `/react` serves `react.html`.
  */
 export function loadStaticFiles(folder: string): Map<string, StaticFile> {
   const files = new Map<string, StaticFile>()
@@ -26,5 +26,7 @@ export function loadStaticFiles(folder: string): Map<string, StaticFile> {
   }
   const index = files.get('/index.html')
   if (index) files.set('/', index)
+  // Pages also answer without their extension: `/react` is `react.html`.
+  for (const [path, file] of [...files]) if (path.endsWith('.html')) files.set(path.slice(0, -5), file)
   return files
 }

@@ -1,0 +1,67 @@
+import type { Room, RoomStatus, SymphonyClientError } from '@symphony/client'
+import { useEffect, useRef } from 'react'
+import { useRoomContext } from './context.js'
+import { useRoomStore } from './room-store.js'
+import { listenToErrors } from './shared-rooms.js'
+
+/**
+ * The room of the nearest `RoomProvider`, for writes and for anything the hooks do not cover;
+ * null until it is entered (and during server rendering).
+ *
+ * @example
+ * const room = useRoom()
+ * const add = (text: string) => room?.list<string>('todos').push([text])
+ */
+export function useRoom<P extends object = Record<string, unknown>>(): Room<P> | null {
+  return useRoomContext<P>()
+}
+
+/**
+ * `'connecting'`, `'connected'`, `'synced'` or `'offline'`; re-renders when it changes.
+ *
+ * @example
+ * const status = useStatus()
+ * return <span className={status}>{status}</span>
+ */
+export function useStatus(): RoomStatus {
+  return useRoomStore(useRoomContext(), 'status', {
+    subscribe: (room, changed) => room.on('status', changed),
+    read: (room) => room.status,
+    empty: 'offline',
+  })
+}
+
+/** Whether the room is caught up with the server now. */
+export function useSynced(): boolean {
+  return useStatus() === 'synced'
+}
+
+/**
+ * `'synchronizing'` while edits made here wait for the server (`room.hasUnsyncedChanges()`),
+ * else `'synchronized'`: for a "Saving…" badge.
+ *
+ * @example
+ * const saving = useSyncStatus() === 'synchronizing'
+ */
+export function useSyncStatus(): 'synchronizing' | 'synchronized' {
+  return useRoomStore(useRoomContext(), 'unsynced', {
+    subscribe: (room, changed) => room.on('unsynced', changed),
+    read: (room) => (room.hasUnsyncedChanges() ? 'synchronizing' : 'synchronized'),
+    empty: 'synchronized',
+  })
+}
+
+/**
+ * Calls `listener` with each error the room reports (a refused token, a final close, read-only
+ * access…), including those reported before it mounted; the latest `listener` is used, so an
+ * inline function is fine.
+ *
+ * @example
+ * useErrorListener((error) => toast(error.message))
+ */
+export function useErrorListener(listener: (error: SymphonyClientError) => void): void {
+  const room = useRoomContext()
+  const latest = useRef(listener)
+  latest.current = listener
+  useEffect(() => (room ? listenToErrors(room, (error) => latest.current(error)) : undefined), [room])
+}

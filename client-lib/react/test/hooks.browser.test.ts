@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+import type { Browser, Page } from 'playwright-core'
+import { launchChromium } from '../../../server/test/helpers/browser.js'
+import { uniqueRoom } from '../../../server/test/helpers/clients.js'
+import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
+
+const APP = fileURLToPath(new URL('./fixtures/hooks-app.tsx', import.meta.url))
+
+/** The fixture app, bundled as an app's bundler would, served on its own origin. */
+async function serveApp(serverUrl: string): Promise<{ url: string; server: Server }> {
+  const result = await build({
+    entryPoints: [APP],
+    bundle: true,
+    format: 'esm',
+    jsx: 'automatic',
+    define: { SERVER_URL: JSON.stringify(serverUrl), 'process.env.NODE_ENV': '"development"' },
+    write: false,
+    logLevel: 'silent',
+  })
+  const html = `<!doctype html><div id="root"></div><script type="module">${result.outputFiles[0]?.text}</script>`
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'Content-Type': 'text/html' })
+    response.end(html)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
+}
+
+describe('@symphony/react hooks in real React (StrictMode) in Chromium against a real server', () => {
+  let t: TestServer
+  let browser: Browser
+  let app: { url: string; server: Server }
+  before(async () => {
+    t = await startTestServer()
+    browser = await launchChromium()
+    app = await serveApp(t.wsUrl)
+  })
+  after(async () => {
+    app?.server.close()
+    await browser?.close()
+    await t?.stop()
+  })
+
+  const errors: string[] = []
+  async function open(room: string, name: string): Promise<Page> {
+    const page = await (await browser.newContext()).newPage()
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.goto(`${app.url}?room=${encodeURIComponent(room)}&name=${name}`)
+    await page.waitForSelector('#status[data-status="synced"][data-synced="true"]')
+    return page
+  }
+  const text = (page: Page, selector: string, value: string) =>
+    page.waitForFunction(
+      ([s, v]) => document.querySelector(s as string)?.textContent === v,
+      [selector, value],
+    )
+  const items = (page: Page) => page.locator('#todos li').allTextContents()
+
+  it('shares a list edited on both pages, shows presence, and undoes only my own change', async () => {
+    const room = uniqueRoom('react todos')
+    const ada = await open(room, 'ada')
+    const bob = await open(room, 'bob')
+    await text(ada, '#others', 'bob')
+    await text(bob, '#others', 'ada')
+    assert.equal(await ada.textContent('#me'), 'ada')
+
+    await ada.click('#add')
+    await text(bob, '#todos', 'ada-0')
+    await bob.click('#add')
+    await text(ada, '#todos', 'ada-0bob-1')
+    assert.deepEqual(await items(bob), ['ada-0', 'bob-1'])
+
+    await ada.click('#undo')
+    await text(ada, '#todos', 'bob-1')
+    await text(bob, '#todos', 'bob-1')
+    assert.equal(await ada.locator('#undo').isDisabled(), true, 'nothing of mine left to undo')
+    assert.equal(await bob.locator('#undo').isDisabled(), false, 'bob can still undo his')
+    await ada.waitForSelector('#status[data-sync="synchronized"]')
+    assert.deepEqual(errors, [])
+    await Promise.all([ada.context().close(), bob.context().close()])
+  })
+
+  it('re-renders a component only when what it reads changes', async () => {
+    const room = uniqueRoom('react renders')
+    const ada = await open(room, 'ada')
+    const bob = await open(room, 'bob')
+    await text(ada, '#others', 'bob')
+    const renders = async (selector: string) => Number(await ada.getAttribute(selector, 'data-renders'))
+    const settingsBefore = await renders('#settings')
+    const othersBefore = await renders('#others')
+    for (let i = 0; i < 3; i++) await bob.click('#add') // the list, not the settings
+    for (let i = 0; i < 3; i++) await bob.click('#move') // bob's cursor, not his name
+    // Sent after the moves on the same socket: once Ada has it, she has had the moves too.
+    await bob.click('#add')
+    await text(ada, '#todos', 'bob-0bob-1bob-2bob-3')
+    assert.equal(await renders('#settings'), settingsBefore, 'useMap/useText ignored list changes')
+    assert.equal(await renders('#others'), othersBefore, 'useOthers(names) ignored cursor moves')
+    await Promise.all([ada.context().close(), bob.context().close()])
+  })
+
+  it('shows offline while the network is gone, keeps edits, and syncs them when it is back', async () => {
+    const room = uniqueRoom('react offline')
+    const ada = await open(room, 'ada')
+    const bob = await open(room, 'bob')
+    await ada.context().setOffline(true)
+    await ada.waitForSelector('#status[data-status="offline"][data-synced="false"]')
+    await ada.click('#add')
+    await ada.waitForSelector('#status[data-sync="synchronizing"]')
+    await ada.context().setOffline(false)
+    await ada.waitForSelector('#status[data-status="synced"]')
+    await text(bob, '#todos', 'ada-0')
+    await ada.waitForSelector('#status[data-sync="synchronized"]')
+    await Promise.all([ada.context().close(), bob.context().close()])
+  })
+
+  it('reports room errors through useErrorListener', async () => {
+    const page = await open(uniqueRoom('react errors'), 'ada')
+    await text(page, '#errors', 'TOKEN_UNAVAILABLE')
+    await page.context().close()
+  })
+})
