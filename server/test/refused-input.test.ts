@@ -80,7 +80,8 @@ describe('refused input leaves no trace in Redis, S3, DynamoDB or Postgres', () 
       [url(refusedRoom, unsigned), 401],
       [url(refusedRoom, tampered), 401],
       [url(refusedRoom, rw), 403, { origin: 'https://evil.example.com' }],
-      [url(`${refusedRoom}%2F..`, rw), 400],
+      [url(`${refusedRoom}%2F..`, rw), 403], // the room "<name>/..", another room
+      [url(`${refusedRoom}%00`, rw), 400],
     ]
     for (const [target, status, options] of refusals) {
       assert.equal((await refusedStatus(target, options)).status, status, target)
