@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { extname, join, normalize } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
@@ -54,6 +54,7 @@ function scratchApp(): string {
     '@types/react@^19',
     '@types/node@^20',
     'express@^5',
+    'vite@^7',
   ]
   execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, ...others], {
     cwd: app,
@@ -92,6 +93,30 @@ async function serveApp(script: string, backend?: string): Promise<{ url: string
     }
     response.writeHead(200, { 'Content-Type': 'text/html' })
     response.end(html)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
+}
+
+/** Serves a built app folder (Vite's `dist/`); `/api/…` goes to the app's backend at `backend`. */
+async function serveFolder(folder: string, backend: string): Promise<{ url: string; server: Server }> {
+  const types: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css' }
+  const server = createServer(async (request, response) => {
+    const path = new URL(request.url ?? '/', 'http://x').pathname
+    if (path.startsWith('/api/')) {
+      const answer = await fetch(`${backend}${request.url}`)
+      response.writeHead(answer.status, { 'Content-Type': 'application/json' })
+      response.end(await answer.text())
+      return
+    }
+    const file = join(folder, path === '/' ? 'index.html' : normalize(path).replace(/^(\.\.[/\\])+/, ''))
+    try {
+      const body = readFileSync(file)
+      response.writeHead(200, { 'Content-Type': types[extname(file)] ?? 'application/octet-stream' })
+      response.end(body)
+    } catch {
+      response.writeHead(404).end()
+    }
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
@@ -210,23 +235,20 @@ describe('the packed packages, installed into an app outside the repository', ()
     assert.deepEqual(errors, [])
   })
 
-  it("runs the React README's to-do list with auth on, its tokens from the node README's express route", async () => {
-    const room = `team-7/${uniqueRoom('react')}` // the route's rule: rooms under team-7/
+  /** The React README's quick start for `room`, with a `getToken` that asks the app's backend. */
+  function reactQuickStart(room: string): string {
     const getToken = `getToken: async () => (await (await fetch('/api/symphony-token?room=' + encodeURIComponent('${room}'))).json()).token`
-    let source = swap(
+    const source = swap(
       quickStart('client-lib/react', 'tsx'),
       "{ url: 'ws://localhost:1234' }",
       `{ url: '${secured.wsUrl}', ${getToken} }`,
     )
-    source = swap(source, 'id="my-todos"', `id="${room}"`)
-    const { code, inputs } = await bundleIn(app, source, 'tsx')
-    assert.ok(
-      inputs.some((input) => input.includes('node_modules/@symphony/react/dist/')),
-      'from the tarball',
-    )
-    const page = await serveApp(code, backend.url)
-    pages.push(page.server)
-    const [ada, bob] = [await tab(page.url), await tab(page.url)]
+    return swap(source, 'id="my-todos"', `id="${room}"`)
+  }
+
+  /** Two people on the page at `url`: both synced, each sees the other, an item added by one reaches the other. */
+  async function assertTodoListWorks(url: string): Promise<void> {
+    const [ada, bob] = [await tab(url), await tab(url)]
     for (const t of [ada, bob])
       await t.waitForFunction(() => document.querySelector('main #status')?.textContent === 'synced')
     await ada.waitForFunction(() =>
@@ -235,8 +257,37 @@ describe('the packed packages, installed into an app outside the repository', ()
     await ada.fill('input[name=todo]', 'ship it')
     await ada.click('button[type=submit]')
     await bob.waitForFunction(() => document.querySelector('main #todos')?.textContent === 'ship it')
+    assert.deepEqual(errors, [])
+    await Promise.all([ada.context().close(), bob.context().close()])
+  }
+
+  it("runs the React README's to-do list with auth on, its tokens from the node README's express route", async () => {
+    const room = `team-7/${uniqueRoom('react')}` // the route's rule: rooms under team-7/
+    const { code, inputs } = await bundleIn(app, reactQuickStart(room), 'tsx')
+    assert.ok(
+      inputs.some((input) => input.includes('node_modules/@symphony/react/dist/')),
+      'from the tarball',
+    )
+    const page = await serveApp(code, backend.url)
+    pages.push(page.server)
+    await assertTodoListWorks(page.url)
     const refused = await fetch(`${backend.url}/api/symphony-token?room=other`)
     assert.equal(refused.status, 403, "the route's own rule")
-    assert.deepEqual(errors, [])
+  })
+
+  it('builds the same app with Vite, and it runs', async () => {
+    const site = join(app, 'vite-app')
+    mkdirSync(site)
+    writeFileSync(join(site, 'main.tsx'), reactQuickStart(`team-7/${uniqueRoom('vite')}`))
+    writeFileSync(
+      join(site, 'index.html'),
+      '<!doctype html><div id="root"></div><script type="module" src="./main.tsx"></script>',
+    )
+    const script = `import { build } from 'vite'
+await build({ root: ${JSON.stringify(site)}, logLevel: 'silent', esbuild: { jsx: 'automatic' } })`
+    execFileSync('node', ['--input-type=module', '-e', script], { cwd: app, stdio: 'pipe' })
+    const page = await serveFolder(join(site, 'dist'), backend.url)
+    pages.push(page.server)
+    await assertTodoListWorks(page.url)
   })
 })
