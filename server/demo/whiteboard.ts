@@ -51,7 +51,14 @@ const wsUrl = `${location.protocol === 'https:' ? 'wss:' : 'ws:'}//${location.ho
 
 // crossTab off: tabs of one browser would otherwise sync over a BroadcastChannel, which would
 // hide whether the server itself relays updates - the point of this demo.
-const client = createClient({ url: wsUrl, crossTab: false, ...(await demoAuth(roomName, query.get('name'))) })
+const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)] as T
+const hue = pick(PALETTE)
+// The cursor label, and the token's display name: the dashboard's sessions view shows it.
+const user: User = {
+  name: query.get('name')?.trim().slice(0, 40) || `${hue.name} ${pick(ANIMALS)}`,
+  color: hue.color,
+}
+const client = createClient({ url: wsUrl, crossTab: false, ...(await demoAuth(roomName, user.name)) })
 const room = client.enter<DemoPresence>(roomName)
 const shapes = room.map<ShapeMap>('shapes')
 const history = room.history(shapes)
@@ -337,12 +344,6 @@ window.addEventListener('keydown', (e) => {
 
 // --- Presence -----------------------------------------------------------------------------------
 
-const pick = <T>(list: readonly T[]): T => list[Math.floor(Math.random() * list.length)] as T
-const hue = pick(PALETTE)
-const user: User = {
-  name: query.get('name')?.trim().slice(0, 40) || `${hue.name} ${pick(ANIMALS)}`,
-  color: hue.color,
-}
 room.presence.set({ user, cursor: null })
 
 // Throttled with a trailing send, so the last position (or the null on leave) always goes out.
