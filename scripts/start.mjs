@@ -17,6 +17,8 @@ if (env.AUTH_SECRET && env.DEV_TOKEN_ROUTE === undefined) env.DEV_TOKEN_ROUTE = 
 // The dashboard reads live rooms from the server's internal endpoint: open it on loopback with a
 // token made up for this run (unless the environment chose its own).
 env.INTERNAL_TOKEN ??= randomBytes(24).toString('hex')
+// The REST API, with a secret made up for this run and printed below (unless one is given).
+env.API_SECRET ??= randomBytes(24).toString('hex')
 env.INTERNAL_PORT ??= '0'
 env.INTERNAL_HOST ??= '127.0.0.1'
 
@@ -69,6 +71,8 @@ run('../server/dist/main.js', 'sync', env, (line) => {
     )
     console.log(`  React example:   http://localhost:${port}/react   (a shared to-do list with presence)`)
     console.log(`  WebSocket:       ws://localhost:${port}/<room>`)
+    console.log(`  REST API:        http://localhost:${port}/api/v1/rooms/<room>/document`)
+    console.log(`                   (Authorization: Bearer ${env.API_SECRET})`)
     console.log(`  Health/metrics:  http://localhost:${port}/healthz  http://localhost:${port}/metrics`)
     const metadata = database.startsWith('pglite://')
       ? `PGlite in ${database.slice('pglite://'.length)}, served at postgres://postgres@127.0.0.1:${env.PGLITE_PORT ?? 5433}/postgres`

@@ -1,5 +1,5 @@
 import { roomPath } from '@symphony/client/room-name'
-import * as Y from 'yjs'
+import { documentToJson } from '@symphony/server/document-json'
 import { ApiError } from './app-error.js'
 
 /** How long a live server may take to hand over a room's state. */
@@ -46,39 +46,4 @@ async function fetchLive(
     }
   }
   return null
-}
-
-/**
- * Every top-level shared type of a Yjs update as JSON. An update does not record which kind each
- * root type is, so it is read by shape: keys make a map; items a text when they are strings,
- * otherwise a list.
- */
-/** Text items are strings, formatting marks or embeds; list items are values and types. */
-function isText(type: { _start: Y.Item | null }): boolean {
-  for (let item = type._start; item; item = item.right) {
-    if (item.deleted) continue
-    const { content } = item
-    return (
-      content instanceof Y.ContentString ||
-      content instanceof Y.ContentFormat ||
-      content instanceof Y.ContentEmbed
-    )
-  }
-  return false
-}
-
-export function documentToJson(update: Uint8Array): Record<string, unknown> {
-  const doc = new Y.Doc()
-  try {
-    Y.applyUpdate(doc, update)
-    const json: Record<string, unknown> = {}
-    for (const [name, type] of doc.share) {
-      if (type._map.size > 0) json[name] = doc.getMap(name).toJSON()
-      else if (isText(type)) json[name] = doc.getText(name).toString()
-      else json[name] = doc.getArray(name).toJSON()
-    }
-    return json
-  } finally {
-    doc.destroy()
-  }
 }

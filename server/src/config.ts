@@ -90,6 +90,7 @@ const environment = z.object({
   AUTH_ISSUER: optionalText,
   AUTH_AUDIENCE: optionalText,
   DEV_TOKEN_ROUTE: z.enum(['0', '1']).default('0'),
+  API_SECRET: optionalText.refine((s) => !s || s.length >= 32, 'must be at least 32 characters'),
   SNAPSHOT_INTERVAL_MS: int(100, 3_600_000, 30_000),
   ROOM_GRACE_MS: int(0, 3_600_000, 5_000),
   SHUTDOWN_TIMEOUT_MS: int(1_000, 600_000, 25_000),
@@ -158,6 +159,8 @@ export interface Config {
   auth: AuthConfig
   /** Development only: the secret `GET /dev/token` signs with, or null (the route is off). */
   devTokenSecret: string | null
+  /** The REST API's bearer secret, or null (the API is off). */
+  apiSecret: string | null
   /** Browser origins allowed to connect; empty: any. */
   allowedOrigins: string[]
   snapshotIntervalMs: number
@@ -204,6 +207,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     antiEntropyIntervalMs: e.ANTI_ENTROPY_INTERVAL_MS,
     auth: authFrom(e),
     devTokenSecret: devTokenSecretFrom(e),
+    apiSecret: e.API_SECRET ?? null,
     allowedOrigins: e.ALLOWED_ORIGINS,
     snapshotIntervalMs: e.SNAPSHOT_INTERVAL_MS,
     roomGraceMs: e.ROOM_GRACE_MS,

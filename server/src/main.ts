@@ -49,6 +49,7 @@ const server = await SyncServer.start({
   logger,
   demoFolder: fileURLToPath(new URL('./demo/', import.meta.url)),
   devTokenSecret: config.devTokenSecret,
+  apiSecret: config.apiSecret,
 })
 logger.info(
   { port: server.port, internalAddress: server.internalAddress, url: `http://localhost:${server.port}/` },

@@ -16,6 +16,7 @@ import type { UpdateJournal } from './ports/update-journal.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
 import { createPeerStateFetcher } from './transport/peer-state-client.js'
+import { createRestApi } from './transport/rest-api.js'
 import { loadStaticFiles } from './transport/static-files.js'
 import { WebSocketGateway } from './transport/websocket-gateway.js'
 
@@ -61,6 +62,8 @@ export interface SyncServerOptions {
   demoFolder: string | null
   /** Development only: the secret `GET /dev/token` signs with; null or unset: no such route. */
   devTokenSecret?: string | null
+  /** `API_SECRET`: the REST API's bearer secret; null or unset: the API is off. */
+  apiSecret?: string | null
 }
 
 /** One sync server: HTTP + WebSocket on one port, the internal endpoint on another, rooms, adapters. */
@@ -131,6 +134,16 @@ export class SyncServer {
         staticFiles,
         authenticator,
         devTokenSecret: options.devTokenSecret ?? null,
+        api: options.apiSecret
+          ? createRestApi({
+              secret: options.apiSecret,
+              serverId: options.serverId,
+              manager: this.manager,
+              limits: options.limits,
+              metrics: this.metrics,
+              logger,
+            })
+          : null,
         health: () => this.#health(),
       }),
     )

@@ -90,6 +90,15 @@ describe('configuration', () => {
     assert.match(errorFor({ AUTH_SECRET: secret, DEV_TOKEN_ROUTE: 'yes' }), /^DEV_TOKEN_ROUTE: /)
   })
 
+  it('turns the REST API on with a secret of at least 32 characters', () => {
+    assert.equal(parseConfig({ AUTH: 'none' }).apiSecret, null)
+    assert.equal(parseConfig({ AUTH: 'none', API_SECRET: secret }).apiSecret, secret)
+    assert.match(
+      errorFor({ AUTH: 'none', API_SECRET: 'short' }),
+      /^API_SECRET: must be at least 32 characters/,
+    )
+  })
+
   it('refuses bad values with one line naming the variable', () => {
     assert.match(errorFor({ AUTH: 'none', PORT: 'abc' }), /^PORT: /)
     assert.match(errorFor({ AUTH: 'none', PORT: '70000' }), /^PORT: /)

@@ -5,11 +5,9 @@ import {
   nodeClient,
   recordErrors,
 } from '../../client-lib/client/test/helpers/node-client.js'
-import { MemoryBus } from '../src/adapters/memory-pubsub.js'
-import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectClient, connectSynced, eventually } from './helpers/clients.js'
-import { startTestServer } from './helpers/test-server.js'
+import { startTestCluster, startTestServer } from './helpers/test-server.js'
 import { signToken, TEST_SECRET } from './helpers/tokens.js'
 
 afterEach(async () => {
@@ -74,16 +72,7 @@ describe('room names as apps use them', () => {
   })
 
   it('a server loads such a room from the peer that holds it, through the encoded internal URL', async () => {
-    const bus = new MemoryBus()
-    const registryTable = new MemoryRegistryTable()
-    const internal = {
-      port: 0,
-      advertisedHost: '127.0.0.1',
-      token: 'internal-token-0123456789',
-      fetchTimeoutMs: 1_000,
-    }
-    const a = await startTestServer({ serverId: 'a', bus, registryTable, internal })
-    const b = await startTestServer({ serverId: 'b', bus, registryTable, internal })
+    const [a, b] = await startTestCluster()
     const room = appName('team/Straße 😀 %41')
     const writer = nodeClient(a.wsUrl).enter(room)
     await writer.whenSynced()

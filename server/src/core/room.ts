@@ -138,10 +138,7 @@ export class Room {
       case 'sync-step1':
         // Each answer encodes the whole difference; a client may not ask in a tight loop.
         if (connection.takeRoomRequest()) {
-          const answer = isEmptyStateVector(message.stateVector)
-            ? this.encodeState()
-            : Y.encodeStateAsUpdate(this.doc, this.#boundedStateVector(message.stateVector))
-          connection.send(encodeSyncStep2(answer))
+          connection.send(encodeSyncStep2(this.encodeDiff(message.stateVector)))
         } else {
           connection.close(CloseCode.RateLimited, 'sync requests too frequent')
         }
@@ -179,6 +176,12 @@ export class Room {
       case 'auth':
         return
     }
+  }
+
+  /** What a holder of `stateVector` lacks, as one update. Throws `ProtocolError` for a bad vector. */
+  encodeDiff(stateVector: Uint8Array): Uint8Array {
+    if (isEmptyStateVector(stateVector)) return this.encodeState()
+    return Y.encodeStateAsUpdate(this.doc, this.#boundedStateVector(stateVector))
   }
 
   /**

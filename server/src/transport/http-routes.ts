@@ -5,6 +5,7 @@ import { AuthError } from '../errors.js'
 import type { ServerMetrics } from '../metrics.js'
 import { answerDevToken, DEV_TOKEN_PATH } from './dev-token-route.js'
 import { parseRequestTarget } from './request-target.js'
+import type { ApiHandler } from './rest-api.js'
 import type { StaticFile } from './static-files.js'
 
 export interface Health {
@@ -22,6 +23,8 @@ export interface RouteDeps {
   authenticator: Authenticator
   /** The HS256 secret the development token route signs with; null: the route is off. */
   devTokenSecret: string | null
+  /** The REST API under `/api/`, or null when `API_SECRET` is unset (its routes answer 404). */
+  api: ApiHandler | null
 }
 
 /** `/rooms/<room>/access`, the room percent-encoded (one segment). HTTP only: never shadows a room. */
@@ -34,7 +37,10 @@ export function createRequestHandler(deps: RouteDeps) {
     const file = deps.staticFiles.get(path)
     const accessPath = ACCESS_PATH.exec(path)?.[1]
     const accessRoom = accessPath === undefined ? undefined : roomFromPath(accessPath)
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
+    if (path.startsWith('/api/')) {
+      if (deps.api) deps.api(request, response, path, query)
+      else sendError(response, 404, 'NOT_FOUND', 'the REST API is off: set API_SECRET to turn it on')
+    } else if (request.method !== 'GET' && request.method !== 'HEAD') {
       sendError(response, 405, 'METHOD_NOT_ALLOWED', 'only GET and HEAD are served here')
     } else if (accessRoom !== undefined) {
       answerAccessCheck(deps.authenticator, accessRoom, query.get('token'), response)

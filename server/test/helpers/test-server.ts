@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FileSnapshotStore } from '../../src/adapters/file-snapshot-store.js'
 import { FileUpdateJournal } from '../../src/adapters/file-update-journal.js'
-import { type MemoryBus, MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
-import { type MemoryRegistryTable, MemoryRoomRegistry } from '../../src/adapters/memory-room-registry.js'
+import { MemoryBus, MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
+import { MemoryRegistryTable, MemoryRoomRegistry } from '../../src/adapters/memory-room-registry.js'
 import { NoopMetadataSink } from '../../src/adapters/noop-metadata-sink.js'
 import type { Limits } from '../../src/config.js'
 import { silentLogger } from '../../src/logger.js'
@@ -97,4 +97,28 @@ export async function startTestServer(overrides: TestServerOverrides = {}): Prom
   }
   running.add(testServer)
   return testServer
+}
+
+/**
+ * Two servers that share pub/sub and the room registry in memory and serve each other's peer
+ * fetches: a cluster in one process.
+ */
+export async function startTestCluster(
+  overrides: TestServerOverrides = {},
+): Promise<[TestServer, TestServer]> {
+  const shared = {
+    ...overrides,
+    bus: new MemoryBus(),
+    registryTable: new MemoryRegistryTable(),
+    internal: {
+      port: 0,
+      advertisedHost: '127.0.0.1',
+      token: 'internal-token-0123456789',
+      fetchTimeoutMs: 1_000,
+    },
+  }
+  return [
+    await startTestServer({ ...shared, serverId: 'a' }),
+    await startTestServer({ ...shared, serverId: 'b' }),
+  ]
 }

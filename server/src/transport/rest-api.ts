@@ -1,0 +1,188 @@
+import { timingSafeEqual } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
+import type { Limits } from '../config.js'
+import { Connection, type Transport } from '../core/connection.js'
+import type { Room } from '../core/room.js'
+import type { RoomManager } from '../core/room-manager.js'
+import {
+  DocumentTooLargeError,
+  MessageTooBigError,
+  PendingLimitError,
+  ProtocolError,
+  ServerBusyError,
+} from '../errors.js'
+import type { Logger } from '../logger.js'
+import type { ServerMetrics } from '../metrics.js'
+import { encodeUpdate } from '../protocol/codec.js'
+import { documentToJson } from '../protocol/document-json.js'
+
+export interface RestApiDeps {
+  /** `API_SECRET`: callers send `Authorization: Bearer <secret>`. */
+  secret: string
+  serverId: string
+  manager: RoomManager
+  limits: Limits
+  metrics: ServerMetrics
+  logger: Logger
+}
+
+export type ApiHandler = (
+  request: IncomingMessage,
+  response: ServerResponse,
+  path: string,
+  query: URLSearchParams,
+) => void
+
+const ROOM_ROUTE = /^\/api\/v1\/rooms\/([^/]+)(\/document|\/update)?$/
+
+/** An answer the API sends as `{ "error": { "code", "message" } }`. */
+class ApiRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/** A socket for the API's writes: nobody listens to what the room would send back. */
+const NO_SOCKET: Transport = { send() {}, close() {}, bufferedAmount: 0 }
+
+/**
+ * The REST API for an app's backend (`/api/v1/rooms/{room}/…`): read a room as JSON or as a Yjs
+ * update, write an update as a client would. A room not loaded here is loaded the way a joining
+ * client loads it (from the server holding it, or the stores), so every server of a cluster
+ * answers for every room, and a write reaches the clients of the other servers over pub/sub.
+ */
+export function createRestApi(deps: RestApiDeps): ApiHandler {
+  const expected = Buffer.from(`Bearer ${deps.secret}`)
+  const writer = (room: string) =>
+    new Connection(
+      `${deps.serverId}:api`,
+      room,
+      { userId: 'api', name: null, info: null, access: 'rw', expiresAt: null },
+      NO_SOCKET,
+      deps.limits,
+      deps.metrics,
+      deps.logger,
+    )
+
+  return (request, response, path, query) => {
+    void answer(request, path, query).then(
+      (reply) => send(response, reply),
+      (error: unknown) => {
+        const refusal = toRefusal(error)
+        if (refusal.status >= 500) deps.logger.error({ err: error, path }, 'REST API request failed')
+        send(response, {
+          status: refusal.status,
+          json: { error: { code: refusal.code, message: refusal.message } },
+        })
+      },
+    )
+  }
+
+  async function answer(request: IncomingMessage, path: string, query: URLSearchParams): Promise<Reply> {
+    const presented = Buffer.from(request.headers.authorization ?? '')
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+      throw new ApiRefusal(401, 'UNAUTHORIZED', 'send Authorization: Bearer <API_SECRET>')
+    }
+    const match = ROOM_ROUTE.exec(path)
+    if (!match?.[1]) throw new ApiRefusal(404, 'NOT_FOUND', 'no such API route')
+    const name = roomFromPath(match[1])
+    if (!isValidRoomName(name)) throw new ApiRefusal(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
+    const route = `${request.method} ${match[2] ?? ''}`
+    switch (route) {
+      case 'GET /document':
+        return withRoom(name, (room) => ({ status: 200, json: documentToJson(room.encodeState()) }))
+      case 'GET /update': {
+        const stateVector = decodeStateVector(query.get('stateVector'))
+        return withRoom(name, (room) => ({ status: 200, bytes: room.encodeDiff(stateVector) }))
+      }
+      case 'POST /update': {
+        const update = await readBody(request, deps.limits.maxMessageBytes)
+        return withRoom(name, async (room) => {
+          await room.receive(writer(name), encodeUpdate(update))
+          return { status: 204 }
+        })
+      }
+      default:
+        throw new ApiRefusal(405, 'METHOD_NOT_ALLOWED', `${request.method} is not a method of this route`)
+    }
+  }
+
+  /** Holds the room (loading it if need be) while `use` runs, like a connection would. */
+  async function withRoom(name: string, use: (room: Room) => Reply | Promise<Reply>): Promise<Reply> {
+    let room: Room
+    try {
+      room = await deps.manager.acquire(name)
+    } catch (error) {
+      throw new ApiRefusal(
+        503,
+        'ROOM_UNAVAILABLE',
+        `the room could not be loaded: ${(error as Error).message}`,
+      )
+    }
+    try {
+      return await use(room)
+    } finally {
+      deps.manager.release(name)
+    }
+  }
+}
+
+type Reply = { status: number; json?: unknown; bytes?: Uint8Array }
+
+function send(response: ServerResponse, { status, json, bytes }: Reply): void {
+  if (bytes) {
+    response.writeHead(status, { 'Content-Type': 'application/octet-stream', 'Content-Length': bytes.length })
+    response.end(bytes)
+  } else if (json !== undefined) {
+    response.writeHead(status, { 'Content-Type': 'application/json' })
+    response.end(JSON.stringify(json))
+  } else {
+    response.writeHead(status).end()
+  }
+}
+
+function decodeStateVector(base64: string | null): Uint8Array {
+  if (base64 === null) return new Uint8Array([0])
+  if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(base64)) {
+    throw new ApiRefusal(400, 'STATE_VECTOR_INVALID', 'stateVector must be base64')
+  }
+  return new Uint8Array(Buffer.from(base64, 'base64'))
+}
+
+/** The request body, refused with 413 past `maxBytes` (the largest message a client may send). */
+async function readBody(request: IncomingMessage, maxBytes: number): Promise<Uint8Array> {
+  const type = request.headers['content-type']?.split(';')[0]?.trim()
+  if (type !== 'application/octet-stream') {
+    throw new ApiRefusal(415, 'UNSUPPORTED_MEDIA_TYPE', 'send the update as application/octet-stream')
+  }
+  if (Number(request.headers['content-length'] ?? 0) > maxBytes) {
+    request.resume()
+    throw new ApiRefusal(413, 'UPDATE_TOO_LARGE', `the update is over ${maxBytes} bytes`)
+  }
+  const chunks: Buffer[] = []
+  let length = 0
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    length += chunk.length
+    if (length > maxBytes) {
+      request.destroy()
+      throw new ApiRefusal(413, 'UPDATE_TOO_LARGE', `the update is over ${maxBytes} bytes`)
+    }
+    chunks.push(chunk)
+  }
+  return new Uint8Array(Buffer.concat(chunks))
+}
+
+function toRefusal(error: unknown): ApiRefusal {
+  if (error instanceof ApiRefusal) return error
+  if (error instanceof ProtocolError) return new ApiRefusal(400, 'UPDATE_INVALID', error.message)
+  if (error instanceof DocumentTooLargeError) return new ApiRefusal(413, 'DOCUMENT_TOO_LARGE', error.message)
+  if (error instanceof MessageTooBigError) return new ApiRefusal(413, 'UPDATE_TOO_LARGE', error.message)
+  if (error instanceof PendingLimitError) return new ApiRefusal(422, 'UPDATE_WAITS_TOO_MUCH', error.message)
+  if (error instanceof ServerBusyError) return new ApiRefusal(503, 'SERVER_BUSY', error.message)
+  return new ApiRefusal(500, 'INTERNAL_ERROR', 'internal error')
+}

@@ -1,0 +1,151 @@
+import assert from 'node:assert/strict'
+import { afterEach, describe, it } from 'node:test'
+import * as Y from 'yjs'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
+import { storedState } from './helpers/snapshots.js'
+import { startTestCluster, startTestServer, type TestServer } from './helpers/test-server.js'
+
+const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
+const auth = { authorization: `Bearer ${API_SECRET}` }
+
+afterEach(cleanUpAfterTest)
+
+/** `/api/v1/rooms/<room><rest>` on `t`, the room percent-encoded as in a WebSocket path. */
+function api(t: TestServer, room: string, rest = '', init: RequestInit = {}) {
+  return fetch(`${t.httpUrl}/api/v1/rooms/${encodeURIComponent(room)}${rest}`, {
+    ...init,
+    headers: { ...auth, ...(init.headers as Record<string, string>) },
+  })
+}
+
+function post(t: TestServer, room: string, update: Uint8Array, headers: Record<string, string> = {}) {
+  return api(t, room, '/update', {
+    method: 'POST',
+    body: new Blob([update as Uint8Array<ArrayBuffer>]),
+    headers: { 'content-type': 'application/octet-stream', ...headers },
+  })
+}
+
+/** An update that sets `key` in the map `m`, as a separate client would make it. */
+function updateSetting(key: string, value: unknown): Uint8Array {
+  const doc = new Y.Doc()
+  doc.getMap('m').set(key, value)
+  return Y.encodeStateAsUpdate(doc)
+}
+
+describe('REST API', () => {
+  it('is off without API_SECRET, and refuses a missing or wrong secret with 401', async () => {
+    const off = await startTestServer()
+    const response = await api(off, 'r', '/document')
+    assert.equal(response.status, 404)
+    assert.equal(((await response.json()) as { error: { code: string } }).error.code, 'NOT_FOUND')
+    const on = await startTestServer({ apiSecret: API_SECRET })
+    for (const authorization of ['', 'Bearer nope', `Bearer ${API_SECRET}x`, API_SECRET]) {
+      const refused = await fetch(`${on.httpUrl}/api/v1/rooms/r/document`, { headers: { authorization } })
+      assert.equal(refused.status, 401, authorization)
+      assert.deepEqual(await refused.json(), {
+        error: { code: 'UNAUTHORIZED', message: 'send Authorization: Bearer <API_SECRET>' },
+      })
+    }
+    assert.equal((await api(on, 'x\ny', '/document')).status, 400, 'a bad room name')
+    assert.equal((await api(on, 'r', '/nothing')).status, 404)
+    assert.equal((await api(on, 'r', '/document', { method: 'PUT' })).status, 405)
+  })
+
+  it('reads a room as JSON and as a Yjs update (whole, or what a state vector lacks), loaded or not', async () => {
+    const t = await startTestServer({ apiSecret: API_SECRET })
+    const room = uniqueRoom('team/read me')
+    const client = await connectSynced(t.wsUrl, encodeURIComponent(room))
+    client.doc.transact(() => {
+      client.doc.getMap('settings').set('theme', 'dark')
+      client.doc.getArray('todos').push(['milk', 'eggs'])
+      client.doc.getText('title').insert(0, 'Shopping')
+    })
+    const expected = { settings: { theme: 'dark' }, todos: ['milk', 'eggs'], title: 'Shopping' }
+    await eventually(
+      async () => JSON.stringify(await (await api(t, room, '/document')).json()) === JSON.stringify(expected),
+      'the JSON',
+    )
+
+    const whole = new Uint8Array(await (await api(t, room, '/update')).arrayBuffer())
+    const copy = new Y.Doc()
+    Y.applyUpdate(copy, whole)
+    assert.deepEqual(copy.getArray('todos').toJSON(), ['milk', 'eggs'])
+    const before = Y.encodeStateVector(copy)
+    client.doc.getArray('todos').push(['bread'])
+    await eventually(
+      async () => (await (await api(t, room, '/document')).json()).todos.length === 3,
+      'the edit',
+    )
+    const stateVector = Buffer.from(before).toString('base64')
+    const diff = new Uint8Array(
+      await (await api(t, room, `/update?stateVector=${encodeURIComponent(stateVector)}`)).arrayBuffer(),
+    )
+    assert.ok(diff.length < whole.length, 'only what the state vector lacks')
+    Y.applyUpdate(copy, diff)
+    assert.deepEqual(copy.getArray('todos').toJSON(), ['milk', 'eggs', 'bread'])
+    assert.equal((await api(t, room, '/update?stateVector=%25%25')).status, 400)
+
+    client.destroy() // the room unloads after its grace period, saved; the API loads it again
+    await eventually(() => t.server.manager.loadedRoom(room) === undefined, 'unloaded')
+    assert.deepEqual(await (await api(t, room, '/document')).json(), {
+      ...expected,
+      todos: ['milk', 'eggs', 'bread'],
+    })
+  })
+
+  it('applies a posted update as a client’s: connected clients get it live, and it is saved', async () => {
+    const t = await startTestServer({ apiSecret: API_SECRET })
+    const room = uniqueRoom('write')
+    const client = await connectSynced(t.wsUrl, room)
+    const response = await post(t, room, updateSetting('from', 'backend'))
+    assert.equal(response.status, 204)
+    await eventually(() => client.doc.getMap('m').get('from') === 'backend', 'the client sees it live')
+    client.destroy()
+    await eventually(async () => {
+      const saved = await storedState(t.snapshots, room)
+      if (!saved) return false
+      const doc = new Y.Doc()
+      Y.applyUpdate(doc, saved)
+      return doc.getMap('m').get('from') === 'backend'
+    }, 'snapshotted when the room unloads')
+  })
+
+  it('refuses bad writes with clear errors and keeps the document', async () => {
+    const t = await startTestServer({
+      apiSecret: API_SECRET,
+      limits: { maxMessageBytes: 4_096, maxDocumentBytes: 8_192 },
+    })
+    const room = uniqueRoom('refused')
+    assert.equal((await post(t, room, updateSetting('ok', 1))).status, 204)
+    const cases: [Uint8Array, Record<string, string>, number, string][] = [
+      [updateSetting('x', 1), { 'content-type': 'text/plain' }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      [new Uint8Array([1, 2, 3, 4, 5]), {}, 400, 'UPDATE_INVALID'],
+      [updateSetting('big', 'x'.repeat(5_000)), {}, 413, 'UPDATE_TOO_LARGE'],
+    ]
+    for (const [body, headers, status, code] of cases) {
+      const response = await post(t, room, body, headers)
+      assert.equal(response.status, status, code)
+      assert.equal(((await response.json()) as { error: { code: string } }).error.code, code)
+    }
+    for (let i = 0; i < 2; i++) await post(t, room, updateSetting(`fill-${i}`, 'y'.repeat(3_000)))
+    const tooMuch = await post(t, room, updateSetting('last', 'z'.repeat(3_000)))
+    assert.equal(tooMuch.status, 413)
+    assert.equal(((await tooMuch.json()) as { error: { code: string } }).error.code, 'DOCUMENT_TOO_LARGE')
+    const doc = (await (await api(t, room, '/document')).json()) as { m: Record<string, unknown> }
+    assert.equal(doc.m.ok, 1)
+    assert.equal(doc.m.x, undefined)
+  })
+
+  it('works on any server of a cluster: reads what another holds, writes reach its clients', async () => {
+    const [a, b] = await startTestCluster({ apiSecret: API_SECRET })
+    const room = uniqueRoom('cluster')
+    const onA = await connectSynced(a.wsUrl, room)
+    onA.doc.getText('t').insert(0, 'only in A')
+    await eventually(() => a.server.manager.loadedRoom(room)?.doc.getText('t').length === 9, 'A has it')
+    assert.deepEqual(await (await api(b, room, '/document')).json(), { t: 'only in A' }, 'B loads it from A')
+    assert.equal((await post(b, room, updateSetting('via', 'b'))).status, 204)
+    await eventually(() => onA.doc.getMap('m').get('via') === 'b', 'A’s client gets B’s write')
+  })
+})
