@@ -123,6 +123,40 @@ for (const backend of backends) {
       assert.equal(closed.rows[0]?.n, 3)
     })
 
+    it('forgets a deleted room entirely, and its last goodbyes do not write it back', async () => {
+      const serverId = uniqueName('server')
+      const room = uniqueName('room')
+      const sink = sinkFor(serverId)
+      sink.record({ type: 'room-loaded', room, bytes: 10 })
+      sink.record(opened(room, `${serverId}:1`, 'ada'))
+      sink.record({ type: 'room-sample', room, connections: 1, bytes: 10 })
+      await sink.flush()
+      const rowsOf = async () => {
+        const counts = await Promise.all(
+          [
+            'rooms WHERE name',
+            'room_holders WHERE room',
+            'connection_sessions WHERE room',
+            'room_samples WHERE room',
+          ].map(
+            async (from) =>
+              (await db.pool.query(`SELECT count(*)::int AS n FROM ${from} = $1`, [room])).rows[0]?.n,
+          ),
+        )
+        return counts
+      }
+      assert.deepEqual(await rowsOf(), [1, 1, 1, 1])
+      sink.record({ type: 'room-deleted', room })
+      // What the closing connections and the unload report after the deletion.
+      sink.record({ type: 'connection-closed', room, connectionId: `${serverId}:1` })
+      sink.record({ type: 'room-unloaded', room, bytes: 10 })
+      await sink.flush()
+      assert.deepEqual(await rowsOf(), [0, 0, 0, 0])
+      sink.record(opened(room, `${serverId}:2`, 'bob')) // the room begins again
+      await sink.close()
+      assert.deepEqual(await rowsOf(), [1, 0, 1, 0])
+    })
+
     it('NOTIFYs the rooms each batch touched to other connections', async () => {
       const listener = new pg.Client(db.url) // another connection, as the dashboard's
       await listener.connect()

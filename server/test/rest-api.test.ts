@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/close-codes'
 import * as Y from 'yjs'
+import {
+  destroyNodeClients,
+  nodeClient,
+  recordErrors,
+} from '../../client-lib/client/test/helpers/node-client.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
 import { storedState } from './helpers/snapshots.js'
@@ -9,7 +15,10 @@ import { startTestCluster, startTestServer, type TestServer } from './helpers/te
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 const auth = { authorization: `Bearer ${API_SECRET}` }
 
-afterEach(cleanUpAfterTest)
+afterEach(async () => {
+  await destroyNodeClients()
+  await cleanUpAfterTest()
+})
 
 /** `/api/v1/rooms/<room><rest>` on `t`, the room percent-encoded as in a WebSocket path. */
 function api(t: TestServer, room: string, rest = '', init: RequestInit = {}) {
@@ -147,5 +156,49 @@ describe('REST API', () => {
     assert.deepEqual(await (await api(b, room, '/document')).json(), { t: 'only in A' }, 'B loads it from A')
     assert.equal((await post(b, room, updateSetting('via', 'b'))).status, 204)
     await eventually(() => onA.doc.getMap('m').get('via') === 'b', 'A’s client gets B’s write')
+  })
+})
+
+describe('REST API: deleting a room', () => {
+  it('closes its clients with RoomDeleted (our client reports ROOM_DELETED and stays away), removes what is stored, and a later connection starts empty', async () => {
+    const t = await startTestServer({ apiSecret: API_SECRET })
+    const room = uniqueRoom('team/delete me')
+    const raw = await connectSynced(t.wsUrl, encodeURIComponent(room))
+    raw.doc.getMap('m').set('k', 'v')
+    const ours = nodeClient(t.wsUrl).enter(room)
+    await ours.whenSynced()
+    const errors = recordErrors(ours)
+    await t.server.manager.save(room)
+    assert.ok(await storedState(t.snapshots, room), 'saved before the deletion')
+    const closed = new Promise<number>((resolve) =>
+      raw.provider.once('connection-close', (event) => resolve(event?.code ?? 0)),
+    )
+
+    assert.equal((await api(t, room, '', { method: 'DELETE' })).status, 204)
+    assert.equal(await closed, CloseCode.RoomDeleted)
+    await eventually(() => errors.some((e) => e.code === 'ROOM_DELETED'), 'our client is told')
+    assert.equal(ours.status, 'offline')
+    assert.equal(await storedState(t.snapshots, room), null, 'the snapshot is gone')
+    assert.deepEqual((await t.server.manager.loadedRoom(room)) ?? null, null)
+    const fresh = await connectSynced(t.wsUrl, encodeURIComponent(room))
+    assert.equal(fresh.doc.getMap('m').size, 0, 'a new, empty room')
+    assert.deepEqual(await (await api(t, room, '/document')).json(), {})
+  })
+
+  it('closes the clients of every server holding it, and none of them writes it back', async () => {
+    const [a, b] = await startTestCluster({ apiSecret: API_SECRET })
+    const room = uniqueRoom('cluster delete')
+    const onA = await connectSynced(a.wsUrl, encodeURIComponent(room))
+    const onB = await connectSynced(b.wsUrl, encodeURIComponent(room))
+    onA.doc.getText('t').insert(0, 'doomed')
+    await eventually(() => onB.doc.getText('t').toString() === 'doomed', 'both hold it')
+    const closedOnA = new Promise<number>((resolve) =>
+      onA.provider.once('connection-close', (e) => resolve(e?.code ?? 0)),
+    )
+    assert.equal((await api(b, room, '', { method: 'DELETE' })).status, 204)
+    assert.equal(await closedOnA, CloseCode.RoomDeleted)
+    await eventually(() => a.server.manager.loadedRoom(room) === undefined, 'A dropped it')
+    assert.equal(await storedState(a.snapshots, room), null)
+    assert.equal(await storedState(b.snapshots, room), null)
   })
 })

@@ -35,6 +35,11 @@ export const CloseCode = {
   TooMuchPending: 4005,
   /** The connection's token expired: reconnect with a fresh one (nothing is lost). */
   TokenExpired: 4006,
+  /**
+   * The room was deleted (the REST API's DELETE): its content is gone, do not reconnect. In
+   * y-websocket's 4400–4499 range, so its provider does not reconnect either.
+   */
+  RoomDeleted: 4404,
 } as const
 
 /**
@@ -62,6 +67,7 @@ const FINAL_CODES: ReadonlySet<number> = new Set([
   CloseCode.MessageTooBig,
   CloseCode.DocumentTooLarge,
   CloseCode.TooMuchPending,
+  CloseCode.RoomDeleted,
 ])
 
 /**

@@ -19,6 +19,8 @@ export type ClientErrorCode =
   | 'OFFLINE_STORE_FAILED'
   /** The room was left or the client destroyed before it synced. */
   | 'ROOM_LEFT'
+  /** The room was deleted on the server; its offline copy here is deleted too. No reconnect. */
+  | 'ROOM_DELETED'
 
 /**
  * The error a room reports through `room.on('error', cb)` and `whenSynced()` rejections.

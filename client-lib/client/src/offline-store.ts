@@ -15,7 +15,10 @@ const LOAD_TIMEOUT_MS = 5_000
  * the document, and rejects when IndexedDB cannot be opened (some private windows) or loading
  * stalls (y-indexeddb never settles if a stored update fails to apply, or the open is blocked).
  */
-export function openOfflineStore(name: string, doc: Y.Doc): { ready: Promise<void>; close(): Promise<void> } {
+export function openOfflineStore(
+  name: string,
+  doc: Y.Doc,
+): { ready: Promise<void>; close(): Promise<void>; clear(): Promise<void> } {
   const persistence = new IndexeddbPersistence(name, doc)
   // y-indexeddb's whenSynced never settles when the database fails to open; race the opening.
   const failed = persistence._db.then(() => new Promise<never>(() => {}))
@@ -29,5 +32,5 @@ export function openOfflineStore(name: string, doc: Y.Doc): { ready: Promise<voi
   const ready = Promise.race([persistence.whenSynced, failed, stalled])
     .then(() => undefined)
     .finally(() => clearTimeout(timer))
-  return { ready, close: () => persistence.destroy() }
+  return { ready, close: () => persistence.destroy(), clear: () => persistence.clearData() }
 }

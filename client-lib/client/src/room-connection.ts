@@ -185,6 +185,11 @@ export class RoomConnection {
     clearTimeout(this.#openTimer)
     this.#setStatus('offline')
     if (this.#stopped) return
+    if (event?.code === CloseCode.RoomDeleted) {
+      return this.#fail(
+        new SymphonyClientError('ROOM_DELETED', 'the room was deleted', { closeCode: event.code }),
+      )
+    }
     if (event && this.#opened && !shouldReconnect(event.code)) {
       const name = closeCodeName(event.code)
       const message = `the server closed the connection: ${event.code} ${name}${event.reason ? `: ${event.reason}` : ''}`

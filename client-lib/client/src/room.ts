@@ -55,6 +55,9 @@ export class Room<P extends object = Record<string, unknown>> {
   readonly #connection: RoomConnection
   readonly #histories = new Set<History>()
   readonly #closeStore: () => Promise<void> = async () => {}
+  readonly #clearStore: () => Promise<void> = async () => {}
+  /** The server deleted the room: this copy must never sync its old content back. */
+  #deleted = false
   /** The error that ended connecting, until `reconnect()`; `whenSynced` rejects with it. */
   #finalError: SymphonyClientError | null = null
   #left = false
@@ -72,6 +75,7 @@ export class Room<P extends object = Record<string, unknown>> {
     if (offlineStoreName) {
       const store = openOfflineStore(offlineStoreName, this.doc)
       this.#closeStore = store.close
+      this.#clearStore = store.clear
       stored = store.ready.catch((error: unknown) => {
         const reason = error instanceof Error ? error.message : String(error)
         const failure = new SymphonyClientError('OFFLINE_STORE_FAILED', `IndexedDB: ${reason}; online only`)
@@ -90,6 +94,10 @@ export class Room<P extends object = Record<string, unknown>> {
         this.#events.emit('synced')
       },
       onError: (error, final) => {
+        if (error.code === 'ROOM_DELETED') {
+          this.#deleted = true
+          void this.#clearStore().catch(() => {})
+        }
         if (final) {
           this.#finalError = error
           this.#settleWaiters((waiter) => waiter.reject(error))
@@ -209,13 +217,14 @@ export class Room<P extends object = Record<string, unknown>> {
 
   /**
    * Starts connecting again after an error stopped it (for example with a new token from
-   * `getToken` after the user signed in again).
+   * `getToken` after the user signed in again). Not after `ROOM_DELETED`: leave and enter the
+   * room again for a new, empty one.
    *
    * @example
    * room.on('error', async (e) => { if (e.code === 'AUTH_REFUSED') { await signIn(); room.reconnect() } })
    */
   reconnect(): void {
-    if (this.#left) return
+    if (this.#left || this.#deleted) return
     this.#finalError = null
     this.#connection.start()
   }

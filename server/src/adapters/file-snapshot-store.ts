@@ -80,6 +80,11 @@ export class FileSnapshotStore implements SnapshotStore {
     }
   }
 
+  async delete(room: string): Promise<void> {
+    await this.#ready
+    await rm(this.#path(room), { force: true })
+  }
+
   async close(): Promise<void> {}
 
   #path(room: string): string {

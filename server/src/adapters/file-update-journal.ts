@@ -8,7 +8,7 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { readFile, rm } from 'node:fs/promises'
 import { crc32 } from 'node:zlib'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
 import { roomFilePath } from './room-files.js'
@@ -98,6 +98,11 @@ export class FileUpdateJournal implements UpdateJournal {
     )
     renameSync(temporary, path)
     this.#forget(room)
+  }
+
+  async delete(room: string): Promise<void> {
+    this.#forget(room)
+    await rm(this.#path(room), { force: true })
   }
 
   async close(): Promise<void> {

@@ -89,6 +89,11 @@ export class RedisUpdateJournal implements UpdateJournal {
     )
   }
 
+  async delete(room: string): Promise<void> {
+    const writers = await this.#redis.smembers(this.#writers(room))
+    await this.#redis.del(this.#writers(room), ...writers.map((writer) => this.#stream(room, writer)))
+  }
+
   async close(): Promise<void> {
     await closeConnection(this.#redis)
   }

@@ -1,6 +1,7 @@
 import {
   type BucketLocationConstraint,
   CreateBucketCommand,
+  DeleteObjectCommand,
   GetObjectCommand,
   PutObjectCommand,
   type S3Client,
@@ -78,6 +79,15 @@ export class S3SnapshotStore implements SnapshotStore {
     }
     if (!version) throw new Error(`S3 returned no ETag for s3://${this.options.bucket}/${Key}`)
     return version
+  }
+
+  async delete(room: string): Promise<void> {
+    const Key = this.#key(room)
+    try {
+      await this.options.client.send(new DeleteObjectCommand({ Bucket: this.options.bucket, Key }))
+    } catch (error) {
+      if (!isNotFound(error)) throw this.#error(`could not delete ${Key}`, error)
+    }
   }
 
   /** The client belongs to whoever created it (it may serve other adapters). */

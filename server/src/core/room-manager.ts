@@ -1,3 +1,4 @@
+import { CloseCode } from '@symphony/client/close-codes'
 import * as Y from 'yjs'
 import { isOutOfSpace } from '../errors.js'
 import type { Logger } from '../logger.js'
@@ -7,6 +8,7 @@ import type { PubSub } from '../ports/pubsub.js'
 import type { RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
+import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
@@ -145,6 +147,39 @@ export class RoomManager {
   }
 
   /**
+   * Deletes the room: its clients, here and on every other server, are closed with `RoomDeleted`,
+   * and its snapshot, journal and metadata are removed, so a later connection starts it empty.
+   */
+  async delete(name: string): Promise<void> {
+    this.deps.pubsub.publish(name, ROOM_DELETED_FRAME)
+    await this.#dropDeleted(name)
+  }
+
+  /**
+   * Closes a deleted room's clients, drops it unsaved, then removes what the stores hold. Every
+   * server that held it does this once its own queued saves are done, so none of them writes the
+   * room back after the last removal.
+   */
+  async #dropDeleted(name: string): Promise<void> {
+    const slot = this.#slots.get(name)
+    await slot?.ready.catch(() => {})
+    await slot?.unloading
+    const loaded = slot?.loaded
+    if (slot && loaded && this.#slots.get(name) === slot) {
+      loaded.writer.stop()
+      for (const connection of [...loaded.room.connections]) {
+        connection.close(CloseCode.RoomDeleted, 'the room was deleted')
+      }
+      await loaded.writer.settled()
+      await this.#free(slot)
+    }
+    const { snapshots, journal, metadata } = this.deps
+    await Promise.all([snapshots.delete(name), journal.delete(name)])
+    metadata.record({ type: 'room-deleted', room: name })
+    this.deps.logger.info({ room: name }, 'room deleted')
+  }
+
+  /**
    * Saves every dirty room, retrying until `deadline` (epoch ms). Returns the rooms that could
    * not be saved in time.
    */
@@ -190,7 +225,11 @@ export class RoomManager {
     const { pubsub, registry, stateSource, logger } = this.deps
     const buffered: Uint8Array[] = []
     let room: Room | null = null
-    await pubsub.subscribe(name, (frame) => (room ? room.receiveRemote(frame) : buffered.push(frame)))
+    await pubsub.subscribe(name, (frame) => {
+      if (isRoomDeletedFrame(frame)) void this.#dropDeleted(name)
+      else if (room) room.receiveRemote(frame)
+      else buffered.push(frame)
+    })
     try {
       const { state, source, journal, storedVersion } = await stateSource.load(name)
       const doc = new Y.Doc()

@@ -86,6 +86,11 @@ export class SnapshotWriter {
     this.#clearTimer()
   }
 
+  /** Resolves when the writes queued so far have finished (or failed). */
+  settled(): Promise<void> {
+    return this.#tail
+  }
+
   /** The room is gone from this server: it no longer counts as one that cannot be saved. */
   forget(): void {
     this.metrics.outOfSpace('snapshots', this.room.name, false)

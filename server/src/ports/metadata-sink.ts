@@ -14,6 +14,8 @@ export type MetadataEvent =
       userInfo: Record<string, unknown> | null
     }
   | { type: 'connection-closed'; room: string; connectionId: string }
+  /** The room was deleted: everything recorded about it goes. */
+  | { type: 'room-deleted'; room: string }
 
 /** Queue health, for /metrics. */
 export interface MetadataSinkStats {

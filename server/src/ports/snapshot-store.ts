@@ -12,6 +12,8 @@ export interface StoredSnapshot {
 export interface SnapshotStore {
   /** The room's last saved state, or `null` if it was never saved. Throws if the store fails. */
   load(room: string): Promise<StoredSnapshot | null>
+  /** Removes the room's snapshot (the room was deleted); nothing to remove is fine. */
+  delete(room: string): Promise<void>
   /**
    * Replaces the room's saved state if the stored version is still `expected` (`null`: nothing is
    * stored); resolves with the new version once it is durable. Rejects with

@@ -25,6 +25,8 @@ export interface UpdateJournal {
   append(room: string, update: Uint8Array): Promise<JournalPosition>
   /** What is journaled for the room now, by every writer. Throws if the journal fails. */
   read(room: string): Promise<JournalContents>
+  /** Removes every writer's entries of the room (the room was deleted). */
+  delete(room: string): Promise<void>
   /** Drops the entries at or before `position` (a saved snapshot holds them); later ones stay. */
   trim(room: string, position: JournalPosition): Promise<void>
   close(): Promise<void>

@@ -19,7 +19,14 @@ export const MessageType = {
  * Messages only servers exchange over pub/sub, numbered far from the client protocol's so a
  * client sending one is refused as an unknown type.
  */
-export const ServerMessageType = { Digest: 100 } as const
+export const ServerMessageType = { Digest: 100, RoomDeleted: 101 } as const
+
+/** Tells the other servers holding a room that it was deleted: close its clients, save nothing. */
+export const ROOM_DELETED_FRAME = new Uint8Array([ServerMessageType.RoomDeleted])
+
+export function isRoomDeletedFrame(frame: Uint8Array): boolean {
+  return frame.length === 1 && frame[0] === ServerMessageType.RoomDeleted
+}
 
 /** Sub-types of a sync message (y-protocols/sync). */
 export const SyncType = { Step1: 0, Step2: 1, Update: 2 } as const

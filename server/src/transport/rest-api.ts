@@ -52,7 +52,7 @@ const NO_SOCKET: Transport = { send() {}, close() {}, bufferedAmount: 0 }
 
 /**
  * The REST API for an app's backend (`/api/v1/rooms/{room}/…`): read a room as JSON or as a Yjs
- * update, write an update as a client would. A room not loaded here is loaded the way a joining
+ * update, write an update as a client would, delete a room. A room not loaded here is loaded the way a joining
  * client loads it (from the server holding it, or the stores), so every server of a cluster
  * answers for every room, and a write reaches the clients of the other servers over pub/sub.
  */
@@ -107,6 +107,9 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
           return { status: 204 }
         })
       }
+      case 'DELETE ':
+        await deps.manager.delete(name)
+        return { status: 204 }
       default:
         throw new ApiRefusal(405, 'METHOD_NOT_ALLOWED', `${request.method} is not a method of this route`)
     }

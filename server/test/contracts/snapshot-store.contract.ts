@@ -55,6 +55,18 @@ export function snapshotStoreContract(name: string, createStore: () => Promise<S
       await store.close()
     })
 
+    it('deletes a room: nothing to load, a save starts afresh, deleting what is not there is fine', async () => {
+      const store = await createStore()
+      const room = uniqueRoom('snap')
+      await store.delete(room)
+      await store.save(room, new Uint8Array([1]), null)
+      await store.delete(room)
+      assert.equal(await store.load(room), null)
+      const version = await store.save(room, new Uint8Array([2]), null)
+      assert.deepEqual(await store.load(room), { state: new Uint8Array([2]), version })
+      await store.close()
+    })
+
     it('lets exactly one of two savers expecting the same version win', async () => {
       const store = await createStore()
       const room = uniqueRoom('snap')

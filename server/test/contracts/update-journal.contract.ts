@@ -69,6 +69,23 @@ export function updateJournalContract(name: string, createFixture: () => Promise
       await fixture.cleanup()
     })
 
+    it("deletes a room: every writer's entries go, and appends start afresh", async () => {
+      const fixture = await createFixture()
+      const [a, b] = [fixture.open('server-a'), fixture.open('server-b')]
+      const room = uniqueRoom('journal')
+      await a.delete(room)
+      await a.append(room, bytes(1))
+      await b.append(room, bytes(2))
+      await b.close() // a file journal has one writer per folder; Redis has one stream each
+      await a.delete(room)
+      assert.deepEqual(await a.read(room), { updates: [], position: new Map() })
+      await a.append(room, bytes(3))
+      const reader = fixture.open('server-c')
+      assert.deepEqual((await reader.read(room)).updates, [bytes(3)])
+      await Promise.all([a.close(), reader.close()])
+      await fixture.cleanup()
+    })
+
     it("outlives its writer: the next server reads the dead one's updates and trims them", async () => {
       const fixture = await createFixture()
       const room = uniqueRoom('journal')

@@ -26,6 +26,10 @@ export class GatedJournal implements UpdateJournal {
     return this.inner.trim(room, position)
   }
 
+  delete(room: string): Promise<void> {
+    return this.inner.delete(room)
+  }
+
   close(): Promise<void> {
     return this.inner.close()
   }

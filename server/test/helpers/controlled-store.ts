@@ -46,6 +46,10 @@ export class ControlledSnapshotStore implements SnapshotStore {
     }
   }
 
+  delete(room: string): Promise<void> {
+    return this.inner.delete(room)
+  }
+
   close(): Promise<void> {
     return this.inner.close()
   }

@@ -7,6 +7,16 @@ export interface TimedEvent {
   at: Date
 }
 
+/**
+ * Events after which a room has a row. The others (a close, an unload) only update a row that is
+ * there, so the last goodbyes of a deleted room do not write it back.
+ */
+const CREATING: ReadonlySet<MetadataEvent['type']> = new Set([
+  'room-loaded',
+  'room-sample',
+  'connection-opened',
+])
+
 /** The channel the dashboard LISTENs on; the payload names the rooms a batch touched. */
 export const NOTIFY_CHANNEL = 'symphony_metadata'
 /** Postgres refuses NOTIFY payloads of 8000 bytes or more; past this, rooms is null ("many"). */
@@ -19,8 +29,23 @@ const MAX_PAYLOAD_BYTES = 7_900
 export async function writeBatch(
   db: PoolClient,
   serverId: string,
-  batch: readonly TimedEvent[],
+  everything: readonly TimedEvent[],
 ): Promise<void> {
+  // A deleted room's rows go, with what the batch says of it before the deletion.
+  const deletedAt = new Map<string, number>()
+  for (const [index, { event }] of everything.entries()) {
+    if (event.type === 'room-deleted') deletedAt.set(event.room, index)
+  }
+  const batch = everything.filter(
+    ({ event }, index) => event.type !== 'room-deleted' && index > (deletedAt.get(event.room) ?? -1),
+  )
+  if (deletedAt.size > 0) {
+    const deleted = [...deletedAt.keys()].sort()
+    for (const table of ['connection_sessions', 'room_samples', 'room_holders']) {
+      await db.query(`DELETE FROM ${table} WHERE room = ANY($1)`, [deleted])
+    }
+    await db.query('DELETE FROM rooms WHERE name = ANY($1)', [deleted])
+  }
   const opened = batch.flatMap(({ event, at }) =>
     event.type === 'connection-opened' ? [{ ...event, at }] : [],
   )
@@ -30,9 +55,11 @@ export async function writeBatch(
   const samples = batch.flatMap(({ event, at }) => (event.type === 'room-sample' ? [{ ...event, at }] : []))
   // The newest size and activity per room.
   const rooms = new Map<string, { bytes: number | null; at: Date }>()
+  const created = new Set<string>()
   for (const { event, at } of batch) {
     const bytes = 'bytes' in event ? event.bytes : (rooms.get(event.room)?.bytes ?? null)
     rooms.set(event.room, { bytes, at })
+    if (CREATING.has(event.type)) created.add(event.room)
   }
   const holders = new Map<string, { held: boolean; at: Date }>()
   for (const { event, at } of batch) {
@@ -45,11 +72,17 @@ export async function writeBatch(
     // Sorted, so two servers touching the same rooms lock their rows in the same order.
     const names = [...rooms.keys()].sort()
     const bytes = names.map((n) => rooms.get(n)?.bytes ?? null)
+    const creating = names.filter((n) => created.has(n))
     await db.query(
       `INSERT INTO rooms (name, bytes, last_active_at)
        SELECT name, coalesce(bytes, 0), at FROM unnest($1::text[], $2::bigint[], $3::timestamptz[]) AS t(name, bytes, at)
-       ON CONFLICT (name) DO UPDATE SET last_active_at = greatest(rooms.last_active_at, EXCLUDED.last_active_at)`,
-      [names, bytes, names.map((n) => rooms.get(n)?.at)],
+       ON CONFLICT (name) DO NOTHING`,
+      [creating, creating.map((n) => rooms.get(n)?.bytes ?? null), creating.map((n) => rooms.get(n)?.at)],
+    )
+    await db.query(
+      `UPDATE rooms SET last_active_at = greatest(rooms.last_active_at, t.at)
+       FROM unnest($1::text[], $2::timestamptz[]) AS t(name, at) WHERE rooms.name = t.name`,
+      [names, names.map((n) => rooms.get(n)?.at)],
     )
     // Only events that know the size change it: a batch of joins and leaves keeps the last one.
     await db.query(
@@ -119,7 +152,10 @@ export async function writeBatch(
       ],
     )
   }
-  let payload = JSON.stringify({ server: serverId, rooms: [...rooms.keys()] })
+  let payload = JSON.stringify({
+    server: serverId,
+    rooms: [...new Set([...rooms.keys(), ...deletedAt.keys()])],
+  })
   if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES)
     payload = JSON.stringify({ server: serverId, rooms: null })
   await db.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, payload])
