@@ -1,5 +1,5 @@
 /**
- * @symphony/node: what an app's backend needs from Symphony. Today: room tokens.
+ * @symphony/node: what an app's backend needs from Symphony: room tokens, and the REST API.
  *
  * @example
  * import { createToken } from '@symphony/node'
@@ -12,4 +12,5 @@ export {
   type SecretTokenOptions,
   type TokenOptions,
 } from './create-token.js'
+export { createRoomsApi, type RoomsApi, type RoomsApiOptions, SymphonyApiError } from './rooms-api.js'
 export { infoClaimProblem, MAX_INFO_BYTES, MAX_NAME_CHARS, nameClaimProblem } from './token-claims.js'

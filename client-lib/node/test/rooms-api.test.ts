@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict'
+import { afterEach, describe, it } from 'node:test'
+import * as Y from 'yjs'
+import {
+  connectSynced,
+  destroyClients,
+  eventually,
+  uniqueRoom,
+} from '../../../server/test/helpers/clients.js'
+import { startTestServer, stopTestServers } from '../../../server/test/helpers/test-server.js'
+import { createRoomsApi, SymphonyApiError } from '../src/index.js'
+
+const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
+
+afterEach(async () => {
+  destroyClients()
+  await stopTestServers()
+})
+
+describe('createRoomsApi against a real server', () => {
+  it('reads, writes and deletes a room, typed, with any room name', async () => {
+    const t = await startTestServer({ apiSecret: API_SECRET })
+    const api = createRoomsApi({ url: t.httpUrl, secret: API_SECRET })
+    const room = uniqueRoom('team/api ü')
+    const client = await connectSynced(t.wsUrl, encodeURIComponent(room))
+    client.doc.getArray('todos').push(['milk'])
+    await eventually(async () => JSON.stringify(await api.getDocument(room)) === '{"todos":["milk"]}', 'read')
+
+    const copy = new Y.Doc()
+    Y.applyUpdate(copy, await api.getUpdate(room))
+    const known = Y.encodeStateVector(copy)
+    client.doc.getArray('todos').push(['eggs'])
+    await eventually(async () => ((await api.getDocument(room)).todos as string[]).length === 2, 'the edit')
+    Y.applyUpdate(copy, await api.getUpdate(room, known))
+    assert.deepEqual(copy.getArray('todos').toJSON(), ['milk', 'eggs'])
+
+    const backend = new Y.Doc()
+    backend.getMap('meta').set('owner', 'backend')
+    await api.postUpdate(room, Y.encodeStateAsUpdate(backend))
+    await eventually(() => client.doc.getMap('meta').get('owner') === 'backend', 'the client sees the write')
+
+    await api.deleteRoom(room)
+    assert.deepEqual(await api.getDocument(room), {})
+  })
+
+  it('rejects with SymphonyApiError carrying the status and the server’s code', async () => {
+    const t = await startTestServer({ apiSecret: API_SECRET })
+    const wrong = createRoomsApi({ url: t.httpUrl, secret: 'x'.repeat(32) })
+    await assert.rejects(wrong.getDocument('r'), (error: unknown) => {
+      assert.ok(error instanceof SymphonyApiError)
+      assert.equal(error.status, 401)
+      assert.equal(error.code, 'UNAUTHORIZED')
+      return true
+    })
+    const api = createRoomsApi({ url: t.httpUrl, secret: API_SECRET })
+    await assert.rejects(api.postUpdate('r', new Uint8Array([9, 9, 9])), {
+      status: 400,
+      code: 'UPDATE_INVALID',
+    })
+    assert.throws(() => createRoomsApi({ url: t.httpUrl, secret: 'short' }), TypeError)
+  })
+})
