@@ -216,6 +216,19 @@ function listen() {
 }
 
 $('#search').addEventListener('input', () => void renderOverview().catch(() => {}))
+// Deleting closes every client of the room and removes what is stored: asked first.
+$('#room-delete').addEventListener('click', async () => {
+  const room = currentRoom()
+  if (!room || !confirm(`Delete the room "${room}"? Its clients are disconnected and its document is gone.`))
+    return
+  const response = await fetch(`./api/rooms/${encodeURIComponent(room)}`, { method: 'DELETE' })
+  if (response.ok) {
+    location.hash = ''
+    return
+  }
+  const body = await response.json().catch(() => null)
+  $('#room-delete-error').textContent = body?.error?.message ?? `could not delete (${response.status})`
+})
 $('#room-refresh').addEventListener('click', () => {
   const room = currentRoom()
   if (room) void renderRoomJson(room)

@@ -7,7 +7,7 @@ import { z } from 'zod'
 import { ApiError } from './app-error.js'
 import type { LiveEvents } from './live-events.js'
 import { type MetadataQueries, ROOM_SORTS } from './queries.js'
-import { readRoomState, type SnapshotReader } from './room-state.js'
+import { deleteRoom, readRoomState, type SnapshotReader } from './room-state.js'
 import { Sessions } from './sessions.js'
 
 export interface DashboardDeps {
@@ -101,6 +101,21 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
     const room = roomParam(request)
     const { source, document } = await readRoomState(room, await deps.queries.liveHolders(room), deps)
     response.set('Symphony-Source', source).json(document)
+  })
+  app.delete('/api/rooms/:room', async (request, response) => {
+    const room = roomParam(request)
+    if (!deps.internalToken) {
+      throw new ApiError(
+        503,
+        'DELETE_UNAVAILABLE',
+        'deleting needs INTERNAL_TOKEN, shared with the sync servers',
+      )
+    }
+    // A server holding the room first; any live one can delete it (stores are shared).
+    const holders = await deps.queries.liveHolders(room)
+    const addresses = [...new Set([...holders, ...(await deps.queries.liveServers())])]
+    await deleteRoom(room, addresses, deps.internalToken)
+    response.status(204).end()
   })
   app.get('/api/stats', async (_request, response) => {
     response.json(await deps.queries.stats())

@@ -89,6 +89,14 @@ export class MetadataQueries {
     return { ...room, connections: connections.rows, servers: holders.rows, history: history.rows }
   }
 
+  /** Internal addresses of every live sync server. */
+  async liveServers(): Promise<string[]> {
+    const { rows } = await this.pool.query<{ address: string }>(
+      `SELECT v.address FROM servers v WHERE ${IS_LIVE('v')} ORDER BY v.last_heartbeat_at DESC`,
+    )
+    return rows.map((row) => row.address)
+  }
+
   /** Internal addresses of the live servers holding `room`. */
   async liveHolders(room: string): Promise<string[]> {
     const { rows } = await this.pool.query<{ address: string }>(

@@ -28,6 +28,26 @@ export async function readRoomState(
   throw new ApiError(404, 'ROOM_NOT_FOUND', `no live server holds "${room}" and it was never saved`)
 }
 
+/** Deletes `room` through the first of `addresses` (sync servers' internal endpoints) that answers. */
+export async function deleteRoom(room: string, addresses: string[], internalToken: string): Promise<void> {
+  for (const address of addresses) {
+    try {
+      const response = await fetch(`http://${address}/internal/rooms/${roomPath(room)}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${internalToken}` },
+        signal: AbortSignal.timeout(DELETE_TIMEOUT_MS),
+      })
+      if (response.status === 204) return
+    } catch {
+      // That server is gone or slow; the next one may answer.
+    }
+  }
+  throw new ApiError(503, 'NO_SYNC_SERVER', 'no live sync server could delete the room; try again')
+}
+
+/** Deleting waits for the room's clients to close and its stores to be cleared. */
+const DELETE_TIMEOUT_MS = 15_000
+
 async function fetchLive(
   room: string,
   addresses: string[],

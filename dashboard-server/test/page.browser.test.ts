@@ -85,4 +85,30 @@ describe('dashboard page in Chromium', () => {
     assert.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined)
     await page.context().close()
   })
+
+  it('deletes a room from its page after a confirmation: its clients are closed and it leaves the list', async () => {
+    const page = await signIn(DASHBOARD_TOKEN)
+    await page.locator('#live[data-state="live"]').waitFor()
+    const room = uniqueRoom('doomed')
+    const client = await connectSynced(stack.sync.wsUrl, room)
+    client.doc.getMap('m').set('k', 'v')
+    const closed = new Promise<number>((resolve) =>
+      client.provider.once('connection-close', (e) => resolve(e?.code ?? 0)),
+    )
+    const link = page.locator(`a[href="#/rooms/${room}"]`)
+    await link.waitFor()
+    await link.click()
+    await page.waitForFunction(() => document.querySelector('#room-json')?.textContent?.includes('"v"'))
+    const dialogs: string[] = []
+    page.once('dialog', (dialog) => {
+      dialogs.push(dialog.message())
+      void dialog.accept()
+    })
+    await page.click('#room-delete')
+    assert.equal(await closed, 4404, 'the client is closed with RoomDeleted')
+    await page.locator('#overview').waitFor()
+    await link.waitFor({ state: 'detached' })
+    assert.match(dialogs[0] ?? '', /Delete the room/)
+    await page.context().close()
+  })
 })

@@ -112,7 +112,11 @@ export class SyncServer {
     )
     internal?.server.on(
       'request',
-      createInternalEndpoint(options.internal?.token ?? '', (name) => this.manager.loadedRoom(name)),
+      createInternalEndpoint({
+        token: options.internal?.token ?? '',
+        loadedRoom: (name) => this.manager.loadedRoom(name),
+        deleteRoom: (name) => this.manager.delete(name),
+      }),
     )
     const authenticator = createAuthenticator(options.auth)
     this.#gateway = new WebSocketGateway(
