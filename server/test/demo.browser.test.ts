@@ -3,12 +3,14 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
+import * as Y from 'yjs'
 import { ARTIFACTS, launchChromium } from './helpers/browser.js'
 import { uniqueRoom } from './helpers/clients.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
 import { signToken, TEST_SECRET } from './helpers/tokens.js'
 
 const DEMO = fileURLToPath(new URL('../dist/demo/', import.meta.url))
+const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 
 interface Tab {
   page: Page
@@ -21,7 +23,7 @@ describe('demo whiteboard in Chromium', () => {
   let t: TestServer
   let browser: Browser
   before(async () => {
-    t = await startTestServer({ demoFolder: DEMO })
+    t = await startTestServer({ demoFolder: DEMO, apiSecret: API_SECRET })
     browser = await launchChromium()
   })
   after(async () => {
@@ -196,6 +198,41 @@ describe('demo whiteboard in Chromium', () => {
       { database, ids },
     )
   }
+
+  it('a shape posted through the REST API appears live, and deleting the room says so on the page', async () => {
+    const room = uniqueRoom('api')
+    const tab = await openTab(t, `room=${room}`)
+    const backend = new Y.Doc()
+    const shape = new Y.Map<string | number>()
+    for (const [key, value] of Object.entries({
+      kind: 'rect',
+      x: 40,
+      y: 40,
+      w: 120,
+      h: 80,
+      color: '#ef4444',
+    })) {
+      shape.set(key, value)
+    }
+    backend.getMap('shapes').set('from-api', shape)
+    const rest = `${t.httpUrl}/api/v1/rooms/${encodeURIComponent(room)}`
+    const posted = await fetch(`${rest}/update`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${API_SECRET}`, 'content-type': 'application/octet-stream' },
+      body: new Blob([Y.encodeStateAsUpdate(backend) as Uint8Array<ArrayBuffer>]),
+    })
+    assert.equal(posted.status, 204)
+    await tab.page.waitForSelector('rect[data-shape-id="from-api"]')
+    const deleted = await fetch(rest, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${API_SECRET}` },
+    })
+    assert.equal(deleted.status, 204)
+    const notice = tab.page.locator('#notice[data-code="ROOM_DELETED"]')
+    await notice.waitFor()
+    assert.equal(await notice.textContent(), 'the room was deleted')
+    await tab.context.close()
+  })
 
   it('an expired token shows a clear error once and does not retry', async () => {
     const secure = await startTestServer({ demoFolder: DEMO, auth: { mode: 'jwt', secret: TEST_SECRET } })
