@@ -90,6 +90,12 @@ const environment = z.object({
   AUTH_ISSUER: optionalText,
   AUTH_AUDIENCE: optionalText,
   DEV_TOKEN_ROUTE: z.enum(['0', '1']).default('0'),
+  WEBHOOK_URL: optionalUrl,
+  WEBHOOK_SECRET: optionalText.refine(
+    (s) => !s || /^whsec_[A-Za-z0-9+/]{22,}={0,2}$/.test(s),
+    'must be whsec_ and base64 (at least 16 bytes)',
+  ),
+  WEBHOOK_DEBOUNCE_MS: int(0, 3_600_000, 5_000),
   API_SECRET: optionalText.refine((s) => !s || s.length >= 32, 'must be at least 32 characters'),
   SNAPSHOT_INTERVAL_MS: int(100, 3_600_000, 30_000),
   ROOM_GRACE_MS: int(0, 3_600_000, 5_000),
@@ -161,6 +167,8 @@ export interface Config {
   devTokenSecret: string | null
   /** The REST API's bearer secret, or null (the API is off). */
   apiSecret: string | null
+  /** Where room events go, or null (no webhooks). */
+  webhook: { url: string; secret: string; debounceMs: number } | null
   /** Browser origins allowed to connect; empty: any. */
   allowedOrigins: string[]
   snapshotIntervalMs: number
@@ -208,6 +216,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     auth: authFrom(e),
     devTokenSecret: devTokenSecretFrom(e),
     apiSecret: e.API_SECRET ?? null,
+    webhook: webhookFrom(e),
     allowedOrigins: e.ALLOWED_ORIGINS,
     snapshotIntervalMs: e.SNAPSHOT_INTERVAL_MS,
     roomGraceMs: e.ROOM_GRACE_MS,
@@ -290,6 +299,15 @@ function internalFrom(e: z.infer<typeof environment>): InternalEndpointConfig | 
     )
   }
   return { port: e.INTERNAL_PORT, host: e.INTERNAL_HOST, token: e.INTERNAL_TOKEN }
+}
+
+function webhookFrom(e: z.infer<typeof environment>): Config['webhook'] {
+  if (!e.WEBHOOK_URL) {
+    if (e.WEBHOOK_SECRET) throw new ConfigError('WEBHOOK_SECRET: set WEBHOOK_URL too, or unset it')
+    return null
+  }
+  if (!e.WEBHOOK_SECRET) throw new ConfigError('WEBHOOK_URL: needs WEBHOOK_SECRET (whsec_…) to sign with')
+  return { url: e.WEBHOOK_URL, secret: e.WEBHOOK_SECRET, debounceMs: e.WEBHOOK_DEBOUNCE_MS }
 }
 
 function devTokenSecretFrom(e: z.infer<typeof environment>): string | null {

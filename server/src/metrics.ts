@@ -5,6 +5,12 @@ import type { MetadataSinkStats } from './ports/metadata-sink.js'
  * Every Prometheus metric the server exports, on a registry of its own so several servers can
  * live in one process (tests) without sharing counters.
  */
+/** A bounded queue's state. */
+interface QueueStats {
+  queued: number
+  dropped: number
+}
+
 export class ServerMetrics {
   readonly registry = new Registry()
   readonly connections = this.#gauge('symphony_connections', 'Open WebSocket connections')
@@ -83,17 +89,39 @@ export class ServerMetrics {
 
   /** Reports the metadata sink's queue (a slow or absent database shows here first). */
   watchMetadata(stats: () => MetadataSinkStats): void {
+    this.#watchQueue(stats, {
+      queue: ['symphony_metadata_queue_length', 'Metadata events waiting to be written to the database'],
+      dropped: [
+        'symphony_metadata_events_dropped_total',
+        'Metadata events dropped because the queue was full (database slow or unreachable)',
+      ],
+    })
+  }
+
+  /** Reports the webhook sender's queue (a slow or absent receiver shows here first). */
+  watchWebhooks(stats: () => QueueStats): void {
+    this.#watchQueue(stats, {
+      queue: ['symphony_webhooks_queue_length', 'Webhook deliveries waiting or in flight'],
+      dropped: [
+        'symphony_webhooks_dropped_total',
+        'Webhook events dropped because the queue was full (the receiver slow or unreachable)',
+      ],
+    })
+  }
+
+  /** A bounded queue's length (a gauge) and what it dropped (a counter), read when scraped. */
+  #watchQueue(stats: () => QueueStats, names: { queue: [string, string]; dropped: [string, string] }): void {
     new Gauge({
-      name: 'symphony_metadata_queue_length',
-      help: 'Metadata events waiting to be written to the database',
+      name: names.queue[0],
+      help: names.queue[1],
       registers: [this.registry],
       collect() {
         this.set(stats().queued)
       },
     })
     new Counter({
-      name: 'symphony_metadata_events_dropped_total',
-      help: 'Metadata events dropped because the queue was full (database slow or unreachable)',
+      name: names.dropped[0],
+      help: names.dropped[1],
       registers: [this.registry],
       collect() {
         this.reset()

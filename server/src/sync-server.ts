@@ -10,6 +10,7 @@ import type { Logger } from './logger.js'
 import { ServerMetrics } from './metrics.js'
 import type { MetadataSink } from './ports/metadata-sink.js'
 import type { PubSub } from './ports/pubsub.js'
+import { NO_ROOM_EVENTS, type RoomEventSink } from './ports/room-events.js'
 import type { PeerServer, RoomRegistry } from './ports/room-registry.js'
 import type { SnapshotStore } from './ports/snapshot-store.js'
 import type { UpdateJournal } from './ports/update-journal.js'
@@ -29,6 +30,8 @@ export interface Adapters {
   snapshots: SnapshotStore
   journal: UpdateJournal
   metadata: MetadataSink
+  /** Webhooks; none when unset. */
+  events?: RoomEventSink
 }
 
 /** The endpoint peers fetch room state from; its host is what this server advertises. */
@@ -72,7 +75,7 @@ export class SyncServer {
   readonly manager: RoomManager
   readonly #http: Server
   readonly #gateway: WebSocketGateway
-  readonly #adapters: Adapters
+  readonly #adapters: Required<Adapters>
   readonly #startedAt = Date.now()
   #ready = false
   #shutdown: Promise<string[]> | null = null
@@ -84,7 +87,7 @@ export class SyncServer {
   ) {
     const { logger } = options
     const self = { serverId: options.serverId, internalAddress: internal?.address ?? '' }
-    this.#adapters = options.createAdapters(self)
+    this.#adapters = { events: NO_ROOM_EVENTS, ...options.createAdapters(self) }
     const fetchPeerState: PeerStateFetcher | null = options.internal
       ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
       : null
@@ -124,6 +127,7 @@ export class SyncServer {
         authenticator,
         manager: this.manager,
         metadata: this.#adapters.metadata,
+        events: this.#adapters.events,
         metrics: this.metrics,
         logger,
       },
@@ -153,6 +157,7 @@ export class SyncServer {
     )
     this.#http.on('upgrade', this.#gateway.handleUpgrade)
     this.metrics.watchMetadata(() => this.#adapters.metadata.stats())
+    this.metrics.watchWebhooks(() => this.#adapters.events.stats())
     if (options.metadataSampleIntervalMs) {
       const { metadata } = this.#adapters
       this.#sampleTimer = setInterval(

@@ -99,6 +99,23 @@ describe('configuration', () => {
     )
   })
 
+  it('sends webhooks only with both a URL and a whsec_ secret', () => {
+    const hook = 'https://hooks.example.com/symphony'
+    const whsec = `whsec_${Buffer.alloc(24, 7).toString('base64')}`
+    assert.equal(parseConfig({ AUTH: 'none' }).webhook, null)
+    assert.deepEqual(parseConfig({ AUTH: 'none', WEBHOOK_URL: hook, WEBHOOK_SECRET: whsec }).webhook, {
+      url: hook,
+      secret: whsec,
+      debounceMs: 5_000,
+    })
+    assert.match(errorFor({ AUTH: 'none', WEBHOOK_URL: hook }), /^WEBHOOK_URL: needs WEBHOOK_SECRET/)
+    assert.match(errorFor({ AUTH: 'none', WEBHOOK_SECRET: whsec }), /^WEBHOOK_SECRET: set WEBHOOK_URL too/)
+    assert.match(
+      errorFor({ AUTH: 'none', WEBHOOK_URL: hook, WEBHOOK_SECRET: 'plain' }),
+      /^WEBHOOK_SECRET: must be whsec_/,
+    )
+  })
+
   it('refuses bad values with one line naming the variable', () => {
     assert.match(errorFor({ AUTH: 'none', PORT: 'abc' }), /^PORT: /)
     assert.match(errorFor({ AUTH: 'none', PORT: '70000' }), /^PORT: /)

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js'
 import type { Logger } from '../logger.js'
+import { NO_ROOM_EVENTS } from '../ports/room-events.js'
 import type { PeerServer } from '../ports/room-registry.js'
 import type { Adapters } from '../sync-server.js'
 import { createAwsClients } from './aws-clients.js'
@@ -14,6 +15,8 @@ import { PgMetadataSink } from './postgres/pg-metadata-sink.js'
 import { RedisPubSub } from './redis-pubsub.js'
 import { RedisUpdateJournal } from './redis-update-journal.js'
 import { S3SnapshotStore } from './s3-snapshot-store.js'
+import { webhookKey } from './webhooks/standard-webhooks.js'
+import { WebhookSender } from './webhooks/webhook-sender.js'
 
 /** Builds the adapter for each port from the parsed configuration. */
 export function createAdapters(config: Config, self: PeerServer, logger: Logger): Adapters {
@@ -48,6 +51,14 @@ export function createAdapters(config: Config, self: PeerServer, logger: Logger)
         ? new RedisUpdateJournal(config.serverId, config.journal.url, { logger })
         : new FileUpdateJournal(config.journal.folder),
     metadata: createMetadataSink(config, self, logger),
+    events: config.webhook
+      ? new WebhookSender({
+          url: config.webhook.url,
+          key: webhookKey(config.webhook.secret),
+          debounceMs: config.webhook.debounceMs,
+          logger,
+        })
+      : NO_ROOM_EVENTS,
   }
 }
 

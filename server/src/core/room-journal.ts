@@ -24,10 +24,13 @@ export class RoomJournal {
     /** The entries replayed into the room when it loaded. */
     private readonly replayed: JournalPosition,
     private readonly outcomes: JournalOutcomes,
+    /** Told of each recorded update: the room changed here, by a client of this server. */
+    private readonly onRecord: () => void = () => {},
   ) {}
 
-  /** Appends an update the room just applied. */
+  /** Appends an update the room just applied (from a client of this server). */
   record(update: Uint8Array): void {
+    this.onRecord()
     const previous = this.#latestAppend
     this.#latestAppend = this.journal.append(this.room, update).then(
       (position) => {

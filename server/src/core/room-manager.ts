@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
 import type { PubSub } from '../ports/pubsub.js'
+import type { RoomEventSink } from '../ports/room-events.js'
 import type { RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
@@ -28,6 +29,8 @@ export interface RoomManagerDeps {
   journal: UpdateJournal
   stateSource: RoomStateSource
   metadata: MetadataSink
+  /** Webhooks: told of local changes and deletions. */
+  events: RoomEventSink
   metrics: ServerMetrics
   logger: Logger
 }
@@ -153,6 +156,7 @@ export class RoomManager {
   async delete(name: string): Promise<void> {
     this.deps.pubsub.publish(name, ROOM_DELETED_FRAME)
     await this.#dropDeleted(name)
+    this.deps.events.emit({ type: 'room.deleted', room: name, at: Date.now() })
   }
 
   /**
@@ -277,7 +281,9 @@ export class RoomManager {
 
   #createRoom(name: string, doc: Y.Doc, { loadedBytes, replayed, storedVersion }: LoadedFrom): Loaded {
     const { pubsub, snapshots, journal, metrics, logger } = this.deps
-    const roomJournal = new RoomJournal(journal, name, replayed, this.#journalOutcomes)
+    const roomJournal = new RoomJournal(journal, name, replayed, this.#journalOutcomes, () =>
+      this.deps.events.emit({ type: 'document.updated', room: name, at: Date.now() }),
+    )
     let writer: SnapshotWriter | null = null
     const room = new Room(name, doc, loadedBytes, pubsub, roomJournal, this.options, logger, () =>
       writer?.markDirty(),

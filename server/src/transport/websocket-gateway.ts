@@ -12,6 +12,7 @@ import { AuthError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
+import type { RoomEventSink } from '../ports/room-events.js'
 import { encodeSyncStatus } from '../protocol/codec.js'
 import { refuseUpgrade } from './http-refusal.js'
 import { parseRequestTarget } from './request-target.js'
@@ -38,6 +39,7 @@ export interface GatewayDeps {
   authenticator: Authenticator
   manager: RoomManager
   metadata: MetadataSink
+  events: RoomEventSink
   metrics: ServerMetrics
   logger: Logger
 }
@@ -163,6 +165,8 @@ export class WebSocketGateway {
     const live: LiveSocket = { socket, connection, alive: true }
     this.#live.add(live)
     metrics.connections.inc()
+    const who = { room, connectionId: id, userId: identity.userId, name: identity.name }
+    this.deps.events.emit({ type: 'user.joined', ...who, at: Date.now() })
     metadata.record({
       type: 'connection-opened',
       room,
@@ -197,6 +201,15 @@ export class WebSocketGateway {
     this.#live.delete(live)
     this.deps.metrics.connections.dec()
     live.connection.detach()
+    const { roomName: room, id: connectionId, identity } = live.connection
+    this.deps.events.emit({
+      type: 'user.left',
+      room,
+      connectionId,
+      userId: identity.userId,
+      name: identity.name,
+      at: Date.now(),
+    })
     this.deps.metadata.record({
       type: 'connection-closed',
       room: live.connection.roomName,

@@ -1,0 +1,186 @@
+import { createHash } from 'node:crypto'
+import type { Logger } from '../../logger.js'
+import type { RoomEvent, RoomEventSink } from '../../ports/room-events.js'
+import { signWebhook } from './standard-webhooks.js'
+
+export interface WebhookSenderOptions {
+  url: string
+  /** The key of the `whsec_…` secret (see `webhookKey`). */
+  key: Uint8Array
+  /** `document.updated` is sent at most once per room per this many milliseconds. */
+  debounceMs: number
+  logger: Logger
+  /** Events waiting to be delivered, at most; past it new ones are dropped (and counted). */
+  maxQueued?: number
+  /** Tries per event before it is given up (logged). */
+  maxAttempts?: number
+  retryBaseMs?: number
+  retryMaxMs?: number
+  requestTimeoutMs?: number
+}
+
+interface Delivery {
+  id: string
+  body: string
+  attempts: number
+}
+
+const DEFAULTS = {
+  maxQueued: 10_000,
+  maxAttempts: 10,
+  retryBaseMs: 1_000,
+  retryMaxMs: 300_000,
+  requestTimeoutMs: 10_000,
+}
+/** Deliveries in flight at once: a slow receiver is not hammered, and a queue still drains. */
+const CONCURRENCY = 4
+
+/**
+ * Sends room events to `WEBHOOK_URL`, signed per Standard Webhooks. Never slows sync: `emit`
+ * queues (bounded; overflow dropped and counted), deliveries run in the background, retried with
+ * exponential backoff and jitter on failure (any answer but 2xx, or no answer). At least once: a
+ * retry keeps its `webhook-id`, which is derived from the event itself, so a receiver drops
+ * duplicates by id.
+ */
+export class WebhookSender implements RoomEventSink {
+  readonly #options: WebhookSenderOptions & typeof DEFAULTS
+  readonly #queue: Delivery[] = []
+  /** Rooms whose `document.updated` waits out the debounce, with the latest change. */
+  readonly #pendingUpdates = new Map<string, { at: number; timer: NodeJS.Timeout }>()
+  readonly #retryTimers = new Set<NodeJS.Timeout>()
+  #inFlight = 0
+  #dropped = 0
+  #closed = false
+
+  constructor(options: WebhookSenderOptions) {
+    this.#options = { ...DEFAULTS, ...options }
+  }
+
+  emit(event: RoomEvent): void {
+    if (this.#closed) return
+    if (event.type === 'document.updated') {
+      this.#debounceUpdate(event.room, event.at)
+      return
+    }
+    this.#enqueue(event)
+  }
+
+  stats(): { queued: number; dropped: number } {
+    return { queued: this.#queue.length + this.#inFlight, dropped: this.#dropped }
+  }
+
+  /** Sends the debounced updates now and waits (up to `timeoutMs`) for the queue to drain. */
+  async close(timeoutMs = 5_000): Promise<void> {
+    for (const [room, pending] of this.#pendingUpdates) {
+      clearTimeout(pending.timer)
+      this.#enqueue({ type: 'document.updated', room, at: pending.at })
+    }
+    this.#pendingUpdates.clear()
+    this.#closed = true
+    const deadline = Date.now() + timeoutMs
+    while ((this.#queue.length > 0 || this.#inFlight > 0) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    for (const timer of this.#retryTimers) clearTimeout(timer)
+  }
+
+  #debounceUpdate(room: string, at: number): void {
+    const pending = this.#pendingUpdates.get(room)
+    if (pending) {
+      pending.at = at
+      return
+    }
+    const timer = setTimeout(() => {
+      const latest = this.#pendingUpdates.get(room)
+      this.#pendingUpdates.delete(room)
+      if (latest) this.#enqueue({ type: 'document.updated', room, at: latest.at })
+    }, this.#options.debounceMs)
+    timer.unref()
+    this.#pendingUpdates.set(room, { at, timer })
+  }
+
+  #enqueue(event: RoomEvent): void {
+    if (this.#queue.length >= this.#options.maxQueued) {
+      this.#dropped++
+      this.#options.logger.warn({ type: event.type, room: event.room }, 'webhook queue full: event dropped')
+      return
+    }
+    const body = JSON.stringify(payloadOf(event))
+    this.#queue.push({ id: idOf(event), body, attempts: 0 })
+    this.#pump()
+  }
+
+  #pump(): void {
+    while (this.#inFlight < CONCURRENCY && this.#queue.length > 0) {
+      const delivery = this.#queue.shift() as Delivery
+      this.#inFlight++
+      void this.#deliver(delivery).finally(() => {
+        this.#inFlight--
+        this.#pump()
+      })
+    }
+  }
+
+  async #deliver(delivery: Delivery): Promise<void> {
+    delivery.attempts++
+    const timestamp = Math.floor(Date.now() / 1000)
+    let failure: string
+    try {
+      const response = await fetch(this.#options.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': delivery.id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signWebhook(this.#options.key, delivery.id, timestamp, delivery.body),
+        },
+        body: delivery.body,
+        signal: AbortSignal.timeout(this.#options.requestTimeoutMs),
+      })
+      await response.body?.cancel()
+      if (response.ok) return
+      failure = `answered ${response.status}`
+    } catch (error) {
+      failure = (error as Error).message
+    }
+    const { maxAttempts, retryBaseMs, retryMaxMs, logger } = this.#options
+    if (delivery.attempts >= maxAttempts || this.#closed) {
+      logger.error({ id: delivery.id, attempts: delivery.attempts, failure }, 'webhook given up')
+      return
+    }
+    const ceiling = Math.min(retryMaxMs, retryBaseMs * 2 ** (delivery.attempts - 1))
+    const delay = ceiling / 2 + Math.random() * (ceiling / 2)
+    logger.warn(
+      { id: delivery.id, attempts: delivery.attempts, failure, retryInMs: Math.round(delay) },
+      'webhook failed',
+    )
+    const timer = setTimeout(() => {
+      this.#retryTimers.delete(timer)
+      this.#queue.push(delivery)
+      this.#pump()
+    }, delay)
+    timer.unref()
+    this.#retryTimers.add(timer)
+  }
+}
+
+/** The body: Standard Webhooks' `{ type, timestamp, data }`. */
+function payloadOf(event: RoomEvent): { type: string; timestamp: string; data: Record<string, unknown> } {
+  const { type, at, ...data } = event
+  const timestamp = new Date(at).toISOString()
+  if (type === 'document.updated')
+    return { type, timestamp, data: { room: data.room, lastChangedAt: timestamp } }
+  return { type, timestamp, data }
+}
+
+/**
+ * The same logical event always gets the same id: a retry, or the same event reported twice,
+ * can be dropped by the receiver.
+ */
+function idOf(event: RoomEvent): string {
+  const key =
+    event.type === 'user.joined' || event.type === 'user.left'
+      ? `${event.type}\n${event.connectionId}`
+      : `${event.type}\n${event.room}\n${event.at}`
+  return `msg_${createHash('sha256').update(key).digest('base64url').slice(0, 32)}`
+}
