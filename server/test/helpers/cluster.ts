@@ -5,6 +5,7 @@ import { Redis } from 'ioredis'
 import * as Y from 'yjs'
 import { type RedisService, startRedis } from '../../../scripts/lib/services.mjs'
 import { createRegistryTable } from '../../src/adapters/dynamo-room-registry.js'
+import { roomKey } from '../../src/adapters/room-keys.js'
 import { createSnapshotBucket } from '../../src/adapters/s3-snapshot-store.js'
 import { type ServerProcess, startServerProcess } from './server-process.js'
 import { requireTestServices, testAwsClients, uniqueName } from './services.js'
@@ -84,7 +85,7 @@ export class TestCluster {
   async snapshot(room: string): Promise<Uint8Array | null> {
     try {
       const object = await testAwsClients().s3.send(
-        new GetObjectCommand({ Bucket: BUCKET, Key: `${this.prefix}${room}.ybin` }),
+        new GetObjectCommand({ Bucket: BUCKET, Key: `${this.prefix}${roomKey(room)}.ybin` }),
       )
       return (await object.Body?.transformToByteArray()) ?? null
     } catch (error) {
