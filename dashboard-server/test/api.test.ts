@@ -150,6 +150,7 @@ describe('dashboard API', () => {
     )
     await until(`/api/rooms/${busy}`, (b) => b.history.some((h) => h.bytes >= 2_000))
     assert.equal((await get('/api/rooms/bad%0Aname')).status, 400)
+    assert.equal((await get('/api/rooms/%ED%A0%80')).status, 400, 'escapes that are not UTF-8')
     const missing = await get(`/api/rooms/${uniqueRoom('never')}`)
     assert.equal(missing.status, 404)
     assert.equal(missing.body.error.code, 'ROOM_NOT_FOUND')

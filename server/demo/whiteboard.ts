@@ -6,6 +6,7 @@
 import {
   createClient,
   isValidRoomName,
+  ROOM_NAME_RULE,
   type Room,
   type RoomStatus,
   type SymphonyClientError,
@@ -90,7 +91,7 @@ byId<HTMLFormElement>('room-form').addEventListener('submit', (e) => {
   e.preventDefault()
   const next = roomInput.value.trim()
   if (!isValidRoomName(next)) {
-    roomInput.setCustomValidity('1-128 characters of A-Z a-z 0-9 . _ ~ : -')
+    roomInput.setCustomValidity(ROOM_NAME_RULE)
     roomInput.reportValidity()
     return
   }

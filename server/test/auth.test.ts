@@ -94,6 +94,7 @@ describe('auth with an HS256 secret', () => {
     assert.equal((await check(`/rooms/${room}/access?token=${foreign}`)).body.error?.code, 'ROOM_FORBIDDEN')
     assert.equal((await check(`/rooms/${room}/access`)).body.error?.code, 'TOKEN_MISSING')
     assert.equal((await check('/rooms/bad%0Aname/access')).status, 400)
+    assert.equal((await check('/rooms/%ED%A0%80/access')).status, 400, 'escapes that are not UTF-8')
   })
 
   it('lets an exact or prefix* token in, and its writes reach other clients', async () => {

@@ -61,6 +61,9 @@ describe('limits', () => {
       '%7F',
       '%2E%2E',
       '.',
+      '%ED%A0%80', // escapes of half a surrogate pair: not UTF-8, so not a name (nor a raw one)
+      '%C0%AF', // an overlong "/"
+      'a%FFb',
     ]
     for (const name of names) {
       const { status, body } = await refusedStatus(`${t.wsUrl}/${name}`)

@@ -13,6 +13,7 @@ import type { Logger } from '../src/logger.js'
 import { silentLogger } from '../src/logger.js'
 import { uniqueName } from './helpers/services.js'
 import { connectIsolatedDatabase } from './helpers/test-database.js'
+import { TRICKY_ROOM_NAMES } from './helpers/tricky-room-names.js'
 
 /** A logger that keeps warnings, to check what operators would read. */
 function recordingLogger(): Logger & { warnings: string[] } {
@@ -121,6 +122,25 @@ for (const backend of backends) {
         [room],
       )
       assert.equal(closed.rows[0]?.n, 3)
+    })
+
+    it('keeps rooms of every tricky name apart, each under its exact name', async () => {
+      const serverId = uniqueName('server')
+      const sink = sinkFor(serverId)
+      for (const [i, room] of TRICKY_ROOM_NAMES.entries()) {
+        sink.record({ type: 'room-loaded', room, bytes: i })
+        sink.record(opened(room, `${serverId}:${i}`, 'ada'))
+      }
+      await sink.flush()
+      const held = await db.pool.query(
+        'SELECT h.room, r.bytes FROM room_holders h JOIN rooms r ON r.name = h.room WHERE h.server_id = $1',
+        [serverId],
+      )
+      assert.deepEqual(
+        new Map(held.rows.map((row) => [row.room, Number(row.bytes)])),
+        new Map(TRICKY_ROOM_NAMES.map((room, i) => [room, i])),
+      )
+      await sink.close()
     })
 
     it('forgets a deleted room entirely, and its last goodbyes do not write it back', async () => {

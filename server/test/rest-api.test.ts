@@ -58,6 +58,8 @@ describe('REST API', () => {
       })
     }
     assert.equal((await api(on, 'x\ny', '/document')).status, 400, 'a bad room name')
+    const notUtf8 = await fetch(`${on.httpUrl}/api/v1/rooms/%ED%A0%80/document`, { headers: auth })
+    assert.equal(notUtf8.status, 400, 'escapes that are not UTF-8 name no room')
     assert.equal((await api(on, 'r', '/nothing')).status, 404)
     assert.equal((await api(on, 'r', '/document', { method: 'PUT' })).status, 405)
   })

@@ -50,6 +50,14 @@ describe('room keys', () => {
     assert.equal(roomFileName('..'), '%2E.')
   })
 
+  it('file names: never a Windows device name, whatever the extension', () => {
+    for (const room of ['con', 'nul.txt', 'aux', 'prn.', 'com1', 'lpt9.x', 'CON', 'Nul']) {
+      assert.doesNotMatch(roomFileName(room), /^(?:con|prn|aux|nul|com\d|lpt\d)(?:\.|$)/i, room)
+    }
+    assert.equal(roomFileName('con'), '%63on')
+    assert.equal(roomFileName('console'), 'console')
+  })
+
   it('S3 and Redis keys: one per room, names of the old alphabet unchanged, no separators or tags', () => {
     const seen = new Map<string, string>()
     for (const name of names) {
@@ -101,5 +109,16 @@ describe('file stores keep rooms inside their folder', () => {
     assert.deepEqual((await journal.read('Board-1')).updates, [new Uint8Array([0])])
     assert.ok(!readdirSync(journalFolder).includes('Board-1.journal'))
     await journal.close()
+  })
+
+  it('never takes another room’s hashed file for the legacy file of a name that spells it', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'hashed-'))
+    const store = new FileSnapshotStore(folder)
+    const long = `${'a'.repeat(63)}A${'é'.repeat(64)}` // its file: 63 a's, "~" and a SHA-256
+    await store.save(long, new Uint8Array([7]), null)
+    const spelled = roomFileName(long) // a valid name, and of the old alphabet too
+    assert.equal(spelled.length, 128)
+    assert.equal(await store.load(spelled), null)
+    assert.deepEqual((await store.load(long))?.state, new Uint8Array([7]))
   })
 })

@@ -20,7 +20,14 @@ let counter = 0
 const appName = (base: string) => `${base} ${++counter}`
 
 describe('room names as apps use them', () => {
-  for (const base of ['team/doc-42', 'my doc', 'café-ü', 'Ünïcødé/😀 board', 'a:b*c?[d]{e}']) {
+  for (const base of [
+    'team/doc-42',
+    'my doc',
+    'café-ü',
+    'my doc/café-ü',
+    'Ünïcødé/😀 board',
+    'a:b*c?[d]{e}',
+  ]) {
     it(`${JSON.stringify(base)}: a y-websocket provider (raw name in the URL) and our client share one room`, async () => {
       const t = await startTestServer()
       const room = appName(base)
@@ -49,6 +56,20 @@ describe('room names as apps use them', () => {
     await Promise.all(fresh.map((room) => room.whenSynced()))
     await eventually(() => fresh.every((room, i) => room.map('m').get('i') === i), 'each room has its own')
     assert.equal(t.server.manager.roomCount, names.length)
+  })
+
+  it('raw paths: /a/b and /a%2Fb are the room a/b, /100% is the room 100%', async () => {
+    const t = await startTestServer()
+    const ours = nodeClient(t.wsUrl).enter('a/b')
+    await ours.whenSynced()
+    ours.map('m').set('from', 'ours')
+    for (const raw of ['a/b', 'a%2Fb', 'a%2fb']) {
+      const client = await connectSynced(t.wsUrl, raw)
+      await eventually(() => client.doc.getMap('m').get('from') === 'ours', `${raw} is a/b`)
+    }
+    await connectSynced(t.wsUrl, '100%')
+    assert.ok(t.server.manager.loadedRoom('100%'))
+    assert.equal(t.server.manager.roomCount, 2)
   })
 
   it('grants prefix patterns on the decoded name: team/* opens team/doc-42, raw or encoded, not other/x', async () => {

@@ -25,7 +25,7 @@ export const ROOM_NAME_RULE =
  * @example
  * if (!isValidRoomName(input)) showError(ROOM_NAME_RULE)
  */
-export function isValidRoomName(name: string): boolean {
+export function isValidRoomName(name: unknown): name is string {
   return typeof name === 'string' && ROOM_NAME_PATTERN.test(name)
 }
 
@@ -39,20 +39,26 @@ export function roomPath(name: string): string {
   return encodeURIComponent(name)
 }
 
+/** A `%` that starts no escape: such a path is not percent-encoded, it is a raw name. */
+const STRAY_PERCENT = /%(?![0-9A-Fa-f]{2})/
+
 /**
- * The room a request path (after the leading `/`, before `?`) names. Percent-decoded, so it
- * undoes `roomPath`. y-websocket's provider appends the name unencoded (browsers then encode
- * spaces and non-ASCII, but leave `/` and `%` as they are): such a path decodes to the same
- * name, and one that is not valid percent-encoding (`100%`) is taken as it is. Names with `%`,
- * `?` or `#` only survive the trip encoded, which `@symphony/client` always does.
+ * The room a request path (after the leading `/`, before `?`) names, or null if it names none.
+ * Percent-decoded, so it undoes `roomPath`. y-websocket's provider appends the name unencoded
+ * (browsers then encode spaces and non-ASCII, but leave `/` and `%` as they are): such a path
+ * decodes to the same name, and one with a `%` that starts no escape (`100%`) is taken as it is.
+ * A path of valid escapes must decode to UTF-8: `%ED%A0%80` (half a surrogate pair) or `%FF`
+ * names no room. Names with `%`, `?`, `#` or `\` only survive the trip encoded, which
+ * `@symphony/client` always does.
  *
  * @example
  * roomFromPath('my%20doc/caf%C3%A9') // 'my doc/café'
  */
-export function roomFromPath(path: string): string {
+export function roomFromPath(path: string): string | null {
+  if (STRAY_PERCENT.test(path)) return path
   try {
     return decodeURIComponent(path)
   } catch {
-    return path
+    return null // valid escapes of bytes that are not UTF-8
   }
 }

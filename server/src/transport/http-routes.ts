@@ -73,7 +73,7 @@ export function createRequestHandler(deps: RouteDeps) {
  */
 function answerAccessCheck(
   authenticator: Authenticator,
-  room: string,
+  room: string | null,
   token: string | null,
   response: ServerResponse,
 ): void {

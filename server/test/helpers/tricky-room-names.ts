@@ -27,4 +27,6 @@ export const TRICKY_ROOM_NAMES: readonly string[] = [
   '~',
   '%7E',
   'CON',
+  'con', // a Windows device, as a file name
+  'nul.txt',
 ]
