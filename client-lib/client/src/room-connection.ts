@@ -1,8 +1,11 @@
+import * as decoding from 'lib0/decoding'
+import * as encoding from 'lib0/encoding'
 import { readAuthMessage } from 'y-protocols/auth'
 import type { Awareness } from 'y-protocols/awareness'
 import { messageAuth, WebsocketProvider } from 'y-websocket'
 import type * as Y from 'yjs'
 import { checkAccess } from './access-check.js'
+import { BROADCAST_PARAM, MESSAGE_BROADCAST } from './broadcast-protocol.js'
 import { CloseCode, closeCodeName, shouldReconnect } from './close-codes.js'
 import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
@@ -42,6 +45,8 @@ export interface RoomConnectionOptions extends ConnectionSettings {
   onError(error: SymphonyClientError, final: boolean): void
   /** Local edits began or ceased to wait for the server's acknowledgement. */
   onUnsynced(unsynced: boolean): void
+  /** Another client broadcast an event (see `broadcast-protocol.ts`). */
+  onEvent(data: unknown): void
 }
 
 /**
@@ -75,6 +80,15 @@ export class RoomConnection {
       // Every close comes back to us (see #closed); the provider never schedules its own retry.
       shouldReconnect: () => false,
     })
+    provider.messageHandlers[MESSAGE_BROADCAST] = (_encoder, decoder) => {
+      let data: unknown
+      try {
+        data = JSON.parse(new TextDecoder().decode(decoding.readVarUint8Array(decoder)))
+      } catch {
+        return // the server checks events; one that still does not parse is dropped
+      }
+      options.onEvent(data)
+    }
     provider.messageHandlers[messageAuth] = (_encoder, decoder) =>
       readAuthMessage(decoder, options.doc, (_doc, reason) => this.#readOnly(reason))
     provider.on('status', ({ status }) => {
@@ -103,6 +117,17 @@ export class RoomConnection {
 
   get status(): RoomStatus {
     return this.#status
+  }
+
+  /** Sends an event to everyone else in the room now; false when not connected (it is dropped). */
+  sendEvent(data: unknown): boolean {
+    const ws = this.#provider.ws
+    if (ws?.readyState !== 1 || !this.#provider.synced) return false
+    const frame = encoding.createEncoder()
+    encoding.writeVarUint(frame, MESSAGE_BROADCAST)
+    encoding.writeVarUint8Array(frame, new TextEncoder().encode(JSON.stringify(data)))
+    ws.send(encoding.toUint8Array(frame))
+    return true
   }
 
   /** Whether local edits wait for the server's acknowledgement. */
@@ -158,7 +183,8 @@ export class RoomConnection {
     }
     if (attempt !== this.#attempt || this.#stopped) return
     this.#token = token
-    this.#provider.params = token ? { token, [SYNC_STATUS_PARAM]: '1' } : { [SYNC_STATUS_PARAM]: '1' }
+    const extensions = { [SYNC_STATUS_PARAM]: '1', [BROADCAST_PARAM]: '1' }
+    this.#provider.params = token ? { token, ...extensions } : extensions
     try {
       this.#provider.connect()
     } catch (error) {

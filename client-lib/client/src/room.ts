@@ -22,6 +22,8 @@ export interface RoomEvents {
   error: (error: SymphonyClientError) => void
   /** Local edits began (true) or ceased (false) to wait for the server; see `hasUnsyncedChanges`. */
   unsynced: (unsynced: boolean) => void
+  /** Another user in the room broadcast an event (`room.broadcast`). */
+  event: (data: unknown) => void
 }
 
 type SyncWaiter = { resolve: () => void; reject: (error: SymphonyClientError) => void }
@@ -105,6 +107,7 @@ export class Room<P extends object = Record<string, unknown>> {
         this.#events.emit('error', error)
       },
       onUnsynced: (unsynced) => this.#events.emit('unsynced', unsynced),
+      onEvent: (data) => this.#events.emit('event', data),
     })
     void stored.then(() => {
       if (!this.#left) this.#connection.start()
@@ -114,6 +117,20 @@ export class Room<P extends object = Record<string, unknown>> {
   /** `'connecting'`, `'connected'` (open, catching up), `'synced'` or `'offline'`. */
   get status(): RoomStatus {
     return this.#connection.status
+  }
+
+  /**
+   * Sends `data` (any JSON) to everyone else in the room, on every server, now: a reaction, a
+   * "saved" notice, a ping. Never stored; a user who is not connected misses it. Returns false
+   * (and drops it) while this room is not connected. The server caps an event like a presence
+   * state (16 KiB by default) and closes a connection that sends a bigger one.
+   *
+   * @example
+   * room.broadcast({ type: 'emoji', emoji: '🎉' })
+   * room.on('event', (event) => showReaction(event))
+   */
+  broadcast(data: unknown): boolean {
+    return this.#connection.sendEvent(data)
   }
 
   /**
@@ -187,7 +204,7 @@ export class Room<P extends object = Record<string, unknown>> {
   }
 
   /**
-   * Listens to `'status'`, `'synced'`, `'unsynced'` or `'error'`. Returns the function that stops listening.
+   * Listens to `'status'`, `'synced'`, `'unsynced'`, `'event'` or `'error'`. Returns the function that stops listening.
    *
    * @example
    * const stop = room.on('status', (status) => (badge.textContent = status))

@@ -15,6 +15,14 @@ export {
   SymphonyProvider,
   type SymphonyProviderProps,
 } from './providers.js'
-export { useErrorListener, useRoom, useStatus, useSynced, useSyncStatus } from './room-hooks.js'
+export {
+  useBroadcastEvent,
+  useErrorListener,
+  useEventListener,
+  useRoom,
+  useStatus,
+  useSynced,
+  useSyncStatus,
+} from './room-hooks.js'
 export { shallow } from './room-store.js'
 export { useList, useMap, useText } from './shared-type-hooks.js'

@@ -1,5 +1,5 @@
 import type { Room, RoomStatus, SymphonyClientError } from '@symphony/client'
-import { useEffect, useRef } from 'react'
+import { useCallback, useEffect, useRef } from 'react'
 import { useRoomContext } from './context.js'
 import { useRoomStore } from './room-store.js'
 import { listenToErrors } from './shared-rooms.js'
@@ -64,4 +64,31 @@ export function useErrorListener(listener: (error: SymphonyClientError) => void)
   const latest = useRef(listener)
   latest.current = listener
   useEffect(() => (room ? listenToErrors(room, (error) => latest.current(error)) : undefined), [room])
+}
+
+/**
+ * The function that sends an event (any JSON) to everyone else in the room (`room.broadcast`);
+ * stable. Returns false when the room is not connected (the event is dropped).
+ *
+ * @example
+ * const broadcast = useBroadcastEvent()
+ * <button onClick={() => broadcast({ type: 'cheer' })}>🎉</button>
+ */
+export function useBroadcastEvent(): (data: unknown) => boolean {
+  const room = useRoomContext()
+  return useCallback((data: unknown) => room?.broadcast(data) ?? false, [room])
+}
+
+/**
+ * Calls `listener` with each event another user broadcasts in the room; the latest `listener`
+ * is used, so an inline function is fine.
+ *
+ * @example
+ * useEventListener((event) => { if (isCheer(event)) confetti() })
+ */
+export function useEventListener(listener: (data: unknown) => void): void {
+  const room = useRoomContext()
+  const latest = useRef(listener)
+  latest.current = listener
+  useEffect(() => room?.on('event', (data) => latest.current(data)), [room])
 }

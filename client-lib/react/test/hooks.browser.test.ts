@@ -118,6 +118,19 @@ describe('@symphony/react hooks in real React (StrictMode) in Chromium against a
     await Promise.all([ada.context().close(), bob.context().close()])
   })
 
+  it('sends broadcast events with useBroadcastEvent and hears them with useEventListener', async () => {
+    const room = uniqueRoom('react events')
+    const ada = await open(room, 'ada')
+    const bob = await open(room, 'bob')
+    await text(ada, '#others', 'bob')
+    await ada.click('#cheer')
+    await text(bob, '#cheers', 'ada')
+    await bob.click('#cheer')
+    await text(ada, '#cheers', 'bob')
+    assert.equal(await bob.textContent('#cheers'), 'ada', 'not echoed to the sender')
+    await Promise.all([ada.context().close(), bob.context().close()])
+  })
+
   it('reports room errors through useErrorListener', async () => {
     const page = await open(uniqueRoom('react errors'), 'ada')
     await text(page, '#errors', 'TOKEN_UNAVAILABLE')

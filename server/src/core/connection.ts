@@ -69,6 +69,8 @@ const ROOM_REQUEST_BURST = 10
  */
 export class Connection {
   readonly awarenessClientIds = new Set<number>()
+  /** The client asked for broadcast events (`?broadcast=1`): plain providers never get one. */
+  acceptsEvents = false
   readonly #rate: TokenBucket
   readonly #roomRequests = new TokenBucket(ROOM_REQUESTS_PER_SECOND, ROOM_REQUEST_BURST)
   #room: Room | null = null

@@ -6,6 +6,7 @@ import type { Logger } from '../logger.js'
 import type { PubSub } from '../ports/pubsub.js'
 import {
   boundedStateVector,
+  checkBroadcast,
   type Digest,
   decodeAwarenessUpdate,
   decodeDigest,
@@ -167,6 +168,12 @@ export class Room {
         if (connection.takeRoomRequest()) connection.send(encodeAwarenessEntries(this.presence.present()))
         else connection.close(CloseCode.RateLimited, 'presence queries too frequent')
         return
+      case 'broadcast':
+        // Ephemeral: to the clients here and on the other servers that asked for events, never stored.
+        checkBroadcast(message.payload, this.options.maxPresenceBytes)
+        this.#relayEvent(frame, connection)
+        this.pubsub.publish(this.name, frame)
+        return
       case 'sync-status':
         // Frames are handled in order, so every earlier one is applied; answered once journaled.
         // Never for a connection whose writes were refused: the server does not hold its edits.
@@ -212,6 +219,9 @@ export class Room {
       } else if (message.kind === 'awareness') {
         this.presence.apply(decodeAwarenessUpdate(message.update, this.options.maxPresenceBytes))
         this.#broadcast(frame, null)
+      } else if (message.kind === 'broadcast') {
+        checkBroadcast(message.payload, this.options.maxPresenceBytes)
+        this.#relayEvent(frame, null)
       }
     } catch (error) {
       this.logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
@@ -396,6 +406,13 @@ export class Room {
   #broadcast(frame: Uint8Array, except: Connection | null): void {
     for (const connection of this.connections) {
       if (connection !== except) connection.send(frame)
+    }
+  }
+
+  /** A broadcast event, to the connections that announced they understand one. */
+  #relayEvent(frame: Uint8Array, except: Connection | null): void {
+    for (const connection of this.connections) {
+      if (connection !== except && connection.acceptsEvents) connection.send(frame)
     }
   }
 }

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer'
+import { MESSAGE_BROADCAST } from '@symphony/client/broadcast-protocol'
 import { MAX_SYNC_STATUS_PAYLOAD, MESSAGE_SYNC_STATUS } from '@symphony/client/sync-status-protocol'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
@@ -14,6 +15,8 @@ export const MessageType = {
   QueryAwareness: 3,
   /** Symphony's extension: see `@symphony/client/sync-status-protocol`. */
   SyncStatus: MESSAGE_SYNC_STATUS,
+  /** Symphony's extension: see `@symphony/client/broadcast-protocol`. */
+  Broadcast: MESSAGE_BROADCAST,
 } as const
 /**
  * Messages only servers exchange over pub/sub, numbered far from the client protocol's so a
@@ -44,6 +47,8 @@ export type Message =
   | { kind: 'query-awareness' }
   | { kind: 'auth' }
   | { kind: 'sync-status'; payload: Uint8Array }
+  /** JSON text, checked by `checkBroadcast` before it goes anywhere. */
+  | { kind: 'broadcast'; payload: Uint8Array }
 
 /** Decodes one binary frame; throws `ProtocolError` on anything that is not exactly one message. */
 export function decodeMessage(frame: Uint8Array): Message {
@@ -72,6 +77,8 @@ function readMessage(decoder: decoding.Decoder): Message {
         }
         return { kind: 'sync-status', payload }
       }
+      case MessageType.Broadcast:
+        return { kind: 'broadcast', payload: decoding.readVarUint8Array(decoder) }
       case MessageType.Auth:
         // Clients have nothing to say to us on this channel; skip the body.
         decoder.pos = decoder.arr.length
@@ -123,6 +130,18 @@ export function encodeAwareness(update: Uint8Array): Uint8Array {
     encoding.writeVarUint(encoder, MessageType.Awareness)
     encoding.writeVarUint8Array(encoder, update)
   })
+}
+
+/**
+ * Refuses a broadcast event over `maxBytes` (`MessageTooBigError`) or that is not JSON in UTF-8,
+ * nested too deep (`ProtocolError`): the same rules as a presence state.
+ */
+export function checkBroadcast(payload: Uint8Array, maxBytes: number): void {
+  if (payload.length > maxBytes) {
+    throw new MessageTooBigError(`a broadcast event of ${payload.length} bytes (at most ${maxBytes})`)
+  }
+  const problem = isUtf8(payload) ? jsonTextProblem(payload, MAX_JSON_DEPTH) : 'not UTF-8'
+  if (problem) throw new ProtocolError(`a broadcast event that is ${problem}`)
 }
 
 /** A sync-status message: empty, the announcement; else the answer to a client's request. */

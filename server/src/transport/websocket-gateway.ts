@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
+import { BROADCAST_PARAM } from '@symphony/client/broadcast-protocol'
 import { CloseCode } from '@symphony/client/close-codes'
 import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
 import { SYNC_STATUS_PARAM } from '@symphony/client/sync-status-protocol'
@@ -31,6 +32,8 @@ interface AcceptedUpgrade {
   identity: Identity
   /** The client asked (`?syncStatus=1`) to be told that this server answers sync-status requests. */
   announceSyncStatus: boolean
+  /** The client asked (`?broadcast=1`) for broadcast events. */
+  acceptsEvents: boolean
 }
 
 const SYNC_STATUS_ANNOUNCEMENT = encodeSyncStatus(new Uint8Array(0))
@@ -115,8 +118,9 @@ export class WebSocketGateway {
     // Shutdown may have begun while the token was being checked.
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
     const announceSyncStatus = query.get(SYNC_STATUS_PARAM) === '1'
+    const acceptsEvents = query.get(BROADCAST_PARAM) === '1'
     this.#server.handleUpgrade(request, socket, head, (ws) =>
-      this.#accept(ws, { room, identity, announceSyncStatus }),
+      this.#accept(ws, { room, identity, announceSyncStatus, acceptsEvents }),
     )
   }
 
@@ -136,7 +140,7 @@ export class WebSocketGateway {
     return drained
   }
 
-  #accept(socket: WebSocket, { room, identity, announceSyncStatus }: AcceptedUpgrade): void {
+  #accept(socket: WebSocket, { room, identity, announceSyncStatus, acceptsEvents }: AcceptedUpgrade): void {
     const { manager, metrics, metadata, logger } = this.deps
     socket.on('error', (error: Error & { code?: string }) => {
       // ws has already closed the socket (1009 for an oversized message, 1002 for a bad frame).
@@ -162,6 +166,7 @@ export class WebSocketGateway {
     const id = `${this.serverId}:${++this.#nextId}`
     const connection = new Connection(id, room, identity, transport, this.limits, metrics, logger)
     if (announceSyncStatus) connection.send(SYNC_STATUS_ANNOUNCEMENT)
+    connection.acceptsEvents = acceptsEvents
     const live: LiveSocket = { socket, connection, alive: true }
     this.#live.add(live)
     metrics.connections.inc()
