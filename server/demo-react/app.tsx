@@ -29,7 +29,7 @@ function TodoList() {
   const others = useOthers<Presence, string[]>((people) => people.map((person) => String(person.name)))
   const status = useStatus()
   const saving = useSyncStatus() === 'synchronizing'
-  const { undo, canUndo } = useHistory((r) => r.list('todos'))
+  const { undo, canUndo } = useHistory()
   const add = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault()
     const input = event.currentTarget.elements.namedItem('todo') as HTMLInputElement

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
 
@@ -54,5 +55,28 @@ describe('operations endpoints', () => {
     const response = await fetch(`${t.httpUrl}/nope`)
     assert.equal(response.status, 404)
     assert.equal(((await response.json()) as { error: { code: string } }).error.code, 'NOT_FOUND')
+  })
+
+  it('serves the React example at GET /react, while a WebSocket to /react is the room "react"', async () => {
+    const demo = await startTestServer({
+      demoFolder: fileURLToPath(new URL('../dist/demo', import.meta.url)),
+    })
+    try {
+      const page = await fetch(`${demo.httpUrl}/react`)
+      assert.equal(page.status, 200)
+      assert.match(page.headers.get('content-type') ?? '', /^text\/html/)
+      assert.match(await page.text(), /src="\.\/react\.js"/)
+      const script = await fetch(`${demo.httpUrl}/react.js`)
+      assert.equal(script.status, 200)
+      assert.match(script.headers.get('content-type') ?? '', /^text\/javascript/)
+      const client = await connectSynced(demo.wsUrl, 'react')
+      client.doc.getText('t').insert(0, 'x')
+      await eventually(
+        () => demo.server.manager.loadedRoom('react')?.doc.getText('t').toString() === 'x',
+        'the room react has the edit',
+      )
+    } finally {
+      await demo.stop()
+    }
   })
 })

@@ -39,16 +39,16 @@ export interface History {
 }
 
 /**
- * A `History` over `types`, tracking only transactions whose origin is in `localOrigins`: the
- * user's own edits. Remote and stored updates arrive with other origins, so undo never reverts
- * what someone else did.
+ * A `History` over `scope` (some types, or the whole document: every type, made now or later),
+ * tracking only transactions whose origin is in `localOrigins`: the user's own edits. Remote and
+ * stored updates arrive with other origins, so undo never reverts what someone else did.
  */
 export function createHistory(
-  types: SharedType | SharedType[],
+  scope: SharedType | SharedType[] | Y.Doc,
   localOrigins: ReadonlySet<unknown>,
   onDestroy: () => void,
 ): History {
-  const manager = new Y.UndoManager(types, { trackedOrigins: new Set(localOrigins) })
+  const manager = new Y.UndoManager(scope, { trackedOrigins: new Set(localOrigins) })
   return {
     undo: () => manager.undo() !== null,
     redo: () => manager.redo() !== null,

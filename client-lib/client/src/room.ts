@@ -190,15 +190,17 @@ export class Room<P extends object = Record<string, unknown>> {
   }
 
   /**
-   * Undo/redo over `types` that reverts only this user's changes, never a peer's.
+   * Undo/redo over `types` (default: every type of the room, those made later too) that reverts
+   * only this user's changes, never a peer's.
    *
    * @example
    * const history = room.history(room.map('shapes'))
    * undoButton.onclick = () => history.undo()
    */
-  history(types: SharedType | SharedType[]): History {
+  history(types?: SharedType | SharedType[]): History {
     // null is the origin of plain edits; `this` is the origin of room.transact.
-    const history = createHistory(types, new Set([null, this]), () => this.#histories.delete(history))
+    const origins = new Set([null, this])
+    const history = createHistory(types ?? this.doc, origins, () => this.#histories.delete(history))
     this.#histories.add(history)
     return history
   }

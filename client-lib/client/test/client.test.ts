@@ -360,6 +360,26 @@ describe('@symphony/client against a real server', () => {
     assert.ok(reported.some((e) => e instanceof Error && e.message === 'app bug in a presence listener'))
   })
 
+  it('undoes this user’s changes anywhere in the room when history() names no types', async () => {
+    const t = await startTestServer()
+    const name = uniqueRoom('undo-room')
+    const a = client(t.wsUrl).enter(name)
+    const b = client(t.wsUrl).enter(name)
+    await Promise.all([a.whenSynced(), b.whenSynced()])
+    const history = a.history()
+    a.list<string>('todos').push(['mine'])
+    history.stopCapturing()
+    a.map('later').set('k', 'made after the history') // a type the history could not have named
+    history.stopCapturing()
+    b.list<string>('todos').push(['theirs'])
+    await eventually(() => a.list('todos').length === 2, 'a has b’s item')
+    assert.equal(history.undo(), true)
+    assert.equal(a.map('later').has('k'), false)
+    assert.equal(history.undo(), true)
+    assert.equal(history.undo(), false, 'nothing of a’s is left to undo')
+    assert.deepEqual(a.list('todos').toJSON(), ['theirs'])
+  })
+
   it('stops tracking a destroyed history', async () => {
     const t = await startTestServer()
     const room = client(t.wsUrl).enter(uniqueRoom('history-destroy'))

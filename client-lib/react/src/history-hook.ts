@@ -10,14 +10,16 @@ export interface HistoryControls {
 }
 
 /**
- * Undo and redo of this user's own changes to the types `select` returns (never a peer's).
- * `select` is read when the room is entered; the history lasts while the component is mounted.
+ * Undo and redo of this user's own changes (never a peer's): anywhere in the room, or only in the
+ * types `select` returns. `select` is read when the room is entered; the history lasts while the
+ * component is mounted.
  *
  * @example
- * const { undo, canUndo } = useHistory((room) => room.list('todos'))
+ * const { undo, canUndo } = useHistory()
  * <button disabled={!canUndo} onClick={undo}>Undo</button>
+ * const drawing = useHistory((room) => [room.map('shapes'), room.text('title')])
  */
-export function useHistory(select: (room: Room<object>) => SharedType | SharedType[]): HistoryControls {
+export function useHistory(select?: (room: Room<object>) => SharedType | SharedType[]): HistoryControls {
   const room = useRoomContext()
   const selectLatest = useRef(select)
   selectLatest.current = select
@@ -25,7 +27,7 @@ export function useHistory(select: (room: Room<object>) => SharedType | SharedTy
   const [stacks, setStacks] = useState({ canUndo: false, canRedo: false })
   useEffect(() => {
     if (!room) return
-    const created = room.history(selectLatest.current(room))
+    const created = room.history(selectLatest.current?.(room))
     const read = () => setStacks({ canUndo: created.canUndo(), canRedo: created.canRedo() })
     const unsubscribe = created.subscribe(read)
     setHistory(created)

@@ -47,9 +47,10 @@ export function useOthers<P extends object = Record<string, unknown>, T = readon
 ): T {
   const room = useRoomContext<P>()
   const select = selector ?? ((others: readonly Peer<P>[]) => others as T)
-  return useRoomStore<T>(room, selector ?? 'all', {
+  return useRoomStore<T>(room, 'others', {
     subscribe: (r, changed) => r.presence.subscribe(changed),
     read: (r) => select(r.presence.others() as Peer<P>[]),
+    selection: selector,
     empty: (selector ? selector(NO_ONE) : NO_ONE) as T,
     isEqual,
   })

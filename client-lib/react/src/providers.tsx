@@ -1,13 +1,19 @@
-import type { Room, SymphonyClient } from '@symphony/client'
+import { type ClientOptions, createClient, type Room, type SymphonyClient } from '@symphony/client'
 import { type ReactNode, useEffect, useRef, useState } from 'react'
 import { ClientContext, RoomContext, useClient } from './context.js'
 import { holdRoom, releaseRoom } from './shared-rooms.js'
 
-export interface SymphonyProviderProps {
-  /** From `createClient`, made once (outside the component, or in a `useState` initializer). */
-  client: SymphonyClient
-  children?: ReactNode
-}
+/**
+ * A client made with `createClient`, or the options to make one with: `client` when the app
+ * uses it outside React too, or wants to `destroy()` it.
+ */
+export type SymphonyProviderProps = (
+  | {
+      /** From `createClient`, made once (outside the component, or in a `useState` initializer). */
+      client: SymphonyClient
+    }
+  | ClientOptions
+) & { children?: ReactNode }
 
 /**
  * Makes a Symphony client available to the rooms below it.
@@ -15,8 +21,15 @@ export interface SymphonyProviderProps {
  * @example
  * const client = createClient({ url: 'wss://sync.example.com', getToken })
  * root.render(<SymphonyProvider client={client}><App /></SymphonyProvider>)
+ * // or, the provider making the client:
+ * root.render(<SymphonyProvider url="wss://sync.example.com" getToken={getToken}><App /></SymphonyProvider>)
  */
-export function SymphonyProvider({ client, children }: SymphonyProviderProps) {
+export function SymphonyProvider({ children, ...props }: SymphonyProviderProps) {
+  // Options make a client at the first render, once: later options are not read (a new client
+  // would drop every room). createClient connects nothing until a room is entered, so this is
+  // safe on the server too; the rooms are left when their RoomProviders unmount.
+  const [made] = useState(() => ('client' in props ? null : createClient(props)))
+  const client = 'client' in props ? props.client : made
   return <ClientContext.Provider value={client}>{children}</ClientContext.Provider>
 }
 

@@ -10,18 +10,32 @@ export interface RoomStore<T> {
   empty: T
   /** A value equal to the last one is not a change: the last one is kept and nothing re-renders. */
   isEqual?: (a: T, b: T) => boolean
+  /**
+   * What `read` picks from what `key` names (a selector): a new one reads afresh, without
+   * subscribing again, so an inline selector costs a read per render and no resubscription.
+   */
+  selection?: unknown
+}
+
+/** The last value read, and what it was read from: while none of that changed, it is current. */
+interface Reading<T> {
+  room: Room<object>
+  key: unknown
+  selection: unknown
+  version: number
+  value: T
 }
 
 /**
  * A value of the room through `useSyncExternalStore`: read once per change (not per render),
  * the same object returned until something changed, so components re-render only then. `key`
- * names what is read (a type's name, a selector): a new key reads afresh.
+ * names what is read and subscribed to (a type's name): a new key does both afresh.
  */
 export function useRoomStore<T>(room: Room<object> | null, key: unknown, store: RoomStore<T>): T {
   const latest = useRef(store)
   latest.current = store
   const version = useRef(0)
-  const cache = useRef<{ room: Room<object>; key: unknown; version: number; value: T } | null>(null)
+  const cache = useRef<Reading<T> | null>(null)
   // biome-ignore lint/correctness/useExhaustiveDependencies: a new key must subscribe to what it names
   const subscribe = useCallback(
     (notify: () => void) => {
@@ -35,14 +49,14 @@ export function useRoomStore<T>(room: Room<object> | null, key: unknown, store: 
   )
   const getSnapshot = (): T => {
     if (!room) return store.empty
-    const cached = cache.current
-    if (cached && cached.room === room && cached.key === key && cached.version === version.current) {
+    const { selection } = store
+    // A reading of another room is no help: its value is not compared either.
+    const cached = cache.current?.room === room ? cache.current : null
+    if (cached && cached.key === key && cached.selection === selection && cached.version === version.current)
       return cached.value
-    }
     const next = store.read(room)
-    const same = cached && cached.room === room && (store.isEqual ?? Object.is)(cached.value, next)
-    const value = same ? cached.value : next
-    cache.current = { room, key, version: version.current, value }
+    const value = cached && (store.isEqual ?? Object.is)(cached.value, next) ? cached.value : next
+    cache.current = { room, key, selection, version: version.current, value }
     return value
   }
   return useSyncExternalStore(subscribe, getSnapshot, () => store.empty)

@@ -94,12 +94,21 @@ describe('@symphony/react hooks in real React (StrictMode) in Chromium against a
     const settingsBefore = await renders('#settings')
     const othersBefore = await renders('#others')
     for (let i = 0; i < 3; i++) await bob.click('#add') // the list, not the settings
+    for (let i = 0; i < 3; i++) await bob.click('#other-map') // another map than the settings
     for (let i = 0; i < 3; i++) await bob.click('#move') // bob's cursor, not his name
-    // Sent after the moves on the same socket: once Ada has it, she has had the moves too.
+    // Sent after the rest on the same socket: once Ada has it, she has had the rest too.
     await bob.click('#add')
     await text(ada, '#todos', 'bob-0bob-1bob-2bob-3')
-    assert.equal(await renders('#settings'), settingsBefore, 'useMap/useText ignored list changes')
+    assert.equal(
+      await renders('#settings'),
+      settingsBefore,
+      'useMap/useText ignored list and other map changes',
+    )
     assert.equal(await renders('#others'), othersBefore, 'useOthers(names) ignored cursor moves')
+    // The counter counts: a change to the settings map does re-render them.
+    await bob.click('#theme')
+    await text(ada, '#settings', 'bob-3 / ')
+    assert.ok((await renders('#settings')) > settingsBefore)
     await Promise.all([ada.context().close(), bob.context().close()])
   })
 

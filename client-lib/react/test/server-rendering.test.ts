@@ -9,7 +9,7 @@ const PACKAGE = fileURLToPath(new URL('..', import.meta.url))
  * Server rendering as a framework does it, in a Node process without `window`, `document`,
  * `indexedDB`, `localStorage`, `WebSocket` or `BroadcastChannel`, where using one throws a
  * ReferenceError (looking whether it exists, with typeof, is fine): importing the packages,
- * making a client and rendering a room's tree must not, none of them appears, and the hooks give
+ * making a client (or the provider making one) and rendering a room's tree must not, none of them appears, and the hooks give
  * their empty values.
  */
 const BROWSER_GLOBALS = ['window', 'document', 'indexedDB', 'localStorage', 'WebSocket', 'BroadcastChannel']
@@ -32,7 +32,11 @@ function View() {
   return h('p', null, [s.useStatus(), s.useSynced(), s.useSyncStatus(), todos.length, Object.keys(settings).length,
     JSON.stringify(title), others.length, String(me), String(canUndo), String(s.useRoom())].join(' '))
 }
-const html = renderToString(h(s.SymphonyProvider, { client }, h(s.RoomProvider, { id: 'doc', initialPresence: { name: 'Ada' } }, h(View))))
+const room = h(s.RoomProvider, { id: 'doc', initialPresence: { name: 'Ada' } }, h(View))
+const html = renderToString(h(s.SymphonyProvider, { client }, room))
+// The provider making its client from the options renders the same.
+const fromOptions = renderToString(h(s.SymphonyProvider, { url: 'wss://sync.example.com', getToken: async () => 'token' }, room))
+if (fromOptions !== html) throw new Error('from options: ' + fromOptions)
 const appeared = names.filter((name) => typeof globalThis[name] !== 'undefined')
 if (appeared.length > 0) throw new Error('defined on the server: ' + appeared.join(', '))
 process.stdout.write(html)
