@@ -6,6 +6,7 @@ import { after, afterEach, before, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/close-codes'
 import { Webhook } from 'standardwebhooks'
 import * as Y from 'yjs'
+import { destroyNodeClients, nodeClient } from '../../client-lib/client/test/helpers/node-client.js'
 import { roomKey } from '../src/adapters/room-keys.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { TestCluster } from './helpers/cluster.js'
@@ -23,7 +24,7 @@ function api(server: { port: number }, room: string, rest = '', init: RequestIni
 }
 
 /** The REST API and webhooks of real server processes over Redis, DynamoDB and S3 (moto). */
-describe('the REST API and webhooks in a real local cluster', () => {
+describe('the REST API, webhooks and broadcast events in a real local cluster', () => {
   let cluster: TestCluster
   before(async () => {
     cluster = await TestCluster.create()
@@ -114,5 +115,21 @@ describe('the REST API and webhooks in a real local cluster', () => {
     assert.equal(ofType('document.updated').length, 1, 'reported by A only')
     assert.equal(new Set(events.map((e) => e.id)).size, events.length, 'no duplicates')
     receiver.close()
+  })
+  it('broadcast events cross servers over Redis, to our clients only', async () => {
+    const a = await cluster.start('events-a')
+    const b = await cluster.start('events-b')
+    const room = uniqueRoom('events')
+    const sender = nodeClient(a.wsUrl).enter(room)
+    const listener = nodeClient(b.wsUrl).enter(room)
+    await Promise.all([sender.whenSynced(), listener.whenSynced()])
+    const heard: unknown[] = []
+    listener.on('event', (data) => heard.push(data))
+    // Both servers hold the room (each subscribed before its client synced).
+    assert.equal(sender.broadcast({ hello: 'from A' }), true)
+    await eventually(() => heard.length > 0, 'B hears A', 10_000)
+    assert.deepEqual(heard[0], { hello: 'from A' })
+    await destroyNodeClients()
+    for (const server of [a, b]) server.child.kill('SIGKILL')
   })
 })
