@@ -1,21 +1,54 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { decodeJwt } from 'jose'
 import type { Browser, Page } from 'playwright-core'
+import { Webhook } from 'standardwebhooks'
+import * as Y from 'yjs'
 import { freePort } from '../../scripts/lib/services.mjs'
 import { launchChromium } from './helpers/browser.js'
-import { uniqueRoom } from './helpers/clients.js'
+import { eventually, uniqueRoom } from './helpers/clients.js'
 import { TEST_SECRET } from './helpers/tokens.js'
 
 const START = fileURLToPath(new URL('../../scripts/start.mjs', import.meta.url))
+const WEBHOOK_SECRET = `whsec_${randomBytes(24).toString('base64')}`
 
-/** `AUTH_SECRET=… npm start`, on free ports and a data folder of its own; resolves with its port. */
-function startWithAuth(): Promise<{ child: ChildProcess; port: number }> {
+/** A local webhook receiver that verifies each delivery with the `standardwebhooks` package. */
+async function startReceiver() {
+  const verifier = new Webhook(WEBHOOK_SECRET)
+  const received: { type: string; room: unknown }[] = []
+  const invalid: string[] = []
+  const server = createServer(async (request, response) => {
+    let body = ''
+    for await (const chunk of request) body += chunk
+    const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, String(v)]))
+    try {
+      const payload = verifier.verify(body, headers) as { type: string; data: { room: unknown } }
+      received.push({ type: payload.type, room: payload.data.room })
+    } catch (error) {
+      invalid.push((error as Error).message)
+    }
+    response.writeHead(204).end()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+  return { url, received, invalid, close: () => server.close() }
+}
+
+/**
+ * `AUTH_SECRET=… npm start`, on free ports and a data folder of its own, `env` added; resolves
+ * with its port and the REST API secret it printed.
+ */
+function startWithAuth(
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; port: number; apiSecret: string }> {
   const data = mkdtempSync(join(tmpdir(), 'symphony-start-'))
   return new Promise((resolve, reject) => {
     void freePort().then((port: number) => {
@@ -28,13 +61,15 @@ function startWithAuth(): Promise<{ child: ChildProcess; port: number }> {
           DATABASE_URL: 'none',
           SNAPSHOTS: `file://${join(data, 'snapshots')}`,
           JOURNAL: `file://${join(data, 'journal')}`,
+          ...env,
         },
         stdio: ['ignore', 'pipe', 'pipe'],
       })
       let output = ''
       child.stdout?.on('data', (chunk: Buffer) => {
         output += chunk.toString()
-        if (output.includes('Ctrl-C stops everything')) resolve({ child, port })
+        const apiSecret = /Authorization: Bearer (\S+)\)/.exec(output)?.[1]
+        if (output.includes('Ctrl-C stops everything') && apiSecret) resolve({ child, port, apiSecret })
       })
       child.stderr?.on('data', (chunk: Buffer) => {
         output += chunk.toString()
@@ -45,15 +80,18 @@ function startWithAuth(): Promise<{ child: ChildProcess; port: number }> {
 }
 
 describe('AUTH_SECRET=… npm start: the demos work with auth on, through the development token route', () => {
-  let started: { child: ChildProcess; port: number }
+  let started: { child: ChildProcess; port: number; apiSecret: string }
   let browser: Browser
+  let hooks: Awaited<ReturnType<typeof startReceiver>>
   before(async () => {
-    started = await startWithAuth()
+    hooks = await startReceiver()
+    started = await startWithAuth({ WEBHOOK_URL: hooks.url, WEBHOOK_SECRET, WEBHOOK_DEBOUNCE_MS: '100' })
     browser = await launchChromium()
   })
   after(async () => {
     await browser?.close()
     started?.child.kill('SIGTERM')
+    hooks?.close()
   })
 
   const base = () => `http://127.0.0.1:${started.port}`
@@ -110,5 +148,44 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
     await ada.click('text=Undo')
     await bob.waitForFunction(() => document.querySelector('#todos')?.textContent === 'walk the dog')
     await Promise.all([ada.context().close(), bob.context().close()])
+  })
+
+  it('the REST API it prints and webhooks: read, write live into an open tab, delete (the tab says so)', async () => {
+    const room = uniqueRoom('walkthrough')
+    const rest = `${base()}/api/v1/rooms/${encodeURIComponent(room)}`
+    const authorization = `Bearer ${started.apiSecret}`
+    const page = await (await browser.newContext()).newPage()
+    await page.goto(`${base()}/?room=${room}`)
+    await page.waitForSelector('#status[data-status="synced"]')
+    assert.deepEqual(await (await fetch(`${rest}/document`, { headers: { authorization } })).json(), {})
+    const backend = new Y.Doc()
+    const shape = new Y.Map<string | number>()
+    for (const [key, value] of Object.entries({
+      kind: 'ellipse',
+      x: 60,
+      y: 60,
+      w: 90,
+      h: 60,
+      color: '#3b82f6',
+    })) {
+      shape.set(key, value)
+    }
+    backend.getMap('shapes').set('posted', shape)
+    const posted = await fetch(`${rest}/update`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/octet-stream' },
+      body: new Blob([Y.encodeStateAsUpdate(backend) as Uint8Array<ArrayBuffer>]),
+    })
+    assert.equal(posted.status, 204)
+    await page.waitForSelector('ellipse[data-shape-id="posted"]')
+    assert.equal((await fetch(rest, { method: 'DELETE', headers: { authorization } })).status, 204)
+    await page.waitForSelector('#notice[data-code="ROOM_DELETED"]')
+    const ofRoom = (type: string) => hooks.received.filter((e) => e.type === type && e.room === room)
+    await eventually(
+      () => ['user.joined', 'document.updated', 'room.deleted'].every((type) => ofRoom(type).length === 1),
+      'the receiver hears the join, the change and the deletion',
+    )
+    assert.deepEqual(hooks.invalid, [], 'every delivery verified with standardwebhooks')
+    await page.context().close()
   })
 })

@@ -62,6 +62,8 @@ export class WebhookSender implements RoomEventSink {
       this.#debounceUpdate(event.room, event.at)
       return
     }
+    // A change still held back goes first: receivers hear of it before they hear the room is gone.
+    if (event.type === 'room.deleted') this.#flushUpdate(event.room)
     this.#enqueue(event)
   }
 
@@ -71,17 +73,21 @@ export class WebhookSender implements RoomEventSink {
 
   /** Sends the debounced updates now and waits (up to `timeoutMs`) for the queue to drain. */
   async close(timeoutMs = 5_000): Promise<void> {
-    for (const [room, pending] of this.#pendingUpdates) {
-      clearTimeout(pending.timer)
-      this.#enqueue({ type: 'document.updated', room, at: pending.at })
-    }
-    this.#pendingUpdates.clear()
+    for (const room of [...this.#pendingUpdates.keys()]) this.#flushUpdate(room)
     this.#closed = true
     const deadline = Date.now() + timeoutMs
     while ((this.#queue.length > 0 || this.#inFlight > 0) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
     for (const timer of this.#retryTimers) clearTimeout(timer)
+  }
+
+  #flushUpdate(room: string): void {
+    const pending = this.#pendingUpdates.get(room)
+    if (!pending) return
+    clearTimeout(pending.timer)
+    this.#pendingUpdates.delete(room)
+    this.#enqueue({ type: 'document.updated', room, at: pending.at })
   }
 
   #debounceUpdate(room: string, at: number): void {
