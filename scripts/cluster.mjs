@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { pinnedNodeBinary } from './lib/pinned-node.mjs'
 import { prettyLine } from './lib/pretty-log.mjs'
 import { startRoundRobinProxy } from './lib/round-robin-proxy.mjs'
 import { startMoto, startRedis } from './lib/services.mjs'
@@ -23,9 +24,10 @@ else superviseCluster()
  * while the servers still need them to save their rooms and leave the registry. So the cluster runs in
  * a process group of its own (a detached child), and this process turns Ctrl-C into one orderly stop.
  * Should this process die, the child sees its IPC channel close and stops the cluster the same way.
+ * The child runs on the pinned Node (package.json devEngines), as the images do.
  */
 function superviseCluster() {
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), SUPERVISED], {
+  const child = spawn(pinnedNodeBinary(), [...process.execArgv, fileURLToPath(import.meta.url), SUPERVISED], {
     detached: true,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })

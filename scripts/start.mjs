@@ -6,7 +6,11 @@ import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { runOnPinnedNode } from './lib/pinned-node.mjs'
 import { prettyLine } from './lib/pretty-log.mjs'
+
+// The server runs on the Node the images ship (package.json devEngines), whatever this machine's is.
+await runOnPinnedNode(import.meta.url)
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const env = { ...process.env }

@@ -7,7 +7,11 @@ import { readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ensureDebianPackage } from './lib/debian-package.mjs'
+import { runOnPinnedNode } from './lib/pinned-node.mjs'
 import { REDIS_SERVER, startMoto, startPostgres, startRedis } from './lib/services.mjs'
+
+// The tests run on the Node the images ship (package.json devEngines), whatever this machine's is.
+await runOnPinnedNode(import.meta.url)
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const packages = [

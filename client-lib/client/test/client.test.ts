@@ -403,7 +403,14 @@ describe('@symphony/client against a real server', () => {
     // Made anywhere (server rendering too); the runtime is checked when a room is entered.
     const offline = createClient({ url: 'ws://x', WebSocket: WebSocketImpl, offline: true })
     assert.throws(() => offline.enter('r'), /IndexedDB/)
-    assert.throws(() => createClient({ url: 'ws://x' }).enter('r'), /no WebSocket/)
+    // A runtime without a WebSocket (Node before 22): clear error when a room is entered.
+    const globalWebSocket = Object.getOwnPropertyDescriptor(globalThis, 'WebSocket')
+    Reflect.deleteProperty(globalThis, 'WebSocket')
+    try {
+      assert.throws(() => createClient({ url: 'ws://x' }).enter('r'), /no WebSocket/)
+    } finally {
+      if (globalWebSocket) Object.defineProperty(globalThis, 'WebSocket', globalWebSocket)
+    }
     assert.throws(() => client('ws://x').enter('a\nb'), /invalid room name "a\\nb"/)
     assert.throws(() => client('ws://x').enter('..'), /invalid room name "\.\."/)
     assert.throws(() => client('ws://x').enter('x'.repeat(129)), /1-128 Unicode characters/)
