@@ -13,6 +13,7 @@ import {
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb'
 import type { Logger } from '../logger.js'
+import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
 import { LeaseHeartbeat, type LeaseOptions } from './lease-heartbeat.js'
 
@@ -23,6 +24,8 @@ export interface DynamoRoomRegistryOptions extends LeaseOptions {
   tableName: string
   client: DynamoDBClient
   logger: Logger
+  /** Told of every failed and successful call to DynamoDB. */
+  outcomes?: DependencyOutcomes
 }
 
 type Item = Record<string, AttributeValue>
@@ -36,11 +39,13 @@ export class DynamoRoomRegistry implements RoomRegistry {
   readonly #heartbeat: LeaseHeartbeat
   /** The heartbeat's write in flight, so a deregistration can land after it and not be undone. */
   #refreshing: Promise<void> | null = null
+  readonly #outcomes: DependencyOutcomes
 
   constructor(
     private readonly self: PeerServer,
     private readonly options: DynamoRoomRegistryOptions,
   ) {
+    this.#outcomes = options.outcomes ?? IGNORED_OUTCOMES
     this.#heartbeat = new LeaseHeartbeat(
       options,
       (rooms) => this.#startRefresh(rooms),
@@ -55,8 +60,9 @@ export class DynamoRoomRegistry implements RoomRegistry {
       await this.options.client.send(
         new PutItemCommand({ TableName: this.options.tableName, Item: this.#item(room) }),
       )
+      this.#outcomes.succeeded('registry')
     } catch (error) {
-      throw this.#error(`could not register room ${room}`, error)
+      throw this.#error('register', `could not register room ${room}`, error)
     }
   }
 
@@ -67,8 +73,9 @@ export class DynamoRoomRegistry implements RoomRegistry {
     const Key = { room: { S: room }, serverId: { S: this.self.serverId } }
     try {
       await this.options.client.send(new DeleteItemCommand({ TableName: this.options.tableName, Key }))
+      this.#outcomes.succeeded('registry')
     } catch (error) {
-      throw this.#error(`could not deregister room ${room}`, error)
+      throw this.#error('deregister', `could not deregister room ${room}`, error)
     }
   }
 
@@ -91,7 +98,7 @@ export class DynamoRoomRegistry implements RoomRegistry {
           }),
         )
       } catch (error) {
-        throw this.#error(`could not look up the servers holding room ${room}`, error)
+        throw this.#error('lookup', `could not look up the servers holding room ${room}`, error)
       }
       for (const item of page.Items ?? []) {
         const serverId = item.serverId?.S
@@ -103,6 +110,7 @@ export class DynamoRoomRegistry implements RoomRegistry {
       }
       ExclusiveStartKey = page.LastEvaluatedKey
     } while (ExclusiveStartKey)
+    this.#outcomes.succeeded('registry')
     return peers
   }
 
@@ -130,10 +138,12 @@ export class DynamoRoomRegistry implements RoomRegistry {
     const failures = results.filter((result) => result.status === 'rejected')
     if (failures.length > 0) {
       throw this.#error(
+        'refresh',
         `${failures.length} of ${batches.length} lease batches (${rooms.length} rooms) were not refreshed`,
         failures[0]?.reason,
       )
     }
+    this.#outcomes.succeeded('registry')
   }
 
   /** One BatchWriteItem, and one retry of what DynamoDB left unprocessed (throttling). */
@@ -160,7 +170,9 @@ export class DynamoRoomRegistry implements RoomRegistry {
     }
   }
 
-  #error(message: string, cause: unknown): Error {
+  /** The error to throw, counted under `action`. */
+  #error(action: string, message: string, cause: unknown): Error {
+    this.#outcomes.failed('registry', action, cause)
     const reason = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
     return new Error(`DynamoDB table ${this.options.tableName}: ${message} (${reason})`, { cause })
   }
