@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import { DependencyHealth } from './dependency-health.js'
+import { HotHistogram } from './hot-histogram.js'
 import { LatencyWindow } from './latency-window.js'
 import { ALARM_METRICS as NAMES } from './metric-names.js'
 import type { MetadataSinkStats } from './ports/metadata-sink.js'
@@ -27,12 +28,12 @@ interface QueueStats {
 
 export class ServerMetrics {
   readonly registry = new Registry()
-  readonly #updateHandling = new Histogram({
-    name: NAMES.updateHandlingSeconds,
-    help: "From a document update's arrival (from a client or pub/sub) to its write to the other local sockets",
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
-    registers: [this.registry],
-  })
+  readonly #updateHandling = new HotHistogram(
+    NAMES.updateHandlingSeconds,
+    "From a document update's arrival (from a client or pub/sub) to its write to the other local sockets",
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    this.registry,
+  )
   readonly #recentUpdates = new LatencyWindow()
   readonly #messagesByType: Record<MessageKind, number> = {
     'sync-step1': 0,
