@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, it } from 'node:test'
-import { freePort } from '../../scripts/lib/services.mjs'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { type ClusterServer, metricValue, TestCluster } from './helpers/cluster.js'
-import { destroyTestAwsClients } from './helpers/services.js'
+import { destroyTestAwsClients, requireTestServices } from './helpers/services.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
 interface DependencyState {
@@ -74,12 +73,14 @@ describe('dependency health of a real server', () => {
     assert.equal(await up('journal'), 1)
   })
 
-  it('DynamoDB unreachable: registry errors are counted by action and /healthz names the registry', async () => {
-    const dead = await freePort()
+  it('DynamoDB unreachable: registry errors counted by action, /healthz names the registry, which recovers with no room held', async () => {
+    const dynamo = await TcpLink.open(Number(new URL(requireTestServices().awsEndpoint).port))
+    links.push(dynamo)
     const server = await cluster.start('health-ddb', {
-      AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${dead}`,
+      AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${dynamo.port}`,
     })
     assert.equal((await health(server)).body.dependencies.registry?.ok, true, 'no call failed yet')
+    dynamo.cut()
     const client = await connectSynced(server.wsUrl, uniqueRoom('no-registry'))
     client.doc.getText('t').insert(0, 'still works')
     await until(async () => {
@@ -93,7 +94,31 @@ describe('dependency health of a real server', () => {
     assert.equal(status, 200)
     assert.equal(body.status, 'degraded')
     assert.equal(body.dependencies.registry?.ok, false)
-    assert.match(body.dependencies.registry?.error ?? '', /^(lookup|register)/)
-    assert.equal(metricValue(await server.metrics(), 'symphony_dependency_up{dependency="registry"}'), 0)
+    assert.match(body.dependencies.registry?.error ?? '', /^(lookup|register|probe)/)
+    const up = async () =>
+      metricValue(await server.metrics(), 'symphony_dependency_up{dependency="registry"}')
+    assert.equal(await up(), 0)
+
+    client.destroy()
+    await until(
+      async () =>
+        metricValue(await server.metrics(), 'symphony_registry_errors_total{action="deregister"}') > 0,
+      'the room is unloaded, and its deregistration failed',
+    )
+    dynamo.restore() // no room held: nothing but the recovery probe calls DynamoDB now
+    await until(async () => (await health(server)).body.dependencies.registry?.ok === true, 'recovered')
+    assert.equal(await up(), 1)
+  })
+
+  it('says which commit runs, from SYMPHONY_COMMIT', async () => {
+    const server = await cluster.start('health-build', { SYMPHONY_COMMIT: 'c0ffee1' })
+    const text = await server.metrics()
+    assert.match(
+      text,
+      new RegExp(
+        `^symphony_build_info\\{version="[^"]+",node="${process.version}",commit="c0ffee1"\\} 1$`,
+        'm',
+      ),
+    )
   })
 })

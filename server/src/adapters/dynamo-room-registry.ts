@@ -16,9 +16,12 @@ import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
 import { LeaseHeartbeat, type LeaseOptions } from './lease-heartbeat.js'
+import { RecoveryProbe } from './recovery-probe.js'
 
 /** BatchWriteItem's limit on requests per call. */
 const BATCH_SIZE = 25
+/** The key the health probe reads: no room has it, as room names hold no control characters. */
+const PROBE_ROOM = '\u0000probe'
 
 export interface DynamoRoomRegistryOptions extends LeaseOptions {
   tableName: string
@@ -40,12 +43,21 @@ export class DynamoRoomRegistry implements RoomRegistry {
   /** The heartbeat's write in flight, so a deregistration can land after it and not be undone. */
   #refreshing: Promise<void> | null = null
   readonly #outcomes: DependencyOutcomes
+  /** While failing: a read a third of a lease apart until DynamoDB answers (failures count as `probe`). */
+  readonly #probe: RecoveryProbe
 
   constructor(
     private readonly self: PeerServer,
     private readonly options: DynamoRoomRegistryOptions,
   ) {
-    this.#outcomes = options.outcomes ?? IGNORED_OUTCOMES
+    const outcomes = options.outcomes ?? IGNORED_OUTCOMES
+    this.#outcomes = outcomes
+    this.#probe = new RecoveryProbe(
+      options.leaseMs / 3,
+      () => options.client.send(this.#query(PROBE_ROOM, undefined, 1)),
+      () => outcomes.succeeded('registry'),
+      (error) => outcomes.failed('registry', 'probe', error),
+    )
     this.#heartbeat = new LeaseHeartbeat(
       options,
       (rooms) => this.#startRefresh(rooms),
@@ -86,17 +98,7 @@ export class DynamoRoomRegistry implements RoomRegistry {
     do {
       let page: QueryCommandOutput
       try {
-        page = await this.options.client.send(
-          new QueryCommand({
-            TableName: this.options.tableName,
-            KeyConditionExpression: '#room = :room',
-            ExpressionAttributeNames: { '#room': 'room' },
-            ExpressionAttributeValues: { ':room': { S: room } },
-            // A server that registered a moment ago must already be offered.
-            ConsistentRead: true,
-            ExclusiveStartKey,
-          }),
-        )
+        page = await this.options.client.send(this.#query(room, ExclusiveStartKey))
       } catch (error) {
         throw this.#error('lookup', `could not look up the servers holding room ${room}`, error)
       }
@@ -116,6 +118,7 @@ export class DynamoRoomRegistry implements RoomRegistry {
 
   /** Stops the heartbeat only: the leases run out by themselves, as after a crash. */
   async close(): Promise<void> {
+    this.#probe.stop()
     this.#heartbeat.stop()
     await this.#refreshing?.catch(() => {})
   }
@@ -159,6 +162,19 @@ export class DynamoRoomRegistry implements RoomRegistry {
     if (pending.length > 0) throw new Error(`DynamoDB left ${pending.length} lease writes unprocessed twice`)
   }
 
+  #query(room: string, ExclusiveStartKey: Item | undefined, Limit?: number): QueryCommand {
+    return new QueryCommand({
+      TableName: this.options.tableName,
+      KeyConditionExpression: '#room = :room',
+      ExpressionAttributeNames: { '#room': 'room' },
+      ExpressionAttributeValues: { ':room': { S: room } },
+      // A server that registered a moment ago must already be offered.
+      ConsistentRead: true,
+      ExclusiveStartKey,
+      Limit,
+    })
+  }
+
   #item(room: string): Item {
     const expiresAtMs = this.options.now() + this.options.leaseMs
     return {
@@ -173,6 +189,7 @@ export class DynamoRoomRegistry implements RoomRegistry {
   /** The error to throw, counted under `action`. */
   #error(action: string, message: string, cause: unknown): Error {
     this.#outcomes.failed('registry', action, cause)
+    this.#probe.start()
     const reason = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
     return new Error(`DynamoDB table ${this.options.tableName}: ${message} (${reason})`, { cause })
   }

@@ -64,6 +64,7 @@ export class RedisPubSub implements PubSub {
     this.#handlers.set(channel, handler)
     try {
       await this.#subscriber.subscribe(channel)
+      if (this.#down.size === 0) this.#outcomes.succeeded('pubsub')
     } catch (error) {
       if (this.#handlers.get(channel) === handler) this.#handlers.delete(channel)
       this.#outcomes.failed('pubsub', 'subscribe', error)
