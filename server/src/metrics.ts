@@ -237,6 +237,11 @@ export class ServerMetrics {
     this.#recentUpdates.record(seconds, now)
   }
 
+  /** A message from pub/sub could not be handled (dropped): counted, but pub/sub itself works. */
+  remoteMessageDropped(): void {
+    this.#pubsubErrors.labels('malformed').inc()
+  }
+
   /** Journaled updates no saved snapshot holds yet, read at scrape time. */
   watchJournalBacklog(backlog: () => number): void {
     new Gauge({

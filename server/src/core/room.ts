@@ -45,9 +45,9 @@ export interface RoomOptions {
 }
 
 /** What a room reports of the frames it handles; called on the hot path. */
-export type RoomObserver = Pick<ServerMetrics, 'messageReceived' | 'updateHandled'>
+export type RoomObserver = Pick<ServerMetrics, 'messageReceived' | 'updateHandled' | 'remoteMessageDropped'>
 
-const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {} }
+const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {}, remoteMessageDropped() {} }
 
 /** Clients a state vector may name beyond those the room knows. */
 const STATE_VECTOR_SLACK = 10_000
@@ -246,6 +246,7 @@ export class Room {
         this.#relayEvent(frame, null)
       }
     } catch (error) {
+      this.observer.remoteMessageDropped()
       this.logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
     }
   }
