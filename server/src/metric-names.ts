@@ -24,3 +24,17 @@ export const ALARM_METRICS = {
 } as const
 
 export type AlarmMetricName = (typeof ALARM_METRICS)[keyof typeof ALARM_METRICS]
+
+/** Every `action` label of `symphony_pubsub_errors_total`; each is exported from start, at 0. */
+export const PUBSUB_ERROR_ACTIONS = [
+  'connection',
+  'disconnect',
+  'publish',
+  'subscribe',
+  'unsubscribe',
+  'resubscribe',
+  'malformed',
+] as const
+
+/** Every `action` label of `symphony_registry_errors_total`; each is exported from start, at 0. */
+export const REGISTRY_ERROR_ACTIONS = ['register', 'deregister', 'lookup', 'refresh', 'probe'] as const

@@ -2,7 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import { DependencyHealth } from './dependency-health.js'
 import { HotHistogram } from './hot-histogram.js'
 import { LatencyWindow } from './latency-window.js'
-import { ALARM_METRICS as NAMES } from './metric-names.js'
+import { ALARM_METRICS as NAMES, PUBSUB_ERROR_ACTIONS, REGISTRY_ERROR_ACTIONS } from './metric-names.js'
 import type { MetadataSinkStats } from './ports/metadata-sink.js'
 import type { Message } from './protocol/codec.js'
 
@@ -182,6 +182,9 @@ export class ServerMetrics {
     // Process CPU/memory, GC and event-loop lag (nodejs_eventloop_lag_*).
     collectDefaultMetrics({ register: this.registry })
     const { registry } = this
+    // Every series exists from start, so an alarm on a rate sees 0 rather than missing data.
+    for (const action of PUBSUB_ERROR_ACTIONS) this.#pubsubErrors.labels(action).inc(0)
+    for (const action of REGISTRY_ERROR_ACTIONS) this.#registryErrors.labels(action).inc(0)
     const recent = this.#recentUpdates
     new Gauge({
       name: NAMES.updateHandlingP99Seconds,
