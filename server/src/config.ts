@@ -96,6 +96,9 @@ const environment = z.object({
     'must be whsec_ and base64 (at least 16 bytes)',
   ),
   WEBHOOK_DEBOUNCE_MS: int(0, 3_600_000, 5_000),
+  /** The source commit the image was built from, for `symphony_build_info` (GIT_COMMIT also works). */
+  SYMPHONY_COMMIT: optionalText.refine((s) => !s || /^[\w.+-]{1,64}$/.test(s), 'must be a commit id'),
+  GIT_COMMIT: optionalText.refine((s) => !s || /^[\w.+-]{1,64}$/.test(s), 'must be a commit id'),
   API_SECRET: optionalText.refine((s) => !s || s.length >= 32, 'must be at least 32 characters'),
   SNAPSHOT_INTERVAL_MS: int(100, 3_600_000, 30_000),
   ROOM_GRACE_MS: int(0, 3_600_000, 5_000),
@@ -150,6 +153,8 @@ export interface Config {
   host: string
   serverId: string
   logLevel: LogLevel
+  /** The source commit (`SYMPHONY_COMMIT`, else `GIT_COMMIT`), or "unknown". */
+  commit: string
   pubsub: PubSubConfig
   registry: RegistryConfig
   snapshots: SnapshotsConfig
@@ -193,6 +198,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     host: e.HOST,
     serverId: e.SERVER_ID,
     logLevel: e.LOG_LEVEL,
+    commit: e.SYMPHONY_COMMIT ?? e.GIT_COMMIT ?? 'unknown',
     pubsub:
       e.PUBSUB === 'memory'
         ? { kind: 'memory' }

@@ -3,6 +3,7 @@ import { createAdapters } from './adapters/create-adapters.js'
 import { parseConfig } from './config.js'
 import { ConfigError } from './errors.js'
 import { createLogger } from './logger.js'
+import { SERVER_VERSION } from './server-version.js'
 import { SyncServer } from './sync-server.js'
 import { discoverInternalHost } from './transport/internal-host.js'
 
@@ -45,7 +46,8 @@ const server = await SyncServer.start({
     fetchTimeoutMs: config.peerFetchTimeoutMs,
     advertisedHost: await discoverInternalHost(internal.host, process.env.ECS_CONTAINER_METADATA_URI_V4),
   },
-  createAdapters: (self) => createAdapters(config, self, logger),
+  createAdapters: (self, outcomes) => createAdapters(config, self, logger, outcomes),
+  build: { version: SERVER_VERSION, commit: config.commit },
   logger,
   demoFolder: fileURLToPath(new URL('./demo/', import.meta.url)),
   devTokenSecret: config.devTokenSecret,

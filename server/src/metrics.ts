@@ -1,5 +1,20 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { DependencyHealth } from './dependency-health.js'
+import { HotHistogram } from './hot-histogram.js'
+import { LatencyWindow } from './latency-window.js'
+import { ALARM_METRICS as NAMES, PUBSUB_ERROR_ACTIONS, REGISTRY_ERROR_ACTIONS } from './metric-names.js'
 import type { MetadataSinkStats } from './ports/metadata-sink.js'
+import type { Message } from './protocol/codec.js'
+
+/** A client frame's wire type, as labelled in `/metrics`; `unknown`: it could not be decoded. */
+export type MessageKind = Message['kind'] | 'unknown'
+
+/** What the build is, for `symphony_build_info`. */
+export interface BuildInfo {
+  version: string
+  /** The source commit (`SYMPHONY_COMMIT` or `GIT_COMMIT`), or "unknown". */
+  commit: string
+}
 
 /**
  * Every Prometheus metric the server exports, on a registry of its own so several servers can
@@ -13,6 +28,39 @@ interface QueueStats {
 
 export class ServerMetrics {
   readonly registry = new Registry()
+  readonly #updateHandling = new HotHistogram(
+    NAMES.updateHandlingSeconds,
+    "From a document update's arrival (from a client or pub/sub) to its write to the other local sockets",
+    [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    this.registry,
+  )
+  readonly #recentUpdates = new LatencyWindow()
+  readonly #messagesByType: Record<MessageKind, number> = {
+    'sync-step1': 0,
+    'sync-step2': 0,
+    update: 0,
+    awareness: 0,
+    'query-awareness': 0,
+    auth: 0,
+    'sync-status': 0,
+    broadcast: 0,
+    unknown: 0,
+  }
+  readonly #pubsubErrors = this.#counter(
+    NAMES.pubsubErrors,
+    'Failed pub/sub operations and connection losses, by action',
+    ['action'],
+  )
+  readonly #registryErrors = this.#counter(
+    NAMES.registryErrors,
+    'Failed room registry operations, by action',
+    ['action'],
+  )
+  /** Every dependency's latest outcome: `/healthz` and `symphony_dependency_up`. */
+  readonly dependencies = new DependencyHealth((dependency, action) => {
+    if (dependency === 'pubsub') this.#pubsubErrors.labels(action).inc()
+    else if (dependency === 'registry') this.#registryErrors.labels(action).inc()
+  })
   readonly connections = this.#gauge('symphony_connections', 'Open WebSocket connections')
   readonly rooms = this.#gauge('symphony_rooms', 'Rooms loaded in memory')
   readonly connectionsRefused = this.#counter(
@@ -130,9 +178,83 @@ export class ServerMetrics {
     })
   }
 
-  constructor() {
+  constructor(build: BuildInfo = { version: 'unknown', commit: 'unknown' }) {
     // Process CPU/memory, GC and event-loop lag (nodejs_eventloop_lag_*).
     collectDefaultMetrics({ register: this.registry })
+    const { registry } = this
+    // Every series exists from start, so an alarm on a rate sees 0 rather than missing data.
+    for (const action of PUBSUB_ERROR_ACTIONS) this.#pubsubErrors.labels(action).inc(0)
+    for (const action of REGISTRY_ERROR_ACTIONS) this.#registryErrors.labels(action).inc(0)
+    const recent = this.#recentUpdates
+    new Gauge({
+      name: NAMES.updateHandlingP99Seconds,
+      help: `p99 of ${NAMES.updateHandlingSeconds} over the updates of the last 60 s (0 when none)`,
+      registers: [registry],
+      collect() {
+        this.set(recent.quantile(0.99))
+      },
+    })
+    const byType = this.#messagesByType
+    new Counter({
+      name: NAMES.messagesReceivedByType,
+      help: 'Client frames handled, by wire message type (unknown: could not be decoded)',
+      labelNames: ['type'],
+      registers: [registry],
+      collect() {
+        this.reset()
+        for (const [type, count] of Object.entries(byType)) this.labels(type).inc(count)
+      },
+    })
+    const health = this.dependencies
+    new Gauge({
+      name: NAMES.dependencyUp,
+      help: "1 while the dependency's latest operation succeeded, 0 while failing",
+      labelNames: ['dependency'],
+      registers: [registry],
+      collect() {
+        for (const [dependency, state] of Object.entries(health.report())) {
+          this.labels(dependency).set(state.ok ? 1 : 0)
+        }
+      },
+    })
+    new Gauge({
+      name: NAMES.buildInfo,
+      help: 'Always 1; the labels say what runs',
+      labelNames: ['version', 'node', 'commit'],
+      registers: [registry],
+    })
+      .labels(build.version, process.version, build.commit)
+      .set(1)
+  }
+
+  /** A client frame of this type arrived (hot path: one addition). */
+  messageReceived(kind: MessageKind): void {
+    this.#messagesByType[kind]++
+  }
+
+  /** An update that arrived at `receivedAt` (`performance.now()`) was written to the local sockets. */
+  updateHandled(receivedAt: number): void {
+    const now = performance.now()
+    const seconds = (now - receivedAt) / 1000
+    this.#updateHandling.observe(seconds)
+    this.#recentUpdates.record(seconds, now)
+  }
+
+  /** A message from pub/sub could not be handled (dropped): counted, but pub/sub itself works. */
+  remoteMessageDropped(): void {
+    this.#pubsubErrors.labels('malformed').inc()
+  }
+
+  /** Journaled updates no saved snapshot holds yet, read at scrape time. */
+  watchJournalBacklog(backlog: () => number): void {
+    new Gauge({
+      name: NAMES.journalBacklogUpdates,
+      help: 'Journaled updates that no saved snapshot holds yet, over the rooms of this server',
+      registers: [this.registry],
+      collect() {
+        this.set(backlog())
+      },
+    })
   }
 
   #counter<Label extends string = never>(name: string, help: string, labelNames: readonly Label[] = []) {

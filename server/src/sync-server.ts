@@ -7,13 +7,15 @@ import { RoomManager } from './core/room-manager.js'
 import { type PeerStateFetcher, RoomStateSource } from './core/room-state-source.js'
 import type { SnapshotPolicy } from './core/snapshot-writer.js'
 import type { Logger } from './logger.js'
-import { ServerMetrics } from './metrics.js'
+import { type BuildInfo, ServerMetrics } from './metrics.js'
+import type { DependencyOutcomes } from './ports/dependency-outcomes.js'
 import type { MetadataSink } from './ports/metadata-sink.js'
 import type { PubSub } from './ports/pubsub.js'
 import { NO_ROOM_EVENTS, type RoomEventSink } from './ports/room-events.js'
 import type { PeerServer, RoomRegistry } from './ports/room-registry.js'
 import type { SnapshotStore } from './ports/snapshot-store.js'
 import type { UpdateJournal } from './ports/update-journal.js'
+import { SERVER_VERSION } from './server-version.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
 import { createPeerStateFetcher } from './transport/peer-state-client.js'
@@ -58,8 +60,10 @@ export interface SyncServerOptions {
   shutdownTimeoutMs: number
   /** Null in single-server mode: there are no peers to serve. */
   internal: InternalEndpointOptions | null
-  /** Builds the adapters once this server's peer address is known. */
-  createAdapters: (self: PeerServer) => Adapters
+  /** Builds the adapters once this server's peer address is known; they report to `outcomes`. */
+  createAdapters: (self: PeerServer, outcomes: DependencyOutcomes) => Adapters
+  /** For `symphony_build_info`; unset: this package's version, commit "unknown". */
+  build?: BuildInfo
   logger: Logger
   /** Folder of the built demo page served at `/`, or null to serve none. */
   demoFolder: string | null
@@ -71,7 +75,7 @@ export interface SyncServerOptions {
 
 /** One sync server: HTTP + WebSocket on one port, the internal endpoint on another, rooms, adapters. */
 export class SyncServer {
-  readonly metrics = new ServerMetrics()
+  readonly metrics: ServerMetrics
   readonly manager: RoomManager
   readonly #http: Server
   readonly #gateway: WebSocketGateway
@@ -86,8 +90,12 @@ export class SyncServer {
     private readonly internal: { server: Server; address: string } | null,
   ) {
     const { logger } = options
+    this.metrics = new ServerMetrics(options.build ?? { version: SERVER_VERSION, commit: 'unknown' })
     const self = { serverId: options.serverId, internalAddress: internal?.address ?? '' }
-    this.#adapters = { events: NO_ROOM_EVENTS, ...options.createAdapters(self) }
+    this.#adapters = {
+      events: NO_ROOM_EVENTS,
+      ...options.createAdapters(self, this.metrics.dependencies),
+    }
     const fetchPeerState: PeerStateFetcher | null = options.internal
       ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
       : null
@@ -158,6 +166,7 @@ export class SyncServer {
     this.#http.on('upgrade', this.#gateway.handleUpgrade)
     this.metrics.watchMetadata(() => this.#adapters.metadata.stats())
     this.metrics.watchWebhooks(() => this.#adapters.events.stats())
+    this.metrics.watchJournalBacklog(() => this.manager.journalBacklog())
     if (options.metadataSampleIntervalMs) {
       const { metadata } = this.#adapters
       this.#sampleTimer = setInterval(
@@ -231,6 +240,7 @@ export class SyncServer {
       rooms: this.manager.roomCount,
       connections: this.#gateway.connectionCount,
       uptimeSeconds: Math.round((Date.now() - this.#startedAt) / 1000),
+      dependencies: this.metrics.dependencies.report(),
     }
   }
 }

@@ -36,6 +36,16 @@ describe('configuration', () => {
     assert.deepEqual(forDashboard.internal, { port: 0, host: undefined, token: 'a-long-internal-token' })
   })
 
+  it('takes the commit for build info from SYMPHONY_COMMIT, else GIT_COMMIT, else "unknown"', () => {
+    assert.equal(parseConfig({ AUTH: 'none' }).commit, 'unknown')
+    assert.equal(parseConfig({ AUTH: 'none', GIT_COMMIT: 'abc1234' }).commit, 'abc1234')
+    assert.equal(
+      parseConfig({ AUTH: 'none', GIT_COMMIT: 'abc1234', SYMPHONY_COMMIT: 'v1.2.3' }).commit,
+      'v1.2.3',
+    )
+    assert.match(errorFor({ AUTH: 'none', SYMPHONY_COMMIT: 'a"}\nfake_metric 1' }), /SYMPHONY_COMMIT/)
+  })
+
   it('keeps metadata in embedded PGlite by default, in Postgres or nowhere when told', () => {
     const embedded = parseConfig({ AUTH: 'none' }).database
     assert.equal(embedded.kind, 'pglite')

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js'
 import type { Logger } from '../logger.js'
+import type { DependencyOutcomes } from '../ports/dependency-outcomes.js'
 import { NO_ROOM_EVENTS } from '../ports/room-events.js'
 import type { PeerServer } from '../ports/room-registry.js'
 import type { Adapters } from '../sync-server.js'
@@ -18,8 +19,13 @@ import { S3SnapshotStore } from './s3-snapshot-store.js'
 import { webhookKey } from './webhooks/standard-webhooks.js'
 import { WebhookSender } from './webhooks/webhook-sender.js'
 
-/** Builds the adapter for each port from the parsed configuration. */
-export function createAdapters(config: Config, self: PeerServer, logger: Logger): Adapters {
+/** Builds the adapter for each port from the parsed configuration; `outcomes` hears of their failures. */
+export function createAdapters(
+  config: Config,
+  self: PeerServer,
+  logger: Logger,
+  outcomes: DependencyOutcomes,
+): Adapters {
   let clients: ReturnType<typeof createAwsClients> | undefined
   // Only cluster mode talks to AWS; embedded mode creates no clients.
   const aws = () => (clients ??= createAwsClients(config.aws))
@@ -27,7 +33,7 @@ export function createAdapters(config: Config, self: PeerServer, logger: Logger)
   return {
     pubsub:
       config.pubsub.kind === 'redis'
-        ? new RedisPubSub(config.serverId, config.pubsub.url, { logger })
+        ? new RedisPubSub(config.serverId, config.pubsub.url, { logger, outcomes })
         : new MemoryPubSub(config.serverId),
     registry:
       config.registry.kind === 'dynamodb'
@@ -36,6 +42,7 @@ export function createAdapters(config: Config, self: PeerServer, logger: Logger)
             tableName: config.registry.table,
             client: aws().dynamo,
             logger,
+            outcomes,
           })
         : new MemoryRoomRegistry(self, lease),
     snapshots:
@@ -48,9 +55,9 @@ export function createAdapters(config: Config, self: PeerServer, logger: Logger)
         : new FileSnapshotStore(config.snapshots.folder),
     journal:
       config.journal.kind === 'redis'
-        ? new RedisUpdateJournal(config.serverId, config.journal.url, { logger })
+        ? new RedisUpdateJournal(config.serverId, config.journal.url, { logger, outcomes })
         : new FileUpdateJournal(config.journal.folder),
-    metadata: createMetadataSink(config, self, logger),
+    metadata: createMetadataSink(config, self, logger, outcomes),
     events: config.webhook
       ? new WebhookSender({
           url: config.webhook.url,
@@ -62,7 +69,7 @@ export function createAdapters(config: Config, self: PeerServer, logger: Logger)
   }
 }
 
-function createMetadataSink(config: Config, self: PeerServer, logger: Logger) {
+function createMetadataSink(config: Config, self: PeerServer, logger: Logger, outcomes: DependencyOutcomes) {
   const { database } = config
   if (database.kind === 'none') return new NoopMetadataSink()
   const sink = new PgMetadataSink({
@@ -70,6 +77,7 @@ function createMetadataSink(config: Config, self: PeerServer, logger: Logger) {
     address: self.internalAddress || `${config.host}:${config.port}`,
     connect: () => connectDatabase(database, logger),
     logger,
+    outcomes,
   })
   // Connect (and start embedded PGlite) now rather than at the first flush: the dashboard waits on it.
   void sink.flush()

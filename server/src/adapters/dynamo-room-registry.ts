@@ -13,16 +13,22 @@ import {
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb'
 import type { Logger } from '../logger.js'
+import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
 import { LeaseHeartbeat, type LeaseOptions } from './lease-heartbeat.js'
+import { RecoveryProbe } from './recovery-probe.js'
 
 /** BatchWriteItem's limit on requests per call. */
 const BATCH_SIZE = 25
+/** The key the health probe reads: no room has it, as room names hold no control characters. */
+const PROBE_ROOM = '\u0000probe'
 
 export interface DynamoRoomRegistryOptions extends LeaseOptions {
   tableName: string
   client: DynamoDBClient
   logger: Logger
+  /** Told of every failed and successful call to DynamoDB. */
+  outcomes?: DependencyOutcomes
 }
 
 type Item = Record<string, AttributeValue>
@@ -36,11 +42,22 @@ export class DynamoRoomRegistry implements RoomRegistry {
   readonly #heartbeat: LeaseHeartbeat
   /** The heartbeat's write in flight, so a deregistration can land after it and not be undone. */
   #refreshing: Promise<void> | null = null
+  readonly #outcomes: DependencyOutcomes
+  /** While failing: a read a third of a lease apart until DynamoDB answers (failures count as `probe`). */
+  readonly #probe: RecoveryProbe
 
   constructor(
     private readonly self: PeerServer,
     private readonly options: DynamoRoomRegistryOptions,
   ) {
+    const outcomes = options.outcomes ?? IGNORED_OUTCOMES
+    this.#outcomes = outcomes
+    this.#probe = new RecoveryProbe(
+      options.leaseMs / 3,
+      () => options.client.send(this.#query(PROBE_ROOM, undefined, 1)),
+      () => outcomes.succeeded('registry'),
+      (error) => outcomes.failed('registry', 'probe', error),
+    )
     this.#heartbeat = new LeaseHeartbeat(
       options,
       (rooms) => this.#startRefresh(rooms),
@@ -55,8 +72,9 @@ export class DynamoRoomRegistry implements RoomRegistry {
       await this.options.client.send(
         new PutItemCommand({ TableName: this.options.tableName, Item: this.#item(room) }),
       )
+      this.#outcomes.succeeded('registry')
     } catch (error) {
-      throw this.#error(`could not register room ${room}`, error)
+      throw this.#error('register', `could not register room ${room}`, error)
     }
   }
 
@@ -67,8 +85,9 @@ export class DynamoRoomRegistry implements RoomRegistry {
     const Key = { room: { S: room }, serverId: { S: this.self.serverId } }
     try {
       await this.options.client.send(new DeleteItemCommand({ TableName: this.options.tableName, Key }))
+      this.#outcomes.succeeded('registry')
     } catch (error) {
-      throw this.#error(`could not deregister room ${room}`, error)
+      throw this.#error('deregister', `could not deregister room ${room}`, error)
     }
   }
 
@@ -79,19 +98,9 @@ export class DynamoRoomRegistry implements RoomRegistry {
     do {
       let page: QueryCommandOutput
       try {
-        page = await this.options.client.send(
-          new QueryCommand({
-            TableName: this.options.tableName,
-            KeyConditionExpression: '#room = :room',
-            ExpressionAttributeNames: { '#room': 'room' },
-            ExpressionAttributeValues: { ':room': { S: room } },
-            // A server that registered a moment ago must already be offered.
-            ConsistentRead: true,
-            ExclusiveStartKey,
-          }),
-        )
+        page = await this.options.client.send(this.#query(room, ExclusiveStartKey))
       } catch (error) {
-        throw this.#error(`could not look up the servers holding room ${room}`, error)
+        throw this.#error('lookup', `could not look up the servers holding room ${room}`, error)
       }
       for (const item of page.Items ?? []) {
         const serverId = item.serverId?.S
@@ -103,11 +112,13 @@ export class DynamoRoomRegistry implements RoomRegistry {
       }
       ExclusiveStartKey = page.LastEvaluatedKey
     } while (ExclusiveStartKey)
+    this.#outcomes.succeeded('registry')
     return peers
   }
 
   /** Stops the heartbeat only: the leases run out by themselves, as after a crash. */
   async close(): Promise<void> {
+    this.#probe.stop()
     this.#heartbeat.stop()
     await this.#refreshing?.catch(() => {})
   }
@@ -130,10 +141,12 @@ export class DynamoRoomRegistry implements RoomRegistry {
     const failures = results.filter((result) => result.status === 'rejected')
     if (failures.length > 0) {
       throw this.#error(
+        'refresh',
         `${failures.length} of ${batches.length} lease batches (${rooms.length} rooms) were not refreshed`,
         failures[0]?.reason,
       )
     }
+    this.#outcomes.succeeded('registry')
   }
 
   /** One BatchWriteItem, and one retry of what DynamoDB left unprocessed (throttling). */
@@ -149,6 +162,19 @@ export class DynamoRoomRegistry implements RoomRegistry {
     if (pending.length > 0) throw new Error(`DynamoDB left ${pending.length} lease writes unprocessed twice`)
   }
 
+  #query(room: string, ExclusiveStartKey: Item | undefined, Limit?: number): QueryCommand {
+    return new QueryCommand({
+      TableName: this.options.tableName,
+      KeyConditionExpression: '#room = :room',
+      ExpressionAttributeNames: { '#room': 'room' },
+      ExpressionAttributeValues: { ':room': { S: room } },
+      // A server that registered a moment ago must already be offered.
+      ConsistentRead: true,
+      ExclusiveStartKey,
+      Limit,
+    })
+  }
+
   #item(room: string): Item {
     const expiresAtMs = this.options.now() + this.options.leaseMs
     return {
@@ -160,7 +186,10 @@ export class DynamoRoomRegistry implements RoomRegistry {
     }
   }
 
-  #error(message: string, cause: unknown): Error {
+  /** The error to throw, counted under `action`. */
+  #error(action: string, message: string, cause: unknown): Error {
+    this.#outcomes.failed('registry', action, cause)
+    this.#probe.start()
     const reason = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
     return new Error(`DynamoDB table ${this.options.tableName}: ${message} (${reason})`, { cause })
   }

@@ -3,6 +3,7 @@ import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import { corkUntilTurnEnds } from '../cork-until-turn-ends.js'
 import type { Logger } from '../logger.js'
+import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { PubSub, RoomMessageHandler } from '../ports/pubsub.js'
 import { roomKey } from './room-keys.js'
 
@@ -10,6 +11,8 @@ export interface RedisPubSubOptions {
   /** Prepended to every channel name, so several deployments can share one Redis. */
   channelPrefix?: string
   logger: Logger
+  /** Told of failures (connection losses, refused commands) and of the connection being ready again. */
+  outcomes?: DependencyOutcomes
 }
 
 /**
@@ -25,10 +28,14 @@ export class RedisPubSub implements PubSub {
   /** This server's id, encoded once: every published message starts with these bytes. */
   readonly #header: Uint8Array
   readonly #logger: Logger
+  readonly #outcomes: DependencyOutcomes
+  /** Connections lost and not yet answering again: pub/sub is healthy when none is. */
+  readonly #down = new Set<'publisher' | 'subscriber'>()
 
   constructor(serverId: string, redisUrl: string, options: RedisPubSubOptions) {
     this.#prefix = options.channelPrefix ?? 'symphony:'
     this.#logger = options.logger
+    this.#outcomes = options.outcomes ?? IGNORED_OUTCOMES
     this.#header = encoding.encode((encoder) => encoding.writeVarString(encoder, serverId))
     // Not ioredis's autoResubscribe: it would also renew channels unsubscribed during an outage.
     // The 'ready' handler below subscribes exactly the rooms held now.
@@ -57,8 +64,10 @@ export class RedisPubSub implements PubSub {
     this.#handlers.set(channel, handler)
     try {
       await this.#subscriber.subscribe(channel)
+      if (this.#down.size === 0) this.#outcomes.succeeded('pubsub')
     } catch (error) {
       if (this.#handlers.get(channel) === handler) this.#handlers.delete(channel)
+      this.#outcomes.failed('pubsub', 'subscribe', error)
       throw new Error(`Redis refused the subscription to ${channel}: ${(error as Error).message}`, {
         cause: error,
       })
@@ -69,7 +78,12 @@ export class RedisPubSub implements PubSub {
     const channel = this.#channel(room)
     // Dropped first, so nothing is delivered for the room even before Redis confirms.
     this.#handlers.delete(channel)
-    await this.#subscriber.unsubscribe(channel)
+    try {
+      await this.#subscriber.unsubscribe(channel)
+    } catch (error) {
+      this.#outcomes.failed('pubsub', 'unsubscribe', error)
+      throw error
+    }
   }
 
   publish(room: string, message: Uint8Array): void {
@@ -79,6 +93,7 @@ export class RedisPubSub implements PubSub {
     if (socket) corkUntilTurnEnds(socket)
     const channel = this.#channel(room)
     this.#publisher.publish(channel, Buffer.concat([this.#header, message])).catch((error: unknown) => {
+      this.#outcomes.failed('pubsub', 'publish', error)
       this.#logger.error({ err: error, channel, bytes: message.length }, 'redis publish failed')
     })
   }
@@ -117,14 +132,26 @@ export class RedisPubSub implements PubSub {
 
   #watch(connection: Redis, role: 'publisher' | 'subscriber'): void {
     let reconnecting = false
-    connection.on('error', (error: Error) =>
-      this.#logger.error({ err: error, role }, 'redis connection error'),
-    )
+    connection.on('error', (error: Error) => {
+      this.#down.add(role)
+      this.#outcomes.failed('pubsub', 'connection', error)
+      this.#logger.error({ err: error, role }, 'redis connection error')
+    })
     connection.on('reconnecting', (delayMs: number) => {
       reconnecting = true
+      this.#down.add(role)
+      this.#outcomes.failed('pubsub', 'disconnect', new Error(`the ${role} connection to Redis was lost`))
       this.#logger.warn({ role, delayMs }, 'redis connection lost, reconnecting')
     })
     connection.on('ready', () => {
+      // Up once Redis answers: 'ready' alone only means TCP connected for the subscriber (no ready check).
+      connection.ping().then(
+        () => {
+          this.#down.delete(role)
+          if (this.#down.size === 0) this.#outcomes.succeeded('pubsub')
+        },
+        () => {}, // the connection failed again: its error is reported
+      )
       if (!reconnecting) return
       reconnecting = false
       const channels = role === 'subscriber' ? [...this.#handlers.keys()] : []
@@ -132,6 +159,7 @@ export class RedisPubSub implements PubSub {
       // Subscribing again is idempotent, and does not rely on ioredis having recorded every channel.
       if (channels.length > 0) {
         connection.subscribe(...channels).catch((error: unknown) => {
+          this.#outcomes.failed('pubsub', 'resubscribe', error)
           this.#logger.error({ err: error, channels: channels.length }, 'redis re-subscription failed')
         })
       }

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
+import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
 import { closeConnection } from './redis-pubsub.js'
 import { roomKey } from './room-keys.js'
@@ -8,6 +9,8 @@ export interface RedisUpdateJournalOptions {
   /** Prepended to every key, so several deployments can share one Redis. */
   keyPrefix?: string
   logger: Logger
+  /** Told of connection losses and of the connection being ready again (the core reports appends). */
+  outcomes?: DependencyOutcomes
 }
 
 // Each server appends to a stream of its own per room, and names itself in the room's set of
@@ -48,9 +51,15 @@ export class RedisUpdateJournal implements UpdateJournal {
     const redis = new Redis(redisUrl, { connectionName: `${writer}:journal` })
     redis.defineCommand('journalAppend', { numberOfKeys: 2, lua: APPEND })
     redis.defineCommand('journalTrim', { numberOfKeys: 2, lua: TRIM })
-    redis.on('error', (error: Error) =>
-      options.logger.error({ err: error, role: 'journal' }, 'redis connection error'),
+    const outcomes = options.outcomes ?? IGNORED_OUTCOMES
+    redis.on('error', (error: Error) => {
+      outcomes.failed('journal', 'connection', error)
+      options.logger.error({ err: error, role: 'journal' }, 'redis connection error')
+    })
+    redis.on('reconnecting', () =>
+      outcomes.failed('journal', 'disconnect', new Error('the journal connection to Redis was lost')),
     )
+    redis.on('ready', () => outcomes.succeeded('journal'))
     this.#redis = redis as JournalCommands
   }
 

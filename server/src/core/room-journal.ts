@@ -9,6 +9,13 @@ export interface JournalOutcomes {
   appended(room: string): void
 }
 
+/** What a snapshot is about to hold of the journal: taken before encoding, passed to `trim`. */
+export interface JournalMark {
+  position: Promise<JournalPosition>
+  /** Updates recorded (or replayed) up to the mark. */
+  updates: number
+}
+
 /**
  * One loaded room's side of the update journal: it appends what the room applies from its
  * clients, and tells the snapshot writer which entries a snapshot holds, so trimming after the
@@ -17,6 +24,9 @@ export interface JournalOutcomes {
 export class RoomJournal {
   /** Position of this server's latest append that succeeded (appends settle in order). */
   #latestAppend: Promise<JournalPosition> = Promise.resolve(NOTHING)
+  /** Updates replayed at load plus those recorded since; `#saved` of them are in a saved snapshot. */
+  #recorded: number
+  #saved = 0
 
   constructor(
     private readonly journal: UpdateJournal,
@@ -26,11 +36,21 @@ export class RoomJournal {
     private readonly outcomes: JournalOutcomes,
     /** Told of each recorded update: the room changed here, by a client of this server. */
     private readonly onRecord: () => void = () => {},
-  ) {}
+    /** How many updates were replayed into the room at load (none is in a snapshot yet). */
+    replayedUpdates = 0,
+  ) {
+    this.#recorded = replayedUpdates
+  }
+
+  /** Journaled updates that no saved snapshot holds yet. */
+  get backlog(): number {
+    return this.#recorded - this.#saved
+  }
 
   /** Appends an update the room just applied (from a client of this server). */
   record(update: Uint8Array): void {
     this.onRecord()
+    this.#recorded++
     const previous = this.#latestAppend
     this.#latestAppend = this.journal.append(this.room, update).then(
       (position) => {
@@ -53,14 +73,21 @@ export class RoomJournal {
    * Every entry the room holds now. Taken just before encoding a snapshot: the value carries the
    * position of the appends made so far, never of those made while the snapshot is saved.
    */
-  mark(): Promise<JournalPosition> {
-    return this.#latestAppend.then((own) => new Map([...this.replayed, ...own]))
+  mark(): JournalMark {
+    return {
+      position: this.#latestAppend.then((own) => new Map([...this.replayed, ...own])),
+      updates: this.#recorded,
+    }
   }
 
-  /** Drops what a saved snapshot holds; a failed trim only means those entries replay again. */
-  async trim(mark: Promise<JournalPosition>): Promise<void> {
+  /**
+   * Called once a snapshot holding `mark` is saved: drops those entries. A failed trim only means
+   * they replay again (into a document that already holds them).
+   */
+  async trim(mark: JournalMark): Promise<void> {
+    this.#saved = Math.max(this.#saved, mark.updates)
     try {
-      const position = await mark
+      const position = await mark.position
       if (position.size > 0) await this.journal.trim(this.room, position)
     } catch (error) {
       this.outcomes.failed(error, 'trim', this.room)

@@ -52,12 +52,15 @@ interface LoadedFrom {
   loadedBytes: number
   /** The journal entries replayed on top of the state. */
   replayed: JournalContents['position']
+  /** How many updates were replayed. */
+  replayedUpdates: number
   storedVersion: KnownStoredVersion
 }
 
 interface Loaded {
   room: Room
   writer: SnapshotWriter
+  journal: RoomJournal
 }
 
 /**
@@ -81,10 +84,21 @@ export class RoomManager {
     failed: (err, action, room) => {
       const { metrics, logger } = this.deps
       metrics.journalFailures.labels(action).inc()
+      metrics.dependencies.failed('journal', action, err)
       if (isOutOfSpace(err)) metrics.outOfSpace('journal', room, true)
       logger.error({ err, room, action }, 'journal write failed; the next snapshot still saves the update')
     },
-    appended: (room) => this.deps.metrics.outOfSpace('journal', room, false),
+    appended: (room) => {
+      this.deps.metrics.outOfSpace('journal', room, false)
+      this.deps.metrics.dependencies.succeeded('journal')
+    },
+  }
+
+  /** Journaled updates that no saved snapshot holds yet, over every loaded room. */
+  journalBacklog(): number {
+    let updates = 0
+    for (const slot of this.#slots.values()) updates += slot.loaded?.journal.backlog ?? 0
+    return updates
   }
 
   get roomCount(): number {
@@ -245,6 +259,7 @@ export class RoomManager {
       const loaded = this.#createRoom(name, doc, {
         loadedBytes: (state?.length ?? 0) + journaledBytes,
         replayed: journal.position,
+        replayedUpdates: journal.updates.length,
         storedVersion,
       })
       if (encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(encoded)
@@ -279,14 +294,28 @@ export class RoomManager {
     return bytes
   }
 
-  #createRoom(name: string, doc: Y.Doc, { loadedBytes, replayed, storedVersion }: LoadedFrom): Loaded {
+  #createRoom(name: string, doc: Y.Doc, from: LoadedFrom): Loaded {
+    const { loadedBytes, replayed, storedVersion } = from
     const { pubsub, snapshots, journal, metrics, logger } = this.deps
-    const roomJournal = new RoomJournal(journal, name, replayed, this.#journalOutcomes, () =>
-      this.deps.events.emit({ type: 'document.updated', room: name, at: Date.now() }),
+    const roomJournal = new RoomJournal(
+      journal,
+      name,
+      replayed,
+      this.#journalOutcomes,
+      () => this.deps.events.emit({ type: 'document.updated', room: name, at: Date.now() }),
+      from.replayedUpdates,
     )
     let writer: SnapshotWriter | null = null
-    const room = new Room(name, doc, loadedBytes, pubsub, roomJournal, this.options, logger, () =>
-      writer?.markDirty(),
+    const room = new Room(
+      name,
+      doc,
+      loadedBytes,
+      pubsub,
+      roomJournal,
+      this.options,
+      logger,
+      () => writer?.markDirty(),
+      metrics,
     )
     // Replayed entries are in no snapshot yet: save (and then trim) them like any change.
     const unsaved = replayed.size > 0
@@ -300,7 +329,7 @@ export class RoomManager {
       unsaved,
       storedVersion,
     )
-    return { room, writer }
+    return { room, writer, journal: roomJournal }
   }
 
   #startGrace(slot: Slot, delayMs: number): void {

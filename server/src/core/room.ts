@@ -3,6 +3,7 @@ import { CloseCode } from '@symphony/client/close-codes'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, ProtocolError, SymphonyError } from '../errors.js'
 import type { Logger } from '../logger.js'
+import type { ServerMetrics } from '../metrics.js'
 import type { PubSub } from '../ports/pubsub.js'
 import {
   boundedStateVector,
@@ -42,6 +43,11 @@ export interface RoomOptions {
   /** How often this server publishes its digest of the room to its peers; 0 turns it off. */
   antiEntropyIntervalMs: number
 }
+
+/** What a room reports of the frames it handles; called on the hot path. */
+export type RoomObserver = Pick<ServerMetrics, 'messageReceived' | 'updateHandled' | 'remoteMessageDropped'>
+
+const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {}, remoteMessageDropped() {} }
 
 /** Clients a state vector may name beyond those the room knows. */
 const STATE_VECTOR_SLACK = 10_000
@@ -84,6 +90,7 @@ export class Room {
     private readonly options: RoomOptions,
     private readonly logger: Logger,
     private readonly onChange: () => void,
+    private readonly observer: RoomObserver = UNOBSERVED,
   ) {
     this.#sizeBound = loadedBytes
     doc.on('afterTransaction', this.#recordChange)
@@ -119,7 +126,15 @@ export class Room {
    * `PendingLimitError`.
    */
   receive(connection: Connection, frame: Uint8Array): Promise<void> | undefined {
-    const message = decodeMessage(frame)
+    const receivedAt = performance.now()
+    let message: Message
+    try {
+      message = decodeMessage(frame)
+    } catch (error) {
+      this.observer.messageReceived('unknown')
+      throw error
+    }
+    this.observer.messageReceived(message.kind)
     const blame = (error: unknown): never => {
       if (error instanceof SymphonyError) throw error
       // Yjs throws plain errors on bytes it cannot apply: the client's fault.
@@ -128,13 +143,18 @@ export class Room {
       })
     }
     try {
-      return this.#dispatch(connection, message, frame)?.catch(blame)
+      return this.#dispatch(connection, message, frame, receivedAt)?.catch(blame)
     } catch (error) {
       return blame(error)
     }
   }
 
-  #dispatch(connection: Connection, message: Message, frame: Uint8Array): Promise<void> | undefined {
+  #dispatch(
+    connection: Connection,
+    message: Message,
+    frame: Uint8Array,
+    receivedAt: number,
+  ): Promise<void> | undefined {
     switch (message.kind) {
       case 'sync-step1':
         // Each answer encodes the whole difference; a client may not ask in a tight loop.
@@ -150,8 +170,8 @@ export class Room {
         if (isEmptyUpdate(message.update)) return
         if (!connection.canWrite) connection.denyWrite()
         else if (message.update.length > SLICE_ABOVE_BYTES) {
-          return this.#applyBigClientUpdate(connection, message, frame)
-        } else this.#applyClientUpdate(connection, message, frame)
+          return this.#applyBigClientUpdate(connection, message, frame, receivedAt)
+        } else this.#applyClientUpdate(connection, message, frame, receivedAt)
         return
       case 'awareness': {
         const entries = decodeAwarenessUpdate(message.update, this.options.maxPresenceBytes)
@@ -203,6 +223,7 @@ export class Room {
   /** Handles a frame another server published; a bad one is logged, never fatal. */
   receiveRemote(frame: Uint8Array): void {
     if (this.#destroyed) return // the room is unloading; the servers still holding it keep the change
+    const receivedAt = performance.now()
     try {
       const digest = decodeDigest(frame)
       if (digest) {
@@ -215,6 +236,7 @@ export class Room {
         // forwarded and the room is not marked dirty.
         if (this.#apply(message.update, REMOTE)) {
           this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
+          this.observer.updateHandled(receivedAt)
         }
       } else if (message.kind === 'awareness') {
         this.presence.apply(decodeAwarenessUpdate(message.update, this.options.maxPresenceBytes))
@@ -224,6 +246,7 @@ export class Room {
         this.#relayEvent(frame, null)
       }
     } catch (error) {
+      this.observer.remoteMessageDropped()
       this.logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
     }
   }
@@ -310,6 +333,7 @@ export class Room {
     connection: Connection,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
+    receivedAt: number,
   ): void {
     checkUpdate(message.update, this.doc, this.options.waiting)
     this.#ensureRoomFor(message.update.length)
@@ -317,14 +341,20 @@ export class Room {
     if (!this.#apply(message.update, connection)) return
     // Journaled before it is forwarded: whatever anyone saw survives a crash of this server.
     this.journal.record(message.update)
-    this.#forward(connection, message, frame)
+    this.#forward(connection, message, frame, receivedAt)
   }
 
   /** Sends a client's applied update to the other local clients and, once, to the other servers. */
-  #forward(connection: Connection, message: Message & { update: Uint8Array }, frame: Uint8Array): void {
+  #forward(
+    connection: Connection,
+    message: Message & { update: Uint8Array },
+    frame: Uint8Array,
+    receivedAt: number,
+  ): void {
     // A sync step 2 is forwarded as an update: same payload, only the sub-type differs.
     const forwarded = message.kind === 'update' ? frame : encodeUpdate(message.update)
     this.#broadcast(forwarded, connection)
+    this.observer.updateHandled(receivedAt)
     this.pubsub.publish(this.name, forwarded)
   }
 
@@ -340,8 +370,9 @@ export class Room {
     connection: Connection,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
+    receivedAt: number,
   ): Promise<void> {
-    const turn = this.#bigUpdates.then(() => this.#applyBig(connection, message, frame))
+    const turn = this.#bigUpdates.then(() => this.#applyBig(connection, message, frame, receivedAt))
     this.#bigUpdates = turn.catch(() => {})
     return turn
   }
@@ -350,6 +381,7 @@ export class Room {
     connection: Connection,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
+    receivedAt: number,
   ): Promise<void> {
     const { update } = message
     if (this.#destroyed) return
@@ -366,7 +398,7 @@ export class Room {
       if (this.#destroyed) return
       changed = this.#apply(slice, connection) || changed
     }
-    if (changed) this.#forward(connection, message, frame)
+    if (changed) this.#forward(connection, message, frame, receivedAt)
   }
 
   /**

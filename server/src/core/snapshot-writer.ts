@@ -114,12 +114,14 @@ export class SnapshotWriter {
       await this.journal.trim(journaled)
       this.#failures = 0
       this.metrics.snapshots.inc()
+      this.metrics.dependencies.succeeded('snapshots')
       this.metrics.outOfSpace('snapshots', this.room.name, false)
       endTimer()
       if (this.dirty) this.markDirty()
     } catch (error) {
       this.#failures++
       this.metrics.snapshotFailures.inc()
+      this.metrics.dependencies.failed('snapshots', 'save', error)
       const retryInMs = Math.min(this.policy.retryMaxMs, this.policy.retryBaseMs * 2 ** (this.#failures - 1))
       const outOfSpace = isOutOfSpace(error)
       if (outOfSpace) this.metrics.outOfSpace('snapshots', this.room.name, true)

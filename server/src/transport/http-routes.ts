@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
 import type { Authenticator } from '../auth/authenticator.js'
+import type { DependencyState } from '../dependency-health.js'
 import { AuthError } from '../errors.js'
 import type { ServerMetrics } from '../metrics.js'
 import { answerDevToken, DEV_TOKEN_PATH } from './dev-token-route.js'
@@ -14,6 +15,8 @@ export interface Health {
   rooms: number
   connections: number
   uptimeSeconds: number
+  /** Each dependency's latest outcome; a failing one makes the status 'degraded', still 200. */
+  dependencies: Record<string, DependencyState>
 }
 
 export interface RouteDeps {
@@ -50,8 +53,12 @@ export function createRequestHandler(deps: RouteDeps) {
         (error: Error) => sendError(response, 500, 'TOKEN_FAILED', error.message),
       )
     } else if (path === '/healthz') {
+      // 503 only while not ready (draining): a failing dependency (Redis, DynamoDB…) fails every
+      // server at once, and the load balancer replacing them all would turn an outage into a cascade.
       const health = deps.health()
-      sendJson(response, health.ready ? 200 : 503, { status: health.ready ? 'ok' : 'draining', ...health })
+      const degraded = Object.values(health.dependencies).some((dependency) => !dependency.ok)
+      const status = !health.ready ? 'draining' : degraded ? 'degraded' : 'ok'
+      sendJson(response, health.ready ? 200 : 503, { status, ...health })
     } else if (path === '/metrics') {
       deps.metrics.registry.metrics().then(
         (text) => send(response, 200, deps.metrics.registry.contentType, text),

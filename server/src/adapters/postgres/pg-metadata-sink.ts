@@ -1,5 +1,6 @@
 import type { Pool } from 'pg'
 import type { Logger } from '../../logger.js'
+import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../../ports/dependency-outcomes.js'
 import type { MetadataEvent, MetadataSink, MetadataSinkStats } from '../../ports/metadata-sink.js'
 import { migrate } from './migrations.js'
 import { type TimedEvent, writeBatch } from './write-batch.js'
@@ -11,6 +12,8 @@ export interface PgMetadataSinkOptions {
   /** Opens the pool; for the embedded database this first starts PGlite. Called once. */
   connect: () => Promise<{ pool: Pool; close(): Promise<void> }>
   logger: Logger
+  /** Told of each write and heartbeat: whether the database answered. */
+  outcomes?: DependencyOutcomes
   /** How often queued events are written. Default 1 000 ms. */
   flushIntervalMs?: number
   /** Events held while the database is slow or away; past this, new events are dropped. */
@@ -36,8 +39,10 @@ export class PgMetadataSink implements MetadataSink {
   #flushing: Promise<void> = Promise.resolve()
   #writing = false
   #closed = false
+  readonly #outcomes: DependencyOutcomes
 
   constructor(private readonly options: PgMetadataSinkOptions) {
+    this.#outcomes = options.outcomes ?? IGNORED_OUTCOMES
     this.#maxQueued = options.maxQueued ?? 10_000
     // A tick while a write is still running is skipped, so a slow database never stacks writes up.
     this.#timer = setInterval(() => {
@@ -100,6 +105,7 @@ export class PgMetadataSink implements MetadataSink {
         await writeBatch(client, this.options.serverId, batch)
         await client.query('COMMIT')
         client.release()
+        this.#outcomes.succeeded('metadata')
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {})
         // Passing the error discards the connection rather than pooling one in an unknown state.
@@ -113,6 +119,7 @@ export class PgMetadataSink implements MetadataSink {
       this.#dropped += batch.length - kept.length
       this.#droppedSinceLog += batch.length - kept.length
       this.#queue.unshift(...kept)
+      this.#outcomes.failed('metadata', 'write', error)
       this.options.logger.warn(
         { err: error, queued: this.#queue.length },
         'metadata write failed; will retry',
@@ -124,7 +131,9 @@ export class PgMetadataSink implements MetadataSink {
     try {
       const { pool } = await this.#connect()
       await pool.query('UPDATE servers SET last_heartbeat_at = now() WHERE id = $1', [this.options.serverId])
+      this.#outcomes.succeeded('metadata')
     } catch (error) {
+      this.#outcomes.failed('metadata', 'heartbeat', error)
       this.options.logger.debug({ err: error }, 'metadata heartbeat failed')
     }
   }

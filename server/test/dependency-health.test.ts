@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict'
+import { after, afterEach, before, describe, it } from 'node:test'
+import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
+import { type ClusterServer, metricValue, TestCluster } from './helpers/cluster.js'
+import { destroyTestAwsClients, requireTestServices } from './helpers/services.js'
+import { TcpLink } from './helpers/tcp-link.js'
+
+interface DependencyState {
+  ok: boolean
+  error?: string
+  since?: string
+}
+interface HealthBody {
+  status: string
+  ready: boolean
+  dependencies: Record<string, DependencyState>
+}
+
+async function health(server: ClusterServer): Promise<{ status: number; body: HealthBody }> {
+  const response = await fetch(`http://127.0.0.1:${server.port}/healthz`)
+  return { status: response.status, body: (await response.json()) as HealthBody }
+}
+
+const until = (check: () => Promise<boolean>, message: string) => eventually(check, message, 20_000)
+
+/** Real server processes whose Redis or DynamoDB goes away: /healthz and /metrics must say so. */
+describe('dependency health of a real server', () => {
+  let cluster: TestCluster
+  const links: TcpLink[] = []
+  before(async () => {
+    cluster = await TestCluster.create()
+  })
+  afterEach(() => destroyClients())
+  after(async () => {
+    for (const link of links) link.close()
+    await cluster.stop()
+    destroyTestAwsClients()
+  })
+
+  it('Redis cut off: /healthz names pub/sub and the journal failing (still 200), errors counted, then recovers', async () => {
+    const redis = await TcpLink.open(cluster.redis.port)
+    links.push(redis)
+    const server = await cluster.start('health-redis', { PUBSUB: `redis://127.0.0.1:${redis.port}` })
+    const client = await connectSynced(server.wsUrl, uniqueRoom('health'))
+    client.doc.getText('t').insert(0, 'before')
+    await until(async () => (await health(server)).body.status === 'ok', 'every dependency is ok')
+    const up = async (dependency: string) =>
+      metricValue(await server.metrics(), `symphony_dependency_up{dependency="${dependency}"}`)
+    assert.equal(await up('pubsub'), 1)
+
+    redis.cut()
+    await until(async () => {
+      const { body } = await health(server)
+      return body.dependencies.pubsub?.ok === false && body.dependencies.journal?.ok === false
+    }, '/healthz names pub/sub and the journal')
+    const during = await health(server)
+    assert.equal(during.status, 200, 'a Redis outage must not fail every task at the load balancer')
+    assert.equal(during.body.status, 'degraded')
+    assert.equal(during.body.ready, true)
+    assert.match(during.body.dependencies.pubsub?.error ?? '', /\w/)
+    assert.ok(Date.parse(during.body.dependencies.pubsub?.since ?? '') > 0, 'since when, as an ISO time')
+    assert.equal(during.body.dependencies.snapshots?.ok, true, 'S3 is fine')
+    const text = await server.metrics()
+    assert.ok(metricValue(text, 'symphony_pubsub_errors_total{action="disconnect"}') > 0)
+    assert.equal(await up('pubsub'), 0)
+    assert.equal(await up('journal'), 0)
+
+    redis.restore()
+    await until(async () => (await health(server)).body.status === 'ok', 'pub/sub and the journal recover')
+    const recovered = await health(server)
+    assert.ok(Date.parse(recovered.body.dependencies.pubsub?.since ?? '') > 0, 'ok again since')
+    assert.equal(await up('pubsub'), 1)
+    assert.equal(await up('journal'), 1)
+  })
+
+  it('DynamoDB unreachable: registry errors counted by action, /healthz names the registry, which recovers with no room held', async () => {
+    const dynamo = await TcpLink.open(Number(new URL(requireTestServices().awsEndpoint).port))
+    links.push(dynamo)
+    const server = await cluster.start('health-ddb', {
+      AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${dynamo.port}`,
+    })
+    assert.equal((await health(server)).body.dependencies.registry?.ok, true, 'no call failed yet')
+    dynamo.cut()
+    const client = await connectSynced(server.wsUrl, uniqueRoom('no-registry'))
+    client.doc.getText('t').insert(0, 'still works')
+    await until(async () => {
+      const text = await server.metrics()
+      return (
+        metricValue(text, 'symphony_registry_errors_total{action="lookup"}') > 0 &&
+        metricValue(text, 'symphony_registry_errors_total{action="register"}') > 0
+      )
+    }, 'the failed lookup and registration are counted')
+    const { status, body } = await health(server)
+    assert.equal(status, 200)
+    assert.equal(body.status, 'degraded')
+    assert.equal(body.dependencies.registry?.ok, false)
+    assert.match(body.dependencies.registry?.error ?? '', /^(lookup|register|probe)/)
+    const up = async () =>
+      metricValue(await server.metrics(), 'symphony_dependency_up{dependency="registry"}')
+    assert.equal(await up(), 0)
+
+    client.destroy()
+    await until(
+      async () =>
+        metricValue(await server.metrics(), 'symphony_registry_errors_total{action="deregister"}') > 0,
+      'the room is unloaded, and its deregistration failed',
+    )
+    dynamo.restore() // no room held: nothing but the recovery probe calls DynamoDB now
+    await until(async () => (await health(server)).body.dependencies.registry?.ok === true, 'recovered')
+    assert.equal(await up(), 1)
+  })
+
+  it('says which commit runs, from SYMPHONY_COMMIT', async () => {
+    const server = await cluster.start('health-build', { SYMPHONY_COMMIT: 'c0ffee1' })
+    const text = await server.metrics()
+    assert.match(
+      text,
+      new RegExp(
+        `^symphony_build_info\\{version="[^"]+",node="${process.version}",commit="c0ffee1"\\} 1$`,
+        'm',
+      ),
+    )
+  })
+})
