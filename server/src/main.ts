@@ -45,7 +45,7 @@ const server = await SyncServer.start({
     fetchTimeoutMs: config.peerFetchTimeoutMs,
     advertisedHost: await discoverInternalHost(internal.host, process.env.ECS_CONTAINER_METADATA_URI_V4),
   },
-  createAdapters: (self) => createAdapters(config, self, logger),
+  createAdapters: (self, probes) => createAdapters(config, self, logger, probes),
   logger,
   demoFolder: fileURLToPath(new URL('./demo/', import.meta.url)),
   devTokenSecret: config.devTokenSecret,

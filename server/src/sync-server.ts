@@ -8,12 +8,13 @@ import { type PeerStateFetcher, RoomStateSource } from './core/room-state-source
 import type { SnapshotPolicy } from './core/snapshot-writer.js'
 import type { Logger } from './logger.js'
 import { ServerMetrics } from './metrics.js'
-import type { MetadataSink } from './ports/metadata-sink.js'
+import type { MetadataSink, ServerSample } from './ports/metadata-sink.js'
 import type { PubSub } from './ports/pubsub.js'
 import { NO_ROOM_EVENTS, type RoomEventSink } from './ports/room-events.js'
 import type { PeerServer, RoomRegistry } from './ports/room-registry.js'
 import type { SnapshotStore } from './ports/snapshot-store.js'
 import type { UpdateJournal } from './ports/update-journal.js'
+import { readServerSample } from './server-sample.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
 import { createPeerStateFetcher } from './transport/peer-state-client.js'
@@ -32,6 +33,12 @@ export interface Adapters {
   metadata: MetadataSink
   /** Webhooks; none when unset. */
   events?: RoomEventSink
+}
+
+/** What adapters may read from the server they serve (called later, never while being built). */
+export interface AdapterProbes {
+  /** The server's load and running totals now, for the metadata sink's server samples. */
+  sample: () => Promise<ServerSample>
 }
 
 /** The endpoint peers fetch room state from; its host is what this server advertises. */
@@ -59,7 +66,7 @@ export interface SyncServerOptions {
   /** Null in single-server mode: there are no peers to serve. */
   internal: InternalEndpointOptions | null
   /** Builds the adapters once this server's peer address is known. */
-  createAdapters: (self: PeerServer) => Adapters
+  createAdapters: (self: PeerServer, probes: AdapterProbes) => Adapters
   logger: Logger
   /** Folder of the built demo page served at `/`, or null to serve none. */
   demoFolder: string | null
@@ -87,7 +94,10 @@ export class SyncServer {
   ) {
     const { logger } = options
     const self = { serverId: options.serverId, internalAddress: internal?.address ?? '' }
-    this.#adapters = { events: NO_ROOM_EVENTS, ...options.createAdapters(self) }
+    this.#adapters = {
+      events: NO_ROOM_EVENTS,
+      ...options.createAdapters(self, { sample: () => this.sample() }),
+    }
     const fetchPeerState: PeerStateFetcher | null = options.internal
       ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
       : null
@@ -183,6 +193,14 @@ export class SyncServer {
 
   get port(): number {
     return (this.#http.address() as AddressInfo).port
+  }
+
+  /** Load and running totals now (see `readServerSample`). */
+  sample(): Promise<ServerSample> {
+    return readServerSample(this.metrics, {
+      connections: this.#gateway.connectionCount,
+      rooms: this.manager.roomCount,
+    })
   }
 
   /** `host:port` peers fetch room state from, or null in single-server mode. */

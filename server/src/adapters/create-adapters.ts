@@ -2,7 +2,7 @@ import type { Config } from '../config.js'
 import type { Logger } from '../logger.js'
 import { NO_ROOM_EVENTS } from '../ports/room-events.js'
 import type { PeerServer } from '../ports/room-registry.js'
-import type { Adapters } from '../sync-server.js'
+import type { AdapterProbes, Adapters } from '../sync-server.js'
 import { createAwsClients } from './aws-clients.js'
 import { DynamoRoomRegistry } from './dynamo-room-registry.js'
 import { FileSnapshotStore } from './file-snapshot-store.js'
@@ -19,7 +19,12 @@ import { webhookKey } from './webhooks/standard-webhooks.js'
 import { WebhookSender } from './webhooks/webhook-sender.js'
 
 /** Builds the adapter for each port from the parsed configuration. */
-export function createAdapters(config: Config, self: PeerServer, logger: Logger): Adapters {
+export function createAdapters(
+  config: Config,
+  self: PeerServer,
+  logger: Logger,
+  probes?: AdapterProbes,
+): Adapters {
   let clients: ReturnType<typeof createAwsClients> | undefined
   // Only cluster mode talks to AWS; embedded mode creates no clients.
   const aws = () => (clients ??= createAwsClients(config.aws))
@@ -50,7 +55,7 @@ export function createAdapters(config: Config, self: PeerServer, logger: Logger)
       config.journal.kind === 'redis'
         ? new RedisUpdateJournal(config.serverId, config.journal.url, { logger })
         : new FileUpdateJournal(config.journal.folder),
-    metadata: createMetadataSink(config, self, logger),
+    metadata: createMetadataSink(config, self, logger, probes),
     events: config.webhook
       ? new WebhookSender({
           url: config.webhook.url,
@@ -62,7 +67,7 @@ export function createAdapters(config: Config, self: PeerServer, logger: Logger)
   }
 }
 
-function createMetadataSink(config: Config, self: PeerServer, logger: Logger) {
+function createMetadataSink(config: Config, self: PeerServer, logger: Logger, probes?: AdapterProbes) {
   const { database } = config
   if (database.kind === 'none') return new NoopMetadataSink()
   const sink = new PgMetadataSink({
@@ -70,6 +75,9 @@ function createMetadataSink(config: Config, self: PeerServer, logger: Logger) {
     address: self.internalAddress || `${config.host}:${config.port}`,
     connect: () => connectDatabase(database, logger),
     logger,
+    sample: probes?.sample,
+    sampleIntervalMs: config.metadataSampleIntervalMs,
+    retentionMs: config.metadataRetentionDays * 86_400_000,
   })
   // Connect (and start embedded PGlite) now rather than at the first flush: the dashboard waits on it.
   void sink.flush()
