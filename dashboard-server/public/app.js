@@ -54,16 +54,21 @@ const formatBytesAxis = (n) => (n === 0 ? '0' : formatBytes(Math.round(n)))
 /** The uPlot chart in each box, kept so new data only redraws it. */
 const charts = new Map()
 
+/** A series' points are drawn when it has too few values to show as a line. */
+const fewValues = (u, seriesIndex) => u.data[seriesIndex].filter((v) => v != null).length <= 3
+
 /**
  * Draws `series` ([{ label, values }]) over `times` (seconds) in the box `id` with uPlot: a time
- * axis, a value axis formatted with `format`, and a legend naming every series.
+ * axis over `window` ([from, to] in seconds, the range asked for), a value axis formatted with
+ * `format`, and a legend naming every series.
  */
-function drawChart(id, times, series, format = formatRate) {
+function drawChart(id, window, times, series, format = formatRate) {
   const box = $(`#${id}`)
   const data = [times, ...series.map((s) => s.values)]
   const labels = series.map((s) => s.label).join('\n')
   const existing = charts.get(id)
   if (existing && existing.labels === labels) {
+    existing.window = window
     existing.plot.setData(data)
     return
   }
@@ -74,12 +79,15 @@ function drawChart(id, times, series, format = formatRate) {
     height: 170,
     cursor: { drag: { x: false, y: false } },
     legend: { live: true },
-    scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+    scales: {
+      x: { time: true, range: () => charts.get(id)?.window ?? window },
+      y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+    },
     axes: [
       { stroke: '#52606d', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#e4e7eb' } },
       {
         stroke: '#52606d',
-        size: 64,
+        size: 78,
         grid: { stroke: '#eef0f3' },
         ticks: { stroke: '#e4e7eb' },
         values: (_u, splits) => splits.map(format),
@@ -91,14 +99,15 @@ function drawChart(id, times, series, format = formatRate) {
         label: s.label,
         stroke: COLORS[i % COLORS.length],
         width: 1.5,
-        spanGaps: false,
-        points: { show: times.length < 3 },
+        spanGaps: true,
+        points: { show: fewValues },
         value: (_u, v) => (v == null ? '—' : format(v)),
       })),
     ],
   }
+  charts.set(id, { plot: null, labels, window })
   const plot = new uPlot(options, data, box)
-  charts.set(id, { plot, labels })
+  charts.set(id, { plot, labels, window })
 }
 
 window.addEventListener('resize', () => {
@@ -139,49 +148,58 @@ async function renderCharts(stats) {
   const since = new Date(Date.now() - Number($('#range').value)).toISOString()
   const samples = await api(`./api/servers/samples?since=${encodeURIComponent(since)}`)
   const { times, perServer, total } = alignSamples(samples.servers)
+  const window = [Date.parse(samples.since) / 1000, Date.parse(samples.until) / 1000]
   drawChart(
     'chart-connections',
+    window,
     times,
     perServer((p) => p.connections),
     String,
   )
   drawChart(
     'chart-rooms',
+    window,
     times,
     perServer((p) => p.rooms),
     String,
   )
-  drawChart('chart-messages', times, [
+  drawChart('chart-messages', window, times, [
     total('in', (p) => p.messagesInPerSecond),
     total('out', (p) => p.messagesOutPerSecond),
   ])
   drawChart(
     'chart-traffic',
+    window,
     times,
     [total('in', (p) => p.bytesInPerSecond), total('out', (p) => p.bytesOutPerSecond)],
     (n) => `${formatBytesAxis(n)}/s`,
   )
   drawChart(
     'chart-errors',
+    window,
     times,
     perServer((p) => p.errors),
     String,
   )
   drawChart(
     'chart-cpu',
+    window,
     times,
     perServer((p) => p.cpu * 100),
     formatPercent,
   )
   drawChart(
     'chart-memory',
+    window,
     times,
     perServer((p) => p.rssBytes),
     formatBytesAxis,
   )
   if (stats) {
+    const now = Date.now() / 1000
     drawChart(
       'chart-bytes',
+      [now - 86_400, now],
       stats.series.map((s) => Date.parse(s.at) / 1000),
       [{ label: 'all documents', values: stats.series.map((s) => s.bytes) }],
       formatBytesAxis,
