@@ -1,6 +1,8 @@
 // The Symphony dashboard page: plain ES modules, no build step. Everything comes from the JSON API
 // beside it; live changes arrive as Server-Sent Events (/api/events) and trigger re-reads, so the
-// page never polls.
+// page never polls. Charts are uPlot (served from the installed package under ./vendor/).
+
+import uPlot from './vendor/uPlot.esm.js'
 
 const $ = (selector) => document.querySelector(selector)
 
@@ -43,24 +45,179 @@ function fillTable(table, rows, toCells) {
   )
 }
 
-/** A line chart of `values` over `times` in an <svg>, scaled to its box. */
-function drawChart(svg, points, label) {
-  const width = svg.clientWidth || 500
-  const height = svg.clientHeight || 140
-  svg.setAttribute('viewBox', `0 0 ${width} ${height}`)
-  if (points.length === 0) {
-    svg.innerHTML = `<title>${svg.ariaLabel}</title><text x="8" y="20">no samples yet</text>`
+/** One colour per series, in order: distinct, and readable on white. */
+const COLORS = ['#2563eb', '#dc2626', '#059669', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563']
+const formatRate = (n) => (n >= 1000 ? `${(n / 1000).toFixed(1)}k` : n >= 10 ? n.toFixed(0) : n.toFixed(1))
+const formatPercent = (n) => `${n.toFixed(n >= 10 ? 0 : 1)} %`
+const formatBytesAxis = (n) => (n === 0 ? '0' : formatBytes(Math.round(n)))
+
+/** The uPlot chart in each box, kept so new data only redraws it. */
+const charts = new Map()
+
+/** A series' points are drawn when it has too few values to show as a line. */
+const fewValues = (u, seriesIndex) => u.data[seriesIndex].filter((v) => v != null).length <= 3
+
+/**
+ * Draws `series` ([{ label, values }]) over `times` (seconds) in the box `id` with uPlot: a time
+ * axis over `window` ([from, to] in seconds, the range asked for), a value axis formatted with
+ * `format`, and a legend naming every series.
+ */
+function drawChart(id, window, times, series, format = formatRate) {
+  const box = $(`#${id}`)
+  const data = [times, ...series.map((s) => s.values)]
+  const labels = series.map((s) => s.label).join('\n')
+  const existing = charts.get(id)
+  if (existing && existing.labels === labels) {
+    existing.window = window
+    existing.plot.setData(data)
     return
   }
-  const max = Math.max(1, ...points.map((p) => p.value))
-  const first = points[0].time
-  const span = Math.max(1, points[points.length - 1].time - first)
-  const xy = points.map((p) => {
-    const x = 4 + ((p.time - first) / span) * (width - 8)
-    const y = height - 18 - (p.value / max) * (height - 30)
-    return `${x.toFixed(1)},${y.toFixed(1)}`
-  })
-  svg.innerHTML = `<title>${svg.ariaLabel}</title><polyline points="${xy.join(' ')}"/><text x="4" y="12">max ${label(max)}</text>`
+  existing?.plot.destroy()
+  box.replaceChildren()
+  const options = {
+    width: Math.max(240, box.clientWidth),
+    height: 170,
+    cursor: { drag: { x: false, y: false } },
+    legend: { live: true },
+    scales: {
+      x: { time: true, range: () => charts.get(id)?.window ?? window },
+      y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+    },
+    axes: [
+      { stroke: '#52606d', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#e4e7eb' } },
+      {
+        stroke: '#52606d',
+        size: 78,
+        grid: { stroke: '#eef0f3' },
+        ticks: { stroke: '#e4e7eb' },
+        values: (_u, splits) => splits.map(format),
+      },
+    ],
+    series: [
+      { label: 'time' },
+      ...series.map((s, i) => ({
+        label: s.label,
+        stroke: COLORS[i % COLORS.length],
+        width: 1.5,
+        spanGaps: true,
+        points: { show: fewValues },
+        value: (_u, v) => (v == null ? '—' : format(v)),
+      })),
+    ],
+  }
+  charts.set(id, { plot: null, labels, window })
+  const plot = new uPlot(options, data, box)
+  charts.set(id, { plot, labels, window })
+}
+
+window.addEventListener('resize', () => {
+  for (const [id, { plot }] of charts)
+    plot.setSize({ width: Math.max(240, $(`#${id}`).clientWidth), height: 170 })
+})
+
+/**
+ * Lines up every server's samples on one time axis (the API's steps are aligned): one value per
+ * server per time, null where a server has none (it had not started, or was gone).
+ */
+function alignSamples(servers) {
+  const times = [...new Set(servers.flatMap((s) => s.samples.map((p) => Date.parse(p.at) / 1000)))].sort(
+    (a, b) => a - b,
+  )
+  const index = new Map(times.map((t, i) => [t, i]))
+  const column = (server, pick) => {
+    const values = new Array(times.length).fill(null)
+    for (const p of server.samples) values[index.get(Date.parse(p.at) / 1000)] = pick(p)
+    return values
+  }
+  const perServer = (pick) => servers.map((s) => ({ label: s.id, values: column(s, pick) }))
+  const total = (label, pick) => {
+    const values = new Array(times.length).fill(null)
+    for (const s of servers) {
+      for (const p of s.samples) {
+        const i = index.get(Date.parse(p.at) / 1000)
+        values[i] = (values[i] ?? 0) + pick(p)
+      }
+    }
+    return { label, values }
+  }
+  return { times, perServer, total }
+}
+
+/** The server charts, for the range chosen; drawn again on each `samples` event. */
+async function renderCharts(stats) {
+  const since = new Date(Date.now() - Number($('#range').value)).toISOString()
+  const samples = await api(`./api/servers/samples?since=${encodeURIComponent(since)}`)
+  const { times, perServer, total } = alignSamples(samples.servers)
+  const window = [Date.parse(samples.since) / 1000, Date.parse(samples.until) / 1000]
+  drawChart(
+    'chart-connections',
+    window,
+    times,
+    perServer((p) => p.connections),
+    String,
+  )
+  drawChart(
+    'chart-rooms',
+    window,
+    times,
+    perServer((p) => p.rooms),
+    String,
+  )
+  drawChart('chart-messages', window, times, [
+    total('in', (p) => p.messagesInPerSecond),
+    total('out', (p) => p.messagesOutPerSecond),
+  ])
+  drawChart(
+    'chart-traffic',
+    window,
+    times,
+    [total('in', (p) => p.bytesInPerSecond), total('out', (p) => p.bytesOutPerSecond)],
+    (n) => `${formatBytesAxis(n)}/s`,
+  )
+  drawChart(
+    'chart-errors',
+    window,
+    times,
+    perServer((p) => p.errors),
+    String,
+  )
+  drawChart(
+    'chart-cpu',
+    window,
+    times,
+    perServer((p) => p.cpu * 100),
+    formatPercent,
+  )
+  drawChart(
+    'chart-memory',
+    window,
+    times,
+    perServer((p) => p.rssBytes),
+    formatBytesAxis,
+  )
+  if (stats) {
+    const now = Date.now() / 1000
+    drawChart(
+      'chart-bytes',
+      [now - 86_400, now],
+      stats.series.map((s) => Date.parse(s.at) / 1000),
+      [{ label: 'all documents', values: stats.series.map((s) => s.bytes) }],
+      formatBytesAxis,
+    )
+  }
+}
+
+/** The room list's order: a column and a direction, changed by clicking the column's header. */
+const roomOrder = { sort: 'connections', order: 'desc' }
+/** Names read A to Z first; numbers and times biggest or newest first (as the API does). */
+const FIRST_ORDER = { name: 'asc', connections: 'desc', bytes: 'desc', lastActive: 'desc' }
+
+function showRoomOrder() {
+  for (const th of document.querySelectorAll('#rooms th[data-sort]')) {
+    if (th.dataset.sort === roomOrder.sort)
+      th.setAttribute('aria-sort', roomOrder.order === 'asc' ? 'ascending' : 'descending')
+    else th.removeAttribute('aria-sort')
+  }
 }
 
 /** The header's totals, on every view; returns the stats for the charts. */
@@ -73,27 +230,18 @@ async function renderTotals() {
   return stats
 }
 
-async function renderOverview() {
+/** The overview; the charts too unless `withCharts` is false (a room event changes only tables). */
+async function renderOverview(withCharts = true) {
+  const query = `sort=${roomOrder.sort}&order=${roomOrder.order}&limit=100&q=${encodeURIComponent($('#search').value)}`
   const [stats, servers, rooms] = await Promise.all([
     renderTotals(),
     api('./api/servers'),
-    api(`./api/rooms?sort=connections&limit=100&q=${encodeURIComponent($('#search').value)}`),
+    api(`./api/rooms?${query}`),
   ])
-  const series = stats.series.map((s) => ({
-    time: Date.parse(s.at),
-    connections: s.connections,
-    bytes: s.bytes,
-  }))
-  drawChart(
-    $('#chart-connections'),
-    series.map((s) => ({ time: s.time, value: s.connections })),
-    String,
-  )
-  drawChart(
-    $('#chart-bytes'),
-    series.map((s) => ({ time: s.time, value: s.bytes })),
-    formatBytes,
-  )
+  // Shown before drawing, so the charts take their boxes' real width.
+  $('#overview').hidden = false
+  if (withCharts) await renderCharts(stats)
+  showRoomOrder()
   fillTable($('#servers'), servers.servers, (s) => [
     cell(s.id),
     cell(s.address),
@@ -176,11 +324,11 @@ function currentRoom() {
 }
 
 /** Shows the view the URL names. The document (possibly large) is read on arrival and on Reload only. */
-async function render({ withDocument = true } = {}) {
+async function render({ withDocument = true, withCharts = true } = {}) {
   const room = currentRoom()
   try {
     if (room) await renderRoom(room, withDocument)
-    else await renderOverview()
+    else await renderOverview(withCharts)
   } catch (error) {
     if (error.message !== 'signed out') console.error(error)
     return
@@ -211,11 +359,30 @@ function listen() {
     }
     // Coalesce bursts of events into one re-read.
     clearTimeout(pending)
-    pending = setTimeout(() => render({ withDocument: false }), 150)
+    pending = setTimeout(() => render({ withDocument: false, withCharts: false }), 150)
+  })
+  // A server wrote samples: redraw the charts, at most every two seconds.
+  let chartsPending = null
+  events.addEventListener('samples', () => {
+    if (chartsPending || currentRoom()) return
+    chartsPending = setTimeout(() => {
+      chartsPending = null
+      void renderCharts(null).catch(() => {})
+    }, 2_000)
   })
 }
 
-$('#search').addEventListener('input', () => void renderOverview().catch(() => {}))
+$('#search').addEventListener('input', () => void renderOverview(false).catch(() => {}))
+$('#range').addEventListener('change', () => void renderOverview().catch(() => {}))
+for (const th of document.querySelectorAll('#rooms th[data-sort]')) {
+  th.querySelector('button').addEventListener('click', () => {
+    const sort = th.dataset.sort
+    roomOrder.order =
+      sort === roomOrder.sort ? (roomOrder.order === 'asc' ? 'desc' : 'asc') : FIRST_ORDER[sort]
+    roomOrder.sort = sort
+    void renderOverview(false).catch(() => {})
+  })
+}
 // Deleting closes every client of the room and removes what is stored: asked first.
 $('#room-delete').addEventListener('click', async () => {
   const room = currentRoom()

@@ -1,4 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
 import express, { type NextFunction, type Request, type Response } from 'express'
@@ -6,6 +8,7 @@ import helmet from 'helmet'
 import { z } from 'zod'
 import { ApiError } from './app-error.js'
 import type { LiveEvents } from './live-events.js'
+import { DashboardMetrics } from './metrics.js'
 import { type MetadataQueries, ROOM_SORTS } from './queries.js'
 import { deleteRoom, readRoomState, type SnapshotReader } from './room-state.js'
 import { Sessions } from './sessions.js'
@@ -21,14 +24,38 @@ export interface DashboardDeps {
   internalToken: string | null
   /** Where the sync servers save rooms: read for rooms no server holds now. */
   snapshots: SnapshotReader
+  /** The dashboard's Prometheus metrics; a fresh set when unset. */
+  metrics?: DashboardMetrics
 }
 
 const roomListQuery = z.object({
   q: z.string().max(128).default(''),
   sort: z.enum(ROOM_SORTS).default('lastActive'),
+  order: z.enum(['asc', 'desc']).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   offset: z.coerce.number().int().min(0).default(0),
 })
+
+/** A time as an ISO 8601 string or milliseconds since 1970. */
+const instant = z
+  .string()
+  .transform((v) => new Date(/^\d+$/.test(v) ? Number(v) : v))
+  .refine((d) => !Number.isNaN(d.getTime()), 'must be an ISO 8601 time or milliseconds since 1970')
+
+/** The longest range one samples request may cover (retention keeps 30 days by default). */
+const MAX_SAMPLE_RANGE_MS = 31 * 86_400_000
+
+const samplesQuery = z
+  .object({ since: instant.optional(), until: instant.optional() })
+  .transform(({ since, until }) => {
+    const end = until ?? new Date()
+    return { since: since ?? new Date(end.getTime() - 3_600_000), until: end }
+  })
+  .refine(({ since, until }) => since < until, 'since must be before until')
+  .refine(
+    ({ since, until }) => until.getTime() - since.getTime() <= MAX_SAMPLE_RANGE_MS,
+    'at most 31 days at once',
+  )
 
 /** The dashboard's HTTP API: metadata for operators, behind a bearer token. */
 export function createDashboardApp(deps: DashboardDeps): express.Express {
@@ -38,6 +65,9 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   // that reaches the task directly can only mark its own cookie Secure by sending it.
   app.set('trust proxy', 1)
   const sessions = deps.token ? new Sessions(deps.token, deps.sessionTtlMs) : null
+  const metrics =
+    deps.metrics ?? new DashboardMetrics({ version: VERSION, sseClients: () => deps.events.clientCount })
+  app.use(countRequests(metrics))
   // helmet's CSP would upgrade every request to https, breaking a dashboard served over plain
   // HTTP on a private address; TLS, where used, is the load balancer's job.
   app.use(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } }))
@@ -46,8 +76,22 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' })
   })
+  // For Prometheus (the ADOT sidecar scrapes localhost inside the task): loopback callers, or
+  // anyone with the dashboard token. Others get a 404, so the load balancer never shows it.
+  app.get('/metrics', async (request, response) => {
+    if (!isLoopback(request.socket.remoteAddress) && !hasToken(request, deps.token)) {
+      throw new ApiError(404, 'NOT_FOUND', 'no such route')
+    }
+    response.type(metrics.registry.contentType).send(await metrics.registry.metrics())
+  })
   // The page itself is public (it shows the sign-in form); everything under /api needs the token.
   app.use(express.static(PUBLIC_FOLDER, { index: 'index.html' }))
+  // The chart library, from the installed uplot package (no copy to keep in step).
+  for (const file of ['uPlot.esm.js', 'uPlot.min.css']) {
+    app.get(`/vendor/${file}`, (_request, response) => {
+      response.sendFile(join(UPLOT_FOLDER, file), { maxAge: '1h' })
+    })
+  }
   app.post('/login', express.urlencoded({ extended: false, limit: '4kb' }), (request, response) => {
     const token = typeof request.body?.token === 'string' ? request.body.token : ''
     if (!deps.token || !sessions) {
@@ -84,13 +128,11 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   app.get('/api/servers', async (_request, response) => {
     response.json({ servers: await deps.queries.servers() })
   })
+  app.get('/api/servers/samples', async (request, response) => {
+    response.json(await deps.queries.serverSamples(parse(samplesQuery, request.query)))
+  })
   app.get('/api/rooms', async (request, response) => {
-    const query = roomListQuery.safeParse(request.query)
-    if (!query.success) {
-      const issue = query.error.issues[0]
-      throw new ApiError(400, 'BAD_QUERY', `${issue?.path.join('.')}: ${issue?.message}`)
-    }
-    response.json(await deps.queries.rooms(query.data))
+    response.json(await deps.queries.rooms(parse(roomListQuery, request.query)))
   })
   app.get('/api/rooms/:room', async (request, response) => {
     const room = await deps.queries.room(roomParam(request))
@@ -128,6 +170,41 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   return app
 }
 
+/** A query string checked against `schema`; 400 BAD_QUERY naming the first problem. */
+function parse<T>(schema: z.ZodType<T>, query: unknown): T {
+  const parsed = schema.safeParse(query)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    const path = issue?.path.join('.')
+    throw new ApiError(400, 'BAD_QUERY', `${path ? `${path}: ` : ''}${issue?.message}`)
+  }
+  return parsed.data
+}
+
+/** Counts every answer by the route that matched (never the raw path: room names would explode it). */
+function countRequests(metrics: DashboardMetrics) {
+  return (request: Request, response: Response, next: NextFunction) => {
+    const stop = metrics.httpDuration.startTimer()
+    const done = () => {
+      const route =
+        (request.route?.path as string | undefined) ??
+        (request.path.startsWith('/api') ? 'unmatched' : 'static')
+      stop({ route })
+      metrics.httpRequests.inc({ route, method: request.method, status: String(response.statusCode) })
+    }
+    // The event stream stays open: it is counted once its headers are out.
+    response.once('finish', done)
+    response.once('close', () => {
+      if (!response.writableFinished) done()
+    })
+    next()
+  }
+}
+
+function isLoopback(address: string | undefined): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1'
+}
+
 function roomParam(request: Request): string {
   const room = String(request.params.room)
   if (!isValidRoomName(room)) throw new ApiError(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
@@ -136,6 +213,10 @@ function roomParam(request: Request): string {
 
 /** Where the page's files are: `public/` beside `src/` and `dist/`. */
 const PUBLIC_FOLDER = fileURLToPath(new URL('../public/', import.meta.url))
+const require = createRequire(import.meta.url)
+/** uPlot's built files, wherever npm installed the package. */
+const UPLOT_FOLDER = dirname(require.resolve('uplot'))
+const VERSION = (require('../package.json') as { version: string }).version
 /** Set by the sign-in form; lets the page (and its EventSource, which cannot send headers) in. */
 const SESSION_COOKIE = 'symphony_dashboard'
 
@@ -152,9 +233,7 @@ function sameSecret(given: string, expected: string): boolean {
 function requireToken(token: string | null, sessions: Sessions | null) {
   return (request: Request, _response: Response, next: NextFunction) => {
     if (!token || !sessions) return next()
-    const header = request.get('authorization') ?? ''
-    const bearer = header.startsWith('Bearer ') ? header.slice('Bearer '.length) : ''
-    if (sameSecret(bearer, token) || sessions.isValid(cookie(request, SESSION_COOKIE))) return next()
+    if (hasToken(request, token) || sessions.isValid(cookie(request, SESSION_COOKIE))) return next()
     next(
       new ApiError(
         401,
@@ -163,6 +242,13 @@ function requireToken(token: string | null, sessions: Sessions | null) {
       ),
     )
   }
+}
+
+/** Whether the request carries `Authorization: Bearer <token>` (never true without a token). */
+function hasToken(request: Request, token: string | null): boolean {
+  if (!token) return false
+  const header = request.get('authorization') ?? ''
+  return sameSecret(header.startsWith('Bearer ') ? header.slice('Bearer '.length) : '', token)
 }
 
 function cookie(request: Request, name: string): string {

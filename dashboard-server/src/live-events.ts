@@ -11,7 +11,8 @@ const RECONNECT_MS = 1_000
 /**
  * Server-Sent Events with live per-room connection counts, driven by Postgres LISTEN/NOTIFY: each
  * batch a sync server writes names the rooms it touched; their counts are read once and pushed
- * to every open stream. No polling.
+ * to every open stream. No polling. When a server writes its own samples, an `event: samples`
+ * names it, so the page re-reads its charts.
  */
 export class LiveEvents {
   readonly #streams = new Set<Response>()
@@ -66,6 +67,11 @@ export class LiveEvents {
     response.on('close', () => this.#streams.delete(response))
   }
 
+  /** Open event streams now. */
+  get clientCount(): number {
+    return this.#streams.size
+  }
+
   async close(): Promise<void> {
     this.#closed = true
     clearInterval(this.#keepalive)
@@ -77,10 +83,18 @@ export class LiveEvents {
     if (this.#streams.size === 0) return
     let rooms: string[] | null = null
     try {
-      rooms = (JSON.parse(payload ?? '{}') as { rooms?: string[] | null }).rooms ?? null
+      const message = JSON.parse(payload ?? '{}') as {
+        server?: string
+        rooms?: string[] | null
+        samples?: number
+      }
+      rooms = message.rooms ?? null
+      if (message.samples)
+        this.#write(`event: samples\ndata: ${JSON.stringify({ server: message.server })}\n\n`)
     } catch {
       return // not ours
     }
+    if (rooms?.length === 0) return
     try {
       // `null` means "too many rooms to name": the busiest are sent instead.
       const counts = await this.queries.connectionCounts(rooms)

@@ -1,9 +1,11 @@
+import { createRequire } from 'node:module'
 import { openSnapshotStore } from '@symphony/server/snapshots'
 import pg from 'pg'
 import { pino } from 'pino'
 import { createDashboardApp } from './app.js'
 import { parseDashboardConfig } from './config.js'
 import { LiveEvents } from './live-events.js'
+import { DashboardMetrics } from './metrics.js'
 import { MetadataQueries } from './queries.js'
 
 const logger = pino({ name: 'dashboard' })
@@ -18,7 +20,9 @@ if (!config.token) logger.warn('DASHBOARD_TOKEN is not set: the dashboard is ope
 
 const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 8, connectionTimeoutMillis: 5_000 })
 pool.on('error', (error) => logger.warn({ err: error }, 'database connection lost'))
-const queries = new MetadataQueries(pool)
+const version = (createRequire(import.meta.url)('../package.json') as { version: string }).version
+const metrics = new DashboardMetrics({ version, sseClients: () => events.clientCount })
+const queries = new MetadataQueries(pool, (seconds, failed) => metrics.observeQuery(seconds, failed))
 const events = new LiveEvents(config.databaseUrl, queries, (message) => logger.warn(message))
 await events.start()
 const app = createDashboardApp({
@@ -28,6 +32,7 @@ const app = createDashboardApp({
   sessionTtlMs: config.sessionTtlMs,
   internalToken: config.internalToken,
   snapshots: openSnapshotStore(config.snapshots, config.aws),
+  metrics,
 })
 const server = app.listen(config.port, config.host, () => {
   const address = server.address()

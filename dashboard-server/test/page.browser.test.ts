@@ -7,6 +7,9 @@ import { ARTIFACTS, launchChromium } from '../../server/test/helpers/browser.js'
 import { connectSynced, destroyClients, uniqueRoom } from '../../server/test/helpers/clients.js'
 import { DASHBOARD_TOKEN, type DashboardStack, startDashboardStack } from './helpers/dashboard-stack.js'
 
+/** Where the operations view's screenshot goes, to look at by eye. */
+const SCREENSHOT = '/tmp/symphony-dashboard-operations.png'
+
 /** The dashboard page in Chromium, over real Postgres fed by a real sync server. */
 describe('dashboard page in Chromium', () => {
   let stack: DashboardStack
@@ -83,6 +86,73 @@ describe('dashboard page in Chromium', () => {
     await page.waitForFunction(() => document.querySelector('#room-json')?.textContent?.includes('hello'))
     assert.equal(await page.locator('#room-name').textContent(), room)
     assert.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined)
+    await page.context().close()
+  })
+
+  it('charts every server over time with uPlot, and sorts the room list by a clicked column', async () => {
+    const other = await stack.addSyncServer()
+    const prefix = uniqueRoom('sorted')
+    const names = ['m', 'a', 'z'].map((letter) => `${prefix}-${letter}`)
+    const typists = []
+    for (const [i, name] of names.entries()) {
+      const url = i === 1 ? other.sync.wsUrl : stack.sync.wsUrl
+      const typist = await connectSynced(url, name)
+      await connectSynced(url, name) // someone receiving, so messages go out too
+      typists.push(typist)
+    }
+    const page = await signIn(DASHBOARD_TOKEN)
+    const errors: string[] = []
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.locator('#live[data-state="live"]').waitFor()
+    const servers = [stack.serverId, other.serverId].sort()
+    // Each chart redraws on the servers' `samples` events; type until both servers are drawn.
+    const legend = (chart: string) =>
+      page.locator(`#${chart} .u-legend tr.u-series:not(:first-child) .u-label`).allTextContents()
+    const deadline = Date.now() + 20_000
+    while ((await legend('chart-cpu')).length < 2 || (await legend('chart-messages')).length < 2) {
+      if (Date.now() > deadline)
+        throw new Error(`charts never showed both servers: ${await legend('chart-cpu')}`)
+      for (const typist of typists) typist.doc.getText('t').insert(0, 'typing ')
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    for (const chart of ['chart-connections', 'chart-rooms', 'chart-errors', 'chart-cpu', 'chart-memory']) {
+      assert.deepEqual((await legend(chart)).sort(), servers, `${chart}: one labelled series per server`)
+      assert.equal(await page.locator(`#${chart} canvas`).count(), 1, `${chart} is drawn on a canvas`)
+    }
+    assert.deepEqual(await legend('chart-messages'), ['in', 'out'])
+    assert.deepEqual(await legend('chart-traffic'), ['in', 'out'])
+    // A time axis: pointing at the chart shows the time there in the legend (the axes are on the canvas).
+    const plotArea = page.locator('#chart-cpu .u-over')
+    const box = await plotArea.boundingBox()
+    assert.ok(box)
+    await page.mouse.move(box.x + box.width - 4, box.y + box.height / 2)
+    const time = await page.locator('#chart-cpu .u-legend tr.u-series:first-child .u-value').textContent()
+    assert.match(time ?? '', /\d{1,2}:\d{2}/)
+
+    await page.fill('#search', prefix)
+    const rows = () => page.locator('#rooms tbody tr td:first-child').allTextContents()
+    await page.waitForFunction(() => document.querySelectorAll('#rooms tbody tr').length === 3)
+    await page.click('#rooms th[data-sort="name"] button')
+    await page.locator('#rooms th[data-sort="name"][aria-sort="ascending"]').waitFor()
+    await page.waitForFunction(
+      (first) => document.querySelector('#rooms tbody td')?.textContent === first,
+      names[1],
+    )
+    assert.deepEqual(await rows(), [...names].sort())
+    assert.equal(await page.locator('#rooms th[aria-sort]').count(), 1, 'only the sorted column says so')
+    await page.click('#rooms th[data-sort="name"] button')
+    await page.locator('#rooms th[data-sort="name"][aria-sort="descending"]').waitFor()
+    await page.waitForFunction(
+      (first) => document.querySelector('#rooms tbody td')?.textContent === first,
+      names[2],
+    )
+    assert.deepEqual(await rows(), [...names].sort().reverse())
+
+    await page.fill('#search', '')
+    await page.waitForTimeout(300)
+    await page.screenshot({ path: SCREENSHOT, fullPage: true })
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-operations.png'), fullPage: true })
+    assert.deepEqual(errors, [])
     await page.context().close()
   })
 

@@ -67,6 +67,7 @@ const environment = z.object({
   DATABASE_PASSWORD: optionalText,
   PGLITE_PORT: int(0, 65535, 5433),
   METADATA_SAMPLE_INTERVAL_MS: int(0, 3_600_000, 10_000),
+  METADATA_RETENTION_DAYS: int(1, 3650, 30),
   AWS_REGION: z.string().default('us-east-1'),
   AWS_ENDPOINT_URL: optionalUrl,
   AWS_ENDPOINT_URL_S3: optionalUrl,
@@ -162,6 +163,8 @@ export interface Config {
   database: DatabaseConfig
   /** How often each loaded room's connections and size are recorded (0: never). */
   metadataSampleIntervalMs: number
+  /** Samples and closed sessions older than this many days are pruned (hourly). */
+  metadataRetentionDays: number
   aws: AwsClientOptions
   internal: InternalEndpointConfig | null
   registryLeaseMs: number
@@ -209,6 +212,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     journal: journalFrom(e),
     database: databaseFrom(e.DATABASE_URL, e.DATABASE_PASSWORD, e.PGLITE_PORT),
     metadataSampleIntervalMs: e.METADATA_SAMPLE_INTERVAL_MS,
+    metadataRetentionDays: e.METADATA_RETENTION_DAYS,
     aws: {
       region: e.AWS_REGION,
       endpoint: e.AWS_ENDPOINT_URL,

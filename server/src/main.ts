@@ -46,7 +46,7 @@ const server = await SyncServer.start({
     fetchTimeoutMs: config.peerFetchTimeoutMs,
     advertisedHost: await discoverInternalHost(internal.host, process.env.ECS_CONTAINER_METADATA_URI_V4),
   },
-  createAdapters: (self, outcomes) => createAdapters(config, self, logger, outcomes),
+  createAdapters: (self, probes) => createAdapters(config, self, logger, probes),
   build: { version: SERVER_VERSION, commit: config.commit },
   logger,
   demoFolder: fileURLToPath(new URL('./demo/', import.meta.url)),

@@ -9,12 +9,13 @@ import type { SnapshotPolicy } from './core/snapshot-writer.js'
 import type { Logger } from './logger.js'
 import { type BuildInfo, ServerMetrics } from './metrics.js'
 import type { DependencyOutcomes } from './ports/dependency-outcomes.js'
-import type { MetadataSink } from './ports/metadata-sink.js'
+import type { MetadataSink, ServerSample } from './ports/metadata-sink.js'
 import type { PubSub } from './ports/pubsub.js'
 import { NO_ROOM_EVENTS, type RoomEventSink } from './ports/room-events.js'
 import type { PeerServer, RoomRegistry } from './ports/room-registry.js'
 import type { SnapshotStore } from './ports/snapshot-store.js'
 import type { UpdateJournal } from './ports/update-journal.js'
+import { readServerSample } from './server-sample.js'
 import { SERVER_VERSION } from './server-version.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
@@ -34,6 +35,14 @@ export interface Adapters {
   metadata: MetadataSink
   /** Webhooks; none when unset. */
   events?: RoomEventSink
+}
+
+/** What adapters may read from the server they serve (called later, never while being built). */
+export interface AdapterProbes {
+  /** Where adapters report each operation's success or failure (`/healthz`, error counters). */
+  outcomes: DependencyOutcomes
+  /** The server's load and running totals now, for the metadata sink's server samples. */
+  sample: () => Promise<ServerSample>
 }
 
 /** The endpoint peers fetch room state from; its host is what this server advertises. */
@@ -60,8 +69,8 @@ export interface SyncServerOptions {
   shutdownTimeoutMs: number
   /** Null in single-server mode: there are no peers to serve. */
   internal: InternalEndpointOptions | null
-  /** Builds the adapters once this server's peer address is known; they report to `outcomes`. */
-  createAdapters: (self: PeerServer, outcomes: DependencyOutcomes) => Adapters
+  /** Builds the adapters once this server's peer address is known. */
+  createAdapters: (self: PeerServer, probes: AdapterProbes) => Adapters
   /** For `symphony_build_info`; unset: this package's version, commit "unknown". */
   build?: BuildInfo
   logger: Logger
@@ -94,7 +103,7 @@ export class SyncServer {
     const self = { serverId: options.serverId, internalAddress: internal?.address ?? '' }
     this.#adapters = {
       events: NO_ROOM_EVENTS,
-      ...options.createAdapters(self, this.metrics.dependencies),
+      ...options.createAdapters(self, { outcomes: this.metrics.dependencies, sample: () => this.sample() }),
     }
     const fetchPeerState: PeerStateFetcher | null = options.internal
       ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
@@ -192,6 +201,14 @@ export class SyncServer {
 
   get port(): number {
     return (this.#http.address() as AddressInfo).port
+  }
+
+  /** Load and running totals now (see `readServerSample`). */
+  sample(): Promise<ServerSample> {
+    return readServerSample(this.metrics, {
+      connections: this.#gateway.connectionCount,
+      rooms: this.manager.roomCount,
+    })
   }
 
   /** `host:port` peers fetch room state from, or null in single-server mode. */

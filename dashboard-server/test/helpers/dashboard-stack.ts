@@ -15,6 +15,7 @@ import {
 } from '../../../server/test/helpers/test-server.js'
 import { createDashboardApp } from '../../src/app.js'
 import { LiveEvents } from '../../src/live-events.js'
+import { DashboardMetrics } from '../../src/metrics.js'
 import { MetadataQueries } from '../../src/queries.js'
 
 export const DASHBOARD_TOKEN = 'dashboard-test-token-0123456789'
@@ -28,8 +29,13 @@ export interface DashboardStack {
   internalAddress: string
   /** `http://127.0.0.1:<port>` of the dashboard. */
   base: string
+  /** Starts another sync server writing to the same database (stopped with the stack). */
+  addSyncServer(): Promise<{ sync: TestServer; serverId: string }>
   stop(): Promise<void>
 }
+
+/** How often the test servers write their samples (production: METADATA_SAMPLE_INTERVAL_MS, 10 s). */
+export const SAMPLE_INTERVAL_MS = 200
 
 /**
  * The whole read path, real at every step: a sync server writing metadata (at the production
@@ -38,28 +44,37 @@ export interface DashboardStack {
 export async function startDashboardStack(syncOverrides: TestServerOverrides = {}): Promise<DashboardStack> {
   const db = await connectIsolatedDatabase()
   await migrate(db.pool) // the sink does it on its first flush; the dashboard may be asked before
-  const serverId = uniqueName('sync')
-  const internalPort = await freePort()
-  const internalAddress = `127.0.0.1:${internalPort}`
-  const sink = new PgMetadataSink({
-    serverId,
-    address: internalAddress,
-    connect: async () => ({ pool: db.pool, close: async () => {} }),
-    logger: silentLogger,
-  })
-  const sync = await startTestServer({
-    serverId,
-    adapters: { metadata: sink },
-    metadataSampleIntervalMs: 50,
-    ...syncOverrides,
-    internal: {
-      port: internalPort,
-      advertisedHost: '127.0.0.1',
-      token: INTERNAL_TOKEN,
-      fetchTimeoutMs: 1_000,
-    },
-  })
-  const queries = new MetadataQueries(db.pool)
+  const startSync = async () => {
+    const serverId = uniqueName('sync')
+    const internalPort = await freePort()
+    let started: TestServer | null = null
+    const sink = new PgMetadataSink({
+      serverId,
+      address: `127.0.0.1:${internalPort}`,
+      connect: async () => ({ pool: db.pool, close: async () => {} }),
+      logger: silentLogger,
+      // The sync server's own readings; its first flush (a second in) comes after it started.
+      sample: () => (started ? started.server.sample() : Promise.reject(new Error('not started yet'))),
+      sampleIntervalMs: SAMPLE_INTERVAL_MS,
+    })
+    started = await startTestServer({
+      serverId,
+      adapters: { metadata: sink },
+      metadataSampleIntervalMs: 50,
+      ...syncOverrides,
+      internal: {
+        port: internalPort,
+        advertisedHost: '127.0.0.1',
+        token: INTERNAL_TOKEN,
+        fetchTimeoutMs: 1_000,
+      },
+    })
+    return { sync: started, serverId, internalAddress: `127.0.0.1:${internalPort}` }
+  }
+  const { sync, serverId, internalAddress } = await startSync()
+  const others: TestServer[] = []
+  const metrics = new DashboardMetrics({ version: 'test', sseClients: () => events.clientCount })
+  const queries = new MetadataQueries(db.pool, (seconds, failed) => metrics.observeQuery(seconds, failed))
   const events = new LiveEvents(db.url, queries)
   await events.start()
   // Read as a separate dashboard process would: from the SNAPSHOTS URL the sync server saves to.
@@ -71,6 +86,7 @@ export async function startDashboardStack(syncOverrides: TestServerOverrides = {
     sessionTtlMs: 12 * 3_600_000,
     internalToken: INTERNAL_TOKEN,
     snapshots,
+    metrics,
   })
   const dashboard = await new Promise<Server>((resolve) => {
     const server = app.listen(0, '127.0.0.1', () => resolve(server))
@@ -81,9 +97,15 @@ export async function startDashboardStack(syncOverrides: TestServerOverrides = {
     serverId,
     internalAddress,
     base: `http://127.0.0.1:${(dashboard.address() as AddressInfo).port}`,
+    async addSyncServer() {
+      const other = await startSync()
+      others.push(other.sync)
+      return other
+    },
     async stop() {
       dashboard.closeAllConnections()
       dashboard.close()
+      await Promise.all(others.map((other) => other.stop()))
       await sync.stop()
       await events.close()
       await db.close()

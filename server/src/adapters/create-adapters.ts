@@ -1,9 +1,8 @@
 import type { Config } from '../config.js'
 import type { Logger } from '../logger.js'
-import type { DependencyOutcomes } from '../ports/dependency-outcomes.js'
 import { NO_ROOM_EVENTS } from '../ports/room-events.js'
 import type { PeerServer } from '../ports/room-registry.js'
-import type { Adapters } from '../sync-server.js'
+import type { AdapterProbes, Adapters } from '../sync-server.js'
 import { createAwsClients } from './aws-clients.js'
 import { DynamoRoomRegistry } from './dynamo-room-registry.js'
 import { FileSnapshotStore } from './file-snapshot-store.js'
@@ -19,13 +18,14 @@ import { S3SnapshotStore } from './s3-snapshot-store.js'
 import { webhookKey } from './webhooks/standard-webhooks.js'
 import { WebhookSender } from './webhooks/webhook-sender.js'
 
-/** Builds the adapter for each port from the parsed configuration; `outcomes` hears of their failures. */
+/** Builds the adapter for each port from the parsed configuration; they report failures to `probes.outcomes`. */
 export function createAdapters(
   config: Config,
   self: PeerServer,
   logger: Logger,
-  outcomes: DependencyOutcomes,
+  probes: AdapterProbes,
 ): Adapters {
+  const { outcomes } = probes
   let clients: ReturnType<typeof createAwsClients> | undefined
   // Only cluster mode talks to AWS; embedded mode creates no clients.
   const aws = () => (clients ??= createAwsClients(config.aws))
@@ -57,7 +57,7 @@ export function createAdapters(
       config.journal.kind === 'redis'
         ? new RedisUpdateJournal(config.serverId, config.journal.url, { logger, outcomes })
         : new FileUpdateJournal(config.journal.folder),
-    metadata: createMetadataSink(config, self, logger, outcomes),
+    metadata: createMetadataSink(config, self, logger, probes),
     events: config.webhook
       ? new WebhookSender({
           url: config.webhook.url,
@@ -69,7 +69,7 @@ export function createAdapters(
   }
 }
 
-function createMetadataSink(config: Config, self: PeerServer, logger: Logger, outcomes: DependencyOutcomes) {
+function createMetadataSink(config: Config, self: PeerServer, logger: Logger, probes: AdapterProbes) {
   const { database } = config
   if (database.kind === 'none') return new NoopMetadataSink()
   const sink = new PgMetadataSink({
@@ -77,7 +77,10 @@ function createMetadataSink(config: Config, self: PeerServer, logger: Logger, ou
     address: self.internalAddress || `${config.host}:${config.port}`,
     connect: () => connectDatabase(database, logger),
     logger,
-    outcomes,
+    outcomes: probes.outcomes,
+    sample: probes.sample,
+    sampleIntervalMs: config.metadataSampleIntervalMs,
+    retentionMs: config.metadataRetentionDays * 86_400_000,
   })
   // Connect (and start embedded PGlite) now rather than at the first flush: the dashboard waits on it.
   void sink.flush()

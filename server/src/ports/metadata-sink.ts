@@ -35,3 +35,24 @@ export interface MetadataSink {
   /** Writes what is queued (bounded by the adapter's own timeout), then releases resources. */
   close(): Promise<void>
 }
+
+/**
+ * A sync server's load now and its running totals since it started, read for the dashboard's
+ * per-server charts. The metadata sink turns successive readings into per-interval rows.
+ */
+export interface ServerSample {
+  /** User + system CPU time of the process since it started (`process.cpuUsage()`), in µs. */
+  cpuMicros: number
+  rssBytes: number
+  heapBytes: number
+  /** Open WebSocket connections and loaded rooms now. */
+  connections: number
+  rooms: number
+  /** Running totals since the server started. */
+  messagesIn: number
+  messagesOut: number
+  bytesIn: number
+  bytesOut: number
+  /** See `readServerSample` for what counts as an error. */
+  errors: number
+}

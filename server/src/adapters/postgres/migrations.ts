@@ -58,6 +58,32 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE connection_sessions ADD COLUMN user_name text, ADD COLUMN user_info jsonb;
     `,
   },
+  {
+    version: 3,
+    name: 'server samples, and indexes for the dashboard and retention',
+    sql: `
+      -- One row per server per sample interval: its load then, and what it did since the previous row.
+      CREATE TABLE server_samples (
+        server_id text NOT NULL,
+        at timestamptz NOT NULL,
+        seconds real NOT NULL,
+        cpu real NOT NULL,
+        rss_bytes bigint NOT NULL,
+        heap_bytes bigint NOT NULL,
+        connections integer NOT NULL,
+        rooms integer NOT NULL,
+        messages_in bigint NOT NULL,
+        messages_out bigint NOT NULL,
+        bytes_in bigint NOT NULL,
+        bytes_out bigint NOT NULL,
+        errors integer NOT NULL,
+        PRIMARY KEY (server_id, at)
+      );
+      CREATE INDEX server_samples_at ON server_samples (at);
+      CREATE INDEX connection_sessions_server_id ON connection_sessions (server_id);
+      CREATE INDEX connection_sessions_closed_at ON connection_sessions (closed_at) WHERE closed_at IS NOT NULL;
+    `,
+  },
 ]
 
 /** Any constant: every server migrating at once takes turns on it. */

@@ -1,8 +1,15 @@
 import type { Pool } from 'pg'
 import type { Logger } from '../../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../../ports/dependency-outcomes.js'
-import type { MetadataEvent, MetadataSink, MetadataSinkStats } from '../../ports/metadata-sink.js'
+import type {
+  MetadataEvent,
+  MetadataSink,
+  MetadataSinkStats,
+  ServerSample,
+} from '../../ports/metadata-sink.js'
 import { migrate } from './migrations.js'
+import { type PruneResult, pruneMetadata } from './retention.js'
+import { insertServerSamples, SampleDeltas, type ServerSampleRow } from './server-samples.js'
 import { type TimedEvent, writeBatch } from './write-batch.js'
 
 export interface PgMetadataSinkOptions {
@@ -18,7 +25,21 @@ export interface PgMetadataSinkOptions {
   flushIntervalMs?: number
   /** Events held while the database is slow or away; past this, new events are dropped. */
   maxQueued?: number
+  /** Reads the server's load and running totals, for `server_samples`; none: no server samples. */
+  sample?: () => Promise<ServerSample>
+  /** How often a server sample is taken (written with the next flush). 0 or unset: never. */
+  sampleIntervalMs?: number
+  /** Samples and closed sessions older than this are deleted (see retention.ts). Unset: kept. */
+  retentionMs?: number
+  /** How often retention runs. Default an hour; the first run comes a minute or two after start. */
+  pruneIntervalMs?: number
+  /** The clock samples and retention runs follow (tests drive it). Default `Date.now`. */
+  now?: () => number
 }
+
+/** Server samples held while the database is away (an hour at the default interval). */
+const MAX_QUEUED_SAMPLES = 360
+const HEARTBEAT = 'UPDATE servers SET last_heartbeat_at = now() WHERE id = $1'
 
 /**
  * Metadata in Postgres (`pg`), written off the hot path: `record` only appends to a bounded
@@ -40,10 +61,18 @@ export class PgMetadataSink implements MetadataSink {
   #writing = false
   #closed = false
   readonly #outcomes: DependencyOutcomes
+  readonly #samples: ServerSampleRow[] = []
+  readonly #deltas = new SampleDeltas()
+  #lastSampleAt: number | null = null
+  readonly #now: () => number
+  #nextPruneAt: number
+  #pruning: Promise<unknown> = Promise.resolve()
 
   constructor(private readonly options: PgMetadataSinkOptions) {
     this.#outcomes = options.outcomes ?? IGNORED_OUTCOMES
     this.#maxQueued = options.maxQueued ?? 10_000
+    this.#now = options.now ?? Date.now
+    this.#nextPruneAt = this.#now() + 60_000 + Math.random() * 60_000
     // A tick while a write is still running is skipped, so a slow database never stacks writes up.
     this.#timer = setInterval(() => {
       if (!this.#writing) void this.flush()
@@ -81,6 +110,7 @@ export class PgMetadataSink implements MetadataSink {
     if (this.#closed) return
     this.#closed = true
     clearInterval(this.#timer)
+    await this.#pruning
     await this.flush()
     if (this.#queue.length > 0) {
       this.options.logger.warn({ events: this.#queue.length }, 'metadata not written at shutdown')
@@ -89,20 +119,45 @@ export class PgMetadataSink implements MetadataSink {
     await connection?.close()
   }
 
+  /**
+   * Deletes server samples, room samples and closed sessions older than the retention period
+   * before `now`, and servers gone for that long (see retention.ts). Runs by itself every
+   * `pruneIntervalMs`; null when no retention is set or another server is pruning right now.
+   */
+  prune(now = new Date(this.#now())): Promise<PruneResult | null> {
+    const { retentionMs } = this.options
+    if (!retentionMs) return Promise.resolve(null)
+    const run = this.#pruning.then(async () => {
+      const { pool } = await this.#connect()
+      await this.#register(pool)
+      return pruneMetadata(pool, {
+        before: new Date(now.getTime() - retentionMs),
+        stop: () => this.#closed,
+      })
+    })
+    this.#pruning = run.catch(() => {})
+    return run
+  }
+
   async #writeQueued(): Promise<void> {
     this.#logDrops()
-    if (this.#queue.length === 0 && this.#registered) {
+    await this.#takeSample()
+    this.#pruneWhenDue()
+    if (this.#queue.length === 0 && this.#samples.length === 0 && this.#registered) {
       // Nothing happened: still say this server is alive, at most every flush.
       return this.#heartbeat()
     }
     const batch = this.#queue.splice(0, this.#queue.length)
+    const samples = this.#samples.splice(0, this.#samples.length)
     try {
       const { pool } = await this.#connect()
       await this.#register(pool)
       const client = await pool.connect()
       try {
         await client.query('BEGIN')
-        await writeBatch(client, this.options.serverId, batch)
+        if (batch.length > 0 || samples.length === 0) await writeBatch(client, this.options.serverId, batch)
+        else await client.query(HEARTBEAT, [this.options.serverId])
+        await insertServerSamples(client, this.options.serverId, samples)
         await client.query('COMMIT')
         client.release()
         this.#outcomes.succeeded('metadata')
@@ -113,6 +168,9 @@ export class PgMetadataSink implements MetadataSink {
         throw error
       }
     } catch (error) {
+      // Samples go back too; past their bound the oldest go (the newest matter most).
+      this.#samples.unshift(...samples)
+      this.#samples.splice(0, Math.max(0, this.#samples.length - MAX_QUEUED_SAMPLES))
       // Put the batch back in front of what arrived meanwhile, within the bound (oldest kept).
       const room = Math.max(0, this.#maxQueued - this.#queue.length)
       const kept = batch.slice(0, room)
@@ -130,12 +188,42 @@ export class PgMetadataSink implements MetadataSink {
   async #heartbeat(): Promise<void> {
     try {
       const { pool } = await this.#connect()
-      await pool.query('UPDATE servers SET last_heartbeat_at = now() WHERE id = $1', [this.options.serverId])
+      await pool.query(HEARTBEAT, [this.options.serverId])
       this.#outcomes.succeeded('metadata')
     } catch (error) {
       this.#outcomes.failed('metadata', 'heartbeat', error)
       this.options.logger.debug({ err: error }, 'metadata heartbeat failed')
     }
+  }
+
+  /** Reads the server's totals when a sample is due; the first reading is the baseline. */
+  async #takeSample(): Promise<void> {
+    const { sample, sampleIntervalMs } = this.options
+    if (!sample || !sampleIntervalMs || this.#closed) return
+    const now = this.#now()
+    if (this.#lastSampleAt !== null && now - this.#lastSampleAt < sampleIntervalMs) return
+    this.#lastSampleAt = now
+    try {
+      const row = this.#deltas.next(await sample(), new Date(now))
+      if (row) this.#samples.push(row)
+      this.#samples.splice(0, Math.max(0, this.#samples.length - MAX_QUEUED_SAMPLES))
+    } catch (error) {
+      this.options.logger.debug({ err: error }, 'server sample failed')
+    }
+  }
+
+  /** Starts a retention run in the background when one is due (never waited on by a flush). */
+  #pruneWhenDue(): void {
+    if (!this.options.retentionMs || !this.#registered || this.#now() < this.#nextPruneAt) return
+    this.#nextPruneAt = this.#now() + (this.options.pruneIntervalMs ?? 3_600_000)
+    this.prune().then(
+      (result) => {
+        if (result && Object.values(result).some((n) => n > 0)) {
+          this.options.logger.info({ deleted: result }, 'old metadata pruned')
+        }
+      },
+      (error: unknown) => this.options.logger.warn({ err: error }, 'metadata retention failed; will retry'),
+    )
   }
 
   #connect(): Promise<{ pool: Pool; close(): Promise<void> }> {
