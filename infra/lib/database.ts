@@ -15,7 +15,7 @@ export interface DatabaseProps {
 
 const DATABASE_NAME = 'symphony'
 const USER = 'symphony'
-/** Where the images keep RDS's certificate authorities (see server/Dockerfile). */
+/** Where the images keep RDS's certificate authorities (see infra/Dockerfile). */
 const RDS_CA_FILE = '/app/certs/aws-rds-ca.pem'
 
 /** RDS Postgres for metadata (rooms, connections, sizes): private, encrypted, password in Secrets Manager. */
