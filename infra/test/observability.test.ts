@@ -139,6 +139,7 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
     })
     const topic = resourcesOf(template, 'AWS::SNS::Topic')[0]?.[0]
     for (const [id, alarm] of resourcesOf(template, 'AWS::CloudWatch::Alarm') as [string, Properties][]) {
+      assert.match(alarm.AlarmName, /^Symphony-[A-Za-z0-9]+$/, 'named after the stack and the README’s table')
       assert.deepEqual(alarm.AlarmActions, [{ Ref: topic }], id)
       assert.deepEqual(alarm.OKActions, [{ Ref: topic }], id)
     }

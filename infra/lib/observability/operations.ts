@@ -1,4 +1,4 @@
-import { Duration, Validations } from 'aws-cdk-lib'
+import { Duration, Stack, Validations } from 'aws-cdk-lib'
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch'
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions'
 import type * as ecs from 'aws-cdk-lib/aws-ecs'
@@ -71,7 +71,8 @@ export class Operations extends Construct {
       id: 'AwsSolutions-SNS2',
       reason:
         'Alarm notifications carry alarm names and numbers, nothing secret. CloudWatch cannot publish to ' +
-        'a topic under the AWS-managed SNS key, and a customer key would cost more than the alarms.',
+        'a topic under the AWS-managed SNS key; a customer key (and its policy for CloudWatch) would add ' +
+        'cost and a moving part without protecting anything. Publishing requires TLS (enforceSSL).',
     })
     if (props.alarmEmail) this.topic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail))
     const notify = new actions.SnsAction(this.topic)
@@ -88,6 +89,8 @@ export class Operations extends Construct {
       },
     ) => {
       const created = new cloudwatch.Alarm(this, name, {
+        // What the email's subject shows: the stack, then the README's name for the alarm.
+        alarmName: `${Stack.of(this).stackName}-${name}`,
         metric,
         alarmDescription: description,
         threshold: options.threshold,
