@@ -153,7 +153,9 @@ export async function rehearseDockerfile<Target extends string>(
           })
         }
       } else if (keyword === 'RUN') {
-        await run(args, workdir, env)
+        // A cache mount (`--mount=type=cache,…`) only keeps npm's cache out of the image: here the
+        // machine's own cache plays that part.
+        await run(args.replace(/^(?:--mount=\S+\s+)+/, ''), workdir, env)
       }
     }
     played.set(current, { root: stageRoot, workdir, env })
