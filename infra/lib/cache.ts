@@ -25,6 +25,9 @@ export class Cache extends Construct {
   /** `PUBSUB` for the sync servers; the token goes separately as `PUBSUB_PASSWORD`. */
   public readonly url: string
   public readonly authToken: secretsmanager.Secret
+  public readonly replicationGroup: elasticache.CfnReplicationGroup
+  /** The member clusters' ids (`<group>-001`, …), one node each: the dimension of their metrics. */
+  public readonly nodeClusterIds: string[]
 
   constructor(scope: Construct, id: string, props: CacheProps) {
     super(scope, id)
@@ -73,6 +76,11 @@ export class Cache extends Construct {
           'redisReplicas >= 1) add a replica in the other zone with automatic failover.',
       })
     }
+    this.replicationGroup = group
+    this.nodeClusterIds = Array.from(
+      { length: 1 + props.replicas },
+      (_, i) => `${group.ref}-${String(i + 1).padStart(3, '0')}`,
+    )
     this.url = `rediss://${group.attrPrimaryEndPointAddress}:${group.attrPrimaryEndPointPort}`
   }
 

@@ -1,4 +1,4 @@
-import { Duration, Stack } from 'aws-cdk-lib'
+import { Duration, Stack, Validations } from 'aws-cdk-lib'
 import * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as ecs from 'aws-cdk-lib/aws-ecs'
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2'
@@ -8,12 +8,15 @@ import { Construct } from 'constructs'
 import { generatedSecret, grantSnapshots } from './access.js'
 import type { Database } from './database.js'
 import {
+  architectureOf,
   containerHealthCheck,
   containerLogs,
   fargateTask,
   imageFromRepository,
   privateService,
 } from './fargate.js'
+import { MetricsCollector } from './observability/collector.js'
+import { DASHBOARD_METRIC_PREFIX } from './observability/metrics.js'
 import type { Storage } from './storage.js'
 import type { SyncService } from './sync-service.js'
 
@@ -26,16 +29,24 @@ export interface DashboardServiceProps {
   sync: SyncService
   cpu: number
   memoryMiB: number
+  /** The CloudWatch namespace the metrics sidecar publishes the dashboard's series to. */
+  metricsNamespace: string
 }
 
-const DASHBOARD_PORT = 3000
+export const DASHBOARD_PORT = 3000
+/** The container operators forward port 3000 from (ECS Exec's target, see the README). */
+export const DASHBOARD_CONTAINER = 'dashboard'
 
-/** The operators' dashboard: one Fargate task on its own listener, behind `DASHBOARD_TOKEN`. */
+/**
+ * The operators' dashboard: one Fargate task on its own listener, behind `DASHBOARD_TOKEN`. ECS Exec
+ * is on, so operators without a listener rule (the default) reach it through SSM port forwarding.
+ */
 export class DashboardService extends Construct {
   public readonly service: ecs.FargateService
   public readonly securityGroup: ec2.SecurityGroup
   /** The token operators sign in with. */
   public readonly token: secretsmanager.Secret
+  public readonly targetGroup: elbv2.ApplicationTargetGroup
 
   constructor(scope: Construct, id: string, props: DashboardServiceProps) {
     super(scope, id)
@@ -47,8 +58,11 @@ export class DashboardService extends Construct {
       40,
     )
     const task = fargateTask(this, props.cpu, props.memoryMiB)
-    const container = task.addContainer('dashboard', {
-      image: imageFromRepository('dashboard-server/Dockerfile'),
+    // The SSM agent ECS Exec runs in the container writes its state and logs here; the root stays read-only.
+    const agentFolders = ['/var/lib/amazon', '/var/log/amazon']
+    for (const [index] of agentFolders.entries()) task.addVolume({ name: `ssm-agent-${index}` })
+    const container = task.addContainer(DASHBOARD_CONTAINER, {
+      image: imageFromRepository({ target: 'dashboard', architecture: architectureOf(this) }),
       environment: {
         NODE_ENV: 'production',
         DASHBOARD_PORT: String(DASHBOARD_PORT),
@@ -67,6 +81,21 @@ export class DashboardService extends Construct {
       readonlyRootFilesystem: true,
       logging: containerLogs(this, 'dashboard', logs.RetentionDays.ONE_MONTH),
     })
+    container.addMountPoints(
+      ...agentFolders.map((containerPath, index) => ({
+        sourceVolume: `ssm-agent-${index}`,
+        containerPath,
+        readOnly: false,
+      })),
+    )
+    new MetricsCollector(this, 'Metrics', {
+      task,
+      cluster: props.cluster,
+      port: DASHBOARD_PORT,
+      service: 'dashboard',
+      namespace: props.metricsNamespace,
+      prefix: DASHBOARD_METRIC_PREFIX,
+    })
     // Reads only: rooms' snapshots and the registry; it never writes either.
     grantSnapshots(task.taskRole, storage, ['s3:GetObject'])
     storage.registryTable.grantReadData(task.taskRole)
@@ -83,11 +112,18 @@ export class DashboardService extends Construct {
       securityGroup: this.securityGroup,
       desiredCount: 1,
       loadBalanced: true,
+      enableExecuteCommand: true,
+    })
+    Validations.of(task.taskRole).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'ECS Exec (SSM port forwarding to the dashboard) needs the ssmmessages channel actions, which ' +
+        'have no resource-level permissions; AWS documents them with Resource "*".',
     })
     database.allowFrom(this.securityGroup, 'metadata reads from the dashboard')
     sync.allowInternalFrom(this.securityGroup, 'live room documents for the dashboard')
 
-    props.listener.addTargets('Dashboard', {
+    this.targetGroup = props.listener.addTargets('Dashboard', {
       protocol: elbv2.ApplicationProtocol.HTTP,
       port: DASHBOARD_PORT,
       targets: [

@@ -15,12 +15,14 @@ export interface DatabaseProps {
 
 const DATABASE_NAME = 'symphony'
 const USER = 'symphony'
-/** Where the images keep RDS's certificate authorities (see server/Dockerfile). */
+/** Where the images keep RDS's certificate authorities (see infra/Dockerfile). */
 const RDS_CA_FILE = '/app/certs/aws-rds-ca.pem'
 
 /** RDS Postgres for metadata (rooms, connections, sizes): private, encrypted, password in Secrets Manager. */
 export class Database extends Construct {
   public readonly instance: rds.DatabaseInstance
+  /** The storage allocated at creation, in GiB (it grows up to 4× by itself). */
+  public readonly storageGiB: number
   /** `DATABASE_URL` without the password, which goes separately as `DATABASE_PASSWORD`. */
   public readonly url: string
   /** JSON with `username`, `password`, `host`…; the services read its `password` field. */
@@ -28,6 +30,7 @@ export class Database extends Construct {
 
   constructor(scope: Construct, id: string, props: DatabaseProps) {
     super(scope, id)
+    this.storageGiB = props.storageGiB
     this.instance = new rds.DatabaseInstance(this, 'Postgres', {
       engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_16 }),
       instanceType: new ec2.InstanceType(props.instanceType),

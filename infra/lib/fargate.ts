@@ -1,20 +1,46 @@
 import { fileURLToPath } from 'node:url'
-import { Duration, Validations } from 'aws-cdk-lib'
+import { Duration, Stack, Validations } from 'aws-cdk-lib'
 import type * as ec2 from 'aws-cdk-lib/aws-ec2'
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets'
 import * as ecs from 'aws-cdk-lib/aws-ecs'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import type { Construct } from 'constructs'
+import type { CpuArchitectureName } from './settings.js'
 
 /** The images build from the repository root (their packages share code); `.dockerignore` trims it. */
 const REPOSITORY_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
+/** The one Dockerfile of every service image, relative to the repository root; a target per service. */
+export const DOCKERFILE = 'infra/Dockerfile'
+
+/** The Dockerfile's final stages, one per image. */
+export type ImageTarget = 'sync-server' | 'dashboard' | 'load-agent'
+
+export interface RepositoryImageOptions {
+  target: ImageTarget
+  /** Must match the task's runtime platform (`architectureOf(scope)`). */
+  architecture: CpuArchitectureName
+}
+
 /**
- * An image built by `cdk deploy` from one of the repository's Dockerfiles, for x86-64 Fargate.
- * Synthesis only stages the files: no Docker needed until deploy.
+ * An image built by `cdk deploy` from one target of the repository's Dockerfile, for the tasks'
+ * CPU architecture. Synthesis only stages the files: no Docker needed until deploy.
  */
-export function imageFromRepository(dockerfile: string): ecs.ContainerImage {
-  return ecs.ContainerImage.fromAsset(REPOSITORY_ROOT, { file: dockerfile, platform: Platform.LINUX_AMD64 })
+export function imageFromRepository({ target, architecture }: RepositoryImageOptions): ecs.ContainerImage {
+  return ecs.ContainerImage.fromAsset(REPOSITORY_ROOT, {
+    file: DOCKERFILE,
+    target,
+    platform: architecture === 'arm64' ? Platform.LINUX_ARM64 : Platform.LINUX_AMD64,
+  })
+}
+
+/** The construct-tree context key under which the stack records its tasks' CPU architecture. */
+export const ARCHITECTURE_CONTEXT_KEY = 'symphony:cpuArchitecture'
+
+/** The CPU architecture of the tasks in `scope`'s stack (set by the stack from `cpuArchitecture`). */
+export function architectureOf(scope: Construct): CpuArchitectureName {
+  const value = Stack.of(scope).node.tryGetContext(ARCHITECTURE_CONTEXT_KEY)
+  return value === 'arm64' ? 'arm64' : 'x86_64'
 }
 
 /**
@@ -31,13 +57,17 @@ export function containerHealthCheck(portVariable: string, port: number): ecs.He
   }
 }
 
-/** An x86-64 Linux task definition, with the two cdk-nag findings every one of ours shares acknowledged. */
+/**
+ * A Linux task definition on the stack's CPU architecture (x86-64 unless `cpuArchitecture=arm64`),
+ * with the two cdk-nag findings every one of ours shares acknowledged.
+ */
 export function fargateTask(scope: Construct, cpu: number, memoryMiB: number): ecs.FargateTaskDefinition {
   const task = new ecs.FargateTaskDefinition(scope, 'Task', {
     cpu,
     memoryLimitMiB: memoryMiB,
     runtimePlatform: {
-      cpuArchitecture: ecs.CpuArchitecture.X86_64,
+      cpuArchitecture:
+        architectureOf(scope) === 'arm64' ? ecs.CpuArchitecture.ARM64 : ecs.CpuArchitecture.X86_64,
       operatingSystemFamily: ecs.OperatingSystemFamily.LINUX,
     },
   })
@@ -72,6 +102,8 @@ export interface PrivateServiceProps {
   desiredCount?: number
   /** Behind a load balancer, new tasks get a minute before failed health checks count. */
   loadBalanced: boolean
+  /** ECS Exec (and so SSM port forwarding) into the tasks. */
+  enableExecuteCommand?: boolean
 }
 
 /**
@@ -90,5 +122,6 @@ export function privateService(scope: Construct, props: PrivateServiceProps): ec
     maxHealthyPercent: 200,
     circuitBreaker: { rollback: true },
     healthCheckGracePeriod: props.loadBalanced ? Duration.seconds(60) : undefined,
+    enableExecuteCommand: props.enableExecuteCommand,
   })
 }

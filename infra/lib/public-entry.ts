@@ -9,8 +9,11 @@ export interface PublicEntryProps {
   logsBucket: s3.IBucket
   /** HTTPS with this certificate; plain HTTP without one. */
   certificateArn: string | undefined
-  /** Who may open the dashboard's listener. */
-  dashboardAllowedCidr: string
+  /**
+   * Who may open the dashboard's listener. Unset: nobody from the internet; operators reach the
+   * dashboard through SSM port forwarding into its task instead (README).
+   */
+  dashboardAllowedCidr: string | undefined
   /**
    * Longer than the server's ping interval (30 s), so the load balancer never closes a quiet but
    * healthy WebSocket between two pings.
@@ -87,11 +90,13 @@ export class PublicEntry extends Construct {
       port: this.dashboardPort,
       open: false,
     })
-    securityGroup.addIngressRule(
-      ec2.Peer.ipv4(props.dashboardAllowedCidr),
-      ec2.Port.tcp(this.dashboardPort),
-      'the dashboard, from the allowed range',
-    )
+    if (props.dashboardAllowedCidr) {
+      securityGroup.addIngressRule(
+        ec2.Peer.ipv4(props.dashboardAllowedCidr),
+        ec2.Port.tcp(this.dashboardPort),
+        'the dashboard, from the allowed range',
+      )
+    }
   }
 
   /** `wss://host` (or `ws://`) that clients connect to, `https://host:8443` for the dashboard. */

@@ -10,7 +10,8 @@ export interface SymphonySettings {
   region: string
   size: SizeName
   sync: { cpu: number; memoryMiB: number; minTasks: number; maxTasks: number }
-  dashboard: { cpu: number; memoryMiB: number; allowedCidr: string }
+  /** `allowedCidr` unset: the dashboard's listener takes no traffic from anywhere (SSM port forwarding instead). */
+  dashboard: { cpu: number; memoryMiB: number; allowedCidr: string | undefined }
   redis: { nodeType: string; replicas: number }
   database: { instanceType: string; multiAz: boolean; storageGiB: number }
   natGateways: number
@@ -27,7 +28,13 @@ export interface SymphonySettings {
   loadAgents: { count: number; coordinatorUrl: string | undefined }
   /** The server's SIGTERM drain; the load balancer's deregistration delay and the stop timeout follow it. */
   shutdownTimeoutSeconds: number
+  /** Where the alarms' SNS topic sends email (a subscription AWS asks the address to confirm). */
+  alarmEmail: string | undefined
+  /** Every task's CPU (and its images' platform): `arm64` runs on Graviton, about 20 % cheaper. */
+  cpuArchitecture: CpuArchitectureName
 }
+
+export type CpuArchitectureName = 'x86_64' | 'arm64'
 
 export type SizeName = keyof typeof SIZES
 
@@ -77,7 +84,7 @@ const context = z.object({
   taskMemoryMiB: count(512, 8192),
   minTasks: count(1, 1000),
   maxTasks: count(1, 1000),
-  dashboardAllowedCidr: z.cidrv4('must be an IPv4 CIDR such as 203.0.113.0/24').default('0.0.0.0/0'),
+  dashboardAllowedCidr: z.cidrv4('must be an IPv4 CIDR such as 203.0.113.0/24').optional(),
   redisNodeType: z
     .string()
     .regex(/^cache\.[a-z0-9]+\.[a-z0-9]+$/, 'must be like cache.t4g.micro')
@@ -115,6 +122,8 @@ const context = z.object({
     .url({ protocol: /^(wss?|https?)$/, error: 'must be a ws(s):// or http(s):// URL' })
     .optional(),
   shutdownTimeoutSeconds: count(5, 110),
+  alarmEmail: z.email('must be an email address such as ops@example.com').optional(),
+  cpuArchitecture: z.enum(['x86_64', 'arm64']).default('x86_64'),
 })
 
 /**
@@ -166,6 +175,8 @@ export function parseSettings(read: (key: string) => unknown, defaultRegion?: st
     retainData: c.retainData ?? true,
     loadAgents: { count: loadAgents, coordinatorUrl: c.loadCoordinatorUrl },
     shutdownTimeoutSeconds: c.shutdownTimeoutSeconds ?? 25,
+    alarmEmail: c.alarmEmail,
+    cpuArchitecture: c.cpuArchitecture,
   }
 }
 

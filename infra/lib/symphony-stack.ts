@@ -4,9 +4,11 @@ import type { Construct } from 'constructs'
 import { Cache } from './cache.js'
 import { DashboardService } from './dashboard-service.js'
 import { Database } from './database.js'
-import { imageFromRepository } from './fargate.js'
+import { ARCHITECTURE_CONTEXT_KEY, imageFromRepository } from './fargate.js'
 import { LoadAgents } from './load-agents.js'
 import { Network } from './network.js'
+import { metricsNamespace } from './observability/metrics.js'
+import { Operations } from './observability/operations.js'
 import { PublicEntry } from './public-entry.js'
 import type { SymphonySettings } from './settings.js'
 import { Storage } from './storage.js'
@@ -27,10 +29,13 @@ export class SymphonyStack extends Stack {
   public readonly sync: SyncService
   public readonly dashboard: DashboardService
   public readonly loadAgents: LoadAgents | undefined
+  public readonly operations: Operations
 
   constructor(scope: Construct, id: string, props: SymphonyStackProps) {
     super(scope, id, props)
     const { settings } = props
+    // Before any child: every task definition and image below reads it (`architectureOf`).
+    this.node.setContext(ARCHITECTURE_CONTEXT_KEY, settings.cpuArchitecture)
     this.storage = new Storage(this, 'Storage', { retainData: settings.retainData })
     this.network = new Network(this, 'Network', {
       natGateways: settings.natGateways,
@@ -68,6 +73,7 @@ export class SymphonyStack extends Stack {
       authJwksUrl: settings.authJwksUrl,
       allowedOrigins: settings.allowedOrigins,
       shutdownTimeout: Duration.seconds(settings.shutdownTimeoutSeconds),
+      metricsNamespace: metricsNamespace(settings.stackName),
     })
     this.dashboard = new DashboardService(this, 'Dashboard', {
       cluster,
@@ -77,6 +83,18 @@ export class SymphonyStack extends Stack {
       database: this.database,
       sync: this.sync,
       ...settings.dashboard,
+      metricsNamespace: metricsNamespace(settings.stackName),
+    })
+    this.operations = new Operations(this, 'Operations', {
+      namespace: metricsNamespace(settings.stackName),
+      cluster,
+      entry: this.entry,
+      sync: this.sync,
+      dashboard: this.dashboard,
+      cache: this.cache,
+      database: this.database,
+      storage: this.storage,
+      alarmEmail: settings.alarmEmail,
     })
     const { count, coordinatorUrl } = settings.loadAgents
     if (count > 0 && coordinatorUrl) {
@@ -85,7 +103,7 @@ export class SymphonyStack extends Stack {
         subnets: this.network.taskSubnets,
         count,
         coordinatorUrl,
-        image: imageFromRepository('loadtest/Dockerfile'),
+        image: imageFromRepository({ target: 'load-agent', architecture: settings.cpuArchitecture }),
       })
     }
 
@@ -104,6 +122,18 @@ export class SymphonyStack extends Stack {
       'DashboardTokenSecret',
       this.dashboard.token.secretArn,
       'aws secretsmanager get-secret-value --secret-id <this>',
+    )
+    output(
+      'OperationsDashboardUrl',
+      `https://console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards:name=${this.operations.dashboard.dashboardName}`,
+      'The CloudWatch dashboard: alarms, users, rooms, latency, the managed parts',
+    )
+    output('AlarmTopicArn', this.operations.topic.topicArn, 'Every alarm notifies this SNS topic')
+    output('ClusterName', cluster.clusterName, 'The ECS cluster (for ECS Exec and SSM port forwarding)')
+    output(
+      'DashboardServiceName',
+      this.dashboard.service.serviceName,
+      'The dashboard service (aws ecs list-tasks --service-name <this>)',
     )
     if (this.sync.authSecret) {
       output(

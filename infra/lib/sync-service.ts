@@ -10,12 +10,15 @@ import { generatedSecret, grantSnapshots } from './access.js'
 import type { Cache } from './cache.js'
 import type { Database } from './database.js'
 import {
+  architectureOf,
   containerHealthCheck,
   containerLogs,
   fargateTask,
   imageFromRepository,
   privateService,
 } from './fargate.js'
+import { MetricsCollector } from './observability/collector.js'
+import { SYNC_SERVER_METRICS } from './observability/metrics.js'
 import type { Storage } from './storage.js'
 
 export interface SyncServiceProps {
@@ -35,6 +38,8 @@ export interface SyncServiceProps {
   allowedOrigins: string | undefined
   /** The server's SIGTERM drain (SHUTDOWN_TIMEOUT_MS). */
   shutdownTimeout: Duration
+  /** The CloudWatch namespace the metrics sidecar publishes the servers' series to. */
+  metricsNamespace: string
 }
 
 export const SYNC_PORT = 1234
@@ -52,10 +57,13 @@ export class SyncService extends Construct {
   public readonly internalToken: secretsmanager.Secret
   /** The HS256 key the app's backend signs room tokens with (absent with a JWKS URL). */
   public readonly authSecret: secretsmanager.Secret | undefined
+  /** The autoscaling ceiling, for the alarm that fires when the service sits at it. */
+  public readonly maxTasks: number
 
   constructor(scope: Construct, id: string, props: SyncServiceProps) {
     super(scope, id)
     const { storage, cache, database } = props
+    this.maxTasks = props.maxTasks
     this.internalToken = generatedSecret(
       this,
       'InternalToken',
@@ -74,7 +82,7 @@ export class SyncService extends Construct {
       ...(this.authSecret ? { AUTH_SECRET: ecs.Secret.fromSecretsManager(this.authSecret) } : {}),
     }
     const container = task.addContainer('server', {
-      image: imageFromRepository('server/Dockerfile'),
+      image: imageFromRepository({ target: 'sync-server', architecture: architectureOf(this) }),
       environment: {
         NODE_ENV: 'production',
         PORT: String(SYNC_PORT),
@@ -100,6 +108,14 @@ export class SyncService extends Construct {
       stopTimeout: props.shutdownTimeout.plus(Duration.seconds(5)),
       readonlyRootFilesystem: true,
       logging: containerLogs(this, 'sync', logs.RetentionDays.ONE_MONTH),
+    })
+    new MetricsCollector(this, 'Metrics', {
+      task,
+      cluster: props.cluster,
+      port: SYNC_PORT,
+      service: 'sync',
+      namespace: props.metricsNamespace,
+      metrics: SYNC_SERVER_METRICS,
     })
     grantSnapshots(task.taskRole, storage, ['s3:GetObject', 's3:PutObject'])
     task.taskRole.addToPrincipalPolicy(

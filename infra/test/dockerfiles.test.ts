@@ -4,12 +4,17 @@ import { X509Certificate } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, describe, it } from 'node:test'
+import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { freePort, startSymphony } from '../../loadtest/src/bench/servers.js'
 import { eventually } from '../../server/test/helpers/clients.js'
 import { requireTestServices } from '../../server/test/helpers/services.js'
-import { type Instruction, rehearseDockerfile, type Stage } from './helpers/dockerfile-rehearsal.js'
+import {
+  type Instruction,
+  parseDockerfile,
+  rehearseDockerfile,
+  type Stage,
+} from './helpers/dockerfile-rehearsal.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const cleanups: (() => void)[] = []
@@ -20,16 +25,16 @@ after(() => {
   for (const cleanup of cleanups) cleanup()
 })
 
+const DOCKERFILE = 'infra/Dockerfile'
+const TARGETS = ['sync-server', 'dashboard', 'load-agent'] as const
+type Target = (typeof TARGETS)[number]
+
 const finalInstructions = (stages: Stage[], keyword: string): Instruction[] =>
   stages.at(-1)?.instructions.filter((i) => i.keyword === keyword) ?? []
 
-/** The image's own promises: several stages, a non-root user, a health check, slim runtime. */
+/** The image's own promises: built apart from its build tools, a non-root user, a health check, slim runtime. */
 function checkImageShape(stages: Stage[], root: string) {
   assert.ok(stages.length >= 2, 'multi-stage: build tools stay out of the runtime image')
-  assert.ok(
-    stages.every((stage) => /^node:20-bookworm-slim$/.test(stage.from)),
-    'the Node the project runs on',
-  )
   const users = finalInstructions(stages, 'USER').map((i) => i.args)
   assert.ok(users.length > 0 && !['root', '0'].includes(users.at(-1) ?? ''), 'runs as a non-root user')
   assert.equal(finalInstructions(stages, 'HEALTHCHECK').length, 1)
@@ -76,9 +81,37 @@ function stopped(child: ChildProcess): Promise<number | null> {
 }
 
 describe('the service images, rehearsed step by step without Docker', () => {
-  it('server/Dockerfile builds a sync server that serves, passes its health check and stops on SIGTERM', async () => {
-    const { root, stages, cleanup } = await rehearseDockerfile(ROOT, 'server/Dockerfile')
-    cleanups.push(cleanup)
+  let roots: Record<Target, string>
+  /** The target's stages for the checks: the build stage, then the target itself last. */
+  let stagesOf: (target: Target) => Stage[]
+  before(async () => {
+    const rehearsal = await rehearseDockerfile(ROOT, DOCKERFILE, TARGETS)
+    cleanups.push(rehearsal.cleanup)
+    roots = rehearsal.roots
+    stagesOf = (target) => [rehearsal.stage('build'), rehearsal.stage(target)]
+  })
+
+  it('is one Dockerfile on Node 24 LTS with a target per service, replacing the three copies', () => {
+    const stages = parseDockerfile(join(ROOT, DOCKERFILE))
+    assert.ok(
+      stages.every(
+        (stage) => stage.from === 'node:24-bookworm-slim' || stages.some((s) => s.name === stage.from),
+      ),
+      'every stage starts from Node 24 LTS (bookworm-slim), directly or through another stage',
+    )
+    for (const target of TARGETS)
+      assert.ok(
+        stages.some((stage) => stage.name === target),
+        target,
+      )
+    for (const old of ['server/Dockerfile', 'dashboard-server/Dockerfile', 'loadtest/Dockerfile']) {
+      assert.ok(!existsSync(join(ROOT, old)), `${old} is gone`)
+    }
+  })
+
+  it('the sync-server target serves, passes its health check and stops on SIGTERM', async () => {
+    const root = roots['sync-server']
+    const stages = stagesOf('sync-server')
     checkImageShape(stages, root)
     const port = String(await freePort())
     const env = {
@@ -105,9 +138,9 @@ describe('the service images, rehearsed step by step without Docker', () => {
     )
   })
 
-  it('dashboard-server/Dockerfile builds a dashboard that starts against Postgres and passes its health check', async () => {
-    const { root, stages, cleanup } = await rehearseDockerfile(ROOT, 'dashboard-server/Dockerfile')
-    cleanups.push(cleanup)
+  it('the dashboard target starts against Postgres and passes its health check', async () => {
+    const root = roots.dashboard
+    const stages = stagesOf('dashboard')
     checkImageShape(stages, root)
     const port = String(await freePort())
     const env = {
@@ -124,9 +157,9 @@ describe('the service images, rehearsed step by step without Docker', () => {
     assert.equal(await stopped(dashboard.child), 0)
   })
 
-  it('loadtest/Dockerfile builds the harness: a coordinator and an agent from the image drive a real server', async () => {
-    const { root, stages, cleanup } = await rehearseDockerfile(ROOT, 'loadtest/Dockerfile')
-    cleanups.push(cleanup)
+  it('the load-agent target is the harness: a coordinator and an agent from the image drive a real server', async () => {
+    const root = roots['load-agent']
+    const stages = stagesOf('load-agent')
     checkImageShape(stages, root)
     for (const devOnly of ['ajv', 'y-websocket-reference']) {
       assert.ok(!existsSync(join(root, 'node_modules', devOnly)), `${devOnly} is not in the runtime image`)

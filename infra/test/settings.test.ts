@@ -25,6 +25,20 @@ describe('infra settings (CDK context)', () => {
     assert.equal(settings.retainData, true)
     assert.deepEqual(settings.loadAgents, { count: 0, coordinatorUrl: undefined })
     assert.equal(settings.shutdownTimeoutSeconds, 25)
+    assert.equal(settings.dashboard.allowedCidr, undefined, 'the dashboard is not on the internet')
+    assert.equal(settings.alarmEmail, undefined)
+    assert.equal(settings.cpuArchitecture, 'x86_64')
+  })
+
+  it('takes an alarm email, an allowed dashboard range and the CPU architecture', () => {
+    const settings = settingsFrom({
+      alarmEmail: 'ops@example.com',
+      dashboardAllowedCidr: '203.0.113.0/24',
+      cpuArchitecture: 'arm64',
+    })
+    assert.equal(settings.alarmEmail, 'ops@example.com')
+    assert.equal(settings.dashboard.allowedCidr, '203.0.113.0/24')
+    assert.equal(settings.cpuArchitecture, 'arm64')
   })
 
   it('takes the region from context, else the CLI, else us-east-1', () => {
@@ -80,6 +94,8 @@ describe('infra settings (CDK context)', () => {
       /^context loadAgents:/,
     )
     assert.match(errorFor({ retainData: 'maybe' }), /^context retainData:/)
+    assert.match(errorFor({ alarmEmail: 'ops at example' }), /^context alarmEmail: must be an email/)
+    assert.match(errorFor({ cpuArchitecture: 'arm' }), /^context cpuArchitecture:/)
     assert.match(errorFor({ stackName: '1-stack' }), /^context stackName:/)
     assert.match(errorFor({ shutdownTimeoutSeconds: '200' }), /^context shutdownTimeoutSeconds:/)
   })

@@ -220,27 +220,53 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
         .flatMap((p) => p.PolicyDocument.Statement as Properties[])
     const actions = (statements: Properties[]) => statements.flatMap((s) => [s.Action].flat())
 
+    const execChannels = [
+      'ssmmessages:CreateControlChannel',
+      'ssmmessages:CreateDataChannel',
+      'ssmmessages:OpenControlChannel',
+      'ssmmessages:OpenDataChannel',
+    ]
     for (const statement of policies.flatMap((p) => p.PolicyDocument.Statement as Properties[])) {
-      if (statement.Resource === '*') assert.deepEqual(statement.Action, 'ecr:GetAuthorizationToken')
+      if (statement.Resource === '*') {
+        assert.ok(
+          statement.Action === 'ecr:GetAuthorizationToken' ||
+            JSON.stringify(statement.Action) === JSON.stringify(execChannels),
+          `only actions without resource-level permissions on *: ${JSON.stringify(statement.Action)}`,
+        )
+      }
     }
+    // The metrics sidecar writes EMF records to its own log group, and only there.
+    const emfWrites = ['logs:CreateLogStream', 'logs:DescribeLogStreams', 'logs:PutLogEvents']
     const sync = statementsOf('SyncTaskTaskRole')
     assert.deepEqual(actions(sync).sort(), [
       'dynamodb:BatchWriteItem',
       'dynamodb:DeleteItem',
       'dynamodb:PutItem',
       'dynamodb:Query',
+      ...emfWrites,
       's3:GetObject',
       's3:ListBucket',
       's3:PutObject',
     ])
     const dashboard = statementsOf('DashboardTaskTaskRole')
     assert.ok(
-      actions(dashboard).every((a) =>
-        /^s3:(Get|List)|^dynamodb:(Get|BatchGet|Query|Scan|Describe|ConditionCheck)/.test(a),
+      actions(dashboard).every(
+        (a) =>
+          /^s3:(Get|List)|^dynamodb:(Get|BatchGet|Query|Scan|Describe|ConditionCheck)/.test(a) ||
+          emfWrites.includes(a) ||
+          execChannels.includes(a),
       ),
-      'read only',
+      'read only, apart from its metrics and ECS Exec',
     )
+    assert.ok(
+      execChannels.every((a) => actions(dashboard).includes(a)),
+      'ECS Exec for port forwarding',
+    )
+    assert.ok(!actions(sync).some((a) => a.startsWith('ssmmessages:')), 'no ECS Exec into sync servers')
     for (const statement of [...sync, ...dashboard]) {
+      if (String(statement.Action).startsWith('logs:')) {
+        assert.match(JSON.stringify(statement.Resource), /MetricsEmf/, 'only the EMF log group')
+      }
       const resource = JSON.stringify(statement.Resource)
       if (String(statement.Action).startsWith('s3:Get') || String(statement.Action).includes('PutObject')) {
         assert.match(resource, /StorageSnapshots.*\/rooms\/\*/, 'objects under the snapshots prefix only')

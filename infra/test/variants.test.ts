@@ -106,11 +106,13 @@ describe('the stack under other settings', () => {
       GroupDescription: 'Symphony load agents: outbound only',
       SecurityGroupIngress: Match.absent(),
     })
-    // cdk deploy builds the agents' image from the harness's own Dockerfile.
+    // cdk deploy builds the agents' image from the load-agent target of the one Dockerfile.
     const manifest = JSON.parse(readFileSync(join(assembly.directory, 'Symphony.assets.json'), 'utf8')) as {
-      dockerImages: Record<string, { source: { dockerFile?: string } }>
+      dockerImages: Record<string, { source: { dockerFile?: string; dockerBuildTarget?: string } }>
     }
-    const images = Object.values(manifest.dockerImages).map((image) => image.source.dockerFile)
-    assert.ok(images.includes('loadtest/Dockerfile'), `image assets: ${images.join(', ')}`)
+    const images = Object.values(manifest.dockerImages).map(
+      (image) => `${image.source.dockerFile}#${image.source.dockerBuildTarget}`,
+    )
+    assert.ok(images.includes('infra/Dockerfile#load-agent'), `image assets: ${images.join(', ')}`)
   })
 })

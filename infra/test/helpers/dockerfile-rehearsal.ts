@@ -63,27 +63,68 @@ function run(command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<void
   })
 }
 
+/** A played stage: its folder (the image's `/`), its last WORKDIR and its environment. */
+interface Played {
+  root: string
+  workdir: string
+  env: NodeJS.ProcessEnv
+}
+
 /**
  * Plays a multi-stage Dockerfile's COPY, WORKDIR, ENV and RUN steps on this machine, one folder per
- * stage, with the local Node in place of the base image's. No Docker engine is needed, and what the
- * steps copy, install and build is exactly what the image would hold. `root` is the last stage's
+ * stage, with the local Node in place of the base image's. Only the stages the `targets` need are
+ * played (their `FROM` parents and `COPY --from` sources), each once; a stage built `FROM` another
+ * starts from a copy of that one's folder. No Docker engine is needed, and what the steps copy,
+ * install and build is exactly what the images would hold. `roots[target]` is the target's last
  * WORKDIR, where its CMD runs.
  */
-export async function rehearseDockerfile(
+export async function rehearseDockerfile<Target extends string>(
   contextDir: string,
   dockerfile: string,
-): Promise<{ root: string; stages: Stage[]; cleanup: () => void }> {
+  targets: readonly Target[],
+): Promise<{
+  roots: Record<Target, string>
+  stages: Stage[]
+  stage: (name: string) => Stage
+  cleanup: () => void
+}> {
   const stages = parseDockerfile(join(contextDir, dockerfile))
+  const stage = (name: string): Stage => {
+    const found = stages.find((s) => s.name === name)
+    if (!found) throw new Error(`${dockerfile} has no stage ${name}`)
+    return found
+  }
+  const needed = new Set<Stage>()
+  const need = (wanted: Stage): void => {
+    if (needed.has(wanted)) return
+    needed.add(wanted)
+    const parent = stages.find((s) => s.name === wanted.from)
+    if (parent) need(parent)
+    for (const { keyword, args } of wanted.instructions) {
+      const from = /^--from=(\S+)/.exec(args)?.[1]
+      if (keyword === 'COPY' && from) need(stage(from))
+    }
+  }
+  for (const target of targets) need(stage(target))
+
   const ignored = dockerIgnore(contextDir)
   const workspace = mkdtempSync(join(tmpdir(), 'symphony-image-'))
-  const folders = new Map<string, string>()
-  let last = workspace
-  for (const [index, stage] of stages.entries()) {
+  const played = new Map<Stage, Played>()
+  for (const [index, current] of stages.entries()) {
+    if (!needed.has(current)) continue
     const stageRoot = join(workspace, `stage-${index}`)
+    const parent = played.get(stages.find((s) => s.name === current.from) as Stage)
     let workdir = stageRoot
-    const env: NodeJS.ProcessEnv = { ...process.env }
+    let env: NodeJS.ProcessEnv = { ...process.env }
+    if (parent) {
+      cpSync(parent.root, stageRoot, { recursive: true })
+      workdir = join(stageRoot, relative(parent.root, parent.workdir))
+      env = { ...parent.env }
+    } else {
+      mkdirSync(stageRoot, { recursive: true })
+    }
     const inStage = (path: string) => join(stageRoot, path)
-    for (const { keyword, args } of stage.instructions) {
+    for (const { keyword, args } of current.instructions) {
       if (keyword === 'WORKDIR') {
         workdir = inStage(args)
         mkdirSync(workdir, { recursive: true })
@@ -96,7 +137,9 @@ export async function rehearseDockerfile(
         const destination = parts.pop() ?? ''
         const target = destination.startsWith('/') ? inStage(destination) : join(workdir, destination)
         for (const source of parts) {
-          const origin = fromStage ? join(folders.get(fromStage) ?? '', source) : join(contextDir, source)
+          const origin = fromStage
+            ? join(played.get(stage(fromStage))?.root ?? '', source)
+            : join(contextDir, source)
           if (!existsSync(origin)) throw new Error(`COPY ${source}: not found at ${origin}`)
           if (!fromStage && ignored(relative(contextDir, origin)))
             throw new Error(`COPY ${source}: excluded by .dockerignore`)
@@ -110,11 +153,15 @@ export async function rehearseDockerfile(
           })
         }
       } else if (keyword === 'RUN') {
-        await run(args, workdir, env)
+        // A cache mount (`--mount=type=cache,…`) only keeps npm's cache out of the image: here the
+        // machine's own cache plays that part.
+        await run(args.replace(/^(?:--mount=\S+\s+)+/, ''), workdir, env)
       }
     }
-    if (stage.name) folders.set(stage.name, stageRoot)
-    last = workdir
+    played.set(current, { root: stageRoot, workdir, env })
   }
-  return { root: last, stages, cleanup: () => rmSync(workspace, { recursive: true, force: true }) }
+  const roots = Object.fromEntries(
+    targets.map((target) => [target, played.get(stage(target))?.workdir ?? '']),
+  ) as Record<Target, string>
+  return { roots, stages, stage, cleanup: () => rmSync(workspace, { recursive: true, force: true }) }
 }
