@@ -25,14 +25,21 @@ export class ConfigError extends SymphonyError {
 }
 
 /**
- * A token that is missing, invalid, or does not grant the room (401, 403), or that cannot be
- * checked right now because the identity provider's keys are unreachable (503: retry later, after
- * `retryAfterSeconds`). `status` is the HTTP answer.
+ * A token that is missing, invalid, or does not grant the room (401, 403), that was sent in a
+ * way the server refuses to read (400: in two places, or in a malformed header), or that cannot
+ * be checked right now because the identity provider's keys are unreachable (503: retry later,
+ * after `retryAfterSeconds`). `status` is the HTTP answer.
  */
 export class AuthError extends SymphonyError {
   constructor(
-    code: 'TOKEN_MISSING' | 'TOKEN_INVALID' | 'ROOM_FORBIDDEN' | 'AUTH_UNAVAILABLE',
-    readonly status: 401 | 403 | 503,
+    code:
+      | 'TOKEN_MISSING'
+      | 'TOKEN_INVALID'
+      | 'TOKEN_AMBIGUOUS'
+      | 'PROTOCOL_INVALID'
+      | 'ROOM_FORBIDDEN'
+      | 'AUTH_UNAVAILABLE',
+    readonly status: 400 | 401 | 403 | 503,
     message: string,
     readonly retryAfterSeconds?: number,
   ) {

@@ -97,6 +97,39 @@ describe('hostile input at the door', () => {
     assert.equal(JSON.parse(refused.body).error.code, 'ORIGIN_NOT_ALLOWED')
   })
 
+  it('refuses a malformed or oversized Sec-WebSocket-Protocol before the token check, and carries on', async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const room = uniqueRoom('protocol-header')
+    const token = await signToken({ room, access: 'rw' })
+    const malformed = [
+      `symphony, symphony-token.${token}, `, // an empty name
+      `symphony,,symphony-token.${token}`,
+      `symphony symphony-token.${token}`, // names separated by a space only
+      `symphony, symphony-token.${token}/`, // "/" is a separator, not a token character
+      `symphony, symphony-token.${token};v=1`, // parameters are not part of a name
+      `symphony, symphony, symphony-token.${token}`, // duplicated
+      `symphony, symphony-token.${token}, symphony-token.${token}x`, // two tokens
+      `symphony-token.${token}`, // a token the server could only answer by echoing it
+    ]
+    for (const header of malformed) {
+      const status = await upgradeStatus(t.server.port, `/${room}`, { 'Sec-WebSocket-Protocol': header })
+      assert.equal(status, 400, header.slice(0, 40))
+    }
+    assert.equal(
+      await upgradeStatus(t.server.port, `/${room}`, {
+        'Sec-WebSocket-Protocol': `symphony, symphony-token.${'a'.repeat(20 * 1024)}`,
+      }),
+      431,
+      'past the header limit',
+    )
+    const refused = (await t.server.metrics.connectionsRefused.get()).values
+    assert.equal(refused.find((value) => value.labels.reason === 'PROTOCOL_INVALID')?.value, malformed.length)
+    assert.equal(t.server.manager.roomCount, 0, 'no room was loaded')
+    const fine = { 'Sec-WebSocket-Protocol': `symphony, symphony-token.${token}` }
+    assert.equal(await upgradeStatus(t.server.port, `/${room}`, fine), 101)
+    await assertAlive(t)
+  })
+
   it('refuses control bytes, dot names and 10 KB names with 400; path-like names are only names', async () => {
     const loaded: string[] = []
     const metadata: MetadataSink = {

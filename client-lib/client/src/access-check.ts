@@ -13,9 +13,9 @@ export type AccessVerdict =
   | { kind: 'unknown' }
 
 /**
- * Asks `GET <server>/rooms/<room>/access?token=…` why a WebSocket could not open. Browsers hide
- * the HTTP status of a refused upgrade (every failure looks like close code 1006), so this is how
- * the client tells "your token was refused" (stop, report once) from "the server is away" (retry).
+ * Asks `GET <server>/rooms/<room>/access` (the token in `Authorization: Bearer`, never in the
+ * URL) why a WebSocket could not open. Browsers hide the HTTP status of a refused upgrade (every
+ * failure looks like close code 1006), so this is how the client tells "your token was refused" (stop, report once) from "the server is away" (retry).
  *
  * @example
  * const verdict = await checkAccess('wss://sync.example.com', 'board-1', token)
@@ -28,9 +28,10 @@ export async function checkAccess(
   fetchImpl: typeof fetch = fetch,
 ): Promise<AccessVerdict> {
   const url = new URL(`${httpBase(serverUrl)}/rooms/${roomPath(room)}/access`)
-  if (token) url.searchParams.set('token', token)
+  // In a header, not the URL: access logs keep URLs (a page elsewhere asks the server first).
+  const headers: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {}
   try {
-    const response = await fetchImpl(url, { cache: 'no-store' })
+    const response = await fetchImpl(url, { cache: 'no-store', headers })
     if (response.ok) return { kind: 'granted' }
     if (response.status !== 401 && response.status !== 403) return { kind: 'unknown' }
     const body = (await response.json().catch(() => null)) as {

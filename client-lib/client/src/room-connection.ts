@@ -11,6 +11,7 @@ import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
 import { roomPath } from './room-name.js'
 import { SYNC_STATUS_PARAM } from './sync-status-protocol.js'
+import { offeredProtocols } from './token-protocol.js'
 import { UnsyncedChanges } from './unsynced-changes.js'
 
 /**
@@ -183,13 +184,14 @@ export class RoomConnection {
     }
     if (attempt !== this.#attempt || this.#stopped) return
     this.#token = token
-    const extensions = { [SYNC_STATUS_PARAM]: '1', [BROADCAST_PARAM]: '1' }
-    this.#provider.params = token ? { token, ...extensions } : extensions
+    this.#provider.params = { [SYNC_STATUS_PARAM]: '1', [BROADCAST_PARAM]: '1' }
     try {
+      // The token goes in Sec-WebSocket-Protocol, never in the URL: access logs keep URLs.
+      this.#provider.protocols = offeredProtocols(token)
       this.#provider.connect()
     } catch (error) {
-      // The WebSocket constructor throws only for what no retry fixes: a malformed URL, or
-      // ws:// from an https:// page.
+      // The WebSocket constructor throws only for what no retry fixes: a malformed URL, ws://
+      // from an https:// page, or a token that is not a JWT (offeredProtocols).
       this.#provider.shouldConnect = false
       const reason = error instanceof Error ? error.message : String(error)
       this.#fail(new SymphonyClientError('CONNECTION_FAILED', `cannot open a WebSocket: ${reason}`))

@@ -55,7 +55,12 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
   }
   return {
     async authenticate(token, room) {
-      if (!token) throw new AuthError('TOKEN_MISSING', 401, 'a token is required (?token=)')
+      if (!token)
+        throw new AuthError(
+          'TOKEN_MISSING',
+          401,
+          'a token is required: the symphony-token subprotocol, Authorization: Bearer (access checks) or ?token=',
+        )
       let payload: JWTPayload
       try {
         // jose picks the overload from the key's type; both shapes verify the same way.

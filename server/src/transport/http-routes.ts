@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
 import type { Authenticator } from '../auth/authenticator.js'
+import { requestToken } from '../auth/request-token.js'
 import type { DependencyState } from '../dependency-health.js'
 import { AuthError } from '../errors.js'
 import type { ServerMetrics } from '../metrics.js'
@@ -43,10 +44,12 @@ export function createRequestHandler(deps: RouteDeps) {
     if (path.startsWith('/api/')) {
       if (deps.api) deps.api(request, response, path, query)
       else sendError(response, 404, 'NOT_FOUND', 'the REST API is off: set API_SECRET to turn it on')
+    } else if (request.method === 'OPTIONS' && accessRoom !== undefined) {
+      answerAccessPreflight(response)
     } else if (request.method !== 'GET' && request.method !== 'HEAD') {
       sendError(response, 405, 'METHOD_NOT_ALLOWED', 'only GET and HEAD are served here')
     } else if (accessRoom !== undefined) {
-      answerAccessCheck(deps.authenticator, accessRoom, query.get('token'), response)
+      answerAccessCheck(deps.authenticator, accessRoom, request, query, response)
     } else if (path === DEV_TOKEN_PATH && deps.devTokenSecret) {
       answerDevToken(deps.devTokenSecret, query).then(
         ({ status, body }) => sendJson(response, status, body),
@@ -73,15 +76,31 @@ export function createRequestHandler(deps: RouteDeps) {
 }
 
 /**
+ * Lets a page on any origin send the access check its token in `Authorization` (a header that
+ * makes the browser ask first).
+ */
+function answerAccessPreflight(response: ServerResponse): void {
+  response.writeHead(204, {
+    'Access-Control-Allow-Origin': '*',
+    'Access-Control-Allow-Methods': 'GET, HEAD',
+    'Access-Control-Allow-Headers': 'Authorization',
+    'Access-Control-Max-Age': '600',
+  })
+  response.end()
+}
+
+/**
  * Tells a client whether its token opens a room, with the reason when not. Browsers cannot read
  * the HTTP status of a refused WebSocket upgrade, so the client library asks here before deciding
- * between "retry later" and "stop and report". Open to any origin: it reveals nothing the
+ * between "retry later" and "stop and report". The token comes in `Authorization: Bearer`
+ * (kept out of access logs) or `?token=`, not both. Open to any origin: it reveals nothing the
  * upgrade itself does not.
  */
 function answerAccessCheck(
   authenticator: Authenticator,
   room: string | null,
-  token: string | null,
+  request: IncomingMessage,
+  query: URLSearchParams,
   response: ServerResponse,
 ): void {
   response.setHeader('Access-Control-Allow-Origin', '*')
@@ -89,17 +108,19 @@ function answerAccessCheck(
     sendError(response, 400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
     return
   }
-  authenticator.authenticate(token, room).then(
-    (identity) => sendJson(response, 200, { room, access: identity.access, userId: identity.userId }),
-    (error: unknown) => {
-      if (error instanceof AuthError) {
-        if (error.retryAfterSeconds !== undefined) {
-          response.setHeader('Retry-After', String(error.retryAfterSeconds))
-        }
-        sendError(response, error.status, error.code, error.message)
-      } else sendError(response, 500, 'AUTH_FAILED', 'authentication could not be completed')
-    },
-  )
+  Promise.resolve()
+    .then(() => authenticator.authenticate(requestToken(request.headers, query), room))
+    .then(
+      (identity) => sendJson(response, 200, { room, access: identity.access, userId: identity.userId }),
+      (error: unknown) => {
+        if (error instanceof AuthError) {
+          if (error.retryAfterSeconds !== undefined) {
+            response.setHeader('Retry-After', String(error.retryAfterSeconds))
+          }
+          sendError(response, error.status, error.code, error.message)
+        } else sendError(response, 500, 'AUTH_FAILED', 'authentication could not be completed')
+      },
+    )
 }
 
 function sendError(response: ServerResponse, status: number, code: string, message: string): void {

@@ -6,6 +6,7 @@ import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/
 import { SYNC_STATUS_PARAM } from '@symphony/client/sync-status-protocol'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Authenticator } from '../auth/authenticator.js'
+import { selectProtocol, upgradeToken } from '../auth/request-token.js'
 import type { Limits } from '../config.js'
 import { Connection, type Identity } from '../core/connection.js'
 import type { RoomManager } from '../core/room-manager.js'
@@ -48,7 +49,8 @@ export interface GatewayDeps {
 }
 
 /**
- * Turns HTTP upgrades into connections: room name and token are checked before the upgrade,
+ * Turns HTTP upgrades into connections: room name and token (from the `symphony-token.`
+ * subprotocol or `?token=`, see `request-token.ts`) are checked before the upgrade,
  * connection limits right after it, and dead sockets are reaped by ping/pong.
  */
 export class WebSocketGateway {
@@ -71,6 +73,8 @@ export class WebSocketGateway {
       clientTracking: false,
       perMessageDeflate: false,
       maxPayload: limits.maxMessageBytes,
+      // `symphony` when offered (@symphony/client), else none (plain providers offer none).
+      handleProtocols: selectProtocol,
     })
     this.#pingTimer = setInterval(() => this.#pingAll(), limits.pingIntervalMs)
     this.#pingTimer.unref()
@@ -106,7 +110,7 @@ export class WebSocketGateway {
     }
     let identity: Identity
     try {
-      identity = await this.deps.authenticator.authenticate(query.get('token'), room)
+      identity = await this.deps.authenticator.authenticate(upgradeToken(request.headers, query), room)
     } catch (error) {
       if (error instanceof AuthError) {
         return refuse(error.status, error.code, error.message, error.retryAfterSeconds)

@@ -1,0 +1,77 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import { isProtocolToken, SYMPHONY_PROTOCOL, tokenFromProtocol } from '@symphony/client/token-protocol'
+import { AuthError } from '../errors.js'
+
+/**
+ * The token of a WebSocket upgrade: from the `symphony-token.<jwt>` subprotocol
+ * (`@symphony/client`, kept out of access logs) or from `?token=` (plain y-websocket providers).
+ * Both at once is refused, as is a `Sec-WebSocket-Protocol` header that is not a list of
+ * subprotocol names, that has more than one token protocol, or a token protocol without
+ * `symphony` (the server could select nothing the browser would accept). See
+ * `@symphony/client/token-protocol`.
+ */
+export function upgradeToken(headers: IncomingHttpHeaders, query: URLSearchParams): string | null {
+  const header = headers['sec-websocket-protocol']
+  const fromHeader = header === undefined ? null : tokenFromProtocolHeader(header)
+  return oneToken(fromHeader, query, 'Sec-WebSocket-Protocol')
+}
+
+/**
+ * The token of an HTTP request (the access check): `Authorization: Bearer <jwt>`
+ * (`@symphony/client`) or `?token=`, never both.
+ */
+export function requestToken(headers: IncomingHttpHeaders, query: URLSearchParams): string | null {
+  const header = headers.authorization
+  if (header === undefined) return oneToken(null, query, 'Authorization')
+  const bearer = /^Bearer +(\S+) *$/i.exec(header)?.[1]
+  if (bearer === undefined) {
+    throw new AuthError('TOKEN_INVALID', 401, 'the Authorization header must be "Bearer <token>"')
+  }
+  return oneToken(bearer, query, 'Authorization')
+}
+
+/** The names a `Sec-WebSocket-Protocol` header offers, or null when it is not a list of them. */
+export function parseProtocolHeader(header: string): string[] | null {
+  const names = header.split(',').map((name) => name.replace(/^[ \t]+|[ \t]+$/g, ''))
+  if (!names.every(isProtocolToken) || new Set(names).size !== names.length) return null
+  return names
+}
+
+/** Selects `symphony` when offered, else nothing: never a token, never a name the server does not speak. */
+export function selectProtocol(offered: ReadonlySet<string>): string | false {
+  return offered.has(SYMPHONY_PROTOCOL) ? SYMPHONY_PROTOCOL : false
+}
+
+function tokenFromProtocolHeader(header: string): string | null {
+  const names = parseProtocolHeader(header)
+  if (names === null) {
+    throw new AuthError(
+      'PROTOCOL_INVALID',
+      400,
+      'the Sec-WebSocket-Protocol header must be a comma-separated list of distinct subprotocol names',
+    )
+  }
+  const tokens = names.map(tokenFromProtocol).filter((token) => token !== null)
+  if (tokens.length === 0) return null
+  if (tokens.length > 1) throw new AuthError('PROTOCOL_INVALID', 400, 'more than one token subprotocol')
+  if (!names.includes(SYMPHONY_PROTOCOL)) {
+    throw new AuthError(
+      'PROTOCOL_INVALID',
+      400,
+      `a token subprotocol must be offered together with "${SYMPHONY_PROTOCOL}"`,
+    )
+  }
+  return tokens[0] ?? null
+}
+
+function oneToken(fromHeader: string | null, query: URLSearchParams, headerName: string): string | null {
+  const fromQuery = query.get('token')
+  if (fromHeader !== null && fromQuery !== null) {
+    throw new AuthError(
+      'TOKEN_AMBIGUOUS',
+      400,
+      `a token in both ${headerName} and ?token=: send it in one place (the header keeps it out of access logs)`,
+    )
+  }
+  return fromHeader ?? fromQuery
+}
