@@ -91,13 +91,16 @@ describe('the service images, rehearsed step by step without Docker', () => {
     stagesOf = (target) => [rehearsal.stage('build'), rehearsal.stage(target)]
   })
 
-  it('is one Dockerfile on Node 24 LTS with a target per service, replacing the three copies', () => {
+  it('is one Dockerfile on the Node the tests run on, with a target per service, replacing the three copies', () => {
     const stages = parseDockerfile(join(ROOT, DOCKERFILE))
+    const pinned = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devEngines.runtime.version
+    assert.equal(process.versions.node, pinned, 'the tests run on the pinned Node')
+    assert.match(pinned, /^24\./, 'Node 24 LTS')
     assert.ok(
       stages.every(
-        (stage) => stage.from === 'node:24-bookworm-slim' || stages.some((s) => s.name === stage.from),
+        (stage) => stage.from === `node:${pinned}-bookworm-slim` || stages.some((s) => s.name === stage.from),
       ),
-      'every stage starts from Node 24 LTS (bookworm-slim), directly or through another stage',
+      `every stage starts from node:${pinned}-bookworm-slim, directly or through another stage`,
     )
     for (const target of TARGETS)
       assert.ok(
