@@ -16,7 +16,7 @@ import {
   privateService,
 } from './fargate.js'
 import { MetricsCollector } from './observability/collector.js'
-import { DASHBOARD_METRIC_PREFIX } from './observability/metrics.js'
+import { DASHBOARD_METRICS } from './observability/metrics.js'
 import type { Storage } from './storage.js'
 import type { SyncService } from './sync-service.js'
 
@@ -94,7 +94,7 @@ export class DashboardService extends Construct {
       port: DASHBOARD_PORT,
       service: 'dashboard',
       namespace: props.metricsNamespace,
-      prefix: DASHBOARD_METRIC_PREFIX,
+      metrics: DASHBOARD_METRICS,
     })
     // Reads only: rooms' snapshots and the registry; it never writes either.
     grantSnapshots(task.taskRole, storage, ['s3:GetObject'])

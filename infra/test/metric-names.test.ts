@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { DashboardMetrics } from '../../dashboard-server/src/metrics.js'
 import { startSymphony } from '../../loadtest/src/bench/servers.js'
 import { ALARM_METRICS } from '../../server/src/metric-names.js'
-import { SYNC_SERVER_METRICS } from '../lib/observability/metrics.js'
+import { DASHBOARD_METRICS, SYNC_SERVER_METRICS } from '../lib/observability/metrics.js'
 
 describe('the series infra publishes and alarms on, against the sync server', () => {
   it('a real sync server exports every one of them, each of the kind the collector expects', async () => {
@@ -29,6 +30,14 @@ describe('the series infra publishes and alarms on, against the sync server', ()
     const published = new Set<string>(SYNC_SERVER_METRICS.map((m) => m.name))
     for (const name of Object.values(ALARM_METRICS)) {
       assert.ok(published.has(name) !== leftOut.has(name), `${name}: published, or left out on purpose`)
+    }
+  })
+
+  it('the dashboard exports every series its collector publishes, each of the kind expected', async () => {
+    const text = await new DashboardMetrics({ version: 'test', sseClients: () => 0 }).registry.metrics()
+    const kinds = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1], m[2]]))
+    for (const metric of DASHBOARD_METRICS) {
+      assert.equal(kinds.get(metric.name), metric.kind, `${metric.name} is a ${metric.kind}`)
     }
   })
 })

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import { Match, type Template } from 'aws-cdk-lib/assertions'
 import { COLLECTOR_IMAGE, SCRAPE_INTERVAL_SECONDS } from '../lib/observability/collector.js'
 import {
-  DASHBOARD_METRIC_PREFIX,
+  DASHBOARD_METRICS,
   SYNC_SERVER_METRIC_NAMES,
   SYNC_SERVER_METRICS,
 } from '../lib/observability/metrics.js'
@@ -95,7 +95,7 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
       assert.ok(config.processors[processor])
   })
 
-  it('runs the same collector beside the dashboard, scraping port 3000 for symphony_dashboard_ series', () => {
+  it('runs the same collector beside the dashboard, scraping port 3000 for its named series', () => {
     const collector = collectorBeside(template, 'dashboard')
     assert.equal(collector.Essential, false)
     const config = configOf(collector)
@@ -103,10 +103,13 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
     assert.equal(scrape.metrics_path, '/metrics')
     assert.deepEqual(scrape.static_configs[0].targets, ['localhost:3000'])
     assert.equal(scrape.static_configs[0].labels.Service, 'dashboard')
-    assert.equal(scrape.metric_relabel_configs[0].regex, `${DASHBOARD_METRIC_PREFIX}.*`)
+    assert.equal(scrape.metric_relabel_configs[0].regex, DASHBOARD_METRICS.map((m) => m.name).join('|'))
     assert.equal(config.exporters.awsemf.namespace, 'Symphony/Symphony')
     assert.deepEqual(config.exporters.awsemf.metric_declarations, [
-      { dimensions: [['ClusterName', 'Service']], metric_name_selectors: [`^${DASHBOARD_METRIC_PREFIX}`] },
+      {
+        dimensions: [['ClusterName', 'Service']],
+        metric_name_selectors: DASHBOARD_METRICS.map((m) => `^${m.name}`),
+      },
     ])
   })
 

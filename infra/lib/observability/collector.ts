@@ -32,10 +32,8 @@ export interface CollectorConfigOptions {
   namespace: string
   /** Where the EMF records go; CloudWatch extracts the metrics from them. */
   logGroupName: string
-  /** The series to publish: exact names… */
-  metrics?: readonly PublishedMetric[]
-  /** …or every name with this prefix. */
-  prefix?: string
+  /** The series to publish, by exact name. */
+  metrics: readonly PublishedMetric[]
 }
 
 /**
@@ -49,20 +47,18 @@ export interface CollectorConfigOptions {
  * and the names kept by the receiver make the exporter's selectors exact without `$`.
  */
 export function collectorConfig(options: CollectorConfigOptions) {
-  const metrics = options.metrics ?? []
-  const keep = options.prefix ? `${options.prefix}.*` : metrics.map((m) => m.name).join('|')
+  const { metrics } = options
+  const keep = metrics.map((m) => m.name).join('|')
   const baseDimensions = [CLUSTER_DIMENSION, SERVICE_DIMENSION]
   const plain = metrics.filter((m) => !m.label)
   const labelled = metrics.filter((m) => m.label)
-  const declarations = options.prefix
-    ? [{ dimensions: [baseDimensions], metric_name_selectors: [`^${options.prefix}`] }]
-    : [
-        { dimensions: [baseDimensions], metric_name_selectors: plain.map((m) => `^${m.name}`) },
-        ...labelled.map((m) => ({
-          dimensions: [[...baseDimensions, m.label as string]],
-          metric_name_selectors: [`^${m.name}`],
-        })),
-      ]
+  const declarations = [
+    { dimensions: [baseDimensions], metric_name_selectors: plain.map((m) => `^${m.name}`) },
+    ...labelled.map((m) => ({
+      dimensions: [[...baseDimensions, m.label as string]],
+      metric_name_selectors: [`^${m.name}`],
+    })),
+  ]
   return {
     receivers: {
       prometheus: {

@@ -41,8 +41,17 @@ export const SYNC_SERVER_METRIC_NAMES: readonly SyncServerMetricName[] = SYNC_SE
   (m) => m.name,
 )
 
-/** The dashboard server's series (port 3000, `/metrics`): every name with this prefix. */
-export const DASHBOARD_METRIC_PREFIX = 'symphony_dashboard_'
+/**
+ * The dashboard server's series (port 3000, `/metrics`) that CloudWatch gets: a few named ones, not
+ * every `symphony_dashboard_*` series (Node's process metrics alone would be dozens of paid metrics).
+ */
+export const DASHBOARD_METRICS = [
+  { name: 'symphony_dashboard_http_requests_total', kind: 'counter' },
+  { name: 'symphony_dashboard_db_query_errors_total', kind: 'counter' },
+  { name: 'symphony_dashboard_sse_clients', kind: 'gauge' },
+  { name: 'symphony_dashboard_process_cpu_seconds_total', kind: 'counter' },
+  { name: 'symphony_dashboard_process_resident_memory_bytes', kind: 'gauge' },
+] as const satisfies readonly PublishedMetric[]
 
 /**
  * The dimensions every published series carries, set by the collector from the task it runs in:
