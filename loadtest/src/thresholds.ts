@@ -61,7 +61,7 @@ export const THRESHOLD_HELP = `  doc.* presence.* connect.* steady.doc.* steady.
 
 /** Reads `metric op value`; throws a message naming what is wrong. */
 export function parseThreshold(expression: string): Threshold {
-  const match = /^\s*([a-z_.]+)\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$/.exec(expression)
+  const match = /^\s*([a-z][a-z0-9_.]*)\s*(<=|>=|==|!=|<|>)\s*(-?\d+(?:\.\d+)?)\s*$/.exec(expression)
   if (!match) {
     throw new Error(
       `"${expression}" is not "metric op value" (op: ${OPERATORS.join(' ')}; e.g. "doc.p99<50", "drops==0")`,
