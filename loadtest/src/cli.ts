@@ -3,7 +3,7 @@ import { dirname } from 'node:path'
 import { defaultAgentName, runAgent } from './agent.js'
 import { COORDINATOR_PORT } from './agent-protocol.js'
 import { type CoordinatorSettings, newJoinToken, runCoordinator } from './coordinator.js'
-import { type EcsSettings, runOnEcs } from './ecs-run.js'
+import { EcsRunError, type EcsSettings, runOnEcs } from './ecs-run.js'
 import { runLocal } from './local-run.js'
 import {
   type OptionValues,
@@ -223,7 +223,11 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: Error) => {
     console.error(
-      error instanceof UsageError ? `symphony-loadtest: ${error.message}\n(--help lists the options)` : error,
+      error instanceof UsageError
+        ? `symphony-loadtest: ${error.message}\n(--help lists the options)`
+        : error instanceof EcsRunError
+          ? `symphony-loadtest: ${error.message}`
+          : error,
     )
     process.exit(error instanceof UsageError ? 2 : 1)
   },
