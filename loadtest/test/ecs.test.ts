@@ -204,7 +204,7 @@ describe('symphony-loadtest ecs, against moto', {
     assert.equal(runTask.length, 1)
     const port = /coordinator listening on ws:\/\/127\.0\.0\.1:(\d+)/.exec(finished.stderr)?.[1]
     // The SDK adds an idempotency token of its own.
-    const { clientToken, ...call } = runTask[0]?.body as Record<string, unknown>
+    const { clientToken, ...call } = (runTask[0]?.body ?? {}) as Record<string, unknown>
     assert.equal(typeof clientToken, 'string')
     const [container] = (
       call.overrides as { containerOverrides: { environment: { name: string; value: string }[] }[] }
