@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib'
+import { CfnOutput, Duration, Fn, Stack, type StackProps } from 'aws-cdk-lib'
 import * as ecs from 'aws-cdk-lib/aws-ecs'
 import type { Construct } from 'constructs'
 import { Cache } from './cache.js'
@@ -78,13 +78,10 @@ export class SymphonyStack extends Stack {
       sync: this.sync,
       ...settings.dashboard,
     })
-    const { count, coordinatorUrl } = settings.loadAgents
-    if (count > 0 && coordinatorUrl) {
+    if (settings.loadAgents) {
       this.loadAgents = new LoadAgents(this, 'LoadAgents', {
         cluster,
         subnets: this.network.taskSubnets,
-        count,
-        coordinatorUrl,
         image: imageFromRepository('loadtest/Dockerfile'),
       })
     }
@@ -105,6 +102,26 @@ export class SymphonyStack extends Stack {
       this.dashboard.token.secretArn,
       'aws secretsmanager get-secret-value --secret-id <this>',
     )
+    if (this.loadAgents) {
+      const agents = this.loadAgents
+      output('ClusterName', cluster.clusterName, 'symphony-loadtest ecs --cluster')
+      output(
+        'LoadAgentTaskDefinitionArn',
+        agents.task.taskDefinitionArn,
+        'symphony-loadtest ecs --task-definition',
+      )
+      output('LoadAgentSubnetIds', Fn.join(',', agents.subnetIds), 'symphony-loadtest ecs --subnets')
+      output(
+        'LoadAgentSecurityGroupId',
+        agents.securityGroup.securityGroupId,
+        'symphony-loadtest ecs --security-groups',
+      )
+      output(
+        'LoadAgentRunPolicyArn',
+        agents.runPolicy.managedPolicyArn,
+        'Attach to whoever runs symphony-loadtest ecs',
+      )
+    }
     if (this.sync.authSecret) {
       output(
         'AuthSecret',

@@ -59,8 +59,10 @@ export async function runOnEcs(settings: RunSettings, ecs: EcsSettings): Promise
   process.once('SIGINT', onSignal)
   process.once('SIGTERM', onSignal)
   try {
+    // Listening for agents before the first task starts: none is turned away as unexpected.
+    const joined = coordinator.gather(ecs.agents)
     await fleet.start(advertised)
-    const agents = await waitForAgents(coordinator, fleet, ecs)
+    const agents = await waitForAgents(joined, coordinator, fleet, ecs)
     return await coordinator.run(settings, agents)
   } finally {
     process.off('SIGINT', onSignal)
@@ -179,11 +181,11 @@ class TaskFleet {
  * image that cannot be pulled, a crash), and after the timeout, naming each task and its state.
  */
 async function waitForAgents(
+  joined: Promise<ConnectedAgent[]>,
   coordinator: Coordinator,
   fleet: TaskFleet,
   ecs: EcsSettings,
 ): Promise<ConnectedAgent[]> {
-  const joined = coordinator.gather(ecs.agents)
   const deadline = Date.now() + ecs.joinTimeoutSeconds * 1000
   let timer: NodeJS.Timeout | undefined
   const wait = (ms: number) =>
