@@ -161,7 +161,7 @@ const ECS_OPTIONS = {
 function coordinatorSettings(values: OptionValues): CoordinatorSettings {
   const port = Number(values.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port: 0-65535')
-  const joinToken = String(values['join-token'] ?? process.env.LOADTEST_JOIN_TOKEN ?? newJoinToken())
+  const joinToken = String(values['join-token'] ?? (process.env.LOADTEST_JOIN_TOKEN || newJoinToken()))
   if (joinToken.length < 16) throw new UsageError('--join-token: at least 16 characters')
   return { agents: positiveInteger(values.agents, '--agents'), port, host: String(values.host), joinToken }
 }

@@ -100,6 +100,28 @@ describe('the coordinator and its agents, with auth on', () => {
     assert.match(stderr, /refused a connection from \S+: wrong join token/)
   })
 
+  test('a coordinator given no join token makes a random one, prints it, and admits it', async () => {
+    let stderr = ''
+    const coordinator = startCoordinator(
+      ['coordinator', '--agents', '1', '--host', '127.0.0.1', '--port', '0', '--url', server.url],
+      { LOADTEST_JOIN_TOKEN: '' },
+      (text) => {
+        stderr = text
+      },
+    )
+    const url = await coordinator.url // printed after the join token
+    try {
+      const token =
+        /^join token: (\S+) \(agents: --join-token or LOADTEST_JOIN_TOKEN\)$/m.exec(stderr)?.[1] ?? ''
+      assert.ok(token.length >= 32, stderr)
+      assert.equal(await upgradeStatus(url, { authorization: `Bearer ${token}` }), 101)
+      assert.equal(await upgradeStatus(url, { authorization: `Bearer ${JOIN_TOKEN}` }), 401)
+    } finally {
+      coordinator.child.kill('SIGTERM')
+      await coordinator.done
+    }
+  })
+
   test("an agent gets its users' tokens for the run's rooms alone, expiring after the run, and never the secret", async () => {
     const prefix = `auth-${process.pid}`
     const coordinator = startCoordinator(
