@@ -1,49 +1,87 @@
+import { Stack, Token, Validations } from 'aws-cdk-lib'
 import * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as ecs from 'aws-cdk-lib/aws-ecs'
+import * as iam from 'aws-cdk-lib/aws-iam'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
-import { containerLogs, fargateTask, privateService } from './fargate.js'
+import { containerLogs, fargateTask } from './fargate.js'
 
 export interface LoadAgentsProps {
   cluster: ecs.ICluster
   subnets: ec2.SubnetSelection
-  count: number
-  /** The load harness's coordinator, which the agents dial and take their rooms from. */
-  coordinatorUrl: string
-  /** The load harness image (`loadtest/Dockerfile`, whose entry point is the `loadtest` CLI). */
+  /** The load harness image (`infra/Dockerfile`'s `load-agent` target, whose entry point is the `symphony-loadtest` CLI). */
   image: ecs.ContainerImage
 }
 
 /**
- * Off by default. Fargate tasks running `loadtest agent --coordinator <url>`, for load runs larger
- * than one machine can drive. They only dial out: nothing reaches them.
+ * Off by default. What `symphony-loadtest ecs` needs to start load agents for one run and stop them
+ * after it: a task definition (container `agent`), a security group that lets nothing in, the
+ * subnets to run in, and a managed policy for whoever runs the CLI. No service: nothing runs, or is
+ * billed, between runs. The CLI gives each task its command and the coordinator's address.
  */
 export class LoadAgents extends Construct {
-  public readonly service: ecs.FargateService
+  public readonly task: ecs.FargateTaskDefinition
+  public readonly securityGroup: ec2.SecurityGroup
+  public readonly subnetIds: string[]
+  /** ecs:RunTask on this task definition, StopTask and DescribeTasks in the cluster, PassRole on its roles. */
+  public readonly runPolicy: iam.ManagedPolicy
 
   constructor(scope: Construct, id: string, props: LoadAgentsProps) {
     super(scope, id)
-    const task = fargateTask(this, 1024, 2048)
-    task.addContainer('agent', {
+    this.task = fargateTask(this, 1024, 2048)
+    this.task.addContainer('agent', {
       image: props.image,
-      command: ['agent', '--coordinator', props.coordinatorUrl],
       // Each virtual user holds a socket.
       ulimits: [{ name: ecs.UlimitName.NOFILE, softLimit: 65535, hardLimit: 65535 }],
       readonlyRootFilesystem: true,
       logging: containerLogs(this, 'load-agent', logs.RetentionDays.ONE_WEEK),
     })
-    const securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
+    this.securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
       vpc: props.cluster.vpc,
       description: 'Symphony load agents: outbound only',
       allowAllOutbound: true,
     })
-    this.service = privateService(this, {
-      cluster: props.cluster,
-      task,
-      subnets: props.subnets,
-      securityGroup,
-      desiredCount: props.count,
-      loadBalanced: false,
+    this.subnetIds = props.cluster.vpc.selectSubnets(props.subnets).subnetIds
+
+    const inCluster = { ArnEquals: { 'ecs:cluster': props.cluster.clusterArn } }
+    const tasksOfCluster = Stack.of(this).formatArn({
+      service: 'ecs',
+      resource: 'task',
+      resourceName: `${props.cluster.clusterName}/*`,
+    })
+    this.runPolicy = new iam.ManagedPolicy(this, 'RunPolicy', {
+      description: 'Run Symphony load agents on demand: symphony-loadtest ecs',
+      statements: [
+        new iam.PolicyStatement({
+          actions: ['ecs:RunTask'],
+          resources: [this.task.taskDefinitionArn],
+          conditions: inCluster,
+        }),
+        new iam.PolicyStatement({
+          actions: ['ecs:StopTask', 'ecs:DescribeTasks'],
+          resources: [tasksOfCluster],
+          conditions: inCluster,
+        }),
+        new iam.PolicyStatement({
+          actions: ['iam:PassRole'],
+          resources: [this.task.taskRole.roleArn, this.task.obtainExecutionRole().roleArn],
+        }),
+      ],
+    })
+    Validations.of(this.runPolicy).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::${nagTasksArn(props.cluster)}]`,
+      reason:
+        'Task ARNs are only known once RunTask returns: StopTask and DescribeTasks cover the tasks of ' +
+        'this one cluster (task/<cluster>/*, with an ecs:cluster condition).',
     })
   }
+}
+
+/** The tasks' ARN as cdk-nag names it in a finding: pseudo parameters as <AWS::…>, the cluster as <its logical id>. */
+function nagTasksArn(cluster: ecs.ICluster): string {
+  const stack = Stack.of(cluster)
+  const clusterId = stack.getLogicalId(cluster.node.defaultChild as ecs.CfnCluster)
+  const named = (value: string, pseudo: string) => (Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value)
+  const partition = named(stack.partition, 'Partition')
+  return `arn:${partition}:ecs:${named(stack.region, 'Region')}:${named(stack.account, 'AccountId')}:task/<${clusterId}>/*`
 }

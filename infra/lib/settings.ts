@@ -25,7 +25,8 @@ export interface SymphonySettings {
   allowedOrigins: string | undefined
   /** Keep the bucket and a final database snapshot on `cdk destroy` (and block database deletion). */
   retainData: boolean
-  loadAgents: { count: number; coordinatorUrl: string | undefined }
+  /** The load agents' task definition, security group and run policy, for `symphony-loadtest ecs`. */
+  loadAgents: boolean
   /** The server's SIGTERM drain; the load balancer's deregistration delay and the stop timeout follow it. */
   shutdownTimeoutSeconds: number
   /** Where the alarms' SNS topic sends email (a subscription AWS asks the address to confirm). */
@@ -117,10 +118,19 @@ const context = z.object({
     )
     .optional(),
   retainData: flag,
-  loadAgents: count(0, 100),
-  loadCoordinatorUrl: z
-    .url({ protocol: /^(wss?|https?)$/, error: 'must be a ws(s):// or http(s):// URL' })
+  // Once a standing fleet's size: any number above 0 still means true.
+  loadAgents: z
+    .union([
+      z.boolean(),
+      z.enum(['true', 'false']).transform((v) => v === 'true'),
+      z.coerce
+        .number()
+        .int()
+        .min(0)
+        .transform((v) => v > 0),
+    ])
     .optional(),
+  loadCoordinatorUrl: z.unknown().optional(),
   shutdownTimeoutSeconds: count(5, 110),
   alarmEmail: z.email('must be an email address such as ops@example.com').optional(),
   cpuArchitecture: z.enum(['x86_64', 'arm64']).default('x86_64'),
@@ -145,9 +155,10 @@ export function parseSettings(read: (key: string) => unknown, defaultRegion?: st
   const minTasks = c.minTasks ?? preset.sync.minTasks
   const maxTasks = c.maxTasks ?? Math.max(preset.sync.maxTasks, minTasks)
   if (maxTasks < minTasks) throw new Error(`context maxTasks: must be at least minTasks (${minTasks})`)
-  const loadAgents = c.loadAgents ?? 0
-  if (loadAgents > 0 && !c.loadCoordinatorUrl) {
-    throw new Error('context loadCoordinatorUrl: required with loadAgents (the coordinator the agents dial)')
+  if (c.loadCoordinatorUrl !== undefined) {
+    throw new Error(
+      'context loadCoordinatorUrl: no longer used: `symphony-loadtest ecs --advertise-url` tells the agents it starts where the coordinator is',
+    )
   }
   if (c.domainName && !c.certificateArn) {
     throw new Error('context domainName: needs certificateArn (a name is only for HTTPS clients)')
@@ -173,7 +184,7 @@ export function parseSettings(read: (key: string) => unknown, defaultRegion?: st
     authJwksUrl: c.authJwksUrl,
     allowedOrigins: c.allowedOrigins,
     retainData: c.retainData ?? true,
-    loadAgents: { count: loadAgents, coordinatorUrl: c.loadCoordinatorUrl },
+    loadAgents: c.loadAgents ?? false,
     shutdownTimeoutSeconds: c.shutdownTimeoutSeconds ?? 25,
     alarmEmail: c.alarmEmail,
     cpuArchitecture: c.cpuArchitecture,

@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, Stack, type StackProps } from 'aws-cdk-lib'
+import { CfnOutput, Duration, Fn, Stack, type StackProps } from 'aws-cdk-lib'
 import * as ecs from 'aws-cdk-lib/aws-ecs'
 import type { Construct } from 'constructs'
 import { Cache } from './cache.js'
@@ -96,13 +96,10 @@ export class SymphonyStack extends Stack {
       storage: this.storage,
       alarmEmail: settings.alarmEmail,
     })
-    const { count, coordinatorUrl } = settings.loadAgents
-    if (count > 0 && coordinatorUrl) {
+    if (settings.loadAgents) {
       this.loadAgents = new LoadAgents(this, 'LoadAgents', {
         cluster,
         subnets: this.network.taskSubnets,
-        count,
-        coordinatorUrl,
         image: imageFromRepository({ target: 'load-agent', architecture: settings.cpuArchitecture }),
       })
     }
@@ -129,12 +126,35 @@ export class SymphonyStack extends Stack {
       'The CloudWatch dashboard: alarms, users, rooms, latency, the managed parts',
     )
     output('AlarmTopicArn', this.operations.topic.topicArn, 'Every alarm notifies this SNS topic')
-    output('ClusterName', cluster.clusterName, 'The ECS cluster (for ECS Exec and SSM port forwarding)')
+    output(
+      'ClusterName',
+      cluster.clusterName,
+      'The ECS cluster (ECS Exec and SSM port forwarding; symphony-loadtest ecs --cluster)',
+    )
     output(
       'DashboardServiceName',
       this.dashboard.service.serviceName,
       'The dashboard service (aws ecs list-tasks --service-name <this>)',
     )
+    if (this.loadAgents) {
+      const agents = this.loadAgents
+      output(
+        'LoadAgentTaskDefinitionArn',
+        agents.task.taskDefinitionArn,
+        'symphony-loadtest ecs --task-definition',
+      )
+      output('LoadAgentSubnetIds', Fn.join(',', agents.subnetIds), 'symphony-loadtest ecs --subnets')
+      output(
+        'LoadAgentSecurityGroupId',
+        agents.securityGroup.securityGroupId,
+        'symphony-loadtest ecs --security-groups',
+      )
+      output(
+        'LoadAgentRunPolicyArn',
+        agents.runPolicy.managedPolicyArn,
+        'Attach to whoever runs symphony-loadtest ecs',
+      )
+    }
     if (this.sync.authSecret) {
       output(
         'AuthSecret',

@@ -171,8 +171,11 @@ describe('the service images, rehearsed step by step without Docker', () => {
     const [program = '', ...entry] = JSON.parse(entrypoint?.args ?? '[]') as string[]
     const server = await startSymphony()
     cleanups.push(() => void server.stop())
-    const image = (args: string[]) => {
-      const child = spawn(program, [...entry, ...args], { cwd: root, env: { PATH: process.env.PATH } })
+    const image = (args: string[], env: Record<string, string> = {}) => {
+      const child = spawn(program, [...entry, ...args], {
+        cwd: root,
+        env: { PATH: process.env.PATH, ...env },
+      })
       children.push(child)
       let stdout = ''
       let stderr = ''
@@ -182,14 +185,23 @@ describe('the service images, rehearsed step by step without Docker', () => {
       return { done, output: () => ({ stdout, stderr }) }
     }
     const run = ['--url', server.url, '--rooms', '2', '--duration', '1', '--ramp', '0', '--quiet']
-    const coordinator = image(['coordinator', '--agents', '1', '--host', '127.0.0.1', '--port', '0', ...run])
+    const joinToken = 'join-token-of-the-image-test'
+    const coordinator = image(
+      ['coordinator', '--agents', '1', '--host', '127.0.0.1', '--port', '0', ...run],
+      {
+        LOADTEST_JOIN_TOKEN: joinToken,
+      },
+    )
     let url: string | undefined
     await eventually(async () => {
       url = /listening on (ws:\/\/\S+);/.exec(coordinator.output().stderr)?.[1]
       return url !== undefined
     }, 'the coordinator listens')
-    // The fleet's command, exactly as the ECS task definition gives it.
-    const agent = image(['agent', '--coordinator', url ?? '', '--once'])
+    // The command and environment `symphony-loadtest ecs` gives each agent task.
+    const agent = image(['agent', '--once'], {
+      LOADTEST_COORDINATOR_URL: url ?? '',
+      LOADTEST_JOIN_TOKEN: joinToken,
+    })
     assert.equal(await coordinator.done, 0, coordinator.output().stderr)
     assert.equal(await agent.done, 0, agent.output().stderr)
     assert.match(coordinator.output().stdout, /^WS connect \+ sync +8 +0 /m)

@@ -76,8 +76,7 @@ describe('exposure: what the internet can reach, and what task definitions hold'
       {},
       {
         authJwksUrl: 'https://auth.example.com/jwks.json',
-        loadAgents: '2',
-        loadCoordinatorUrl: 'ws://10.0.0.5:8700',
+        loadAgents: 'true',
       },
     ]) {
       const { template } = synthesize(context)
@@ -110,8 +109,7 @@ describe('exposure: what the internet can reach, and what task definitions hold'
   it('cpuArchitecture=arm64 runs every task on ARM64 and builds every image for linux/arm64', () => {
     const { template, assembly } = synthesize({
       cpuArchitecture: 'arm64',
-      loadAgents: '1',
-      loadCoordinatorUrl: 'ws://10.0.0.5:8700',
+      loadAgents: 'true',
     })
     const all = tasks(template)
     assert.ok(all.length >= 3, 'sync, dashboard and load-agent tasks')

@@ -23,7 +23,7 @@ describe('infra settings (CDK context)', () => {
     assert.deepEqual(settings.redis, SIZES.small.redis)
     assert.equal(settings.certificateArn, undefined)
     assert.equal(settings.retainData, true)
-    assert.deepEqual(settings.loadAgents, { count: 0, coordinatorUrl: undefined })
+    assert.equal(settings.loadAgents, false)
     assert.equal(settings.shutdownTimeoutSeconds, 25)
     assert.equal(settings.dashboard.allowedCidr, undefined, 'the dashboard is not on the internet')
     assert.equal(settings.alarmEmail, undefined)
@@ -39,6 +39,19 @@ describe('infra settings (CDK context)', () => {
     assert.equal(settings.alarmEmail, 'ops@example.com')
     assert.equal(settings.dashboard.allowedCidr, '203.0.113.0/24')
     assert.equal(settings.cpuArchitecture, 'arm64')
+  })
+
+  it('loadAgents is a flag; a count above 0, as it once was, still turns it on', () => {
+    for (const [value, on] of [
+      ['true', true],
+      [true, true],
+      ['4', true],
+      [4, true],
+      ['false', false],
+      ['0', false],
+    ] as const) {
+      assert.equal(settingsFrom({ loadAgents: value }).loadAgents, on, String(value))
+    }
   })
 
   it('takes the region from context, else the CLI, else us-east-1', () => {
@@ -88,11 +101,12 @@ describe('infra settings (CDK context)', () => {
       errorFor({ authJwksUrl: 'http://example.com/jwks' }),
       /^context authJwksUrl: must be an https/,
     )
-    assert.match(errorFor({ loadAgents: '2' }), /^context loadCoordinatorUrl: required with loadAgents/)
     assert.match(
-      errorFor({ loadAgents: '101', loadCoordinatorUrl: 'ws://10.0.0.5:7000' }),
-      /^context loadAgents:/,
+      errorFor({ loadAgents: 'true', loadCoordinatorUrl: 'ws://10.0.0.5:7000' }),
+      /^context loadCoordinatorUrl: no longer used: `symphony-loadtest ecs --advertise-url`/,
     )
+    assert.match(errorFor({ loadAgents: 'yes' }), /^context loadAgents:/)
+    assert.match(errorFor({ loadAgents: '-1' }), /^context loadAgents:/)
     assert.match(errorFor({ retainData: 'maybe' }), /^context retainData:/)
     assert.match(errorFor({ alarmEmail: 'ops at example' }), /^context alarmEmail: must be an email/)
     assert.match(errorFor({ cpuArchitecture: 'arm' }), /^context cpuArchitecture:/)

@@ -93,19 +93,70 @@ describe('the stack under other settings', () => {
     )
   })
 
-  it('the load-agent fleet runs the harness image, dials out to the coordinator, lets nothing in, and passes cdk-nag', () => {
-    const { template, assembly } = synthesize({ loadAgents: '4', loadCoordinatorUrl: 'ws://10.0.3.7:8700' })
-    template.hasResourceProperties('AWS::ECS::Service', {
-      DesiredCount: 4,
-      NetworkConfiguration: { AwsvpcConfiguration: Match.objectLike({ AssignPublicIp: 'DISABLED' }) },
-    })
+  it('load agents: a task definition and what `symphony-loadtest ecs` needs to run it per run, no standing service, cdk-nag clean', () => {
+    const { template, assembly, stack } = synthesize({ loadAgents: 'true' })
+    // The sync and dashboard services only: nothing of the agents runs between runs.
+    template.resourceCountIs('AWS::ECS::Service', 2)
     const agent = containerNamed(template, 'agent')
-    assert.deepEqual(agent.Command, ['agent', '--coordinator', 'ws://10.0.3.7:8700'])
+    assert.equal(
+      agent.Command,
+      undefined,
+      "the CLI gives each task its command (the image's default: --help)",
+    )
     assert.deepEqual(agent.Ulimits, [{ Name: 'nofile', SoftLimit: 65535, HardLimit: 65535 }])
+    assert.equal(agent.ReadonlyRootFilesystem, true)
+    template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+      RequiresCompatibilities: ['FARGATE'],
+      NetworkMode: 'awsvpc',
+      ContainerDefinitions: [
+        Match.objectLike({ Name: 'agent', LogConfiguration: Match.objectLike({ LogDriver: 'awslogs' }) }),
+      ],
+    })
     template.hasResourceProperties('AWS::EC2::SecurityGroup', {
       GroupDescription: 'Symphony load agents: outbound only',
       SecurityGroupIngress: Match.absent(),
     })
+    const outputs = template.findOutputs('*')
+    for (const name of [
+      'ClusterName',
+      'LoadAgentTaskDefinitionArn',
+      'LoadAgentSubnetIds',
+      'LoadAgentSecurityGroupId',
+      'LoadAgentRunPolicyArn',
+    ]) {
+      assert.ok(outputs[name], `output ${name}`)
+    }
+    const resolve = (value: unknown) => stack.resolve(value)
+    const agents = stack.loadAgents
+    assert.ok(agents)
+    assert.deepEqual(outputs.LoadAgentTaskDefinitionArn?.Value, resolve(agents.task.taskDefinitionArn))
+    assert.deepEqual(outputs.ClusterName?.Value, resolve(stack.cluster.clusterName))
+    // The private task subnets, comma-separated, as --subnets takes them.
+    assert.deepEqual(outputs.LoadAgentSubnetIds?.Value, {
+      'Fn::Join': [',', resolve(stack.network.vpc.selectSubnets(stack.network.taskSubnets).subnetIds)],
+    })
+    // The policy for whoever runs the CLI: RunTask on this task definition, StopTask and DescribeTasks
+    // in this cluster, PassRole on the task's two roles, nothing more.
+    const policies = Object.values(template.findResources('AWS::IAM::ManagedPolicy'))
+    assert.equal(policies.length, 1)
+    const statements = policies[0]?.Properties.PolicyDocument.Statement as {
+      Action: string | string[]
+      Resource: unknown
+      Condition?: unknown
+    }[]
+    assert.deepEqual(
+      statements.map((s) => s.Action),
+      ['ecs:RunTask', ['ecs:DescribeTasks', 'ecs:StopTask'], 'iam:PassRole'],
+    )
+    assert.deepEqual(statements[0]?.Resource, resolve(agents.task.taskDefinitionArn))
+    const inCluster = { ArnEquals: { 'ecs:cluster': resolve(stack.cluster.clusterArn) } }
+    assert.deepEqual(statements[0]?.Condition, inCluster)
+    assert.deepEqual(statements[1]?.Condition, inCluster)
+    const sorted = (values: unknown[]) => values.map((v) => JSON.stringify(v)).sort()
+    assert.deepEqual(
+      sorted(statements[2]?.Resource as unknown[]),
+      sorted([resolve(agents.task.taskRole.roleArn), resolve(agents.task.obtainExecutionRole().roleArn)]),
+    )
     // cdk deploy builds the agents' image from the load-agent target of the one Dockerfile.
     const manifest = JSON.parse(readFileSync(join(assembly.directory, 'Symphony.assets.json'), 'utf8')) as {
       dockerImages: Record<string, { source: { dockerFile?: string; dockerBuildTarget?: string } }>
@@ -114,5 +165,12 @@ describe('the stack under other settings', () => {
       (image) => `${image.source.dockerFile}#${image.source.dockerBuildTarget}`,
     )
     assert.ok(images.includes('infra/Dockerfile#load-agent'), `image assets: ${images.join(', ')}`)
+  })
+
+  it('without loadAgents there is no agent task definition, and none of its outputs', () => {
+    const { template } = synthesize({})
+    assert.throws(() => containerNamed(template, 'agent'), /0 containers named agent/)
+    assert.equal(template.findOutputs('LoadAgentTaskDefinitionArn').LoadAgentTaskDefinitionArn, undefined)
+    template.resourceCountIs('AWS::IAM::ManagedPolicy', 0)
   })
 })

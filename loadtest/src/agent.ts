@@ -5,6 +5,8 @@ import { runWorker } from './worker.js'
 
 export interface AgentSettings {
   coordinatorUrl: string
+  /** Presented to the coordinator as `Authorization: Bearer <joinToken>`. */
+  joinToken: string
   name: string
   /** Run one share of rooms and exit, instead of waiting for the next run. */
   once: boolean
@@ -34,12 +36,20 @@ export async function runAgent(settings: AgentSettings): Promise<void> {
 
 function serveOneRun(settings: AgentSettings): Promise<void> {
   return new Promise((resolve, reject) => {
-    const socket = new WebSocket(settings.coordinatorUrl, { perMessageDeflate: false })
+    const socket = new WebSocket(settings.coordinatorUrl, {
+      perMessageDeflate: false,
+      headers: { authorization: `Bearer ${settings.joinToken}` },
+    })
     const send = (message: AgentMessage) => {
       if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message))
     }
     let running = false
     socket.on('open', () => send({ type: 'hello', agent: settings.name }))
+    socket.on('unexpected-response', (_request, response) => {
+      const refused = response.statusCode === 401 ? ': it refused the join token' : ''
+      reject(new Error(`coordinator ${settings.coordinatorUrl} answered ${response.statusCode}${refused}`))
+      socket.terminate()
+    })
     socket.on('error', (error) =>
       reject(new Error(`coordinator ${settings.coordinatorUrl}: ${error.message}`)),
     )

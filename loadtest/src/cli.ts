@@ -2,20 +2,34 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { defaultAgentName, runAgent } from './agent.js'
 import { COORDINATOR_PORT } from './agent-protocol.js'
-import { runCoordinator } from './coordinator.js'
+import { type CoordinatorSettings, newJoinToken, runCoordinator } from './coordinator.js'
+import { EcsRunError, type EcsSettings, runOnEcs } from './ecs-run.js'
 import { runLocal } from './local-run.js'
-import { parseCommandLine, REPORTS_FOLDER, runSettings, UsageError } from './options.js'
+import {
+  type OptionValues,
+  parseCommandLine,
+  REPORTS_FOLDER,
+  type RunSettings,
+  runSettings,
+  UsageError,
+} from './options.js'
 import { publish } from './outputs.js'
-import { reportJsonSchema } from './report-schema.js'
+import { type Report, reportJsonSchema } from './report-schema.js'
 import { describeSample, describeVerdict, runSoak, SOAK_OPTIONS, soakSettings } from './soak.js'
+import { judge, THRESHOLD_HELP, THRESHOLDS_CROSSED_EXIT_CODE } from './thresholds.js'
 import { WORKLOADS } from './workloads.js'
 
 const USAGE = `Usage:
   symphony-loadtest [run] [options]              drive the load from this process
   symphony-loadtest coordinator --agents N [options]
                                                  hand the rooms to N agents and merge their reports
-  symphony-loadtest agent --coordinator URL [--once] [--name NAME]
-                                                 take rooms from a coordinator (again and again unless --once)
+  symphony-loadtest ecs --agents N --cluster C --task-definition ARN --subnets A,B
+                    --security-groups SG --advertise-url URL [--region R] [options]
+                                                 start N agent tasks on ECS for this run only, coordinate
+                                                 them, and stop every task when the run ends
+  symphony-loadtest agent --coordinator URL --join-token T [--once] [--name NAME]
+                                                 take rooms from a coordinator (again and again unless --once);
+                                                 or LOADTEST_COORDINATOR_URL, LOADTEST_JOIN_TOKEN
   symphony-loadtest soak [options] [--churn S] [--sample S]
                                                  hours of rooms coming and going; samples the server's
                                                  heap, RSS and open rooms, and says whether they stay flat
@@ -42,11 +56,23 @@ Run options:
   --json FILE           every figure as JSON (default loadtest-results/<time>-<workload>.json)
   --html FILE           the HTML report with charts (default loadtest-results/<time>-<workload>.html)
   --quiet               no progress line
+  --threshold EXPR      pass/fail, repeatable, as k6's: "metric op value" (op: < <= > >= == !=),
+                        e.g. --threshold "doc.p99<50" --threshold "drops==0"; exit code 99 when
+                        any is crossed. Metrics:
+${THRESHOLD_HELP.replace(/^ {2}/gm, '                          ')}
+  --token-margin S      the users' tokens expire S seconds after the load's planned end (default 60)
 Soak options: --url, --rooms (default 20, each replaced when its users leave), --per-room (default 4),
   --duration S (default 3600), --churn S (mean seconds a room's users stay, default 60),
   --sample S (default 30), --doc-rate R (default 1), --token-secret, --room-prefix, --json FILE, --quiet;
   exits 1 when memory or open rooms keep growing
-Coordinator options: --agents N (default 1), --host H (default 0.0.0.0), --port P (default ${COORDINATOR_PORT})
+Coordinator options (coordinator, ecs): --agents N (default 1), --host H (default 0.0.0.0),
+  --port P (default ${COORDINATOR_PORT}), --join-token T (or LOADTEST_JOIN_TOKEN; default: a random one,
+  printed by \`coordinator\`). Agents present it to join; they get their users' tokens, never the secret.
+  The coordinator speaks plain ws://: reach it only inside the VPC, or put TLS in front (agents dial wss://).
+ECS options: --cluster, --task-definition, --subnets, --security-groups (the stack's outputs),
+  --advertise-url URL (what the agents dial; without a port, --port's), --region R,
+  --assign-public-ip, --join-timeout S (default 300: then every task is stopped and the run fails)
+Exit codes: 0 done, 1 failed, 2 bad options, 99 a threshold crossed
 
 Workloads:
 ${Object.values(WORKLOADS)
@@ -64,27 +90,25 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'run': {
       const settings = runSettings(parseCommandLine(args), process.env)
-      const report = await runLocal(settings)
-      await publish(report, settings)
-      return 0
+      return finish(await runLocal(settings), settings)
     }
     case 'coordinator': {
-      const values = parseCommandLine(args, {
-        agents: { type: 'string', default: '1' },
-        host: { type: 'string', default: '0.0.0.0' },
-        port: { type: 'string', default: String(COORDINATOR_PORT) },
-      })
+      const values = parseCommandLine(args, COORDINATOR_OPTIONS)
       const settings = runSettings(values, process.env)
-      const agents = positiveInteger(values.agents, '--agents')
-      const port = Number(values.port)
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port: 0-65535')
-      const report = await runCoordinator(settings, { agents, port, host: String(values.host) })
-      await publish(report, settings)
-      return 0
+      const coordinator = coordinatorSettings(values)
+      if (!values['join-token'] && !process.env.LOADTEST_JOIN_TOKEN) {
+        console.error(`join token: ${coordinator.joinToken} (agents: --join-token or LOADTEST_JOIN_TOKEN)`)
+      }
+      return finish(await runCoordinator(settings, coordinator), settings)
+    }
+    case 'ecs': {
+      const values = parseCommandLine(args, { ...COORDINATOR_OPTIONS, ...ECS_OPTIONS })
+      const settings = runSettings(values, process.env)
+      const ecs = ecsSettings(values, coordinatorSettings(values))
+      return finish(await runOnEcs(settings, ecs), settings)
     }
     case 'agent': {
-      const { coordinator, once, name } = parseAgentArgs(args)
-      await runAgent({ coordinatorUrl: coordinator, once, name })
+      await runAgent(parseAgentArgs(args))
       return 0
     }
     case 'soak': {
@@ -105,21 +129,88 @@ async function main(argv: string[]): Promise<number> {
       console.log(JSON.stringify(reportJsonSchema(), null, 2))
       return 0
     default:
-      throw new UsageError(`unknown command "${command}" (run, coordinator, agent, soak, schema)`)
+      throw new UsageError(`unknown command "${command}" (run, coordinator, ecs, agent, soak, schema)`)
+  }
+}
+
+/** Prints the thresholds' verdicts with the table and reports; 99 when one was crossed. */
+async function finish(report: Report, settings: RunSettings): Promise<number> {
+  const judged = { ...report, thresholds: judge(settings.thresholds, report) }
+  await publish(judged, settings)
+  return judged.thresholds.every((verdict) => verdict.ok) ? 0 : THRESHOLDS_CROSSED_EXIT_CODE
+}
+
+const COORDINATOR_OPTIONS = {
+  agents: { type: 'string', default: '1' },
+  host: { type: 'string', default: '0.0.0.0' },
+  port: { type: 'string', default: String(COORDINATOR_PORT) },
+  'join-token': { type: 'string' },
+} as const
+
+const ECS_OPTIONS = {
+  cluster: { type: 'string' },
+  'task-definition': { type: 'string' },
+  subnets: { type: 'string' },
+  'security-groups': { type: 'string' },
+  'assign-public-ip': { type: 'boolean', default: false },
+  region: { type: 'string' },
+  'advertise-url': { type: 'string' },
+  'join-timeout': { type: 'string', default: '300' },
+} as const
+
+function coordinatorSettings(values: OptionValues): CoordinatorSettings {
+  const port = Number(values.port)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port: 0-65535')
+  const joinToken = String(values['join-token'] ?? (process.env.LOADTEST_JOIN_TOKEN || newJoinToken()))
+  if (joinToken.length < 16) throw new UsageError('--join-token: at least 16 characters')
+  return { agents: positiveInteger(values.agents, '--agents'), port, host: String(values.host), joinToken }
+}
+
+function ecsSettings(values: OptionValues, coordinator: CoordinatorSettings): EcsSettings {
+  const required = (flag: string, example: string) => {
+    const value = values[flag]
+    if (typeof value !== 'string' || value === '') throw new UsageError(`--${flag}: required (${example})`)
+    return value
+  }
+  const list = (flag: string, example: string) => required(flag, example).split(',').filter(Boolean)
+  const advertiseUrl = required(
+    'advertise-url',
+    'where the agents reach this coordinator, e.g. ws://10.0.1.5',
+  )
+  if (!/^wss?:\/\/[^/]/.test(advertiseUrl) || !URL.canParse(advertiseUrl)) {
+    throw new UsageError('--advertise-url: a ws:// or wss:// URL, e.g. ws://10.0.1.5:8700')
+  }
+  const joinTimeout = positiveInteger(values['join-timeout'], '--join-timeout')
+  if (coordinator.agents > 1000) throw new UsageError('--agents: at most 1000')
+  return {
+    ...coordinator,
+    cluster: required('cluster', 'the stack output ClusterName'),
+    taskDefinition: required('task-definition', 'the stack output LoadAgentTaskDefinitionArn'),
+    subnets: list('subnets', 'the stack output LoadAgentSubnetIds'),
+    securityGroups: list('security-groups', 'the stack output LoadAgentSecurityGroupId'),
+    assignPublicIp: values['assign-public-ip'] === true,
+    region: typeof values.region === 'string' ? values.region : undefined,
+    advertiseUrl,
+    joinTimeoutSeconds: joinTimeout,
   }
 }
 
 function parseAgentArgs(args: string[]) {
   const values = parseCommandLine(args, {
     coordinator: { type: 'string' },
+    'join-token': { type: 'string' },
     once: { type: 'boolean', default: false },
     name: { type: 'string', default: defaultAgentName() },
   })
-  const coordinator = String(values.coordinator ?? '')
+  const coordinator = String(values.coordinator ?? process.env.LOADTEST_COORDINATOR_URL ?? '')
   if (!/^wss?:\/\/./.test(coordinator) || !URL.canParse(coordinator)) {
-    throw new UsageError('--coordinator: the coordinator URL, e.g. ws://10.0.0.5:8700')
+    throw new UsageError(
+      '--coordinator: the coordinator URL, e.g. ws://10.0.0.5:8700 (or LOADTEST_COORDINATOR_URL)',
+    )
   }
-  return { coordinator, once: values.once === true, name: String(values.name) }
+  const joinToken = String(values['join-token'] ?? process.env.LOADTEST_JOIN_TOKEN ?? '')
+  if (!joinToken) throw new UsageError("--join-token: the coordinator's join token (or LOADTEST_JOIN_TOKEN)")
+  return { coordinatorUrl: coordinator, joinToken, once: values.once === true, name: String(values.name) }
 }
 
 function positiveInteger(value: unknown, flag: string): number {
@@ -132,7 +223,11 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: Error) => {
     console.error(
-      error instanceof UsageError ? `symphony-loadtest: ${error.message}\n(--help lists the options)` : error,
+      error instanceof UsageError
+        ? `symphony-loadtest: ${error.message}\n(--help lists the options)`
+        : error instanceof EcsRunError
+          ? `symphony-loadtest: ${error.message}`
+          : error,
     )
     process.exit(error instanceof UsageError ? 2 : 1)
   },

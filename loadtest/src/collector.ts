@@ -170,6 +170,7 @@ export class Collector {
       timeline: this.timeline(samples),
       warnings,
       errors: [...new Set(summaries.flatMap((s) => s.errors))].slice(0, 50),
+      thresholds: [],
     }
   }
 

@@ -4,12 +4,13 @@ import { showProgress } from './outputs.js'
 import type { Report } from './report-schema.js'
 import type { RoomPlan } from './room-run.js'
 import { ServerSampler, serverStatsSource } from './server-stats.js'
+import { withRoomTokens } from './tokens.js'
 import { runWorker, type WorkerPlan, type WorkerSummary } from './worker.js'
 
 /** A run driven by this process alone. */
 export function runLocal(settings: RunSettings): Promise<Report> {
   return measuredRun(settings, async (collector) => {
-    const plan = workerPlan(settings, 'local', planRooms(settings))
+    const plan = await workerPlan(settings, 'local', planRooms(settings))
     return [await runWorker(plan, (interval) => collector.add(interval))]
   })
 }
@@ -37,16 +38,24 @@ export async function measuredRun(
   }
 }
 
-export function workerPlan(settings: RunSettings, agent: string, rooms: RoomPlan[]): WorkerPlan {
+/**
+ * One worker's share of the run, with its users' tokens signed here: the plan carries tokens for
+ * its rooms alone, valid until a little after the load's planned end, and never the secret.
+ */
+export async function workerPlan(
+  settings: RunSettings,
+  agent: string,
+  rooms: RoomPlan[],
+): Promise<WorkerPlan> {
+  const validFor = settings.rampSeconds + settings.durationSeconds + settings.tokenMarginSeconds
   return {
     agent,
     serverUrls: settings.urls,
     workload: settings.workload,
-    rooms,
+    rooms: await withRoomTokens(rooms, settings.workload.perRoom, settings.tokenSecret, validFor),
     rampSeconds: settings.rampSeconds,
     durationSeconds: settings.durationSeconds,
     realClients: settings.realClients,
     protocol: settings.protocol,
-    tokenSecret: settings.tokenSecret,
   }
 }

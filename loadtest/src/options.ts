@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { z } from 'zod'
 import type { RoomPlan } from './room-run.js'
+import { parseThreshold, type Threshold } from './thresholds.js'
 import { PROTOCOLS, type Protocol } from './wire.js'
 import { WORKLOAD_NAMES, WORKLOADS, type Workload } from './workloads.js'
 
@@ -22,6 +23,10 @@ export interface RunSettings {
   jsonFile: string
   htmlFile: string
   quiet: boolean
+  /** Pass/fail criteria: any crossed makes the command exit 99. */
+  thresholds: Threshold[]
+  /** How long the users' tokens stay valid after the load's planned end (drain and convergence check). */
+  tokenMarginSeconds: number
 }
 
 export const RUN_OPTIONS = {
@@ -41,6 +46,8 @@ export const RUN_OPTIONS = {
   json: { type: 'string' },
   html: { type: 'string' },
   quiet: { type: 'boolean', default: false },
+  threshold: { type: 'string', multiple: true },
+  'token-margin': { type: 'string', default: '60' },
 } as const
 
 const count = (max: number) => z.coerce.number().int().min(1).max(max)
@@ -85,11 +92,13 @@ const RunArguments = z.object({
   json: z.string().optional(),
   html: z.string().optional(),
   quiet: z.boolean(),
+  threshold: z.array(z.string()).default([]),
+  'token-margin': z.coerce.number().int().min(1).max(86_400).optional(),
 })
 
 export class UsageError extends Error {}
 
-export type OptionValues = Record<string, string | boolean | undefined>
+export type OptionValues = Record<string, string | boolean | string[] | undefined>
 
 /** Parses `argv` against the run options plus `extra`; throws UsageError with one clear line. */
 export function parseCommandLine(
@@ -114,6 +123,13 @@ export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSe
     throw new UsageError(`--${issue?.path.join('.')}: ${issue?.message}`)
   }
   const a = parsed.data
+  const thresholds = a.threshold.map((expression) => {
+    try {
+      return parseThreshold(expression)
+    } catch (error) {
+      throw new UsageError(`--threshold ${(error as Error).message}`)
+    }
+  })
   const preset = WORKLOADS[a.workload]
   const workload: Workload = {
     ...preset,
@@ -139,6 +155,8 @@ export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSe
     jsonFile: a.json ?? `${reports}.json`,
     htmlFile: a.html ?? `${reports}.html`,
     quiet: a.quiet,
+    thresholds,
+    tokenMarginSeconds: a['token-margin'] ?? 60,
   }
 }
 

@@ -7,6 +7,7 @@ import type { RunSettings } from './options.js'
 import type { Report } from './report-schema.js'
 import type { ServerSampler } from './server-stats.js'
 import { formatTable } from './table.js'
+import { describeVerdicts } from './thresholds.js'
 
 /** Prints the progress line each second: in place on a terminal, every 5 s into a log. */
 export function showProgress(settings: RunSettings, collector: Collector, server: ServerSampler): () => void {
@@ -29,6 +30,7 @@ export function showProgress(settings: RunSettings, collector: Collector, server
 /** The table on stdout, and the JSON and HTML reports where asked. */
 export async function publish(report: Report, settings: RunSettings): Promise<void> {
   console.log(formatTable(report))
+  if (report.thresholds.length > 0) console.log(`thresholds:\n${describeVerdicts(report.thresholds)}`)
   for (const [file, content] of [
     [settings.jsonFile, `${JSON.stringify(report, null, 2)}\n`],
     [settings.htmlFile, htmlReport(report)],

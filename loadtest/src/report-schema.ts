@@ -98,6 +98,8 @@ export const ReportSchema = z.object({
   ),
   warnings: z.array(z.string()),
   errors: z.array(z.string()),
+  /** Each --threshold, what was measured (null: nothing, which fails it) and whether it held. */
+  thresholds: z.array(z.object({ expression: z.string(), actual: z.number().nullable(), ok: z.boolean() })),
 })
 
 export type Report = z.infer<typeof ReportSchema>

@@ -12,6 +12,11 @@ export interface RoomPlan {
   name: string
   /** The run-wide number of this room's first user; the others follow. */
   firstUser: number
+  /**
+   * Signed by whoever planned the run: one per user, in order, then one for the convergence check.
+   * Unset when the server runs without auth.
+   */
+  tokens?: string[]
 }
 
 export interface RoomSettings {
@@ -21,7 +26,6 @@ export interface RoomSettings {
   realClients: boolean
   protocol: Protocol
   measures: Measures
-  tokenFor: (room: string, user: number) => Promise<string | undefined>
 }
 
 interface Member {
@@ -89,7 +93,7 @@ export class RoomRun {
   async divergence(): Promise<string | null> {
     const observerDoc = this.#observerUser?.doc
     if (!observerDoc) return 'the observer never synced'
-    const setup = await this.#setup(this.#observerNumber + 1, false)
+    const setup = this.#setup(this.#observerNumber + 1, false)
     // Its own measures: the check's connection is not part of the load.
     const fresh = new LightUser({ ...setup, measures: new Measures(), replica: true })
     try {
@@ -114,7 +118,7 @@ export class RoomRun {
   }
 
   async #join(number: number, isObserver: boolean): Promise<VirtualUser | null> {
-    const setup = await this.#setup(number, isObserver)
+    const setup = this.#setup(number, isObserver)
     const user: VirtualUser = this.settings.realClients ? new RealClientUser(setup) : new LightUser(setup)
     try {
       await user.connect()
@@ -129,12 +133,12 @@ export class RoomRun {
     return user
   }
 
-  async #setup(number: number, isObserver: boolean): Promise<UserSetup> {
+  #setup(number: number, isObserver: boolean): UserSetup {
     const { serverUrls, workload, measures } = this.settings
     return {
       serverUrl: serverUrls[(number - this.plan.firstUser) % serverUrls.length] as string,
       room: this.plan.name,
-      token: await this.settings.tokenFor(this.plan.name, number),
+      token: this.plan.tokens?.[number - this.plan.firstUser],
       edit: workload.edit,
       protocol: this.settings.protocol,
       measures,

@@ -129,16 +129,25 @@ async function readServer(url: string, atSeconds: number): Promise<SoakSample | 
   }
 }
 
-/** Drops the first quarter (warm-up), then compares the medians of the two halves of the rest. */
+/**
+ * Drops the first quarter (warm-up), then compares the two halves of the rest: the heap by its
+ * floor (the lowest sample of each half, what survived the last collection), because used heap is
+ * a sawtooth whose period the garbage collector changes as it resizes its spaces, which moves a
+ * median without anything being retained; RSS and open rooms by their medians.
+ */
 export function judge(samples: SoakSample[]): SoakVerdict {
   const steady = samples.slice(Math.floor(samples.length / 4))
   const half = Math.floor(steady.length / 2)
-  const growth = (pick: (s: SoakSample) => number) =>
-    medianOf(steady.slice(half).map(pick)) - medianOf(steady.slice(0, half).map(pick))
-  const baseline = (pick: (s: SoakSample) => number) => medianOf(steady.slice(0, half).map(pick))
-  const heapGrowthBytes = growth((s) => s.heapBytes)
-  const rssGrowthBytes = growth((s) => s.rssBytes)
-  const roomsGrowth = growth((s) => s.rooms)
+  const [first, second] = [steady.slice(0, half), steady.slice(half)]
+  const median = (part: SoakSample[], pick: (s: SoakSample) => number) => medianOf(part.map(pick))
+  const floor = (part: SoakSample[], pick: (s: SoakSample) => number) =>
+    part.length > 0 ? Math.min(...part.map(pick)) : Number.NaN
+  const heap = (s: SoakSample) => s.heapBytes
+  const rss = (s: SoakSample) => s.rssBytes
+  const rooms = (s: SoakSample) => s.rooms
+  const heapGrowthBytes = floor(second, heap) - floor(first, heap)
+  const rssGrowthBytes = median(second, rss) - median(first, rss)
+  const roomsGrowth = median(second, rooms) - median(first, rooms)
   const within = (value: number, base: number, slack: typeof HEAP_SLACK) =>
     value <= Math.max(slack.bytes, slack.share * base)
   return {
@@ -147,17 +156,9 @@ export function judge(samples: SoakSample[]): SoakVerdict {
     roomsGrowth,
     flat:
       half >= 2 &&
-      within(
-        heapGrowthBytes,
-        baseline((s) => s.heapBytes),
-        HEAP_SLACK,
-      ) &&
-      within(
-        rssGrowthBytes,
-        baseline((s) => s.rssBytes),
-        RSS_SLACK,
-      ) &&
-      roomsGrowth <= Math.max(2, 0.1 * baseline((s) => s.rooms)),
+      within(heapGrowthBytes, floor(first, heap), HEAP_SLACK) &&
+      within(rssGrowthBytes, median(first, rss), RSS_SLACK) &&
+      roomsGrowth <= Math.max(2, 0.1 * median(first, rooms)),
   }
 }
 
@@ -228,7 +229,7 @@ export function describeVerdict(report: SoakReport): string {
   const { verdict } = report
   return [
     `soak: ${report.samples.length} samples over ${report.settings.durationSeconds} s, ${report.roomsChurned} rooms churned, ${report.errors.length} distinct errors`,
-    `  heap growth ${MiB(verdict.heapGrowthBytes)}, RSS growth ${MiB(verdict.rssGrowthBytes)}, open rooms ${verdict.roomsGrowth >= 0 ? '+' : ''}${verdict.roomsGrowth} (median of the second half of the steady samples minus the first)`,
+    `  heap growth ${MiB(verdict.heapGrowthBytes)}, RSS growth ${MiB(verdict.rssGrowthBytes)}, open rooms ${verdict.roomsGrowth >= 0 ? '+' : ''}${verdict.roomsGrowth} (second half of the steady samples minus the first: the heap's lowest sample, RSS and rooms' medians)`,
     verdict.flat
       ? '  flat: memory and open rooms hold steady'
       : '  GROWING: memory or open rooms kept rising',

@@ -1,7 +1,6 @@
 import { type IntervalReport, Measures } from './measures.js'
 import { startWarnings } from './outputs.js'
 import { type RoomPlan, RoomRun } from './room-run.js'
-import { tokenMinter } from './tokens.js'
 import type { Protocol } from './wire.js'
 import type { Workload } from './workloads.js'
 
@@ -15,7 +14,6 @@ export interface WorkerPlan {
   durationSeconds: number
   realClients: boolean
   protocol: Protocol
-  tokenSecret?: string | undefined
 }
 
 export interface Convergence {
@@ -50,14 +48,13 @@ export async function runWorker(
   const sockets = plan.rooms.length * (plan.workload.perRoom + 1)
   const warnings = startWarnings(sockets).map((warning) => `${plan.agent}: ${warning}`)
   for (const warning of warnings) console.error(`warning: ${warning}`)
-  const tokenFor = tokenMinter(plan.tokenSecret, plan.rampSeconds + plan.durationSeconds + 3600)
   const settings = {
     serverUrls: plan.serverUrls,
     workload: plan.workload,
     realClients: plan.realClients,
     protocol: plan.protocol,
   }
-  const rooms = plan.rooms.map((room) => new RoomRun(room, { ...settings, measures, tokenFor }))
+  const rooms = plan.rooms.map((room) => new RoomRun(room, { ...settings, measures }))
   const started = performance.now()
   const stopIntervals = reportEachSecond(plan.agent, measures, rooms, started, onInterval)
 

@@ -30,8 +30,20 @@ describe('the symphony-loadtest command', () => {
     const json = join(folder, 'report.json')
     const html = join(folder, 'report.html')
     const args = beacon(4, 3, 1)
-    const { code, stdout, stderr } = await runCli([...args, '--json', json, '--html', html]).done
+    const passing = [
+      '--threshold',
+      'errors==0',
+      '--threshold',
+      'diverged == 0',
+      '--threshold',
+      'connect.count>=12',
+    ]
+    const { code, stdout, stderr } = await runCli([...args, '--json', json, '--html', html, ...passing]).done
     assert.equal(code, 0, stderr)
+    assert.match(
+      stdout,
+      /^thresholds:\n✓ errors==0 {2}\(measured 0\)\n✓ diverged == 0 {2}\(measured 0\)\n✓ connect.count>=12/m,
+    )
     assert.match(stdout, /^metric +count +errors +p50\(ms\) +p95\(ms\) +p99\(ms\) +max\(ms\)$/m)
     assert.match(stdout, /^WS connect \+ sync +12 +0 /m)
     assert.match(stdout, /^Update broadcast +\d+ +0 /m)
@@ -43,6 +55,14 @@ describe('the symphony-loadtest command', () => {
     const validate = ajv.compile(JSON.parse(readFileSync(schemaFile, 'utf8')))
     assert.ok(validate(report), JSON.stringify(validate.errors))
     assert.equal(report.workload.name, 'beacon')
+    assert.deepEqual(
+      report.thresholds.map((t) => [t.expression, t.ok]),
+      [
+        ['errors==0', true],
+        ['diverged == 0', true],
+        ['connect.count>=12', true],
+      ],
+    )
     assert.equal(report.target.statsSource, 'metrics', stderr)
     // The schema has teeth: a report missing a figure, or with a negative latency, fails it.
     const { drops: _, ...withoutDrops } = report
@@ -70,6 +90,29 @@ describe('the symphony-loadtest command', () => {
     )
   })
 
+  test('a crossed threshold ends the run with exit code 99, and the report says which', async () => {
+    const json = join(folder, 'crossed.json')
+    const thresholds = [
+      '--threshold',
+      'drops==0',
+      '--threshold',
+      'doc.p99<0.001',
+      '--threshold',
+      'cpu.max<1000',
+    ]
+    const args = [...beacon(2, 1, 0), '--json', json, '--html', join(folder, 'crossed.html'), ...thresholds]
+    const { code, stdout, stderr } = await runCli(args).done
+    assert.equal(code, 99, stderr)
+    assert.match(stdout, /^✓ drops==0 {2}\(measured 0\)$/m)
+    assert.match(stdout, /^✗ doc.p99<0.001 {2}\(measured [\d.]+\)$/m)
+    const report: Report = JSON.parse(readFileSync(json, 'utf8'))
+    assert.deepEqual(
+      report.thresholds.map((t) => t.ok),
+      [true, false, true],
+    )
+    assert.ok((report.thresholds[1]?.actual ?? 0) > 0.001)
+  })
+
   test('the committed report.schema.json is the one the code generates', async () => {
     assert.deepEqual(JSON.parse(readFileSync(schemaFile, 'utf8')), reportJsonSchema())
     const { code, stdout } = await runCli(['schema']).done
@@ -84,5 +127,16 @@ describe('the symphony-loadtest command', () => {
     const unknown = await runCli(['--roms', '3']).done
     assert.equal(unknown.code, 2)
     assert.match(unknown.stderr, /Unknown option '--roms'/)
+    for (const [threshold, message] of [
+      ['doc.p99<<50', /--threshold "doc.p99<<50" is not "metric op value"/],
+      ['latency.p99<50', /--threshold "latency.p99<50": unknown metric "latency.p99"/],
+      ['drops=0', /is not "metric op value" \(op: <= >= == != < >/],
+    ] as const) {
+      const bad = await runCli(['--url', server.url, '--threshold', 'drops==0', '--threshold', threshold])
+        .done
+      assert.equal(bad.code, 2)
+      assert.match(bad.stderr, message)
+      assert.doesNotMatch(bad.stderr, /progress|users/)
+    }
   })
 })

@@ -8,7 +8,9 @@ import { Collector } from '../src/collector.js'
 import { encodeHistogram, newHistogram, recordMs, summarize } from '../src/histogram.js'
 import { type IntervalReport, zeroCounters } from '../src/measures.js'
 import type { Report } from '../src/report-schema.js'
-import { runCli } from './helpers/cli.js'
+import { runCli, startCoordinator } from './helpers/cli.js'
+
+const JOIN_TOKEN = 'join-token-for-the-distributed-test'
 
 describe('a coordinator with two agents', () => {
   let server: StartedServer
@@ -25,33 +27,17 @@ describe('a coordinator with two agents', () => {
   test('hands each agent whole rooms and merges what they measured', async () => {
     const json = join(folder, 'report.json')
     const run = ['--url', server.url, '--rooms', '5', '--duration', '3', '--ramp', '1', '--quiet']
-    let listening: (url: string) => void = () => {}
-    const address = new Promise<string>((resolve) => {
-      listening = resolve
-    })
-    const coordinator = runCli(
-      [
-        'coordinator',
-        '--agents',
-        '2',
-        '--host',
-        '127.0.0.1',
-        '--port',
-        '0',
-        '--json',
-        json,
+    const coordinator = startCoordinator(
+      ['coordinator', '--agents', '2', '--host', '127.0.0.1', '--port', '0', '--json', json].concat([
         '--html',
         join(folder, 'report.html'),
         ...run,
-      ],
-      (stderr) => {
-        const url = /coordinator listening on (ws:\/\/\S+);/.exec(stderr)?.[1]
-        if (url) listening(url)
-      },
+      ]),
+      { LOADTEST_JOIN_TOKEN: JOIN_TOKEN },
     )
-    const url = await address
+    const url = await coordinator.url
     const agents = ['one', 'two'].map((name) =>
-      runCli(['agent', '--coordinator', url, '--once', '--name', name]),
+      runCli(['agent', '--coordinator', url, '--join-token', JOIN_TOKEN, '--once', '--name', name]),
     )
     const finished = await coordinator.done
     assert.equal(finished.code, 0, finished.stderr)

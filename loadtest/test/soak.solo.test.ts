@@ -70,4 +70,23 @@ describe('soak', () => {
     const leakingRooms = steady.map((s, i) => ({ ...s, rooms: 8 + i }))
     assert.equal(judge(leakingRooms).flat, false)
   })
+  it('judges the heap by its floor: a sawtooth whose period lengthens is flat, a rising floor is not', () => {
+    // Collections every 2 samples, then every 5 (the collector grew its young space): the median
+    // rises by several MiB while what survives each collection stays at 28 MiB.
+    const teeth = [
+      ...Array.from({ length: 12 }, (_, i) => i % 2),
+      ...Array.from({ length: 28 }, (_, i) => i % 5),
+    ]
+    const sample = (heapMiB: number, i: number): SoakSample => ({
+      atSeconds: i,
+      heapBytes: heapMiB * 2 ** 20,
+      rssBytes: 150 * 2 ** 20,
+      rooms: 8,
+      connections: 24,
+    })
+    const sawtooth = teeth.map((tooth, i) => sample(28 + tooth * 8, i))
+    assert.equal(judge(sawtooth).flat, true)
+    const leaking = teeth.map((tooth, i) => sample(28 + i + tooth * 8, i))
+    assert.equal(judge(leaking).flat, false)
+  })
 })

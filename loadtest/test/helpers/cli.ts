@@ -14,8 +14,13 @@ export function runCli(
   args: string[],
   onStderr?: (text: string) => void,
   cwd?: string,
+  env?: NodeJS.ProcessEnv,
 ): { child: ChildProcess; done: Promise<Finished> } {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd })
+  const child = spawn(process.execPath, [CLI, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    cwd,
+    env: { ...process.env, ...env },
+  })
   let stdout = ''
   let stderr = ''
   child.stdout?.on('data', (chunk) => {
@@ -29,4 +34,27 @@ export function runCli(
     child.on('close', (code) => resolve({ code, stdout, stderr })),
   )
   return { child, done }
+}
+
+/** Starts `args` (a coordinator or `ecs` run) and resolves with the URL it listens on. */
+export function startCoordinator(
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+  onStderr?: (text: string) => void,
+): { child: ChildProcess; done: Promise<Finished>; url: Promise<string> } {
+  let listening: (url: string) => void = () => {}
+  const url = new Promise<string>((resolve) => {
+    listening = resolve
+  })
+  const run = runCli(
+    args,
+    (stderr) => {
+      const found = /coordinator listening on (ws:\/\/\S+);/.exec(stderr)?.[1]
+      if (found) listening(found)
+      onStderr?.(stderr)
+    },
+    undefined,
+    env,
+  )
+  return { ...run, url }
 }
