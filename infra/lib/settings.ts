@@ -33,6 +33,8 @@ export interface SymphonySettings {
   alarmEmail: string | undefined
   /** Every task's CPU (and its images' platform): `arm64` runs on Graviton, about 20 % cheaper. */
   cpuArchitecture: CpuArchitectureName
+  /** The build's commit, the servers' SYMPHONY_COMMIT (in `symphony_build_info`): `commit` context, else git's HEAD. */
+  commit: string | undefined
 }
 
 export type CpuArchitectureName = 'x86_64' | 'arm64'
@@ -133,14 +135,21 @@ const context = z.object({
   loadCoordinatorUrl: z.unknown().optional(),
   shutdownTimeoutSeconds: count(5, 110),
   alarmEmail: z.email('must be an email address such as ops@example.com').optional(),
+  commit: z
+    .string()
+    .regex(/^[\w.+-]{1,64}$/, 'must be a commit id: letters, digits, . _ + -, at most 64')
+    .optional(),
   cpuArchitecture: z.enum(['x86_64', 'arm64']).default('x86_64'),
 })
 
 /**
- * Reads and checks the context once; throws one clear line naming the key. `defaultRegion` is the
- * CLI's (CDK_DEFAULT_REGION), used when the context names none.
+ * Reads and checks the context once; throws one clear line naming the key. `defaults` are what the
+ * context may leave out: the CLI's region (CDK_DEFAULT_REGION) and the checkout's commit.
  */
-export function parseSettings(read: (key: string) => unknown, defaultRegion?: string): SymphonySettings {
+export function parseSettings(
+  read: (key: string) => unknown,
+  defaults: { region?: string | undefined; commit?: string | undefined } = {},
+): SymphonySettings {
   const raw = Object.fromEntries(Object.keys(context.shape).map((key) => [key, read(key)]))
   const parsed = context.safeParse(raw)
   if (!parsed.success) {
@@ -165,7 +174,7 @@ export function parseSettings(read: (key: string) => unknown, defaultRegion?: st
   }
   return {
     stackName: c.stackName,
-    region: c.region ?? defaultRegion ?? 'us-east-1',
+    region: c.region ?? defaults.region ?? 'us-east-1',
     size: c.size,
     sync: { cpu, memoryMiB, minTasks, maxTasks },
     dashboard: { cpu: 256, memoryMiB: 512, allowedCidr: c.dashboardAllowedCidr },
@@ -187,6 +196,7 @@ export function parseSettings(read: (key: string) => unknown, defaultRegion?: st
     loadAgents: c.loadAgents ?? false,
     shutdownTimeoutSeconds: c.shutdownTimeoutSeconds ?? 25,
     alarmEmail: c.alarmEmail,
+    commit: c.commit ?? defaults.commit,
     cpuArchitecture: c.cpuArchitecture,
   }
 }

@@ -7,6 +7,8 @@ export interface SymphonyAppOptions extends AppProps {
   /** The CLI's account and region (CDK_DEFAULT_ACCOUNT, CDK_DEFAULT_REGION), when it has them. */
   defaultAccount?: string | undefined
   defaultRegion?: string | undefined
+  /** The checkout's commit (git's HEAD), for the servers' build info when the context names none. */
+  defaultCommit?: string | undefined
 }
 
 /**
@@ -18,9 +20,12 @@ export function createSymphonyApp(options: SymphonyAppOptions = {}): {
   stack: SymphonyStack
   settings: SymphonySettings
 } {
-  const { defaultAccount, defaultRegion, ...appProps } = options
+  const { defaultAccount, defaultRegion, defaultCommit, ...appProps } = options
   const app = new App(appProps)
-  const settings = parseSettings((key) => app.node.tryGetContext(key), defaultRegion)
+  const settings = parseSettings((key) => app.node.tryGetContext(key), {
+    region: defaultRegion,
+    commit: defaultCommit,
+  })
   const stack = new SymphonyStack(app, settings.stackName, {
     settings,
     env: { account: defaultAccount, region: settings.region },

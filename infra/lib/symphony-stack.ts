@@ -73,6 +73,7 @@ export class SymphonyStack extends Stack {
       authJwksUrl: settings.authJwksUrl,
       allowedOrigins: settings.allowedOrigins,
       shutdownTimeout: Duration.seconds(settings.shutdownTimeoutSeconds),
+      commit: settings.commit,
       metricsNamespace: metricsNamespace(settings.stackName),
     })
     this.dashboard = new DashboardService(this, 'Dashboard', {

@@ -38,6 +38,8 @@ export interface SyncServiceProps {
   allowedOrigins: string | undefined
   /** The server's SIGTERM drain (SHUTDOWN_TIMEOUT_MS). */
   shutdownTimeout: Duration
+  /** SYMPHONY_COMMIT: which build the tasks run, in their `symphony_build_info`. */
+  commit: string | undefined
   /** The CloudWatch namespace the metrics sidecar publishes the servers' series to. */
   metricsNamespace: string
 }
@@ -95,6 +97,7 @@ export class SyncService extends Construct {
         SHUTDOWN_TIMEOUT_MS: String(props.shutdownTimeout.toMilliseconds()),
         ...(props.authJwksUrl ? { AUTH_JWKS_URL: props.authJwksUrl } : {}),
         ...(props.allowedOrigins ? { ALLOWED_ORIGINS: props.allowedOrigins } : {}),
+        ...(props.commit ? { SYMPHONY_COMMIT: props.commit } : {}),
       },
       secrets,
       portMappings: [

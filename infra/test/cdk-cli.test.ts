@@ -37,6 +37,10 @@ describe('npx cdk synth at the root (offline, no Docker, no AWS account)', () =>
     assert.match(run.stdout, /Value: least_outstanding_requests/)
     assert.match(run.stdout, /HealthCheckPath: \/healthz/)
     assert.match(run.stdout, /WebSocketUrl:/)
+    // The sync tasks say which build they run (symphony_build_info): the checkout's commit.
+    const head = spawnSync('git', ['rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8' }).stdout.trim()
+    assert.match(head, /^[0-9a-f]{12}$/)
+    assert.match(run.stdout, new RegExp(`- Name: SYMPHONY_COMMIT\\s+Value: ${head}`))
   })
 
   it('stops on a bad context value with one line naming the key', () => {

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { parseSettings, SIZES } from '../lib/settings.js'
 
 const settingsFrom = (context: Record<string, unknown>, defaultRegion?: string) =>
-  parseSettings((key) => context[key], defaultRegion)
+  parseSettings((key) => context[key], { region: defaultRegion })
 
 function errorFor(context: Record<string, unknown>): string {
   try {
@@ -110,7 +110,15 @@ describe('infra settings (CDK context)', () => {
     assert.match(errorFor({ retainData: 'maybe' }), /^context retainData:/)
     assert.match(errorFor({ alarmEmail: 'ops at example' }), /^context alarmEmail: must be an email/)
     assert.match(errorFor({ cpuArchitecture: 'arm' }), /^context cpuArchitecture:/)
+    assert.match(errorFor({ commit: 'abc def' }), /^context commit: must be a commit id/)
     assert.match(errorFor({ stackName: '1-stack' }), /^context stackName:/)
     assert.match(errorFor({ shutdownTimeoutSeconds: '200' }), /^context shutdownTimeoutSeconds:/)
+  })
+
+  it('takes the build commit from the context, else from the checkout', () => {
+    const read = (context: Record<string, unknown>) => (key: string) => context[key]
+    assert.equal(parseSettings(read({}), { commit: '0123456789ab' }).commit, '0123456789ab')
+    assert.equal(parseSettings(read({ commit: 'v1.2.3' }), { commit: '0123456789ab' }).commit, 'v1.2.3')
+    assert.equal(parseSettings(read({})).commit, undefined)
   })
 })

@@ -24,9 +24,14 @@ describe('a coordinator with two agents', () => {
     rmSync(folder, { recursive: true, force: true })
   })
 
-  test('hands each agent whole rooms and merges what they measured', async () => {
+  test('hands each agent whole rooms and merges what they measured; thresholds met exit 0', async () => {
     const json = join(folder, 'report.json')
-    const run = ['--url', server.url, '--rooms', '5', '--duration', '3', '--ramp', '1', '--quiet']
+    const run = ['--url', server.url, '--rooms', '5', '--duration', '3', '--ramp', '1', '--quiet'].concat([
+      '--threshold',
+      'drops==0',
+      '--threshold',
+      'doc.p99<5000',
+    ])
     const coordinator = startCoordinator(
       ['coordinator', '--agents', '2', '--host', '127.0.0.1', '--port', '0', '--json', json].concat([
         '--html',
@@ -41,6 +46,8 @@ describe('a coordinator with two agents', () => {
     )
     const finished = await coordinator.done
     assert.equal(finished.code, 0, finished.stderr)
+    assert.match(finished.stdout, /^✓ drops==0/m)
+    assert.match(finished.stdout, /^✓ doc\.p99<5000/m)
     for (const agent of agents) assert.equal((await agent.done).code, 0)
 
     const report: Report = JSON.parse(readFileSync(json, 'utf8'))
@@ -56,6 +63,13 @@ describe('a coordinator with two agents', () => {
     assert.ok(report.counts.updatesSent >= 40 && report.latency.presence.count > 0)
     assert.deepEqual(report.drops, { updates: 0, presence: 0 })
     assert.deepEqual(report.convergence, { rooms: 5, converged: 5, failures: [] })
+    assert.deepEqual(
+      report.thresholds.map((t) => [t.expression, t.ok]),
+      [
+        ['drops==0', true],
+        ['doc.p99<5000', true],
+      ],
+    )
     const timelineConnects = report.timeline.reduce((sum, s) => sum + s.latency.connect.count, 0)
     assert.equal(timelineConnects, 20, 'the per-second histograms add up to the totals')
     assert.match(finished.stdout, /^WS connect \+ sync +20 +0 /m)

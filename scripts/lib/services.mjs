@@ -3,7 +3,16 @@
 // postgresql from Debian, moto into a Python venv under .services/). The children die with this process: an exit hook kills them.
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { request } from 'node:http'
 import { createConnection, createServer } from 'node:net'
 import { tmpdir, userInfo } from 'node:os'
@@ -45,14 +54,39 @@ function track(child) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** A TCP port free on the loopback address right now: listens on port 0, reads the port, closes. */
-export function freePort() {
+/**
+ * A port nothing listens on, for a server started a moment later (or restarted on the same port).
+ * Taken below the kernel's ephemeral range where there is room, so no port-0 listener or outgoing
+ * connection of another test can be handed it in between (EADDRINUSE).
+ */
+export async function freePort() {
+  const range = portsBelowEphemeral()
+  for (let attempt = 0; range && attempt < 50; attempt++) {
+    const port = range.low + Math.floor(Math.random() * (range.high - range.low + 1))
+    if (await listenOnce(port).catch(() => null)) return port
+  }
+  return listenOnce(0)
+}
+
+/** 10000 up to the ephemeral range's start (Linux), or null when that leaves too few. */
+function portsBelowEphemeral() {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
+    return low > 12_000 ? { low: 10_000, high: low - 1 } : null
+  } catch {
+    return null
+  }
+}
+
+/** Listens on `port` (0: any), closes, and resolves to the port it had. */
+function listenOnce(port) {
   return new Promise((resolve, reject) => {
     const server = createServer()
     server.unref()
     server.once('error', reject)
-    server.listen(0, HOST, () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
+    server.listen(port, HOST, () => {
+      const address = server.address()
+      server.close(() => resolve(address.port))
     })
   })
 }

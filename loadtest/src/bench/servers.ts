@@ -1,10 +1,10 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { availableParallelism, homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { freePort } from '../../../scripts/lib/services.mjs'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
 
@@ -202,13 +202,5 @@ function waitForLine<T>(child: ChildProcess, pick: (line: string) => T | null): 
   })
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
-}
+/** Below the ephemeral range, so nothing else takes it before the server listens (see services.mjs). */
+export { freePort }
