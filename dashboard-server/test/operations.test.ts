@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import { connectSynced, destroyClients, uniqueRoom } from '../../server/test/helpers/clients.js'
 import { createDashboardApp } from '../src/app.js'
 import { LiveEvents } from '../src/live-events.js'
-import { MetadataQueries } from '../src/queries.js'
+import { MetadataQueries, type ServerSamplePoint } from '../src/queries.js'
 import { DASHBOARD_TOKEN, type DashboardStack, startDashboardStack } from './helpers/dashboard-stack.js'
 
 interface SamplesBody {
@@ -15,19 +15,7 @@ interface SamplesBody {
   stepSeconds: number
   servers: {
     id: string
-    samples: {
-      at: string
-      cpu: number
-      rssBytes: number
-      heapBytes: number
-      connections: number
-      rooms: number
-      messagesInPerSecond: number
-      messagesOutPerSecond: number
-      bytesInPerSecond: number
-      bytesOutPerSecond: number
-      errors: number
-    }[]
+    samples: ServerSamplePoint[]
   }[]
   error: { code: string; message: string }
   rooms: { name: string }[]

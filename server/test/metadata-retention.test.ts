@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
 import { createAdapters } from '../src/adapters/create-adapters.js'
-import { connectDatabase, type DatabaseConnection } from '../src/adapters/postgres/connect.js'
+import type { DatabaseConnection } from '../src/adapters/postgres/connect.js'
 import { migrate } from '../src/adapters/postgres/migrations.js'
 import { PgMetadataSink } from '../src/adapters/postgres/pg-metadata-sink.js'
 import { pruneMetadata } from '../src/adapters/postgres/retention.js'
@@ -15,28 +15,12 @@ import type { ServerSample } from '../src/ports/metadata-sink.js'
 import { SyncServer } from '../src/sync-server.js'
 import { connectSynced, destroyClients, uniqueRoom } from './helpers/clients.js'
 import { uniqueName } from './helpers/services.js'
-import { connectIsolatedDatabase } from './helpers/test-database.js'
+import { connectIsolatedDatabase, METADATA_BACKENDS } from './helpers/test-database.js'
 import { TEST_LIMITS } from './helpers/test-server.js'
 
 const DAY = 86_400_000
 
-const backends = [
-  {
-    name: 'real PostgreSQL',
-    open: async (): Promise<DatabaseConnection & { cleanup(): void }> => ({
-      ...(await connectIsolatedDatabase()),
-      cleanup() {},
-    }),
-  },
-  {
-    name: 'PGlite over the wire protocol',
-    open: async (): Promise<DatabaseConnection & { cleanup(): void }> => {
-      const folder = mkdtempSync(join(tmpdir(), 'symphony-pglite-'))
-      const connection = await connectDatabase({ kind: 'pglite', folder, port: 0 }, silentLogger)
-      return { ...connection, cleanup: () => rmSync(folder, { recursive: true, force: true }) }
-    },
-  },
-]
+const backends = METADATA_BACKENDS
 
 /** Running totals that grow as a test says. */
 function fakeSample(overrides: Partial<ServerSample> = {}): ServerSample {

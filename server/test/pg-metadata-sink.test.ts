@@ -1,7 +1,4 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
 import { startPostgres } from '../../scripts/lib/services.mjs'
@@ -12,7 +9,7 @@ import { NOTIFY_CHANNEL } from '../src/adapters/postgres/write-batch.js'
 import type { Logger } from '../src/logger.js'
 import { silentLogger } from '../src/logger.js'
 import { uniqueName } from './helpers/services.js'
-import { connectIsolatedDatabase } from './helpers/test-database.js'
+import { METADATA_BACKENDS } from './helpers/test-database.js'
 import { TRICKY_ROOM_NAMES } from './helpers/tricky-room-names.js'
 
 /** A logger that keeps warnings, to check what operators would read. */
@@ -25,23 +22,7 @@ function recordingLogger(): Logger & { warnings: string[] } {
   return logger
 }
 
-const backends = [
-  {
-    name: 'real PostgreSQL',
-    open: async (): Promise<DatabaseConnection & { cleanup(): void }> => ({
-      ...(await connectIsolatedDatabase()),
-      cleanup() {},
-    }),
-  },
-  {
-    name: 'PGlite over the wire protocol',
-    open: async (): Promise<DatabaseConnection & { cleanup(): void }> => {
-      const folder = mkdtempSync(join(tmpdir(), 'symphony-pglite-'))
-      const connection = await connectDatabase({ kind: 'pglite', folder, port: 0 }, silentLogger)
-      return { ...connection, cleanup: () => rmSync(folder, { recursive: true, force: true }) }
-    },
-  },
-]
+const backends = METADATA_BACKENDS
 
 for (const backend of backends) {
   describe(`PgMetadataSink and migrations on ${backend.name}`, () => {

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import pg from 'pg'
 import { connectDatabase, type DatabaseConnection } from '../../src/adapters/postgres/connect.js'
 import { silentLogger } from '../../src/logger.js'
@@ -17,3 +20,22 @@ export async function connectIsolatedDatabase(): Promise<DatabaseConnection> {
   url.searchParams.set('options', `-c search_path=${schema}`)
   return connectDatabase({ kind: 'postgres', url: url.toString() }, silentLogger)
 }
+
+/** A metadata database a test opens and cleans up after. */
+export type TestDatabase = DatabaseConnection & { cleanup(): void }
+
+/** Every backend the Postgres metadata code runs against, for suites looped over them. */
+export const METADATA_BACKENDS: { name: string; open(): Promise<TestDatabase> }[] = [
+  {
+    name: 'real PostgreSQL',
+    open: async () => ({ ...(await connectIsolatedDatabase()), cleanup() {} }),
+  },
+  {
+    name: 'PGlite over the wire protocol',
+    open: async () => {
+      const folder = mkdtempSync(join(tmpdir(), 'symphony-pglite-'))
+      const connection = await connectDatabase({ kind: 'pglite', folder, port: 0 }, silentLogger)
+      return { ...connection, cleanup: () => rmSync(folder, { recursive: true, force: true }) }
+    },
+  },
+]

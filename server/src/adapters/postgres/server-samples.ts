@@ -2,21 +2,15 @@ import type { Pool, PoolClient } from 'pg'
 import type { ServerSample } from '../../ports/metadata-sink.js'
 import { NOTIFY_CHANNEL } from './write-batch.js'
 
-/** One `server_samples` row: the load at `at`, and what the server did in the `seconds` before. */
-export interface ServerSampleRow {
+/**
+ * One `server_samples` row: the load at `at`, and what the server did in the `seconds` before
+ * (the running totals of a `ServerSample` as differences over that interval).
+ */
+export interface ServerSampleRow extends Omit<ServerSample, 'cpuMicros'> {
   at: Date
   seconds: number
   /** CPU time used per second of wall time over the interval: 1 is one core fully busy. */
   cpu: number
-  rssBytes: number
-  heapBytes: number
-  connections: number
-  rooms: number
-  messagesIn: number
-  messagesOut: number
-  bytesIn: number
-  bytesOut: number
-  errors: number
 }
 
 const TOTALS = ['messagesIn', 'messagesOut', 'bytesIn', 'bytesOut', 'errors'] as const
