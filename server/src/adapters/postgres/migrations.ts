@@ -1,4 +1,4 @@
-import type { Pool } from 'pg'
+import type { Pool, QueryConfig } from 'pg'
 
 /** One schema change. Append new ones; never edit one that has shipped. */
 interface Migration {
@@ -63,7 +63,7 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'server samples, and indexes for the dashboard and retention',
     sql: `
       -- One row per server per sample interval: its load then, and what it did since the previous row.
-      CREATE TABLE server_samples (
+      CREATE TABLE IF NOT EXISTS server_samples (
         server_id text NOT NULL,
         at timestamptz NOT NULL,
         seconds real NOT NULL,
@@ -79,45 +79,64 @@ export const MIGRATIONS: readonly Migration[] = [
         errors integer NOT NULL,
         PRIMARY KEY (server_id, at)
       );
-      CREATE INDEX server_samples_at ON server_samples (at);
-      CREATE INDEX connection_sessions_server_id ON connection_sessions (server_id);
-      CREATE INDEX connection_sessions_closed_at ON connection_sessions (closed_at) WHERE closed_at IS NOT NULL;
+      CREATE INDEX IF NOT EXISTS server_samples_at ON server_samples (at);
+      CREATE INDEX IF NOT EXISTS connection_sessions_server_id ON connection_sessions (server_id);
+      CREATE INDEX IF NOT EXISTS connection_sessions_closed_at ON connection_sessions (closed_at) WHERE closed_at IS NOT NULL;
     `,
   },
 ]
 
 /** Any constant: every server migrating at once takes turns on it. */
 const MIGRATION_LOCK = 7_230_411
+/** How long a migration's statement may run (an index build on a large table), and wait for a lock. */
+const MIGRATION_TIMEOUT_MS = 10 * 60_000
+const LOCK_TIMEOUT_MS = 60_000
 
 /**
  * Brings the schema up to date in one transaction, under an advisory lock so that servers
  * starting together do not race. Returns the versions it applied.
  */
-export async function migrate(pool: Pool): Promise<number[]> {
+export async function migrate(
+  pool: Pool,
+  timeouts: { statementMs: number; lockMs: number } = {
+    statementMs: MIGRATION_TIMEOUT_MS,
+    lockMs: LOCK_TIMEOUT_MS,
+  },
+): Promise<number[]> {
   const client = await pool.connect()
+  // A migration may build an index on a year of rows, or wait for another server's write: past the
+  // pool's 10 s read timeout, yet bounded (lock waits fail at the server, which aborts the transaction).
+  // (pg reads a query's own `query_timeout`; its types leave it out.)
+  const query = (text: string, values?: unknown[]) =>
+    client.query<{ version: number }>({ text, values, query_timeout: timeouts.statementMs } as QueryConfig)
+  let failure: Error | undefined
   try {
-    await client.query('BEGIN')
-    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
-    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    await query('BEGIN')
+    await query(`SET LOCAL lock_timeout = '${Math.round(timeouts.lockMs)}ms'`)
+    await query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
+    await query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`)
-    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations')
+    const { rows } = await query('SELECT version FROM schema_migrations')
     const done = new Set(rows.map((row) => row.version))
     const applied: number[] = []
     for (const migration of MIGRATIONS) {
       if (done.has(migration.version)) continue
-      await client.query(migration.sql)
-      await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+      await query(migration.sql)
+      await query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
         migration.version,
         migration.name,
       ])
       applied.push(migration.version)
     }
-    await client.query('COMMIT')
+    await query('COMMIT')
     return applied
   } catch (error) {
+    failure = error as Error
     await client.query('ROLLBACK').catch(() => {})
     throw error
   } finally {
-    client.release()
+    // After a failure the connection is dropped, never pooled: a statement the client gave up on
+    // may still hold the transaction open, and the next borrower's COMMIT would commit half of it.
+    client.release(failure)
   }
 }

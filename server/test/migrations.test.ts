@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import pg from 'pg'
+import type { DatabaseConnection } from '../src/adapters/postgres/connect.js'
+import { MIGRATIONS, migrate } from '../src/adapters/postgres/migrations.js'
+import { requireTestServices } from './helpers/services.js'
+import { connectIsolatedDatabase } from './helpers/test-database.js'
+
+/** Migrating a database that other servers are writing to (real Postgres: PGlite has one session). */
+describe('metadata migrations on a busy database', () => {
+  let db: DatabaseConnection
+  before(async () => {
+    db = await connectIsolatedDatabase()
+  })
+  after(async () => {
+    await db.close()
+  })
+
+  it('a migration that cannot get its lock fails cleanly, leaves no open transaction, and applies later', async () => {
+    const latest = MIGRATIONS.at(-1)?.version ?? 0
+    assert.deepEqual(
+      await migrate(db.pool),
+      MIGRATIONS.map((m) => m.version),
+    )
+    // Back to the version before the latest, as a deployment upgrading to it would be.
+    await db.pool.query('DROP TABLE server_samples')
+    await db.pool.query('DROP INDEX connection_sessions_server_id, connection_sessions_closed_at')
+    await db.pool.query('DELETE FROM schema_migrations WHERE version = $1', [latest])
+
+    // Another server's write transaction holds connection_sessions while the migration indexes it.
+    const [{ search_path: schema }] = (await db.pool.query('SHOW search_path')).rows
+    const writer = new pg.Client(requireTestServices().databaseUrl)
+    await writer.connect()
+    try {
+      await writer.query(`SET search_path = ${schema}`)
+      await writer.query('BEGIN')
+      await writer.query('LOCK TABLE connection_sessions IN ROW EXCLUSIVE MODE')
+      await assert.rejects(migrate(db.pool, { statementMs: 30_000, lockMs: 200 }), /lock timeout/)
+      // Nothing half-done is left open on a pooled connection for a later write to commit.
+      for (let i = 0; i < 3; i++) await db.pool.query('SELECT 1')
+      const idle = await writer.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' AND query LIKE '%connection_sessions_server_id%'",
+      )
+      assert.equal(idle.rows[0].n, 0, 'no connection idle in a transaction')
+      const versions = (await db.pool.query('SELECT version FROM schema_migrations')).rows.map(
+        (r) => r.version,
+      )
+      assert.ok(!versions.includes(latest), 'the failed migration is not recorded')
+      await writer.query('COMMIT')
+    } finally {
+      await writer.end()
+    }
+    assert.deepEqual(await migrate(db.pool), [latest])
+    const tables = await db.pool.query("SELECT to_regclass('server_samples') IS NOT NULL AS present")
+    assert.equal(tables.rows[0].present, true)
+  })
+})
