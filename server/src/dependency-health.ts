@@ -3,7 +3,10 @@ import type { Dependency, DependencyOutcomes } from './ports/dependency-outcomes
 /** One dependency's state in `/healthz`. */
 export interface DependencyState {
   ok: boolean
-  /** The latest error's message, while failing. */
+  /**
+   * The latest failure, while failing: its action and error code (`publish: ECONNREFUSED`), never
+   * its message, which may name hosts, accounts or roles and `/healthz` is public. Logs have the rest.
+   */
   error?: string
   /** When the current state began (ISO time); absent while it never changed since start. */
   since?: string
@@ -23,7 +26,7 @@ export class DependencyHealth implements DependencyOutcomes {
   failed(dependency: Dependency, action: string, error: unknown): void {
     this.onError(dependency, action)
     const state = this.#states.get(dependency) as DependencyState
-    const message = `${action}: ${error instanceof Error ? error.message : String(error)}`
+    const message = `${action}: ${errorCode(error)}`
     if (state.ok) this.#states.set(dependency, { ok: false, error: message, since: new Date().toISOString() })
     else state.error = message
   }
@@ -40,4 +43,11 @@ export class DependencyHealth implements DependencyOutcomes {
       DependencyState
     >
   }
+}
+
+/** A short, fixed-alphabet name for an error: its `code` (ECONNREFUSED) or class name (AccessDeniedException). */
+function errorCode(error: unknown): string {
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown }
+  const candidate = typeof code === 'string' ? code : typeof name === 'string' ? name : 'Error'
+  return /^[A-Za-z0-9_.-]{1,64}$/.test(candidate) ? candidate : 'Error'
 }
