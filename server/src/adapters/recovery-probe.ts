@@ -5,6 +5,8 @@
  */
 export class RecoveryProbe {
   #timer: NodeJS.Timeout | null = null
+  /** Bumped by start and stop: an answer to an older round is ignored (a slow probe outlived it). */
+  #round = 0
 
   constructor(
     private readonly intervalMs: number,
@@ -14,23 +16,33 @@ export class RecoveryProbe {
     private readonly onFailure: (error: unknown) => void,
   ) {}
 
-  /** The dependency failed: probe until it answers (one probe loop at a time). */
+  /** The dependency failed: probe until it answers, one probe at a time, `intervalMs` after the last. */
   start(): void {
     if (this.#timer) return
-    this.#timer = setInterval(() => {
-      this.ask().then(
-        () => {
-          this.stop()
-          this.onAnswer()
-        },
-        (error: unknown) => this.onFailure(error),
-      )
-    }, this.intervalMs)
-    this.#timer.unref()
+    const round = ++this.#round
+    const next = () => {
+      this.#timer = setTimeout(() => {
+        this.ask().then(
+          () => {
+            if (round !== this.#round) return
+            this.stop()
+            this.onAnswer()
+          },
+          (error: unknown) => {
+            if (round !== this.#round) return
+            this.onFailure(error)
+            next()
+          },
+        )
+      }, this.intervalMs)
+      this.#timer.unref()
+    }
+    next()
   }
 
   stop(): void {
-    if (this.#timer) clearInterval(this.#timer)
+    this.#round++
+    if (this.#timer) clearTimeout(this.#timer)
     this.#timer = null
   }
 }
