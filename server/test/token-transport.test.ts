@@ -63,6 +63,18 @@ describe('the token in Sec-WebSocket-Protocol (kept out of access logs)', () => 
     socket.close()
   })
 
+  it('selects a provider’s own subprotocol when it offers no "symphony" (browsers need one selected)', async () => {
+    const room = uniqueRoom('own-subprotocol')
+    const token = await signToken({ room, access: 'rw' })
+    const { socket, answer } = await openWithProtocols(`${t.wsUrl}/${room}?token=${token}`, [
+      'y-custom',
+      'v2',
+    ])
+    assert.equal(socket.protocol, 'y-custom')
+    assert.equal(answer.headers['sec-websocket-protocol'], 'y-custom')
+    socket.close()
+  })
+
   it('syncs a y-websocket provider that sends its token only as a subprotocol', async () => {
     const room = uniqueRoom('subprotocol-sync')
     const token = await signToken({ room, access: 'rw', sub: 'ada' })

@@ -37,9 +37,15 @@ export function parseProtocolHeader(header: string): string[] | null {
   return names
 }
 
-/** Selects `symphony` when offered, else nothing: never a token, never a name the server does not speak. */
+/**
+ * Selects `symphony` when offered; else the first name a client offered for its own use (a
+ * provider passing its own `protocols`: browsers fail a handshake whose answer selects none), as
+ * servers before the token protocol did; never a token (one cannot come without `symphony`).
+ */
 export function selectProtocol(offered: ReadonlySet<string>): string | false {
-  return offered.has(SYMPHONY_PROTOCOL) ? SYMPHONY_PROTOCOL : false
+  if (offered.has(SYMPHONY_PROTOCOL)) return SYMPHONY_PROTOCOL
+  for (const name of offered) if (tokenFromProtocol(name) === null) return name
+  return false
 }
 
 function tokenFromProtocolHeader(header: string): string | null {
