@@ -38,12 +38,15 @@ function serveOneRun(settings: AgentSettings): Promise<void> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(settings.coordinatorUrl, {
       perMessageDeflate: false,
+      // An address that drops packets would otherwise hold an agent task (billed) for minutes.
+      handshakeTimeout: 15_000,
       headers: { authorization: `Bearer ${settings.joinToken}` },
     })
     const send = (message: AgentMessage) => {
       if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message))
     }
     let running = false
+    let finished = false
     socket.on('open', () => send({ type: 'hello', agent: settings.name }))
     socket.on('unexpected-response', (_request, response) => {
       const refused = response.statusCode === 401 ? ': it refused the join token' : ''
@@ -53,9 +56,14 @@ function serveOneRun(settings: AgentSettings): Promise<void> {
     socket.on('error', (error) =>
       reject(new Error(`coordinator ${settings.coordinatorUrl}: ${error.message}`)),
     )
-    socket.on('close', () =>
-      running ? undefined : reject(new Error('the coordinator closed the connection')),
-    )
+    socket.on('close', () => {
+      if (!running) return reject(new Error('the coordinator closed the connection'))
+      if (finished) return
+      // The coordinator is gone mid-run (killed, out of memory, its machine asleep): nobody measures
+      // this load any more, so stop loading the servers at once rather than at the planned end.
+      console.error(`agent ${settings.name}: the coordinator left mid-run; stopping`)
+      process.exit(1)
+    })
     socket.on('message', async (data) => {
       const message = parseMessage<CoordinatorMessage>(data.toString())
       if (message?.type !== 'run' || running) return
@@ -63,10 +71,12 @@ function serveOneRun(settings: AgentSettings): Promise<void> {
       console.error(`agent ${settings.name}: ${message.plan.rooms.length} rooms`)
       try {
         const summary = await runWorker(message.plan, (report) => send({ type: 'interval', report }))
+        finished = true
         send({ type: 'done', summary })
         socket.close(1000)
         resolve()
       } catch (error) {
+        finished = true
         send({ type: 'failed', error: (error as Error).message })
         socket.close(1011)
         reject(error)

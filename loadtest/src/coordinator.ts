@@ -154,7 +154,10 @@ function drive(agent: ConnectedAgent, run: CoordinatorMessage, collector: Collec
       else if (message?.type === 'done') resolve({ ...message.summary, agent: agent.name })
       else if (message?.type === 'failed') reject(new Error(`agent ${agent.name} failed: ${message.error}`))
     })
-    agent.socket.on('close', () => reject(new Error(`agent ${agent.name} left before finishing its rooms`)))
-    agent.socket.send(JSON.stringify(run))
+    const left = () => reject(new Error(`agent ${agent.name} left before finishing its rooms`))
+    agent.socket.on('close', left)
+    // It may have left between joining and now: its 'close' has passed, and a send would vanish.
+    if (agent.socket.readyState !== agent.socket.OPEN) return left()
+    agent.socket.send(JSON.stringify(run), (error) => error && left())
   })
 }

@@ -76,6 +76,46 @@ describe('a coordinator with two agents', () => {
   })
 })
 
+describe('an agent whose coordinator dies mid-run', () => {
+  test('stops loading the server at once instead of at the planned end', async () => {
+    const server = await startSymphony()
+    try {
+      const coordinator = startCoordinator(
+        ['coordinator', '--agents', '1', '--host', '127.0.0.1', '--port', '0', '--url', server.url].concat([
+          '--rooms',
+          '2',
+          '--duration',
+          '120',
+          '--ramp',
+          '0',
+          '--quiet',
+        ]),
+        { LOADTEST_JOIN_TOKEN: JOIN_TOKEN },
+      )
+      const url = await coordinator.url
+      let running: () => void = () => {}
+      const started = new Promise<void>((resolve) => {
+        running = resolve
+      })
+      const agent = runCli(
+        ['agent', '--coordinator', url, '--join-token', JOIN_TOKEN, '--once'],
+        (stderr) => {
+          if (/: 2 rooms/.test(stderr)) running()
+        },
+      )
+      await started
+      const killedAt = Date.now()
+      coordinator.child.kill('SIGKILL')
+      const finished = await agent.done
+      assert.equal(finished.code, 1, finished.stderr)
+      assert.match(finished.stderr, /the coordinator left mid-run; stopping/)
+      assert.ok(Date.now() - killedAt < 10_000, 'well before the 120 s planned end')
+    } finally {
+      await server.stop()
+    }
+  })
+})
+
 describe('the collector', () => {
   test('merges histograms from several agents exactly, as if one had measured everything', () => {
     const interval = (agent: string, second: number, updates: number[]): IntervalReport => {
