@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { Match, type Template } from 'aws-cdk-lib/assertions'
 import type { Dependency } from '../../server/src/ports/dependency-outcomes.js'
@@ -44,6 +45,11 @@ function alarmLike(template: Template, description: RegExp): Properties {
   assert.equal(found.length, 1, `one alarm matching ${description}`)
   return found[0] as Properties
 }
+
+/** The README's "Operations: alarms" section, up to the next heading. */
+const operationsTable = (
+  readFileSync(new URL('../../README.md', import.meta.url), 'utf8').split('### Operations: alarms')[1] ?? ''
+).split('\n### ')[0] as string
 
 const dimensionNames = (alarm: Properties) => (alarm.Dimensions as Properties[]).map((d) => d.Name).sort()
 const dimension = (alarm: Properties, name: string) =>
@@ -145,6 +151,8 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
     const topic = resourcesOf(template, 'AWS::SNS::Topic')[0]?.[0]
     for (const [id, alarm] of resourcesOf(template, 'AWS::CloudWatch::Alarm') as [string, Properties][]) {
       assert.match(alarm.AlarmName, /^Symphony-[A-Za-z0-9]+$/, 'named after the stack and the README’s table')
+      const name = String(alarm.AlarmName).replace(/^Symphony-/, '')
+      assert.ok(operationsTable.includes(`\`${name}\``), `the README's "Operations: alarms" lists ${name}`)
       assert.deepEqual(alarm.AlarmActions, [{ Ref: topic }], id)
       assert.deepEqual(alarm.OKActions, [{ Ref: topic }], id)
     }
