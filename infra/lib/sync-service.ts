@@ -61,11 +61,14 @@ export class SyncService extends Construct {
   public readonly authSecret: secretsmanager.Secret | undefined
   /** The autoscaling ceiling, for the alarm that fires when the service sits at it. */
   public readonly maxTasks: number
+  /** The autoscaling floor: equal to `maxTasks`, the fleet is fixed and that alarm is left out. */
+  public readonly minTasks: number
 
   constructor(scope: Construct, id: string, props: SyncServiceProps) {
     super(scope, id)
     const { storage, cache, database } = props
     this.maxTasks = props.maxTasks
+    this.minTasks = props.minTasks
     this.internalToken = generatedSecret(
       this,
       'InternalToken',

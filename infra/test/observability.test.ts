@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { Match, type Template } from 'aws-cdk-lib/assertions'
+import type { Dependency } from '../../server/src/ports/dependency-outcomes.js'
 import { COLLECTOR_IMAGE, SCRAPE_INTERVAL_SECONDS } from '../lib/observability/collector.js'
 import {
   DASHBOARD_METRICS,
+  SYNC_DEPENDENCIES,
   SYNC_SERVER_METRIC_NAMES,
   SYNC_SERVER_METRICS,
 } from '../lib/observability/metrics.js'
-import { THRESHOLDS } from '../lib/observability/operations.js'
+import { databaseFreeStorageFloorBytes, THRESHOLDS } from '../lib/observability/operations.js'
 import { SIZES } from '../lib/settings.js'
 import { removeSynthesized, synthesize } from './helpers/synthesize.js'
 import { type ContainerDefinition, resourcesOf, sampleValue } from './helpers/template-values.js'
@@ -42,6 +45,11 @@ function alarmLike(template: Template, description: RegExp): Properties {
   assert.equal(found.length, 1, `one alarm matching ${description}`)
   return found[0] as Properties
 }
+
+/** The README's "Operations: alarms" section, up to the next heading. */
+const operationsTable = (
+  readFileSync(new URL('../../README.md', import.meta.url), 'utf8').split('### Operations: alarms')[1] ?? ''
+).split('\n### ')[0] as string
 
 const dimensionNames = (alarm: Properties) => (alarm.Dimensions as Properties[]).map((d) => d.Name).sort()
 const dimension = (alarm: Properties, name: string) =>
@@ -143,6 +151,8 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
     const topic = resourcesOf(template, 'AWS::SNS::Topic')[0]?.[0]
     for (const [id, alarm] of resourcesOf(template, 'AWS::CloudWatch::Alarm') as [string, Properties][]) {
       assert.match(alarm.AlarmName, /^Symphony-[A-Za-z0-9]+$/, 'named after the stack and the README’s table')
+      const name = String(alarm.AlarmName).replace(/^Symphony-/, '')
+      assert.ok(operationsTable.includes(`\`${name}\``), `the README's "Operations: alarms" lists ${name}`)
       assert.deepEqual(alarm.AlarmActions, [{ Ref: topic }], id)
       assert.deepEqual(alarm.OKActions, [{ Ref: topic }], id)
     }
@@ -199,6 +209,55 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
     assert.equal(alarm.Threshold, 0.1)
     assert.equal(alarm.EvaluationPeriods * alarm.Period, 300)
     assert.equal(alarm.ComparisonOperator, 'GreaterThanOrEqualToThreshold')
+  })
+
+  it('alarms on each dependency the servers report down: Minimum of symphony_dependency_up < 1 for three minutes', () => {
+    // Every value of the server's Dependency type, and no other (a compile-time check on both sides).
+    const serverDependencies: Record<Dependency, true> = {
+      pubsub: true,
+      registry: true,
+      snapshots: true,
+      journal: true,
+      metadata: true,
+    }
+    assert.deepEqual([...SYNC_DEPENDENCIES].sort(), Object.keys(serverDependencies).sort())
+    const published = SYNC_SERVER_METRICS.find((m) => m.name === 'symphony_dependency_up')
+    for (const dependency of SYNC_DEPENDENCIES) {
+      const alarm = alarmLike(template, new RegExp(`dependency ${dependency} down`))
+      const name = dependency[0]?.toUpperCase() + dependency.slice(1)
+      assert.equal(alarm.AlarmName, `Symphony-DependencyDown${name}`)
+      assert.equal(alarm.MetricName, 'symphony_dependency_up')
+      assert.equal(alarm.Namespace, symphony.Namespace)
+      // Exactly the dimension set the collector declares for the series (base two plus its label).
+      assert.deepEqual(dimensionNames(alarm), ['ClusterName', 'Service', published?.label].sort())
+      assert.deepEqual(dimensionNames(alarm), ['ClusterName', 'Service', 'dependency'])
+      assert.match(JSON.stringify(dimension(alarm, 'ClusterName')), /Cluster/)
+      assert.equal(dimension(alarm, 'Service'), 'sync')
+      assert.equal(dimension(alarm, 'dependency'), dependency)
+      assert.equal(alarm.Statistic, 'Minimum')
+      assert.equal(alarm.Period, 60)
+      assert.equal(alarm.EvaluationPeriods, 3)
+      assert.equal(alarm.DatapointsToAlarm, 3)
+      assert.equal(alarm.Threshold, 1)
+      assert.equal(alarm.ComparisonOperator, 'LessThanThreshold')
+      assert.equal(alarm.TreatMissingData, 'missing')
+    }
+  })
+
+  it('pages when no sync server metrics arrive for ten minutes (the heartbeat: missing data breaches)', () => {
+    const alarm = alarmLike(template, /No sync server metrics reach CloudWatch/)
+    assert.equal(alarm.AlarmName, 'Symphony-MetricsMissing')
+    assert.equal(alarm.MetricName, 'symphony_connections')
+    assert.equal(alarm.Namespace, symphony.Namespace)
+    assert.deepEqual(dimensionNames(alarm), ['ClusterName', 'Service'])
+    assert.equal(dimension(alarm, 'Service'), 'sync')
+    assert.equal(alarm.Statistic, 'SampleCount')
+    assert.equal(alarm.Period, 300)
+    assert.equal(alarm.EvaluationPeriods, 2)
+    assert.equal(alarm.DatapointsToAlarm, 2)
+    assert.equal(alarm.Threshold, 1)
+    assert.equal(alarm.ComparisonOperator, 'LessThanThreshold')
+    assert.equal(alarm.TreatMissingData, 'breaching')
   })
 
   it('alarms on 5xx from the targets and from the load balancer: ten in five minutes', () => {
@@ -276,7 +335,7 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
     }
   })
 
-  it('alarms on RDS CPU ≥ 80 % for 15 minutes and free storage under 10 % of the allocated 20 GiB', () => {
+  it('alarms on RDS CPU ≥ 80 % for 15 minutes and free storage under a fixed floor (1 GiB for 20 GiB)', () => {
     const cpu = alarmLike(template, /metadata database is busy/)
     assert.equal(cpu.MetricName, 'CPUUtilization')
     assert.equal(cpu.Namespace, 'AWS/RDS')
@@ -286,17 +345,27 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
     assert.equal(cpu.EvaluationPeriods * cpu.Period, 900)
     assert.equal(cpu.ComparisonOperator, 'GreaterThanOrEqualToThreshold')
 
-    const storage = alarmLike(template, /allocated storage free/)
+    const storage = alarmLike(template, /nearly out of storage/)
     assert.equal(storage.MetricName, 'FreeStorageSpace')
     assert.equal(storage.Namespace, 'AWS/RDS')
     assert.deepEqual(dimensionNames(storage), ['DBInstanceIdentifier'])
     assert.equal(storage.Statistic, 'Minimum')
-    assert.equal(storage.Threshold, 20 * 1024 ** 3 * 0.1)
+    assert.equal(storage.Threshold, 1024 ** 3, '5 % of the small size’s 20 GiB, under the 2 GiB cap')
     assert.equal(storage.ComparisonOperator, 'LessThanThreshold')
+    assert.equal(storage.TreatMissingData, 'missing')
+    // Below autoscaling's trigger (10 % free) on the first disk, and never more than 2 GiB.
+    const gib = 1024 ** 3
+    for (const size of [20, 50, 100, 1000]) {
+      const floor = databaseFreeStorageFloorBytes(size)
+      assert.ok(floor < size * gib * 0.1, `${size} GiB: under autoscaling's trigger`)
+      assert.ok(floor <= 2 * gib, `${size} GiB: at most 2 GiB`)
+    }
+    assert.equal(databaseFreeStorageFloorBytes(50), 2 * gib)
+    assert.equal(databaseFreeStorageFloorBytes(100), 2 * gib)
   })
 
   it('has exactly these alarms, and a dashboard graphing them with connections, rooms and message rates', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 15)
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 15 + SYNC_DEPENDENCIES.length + 1)
     const [[, dashboard] = []] = resourcesOf(template, 'AWS::CloudWatch::Dashboard') as [string, Properties][]
     const body = JSON.stringify(dashboard?.DashboardBody)
     for (const name of [
@@ -337,5 +406,20 @@ describe('operations under other settings', () => {
     }
     const maxed = alarmLike(template, /autoscaling maximum/)
     assert.equal(maxed.Threshold, SIZES.medium.sync.maxTasks)
+    const storage = alarmLike(template, /nearly out of storage/)
+    assert.equal(storage.Threshold, 2 * 1024 ** 3, 'the 2 GiB cap (5 % of 50 GiB is more)')
+  })
+
+  it('a fixed fleet (minTasks = maxTasks) has no SyncAtMaxTasks alarm; a scaling one has it', () => {
+    const atMax = (t: Template) =>
+      resourcesOf(t, 'AWS::CloudWatch::Alarm')
+        .map(([, p]) => p as Properties)
+        .filter((p) => /autoscaling maximum/.test(p.AlarmDescription))
+    const fixed = synthesize({ minTasks: 4, maxTasks: 4 }).template
+    assert.equal(atMax(fixed).length, 0)
+    fixed.resourceCountIs('AWS::CloudWatch::Alarm', 15 + SYNC_DEPENDENCIES.length + 1 - 1)
+    const scaling = synthesize({ minTasks: 4, maxTasks: 5 }).template
+    assert.equal(atMax(scaling).length, 1)
+    assert.equal(atMax(scaling)[0]?.Threshold, 5)
   })
 })

@@ -17,6 +17,9 @@ export interface PublishedMetric {
   label?: string
 }
 
+/** The extra dimension `symphony_dependency_up` is published with. */
+export const DEPENDENCY_DIMENSION = 'dependency'
+
 /** The sync server's series (port 1234, `/metrics`) that CloudWatch gets. */
 export const SYNC_SERVER_METRICS = [
   { name: 'symphony_snapshot_failures_total', kind: 'counter' },
@@ -31,8 +34,14 @@ export const SYNC_SERVER_METRICS = [
   { name: 'symphony_bytes_sent_total', kind: 'counter' },
   { name: 'symphony_pubsub_errors_total', kind: 'counter' },
   { name: 'symphony_registry_errors_total', kind: 'counter' },
-  { name: 'symphony_dependency_up', kind: 'gauge', label: 'dependency' },
+  { name: 'symphony_dependency_up', kind: 'gauge', label: DEPENDENCY_DIMENSION },
 ] as const satisfies readonly PublishedMetric[]
+
+/**
+ * The `dependency` label values of `symphony_dependency_up` (the server's `Dependency` type): each
+ * is its own CloudWatch metric, and each gets an alarm.
+ */
+export const SYNC_DEPENDENCIES = ['pubsub', 'registry', 'snapshots', 'journal', 'metadata'] as const
 
 export type SyncServerMetricName = (typeof SYNC_SERVER_METRICS)[number]['name']
 

@@ -13,7 +13,13 @@ import type { PublicEntry } from '../public-entry.js'
 import type { Storage } from '../storage.js'
 import type { SyncService } from '../sync-service.js'
 import { operationsDashboard } from './dashboard.js'
-import { CLUSTER_DIMENSION, SERVICE_DIMENSION, type SyncServerMetricName } from './metrics.js'
+import {
+  CLUSTER_DIMENSION,
+  DEPENDENCY_DIMENSION,
+  SERVICE_DIMENSION,
+  SYNC_DEPENDENCIES,
+  type SyncServerMetricName,
+} from './metrics.js'
 
 /** Thresholds, each with why. The README's "Operations: alarms" lists them with what to do. */
 export const THRESHOLDS = {
@@ -37,9 +43,29 @@ export const THRESHOLDS = {
   dynamoDbThrottles: 1,
   /** Metadata writes are batched; a database busy past 80 % for 15 min is undersized. */
   rdsCpuPercent: 80,
-  /** Less than 10 % of the allocated storage free (autoscaling adds storage at about this point). */
-  rdsFreeStorageFraction: 0.1,
+  /**
+   * Free bytes under which the database pages: 2 GiB, or 5 % of the storage allocated at creation if
+   * that is less (see `databaseFreeStorageFloorBytes`). RDS storage autoscaling grows the disk (up to
+   * 4×) once free space is under 10 % of the *current* allocation, so a fraction of the initial size
+   * would fire on every routine growth of the first disk and mean ever less as it grows. A fixed
+   * floor below autoscaling's own trigger fires only when autoscaling cannot keep up (its 6-hour
+   * cooldown) or has reached its ceiling; 2 GiB still leaves Postgres room for WAL and a vacuum.
+   */
+  rdsFreeStorageFloorGiB: 2,
+  /** The floor never reaches autoscaling's trigger on the first disk (10 % free): half of it. */
+  rdsFreeStorageInitialFraction: 0.05,
+  /** A dependency down (`symphony_dependency_up` 0) on any sync server for three minutes. */
+  dependencyDownMinutes: 3,
 } as const
+
+/** The free-storage alarm's threshold in bytes for a database created with `storageGiB`. */
+export function databaseFreeStorageFloorBytes(storageGiB: number): number {
+  const gib = 1024 ** 3
+  return Math.min(
+    THRESHOLDS.rdsFreeStorageFloorGiB * gib,
+    Math.round(storageGiB * gib * THRESHOLDS.rdsFreeStorageInitialFraction),
+  )
+}
 
 export interface OperationsProps {
   namespace: string
@@ -106,7 +132,11 @@ export class Operations extends Construct {
     }
     const { GREATER_THAN_OR_EQUAL_TO_THRESHOLD: atLeast, LESS_THAN_THRESHOLD: below } =
       cloudwatch.ComparisonOperator
-    const { NOT_BREACHING: notBreaching, MISSING: missing } = cloudwatch.TreatMissingData
+    const {
+      NOT_BREACHING: notBreaching,
+      MISSING: missing,
+      BREACHING: breaching,
+    } = cloudwatch.TreatMissingData
     const minute = Duration.minutes(1)
     const fiveMinutes = Duration.minutes(5)
 
@@ -144,6 +174,40 @@ export class Operations extends Construct {
       { threshold: THRESHOLDS.updateHandlingP99Seconds, comparison: atLeast, periods: 5, missing: missing },
     )
 
+    // Each dependency as the servers see it: 0 on any one server (Minimum) means its latest operation
+    // on that dependency failed. A pub/sub outage splits every room across servers; a registry,
+    // journal, snapshot or metadata outage loses leases, durability or the dashboard's history.
+    // Missing data stays "insufficient data": a silent collector is MetricsMissing's page, not five.
+    const dependencyName = (dependency: string) => dependency[0]?.toUpperCase() + dependency.slice(1)
+    for (const dependency of SYNC_DEPENDENCIES) {
+      alarm(
+        `DependencyDown${dependencyName(dependency)}`,
+        `A sync server reports its dependency ${dependency} down (symphony_dependency_up 0) for ${THRESHOLDS.dependencyDownMinutes} minutes.`,
+        new cloudwatch.Metric({
+          namespace: props.namespace,
+          metricName: 'symphony_dependency_up' satisfies SyncServerMetricName,
+          dimensionsMap: {
+            [CLUSTER_DIMENSION]: props.cluster.clusterName,
+            [SERVICE_DIMENSION]: 'sync',
+            [DEPENDENCY_DIMENSION]: dependency,
+          },
+          statistic: 'Minimum',
+          period: minute,
+        }),
+        { threshold: 1, comparison: below, periods: THRESHOLDS.dependencyDownMinutes, missing: missing },
+      )
+    }
+
+    // The heartbeat: every sync task's collector publishes symphony_connections each scrape (0 or
+    // not). No sample for ten minutes means no collector is publishing, and every alarm above on
+    // the servers' series has gone quiet: that pages itself.
+    alarm(
+      'MetricsMissing',
+      'No sync server metrics reach CloudWatch for 10 minutes: the collectors are down, and the server alarms are blind.',
+      server('symphony_connections', 'SampleCount', fiveMinutes),
+      { threshold: 1, comparison: below, periods: 2, missing: breaching },
+    )
+
     // The load balancer.
     const balancer = entry.loadBalancer.metrics
     alarm(
@@ -174,18 +238,20 @@ export class Operations extends Construct {
     }
 
     // The sync service at its autoscaling ceiling: more users would get slower servers, not more.
-    alarm(
-      'SyncAtMaxTasks',
-      `The sync service has run at its autoscaling maximum (${sync.maxTasks} tasks) for 15 minutes.`,
-      new cloudwatch.Metric({
-        namespace: 'ECS/ContainerInsights',
-        metricName: 'RunningTaskCount',
-        dimensionsMap: { ClusterName: props.cluster.clusterName, ServiceName: sync.service.serviceName },
-        statistic: 'Minimum',
-        period: fiveMinutes,
-      }),
-      { threshold: sync.maxTasks, comparison: atLeast, periods: 3, missing: notBreaching },
-    )
+    // A fixed fleet (minTasks = maxTasks) always runs at it, so there the alarm would never clear.
+    if (sync.minTasks < sync.maxTasks)
+      alarm(
+        'SyncAtMaxTasks',
+        `The sync service has run at its autoscaling maximum (${sync.maxTasks} tasks) for 15 minutes.`,
+        new cloudwatch.Metric({
+          namespace: 'ECS/ContainerInsights',
+          metricName: 'RunningTaskCount',
+          dimensionsMap: { ClusterName: props.cluster.clusterName, ServiceName: sync.service.serviceName },
+          statistic: 'Minimum',
+          period: fiveMinutes,
+        }),
+        { threshold: sync.maxTasks, comparison: atLeast, periods: 3, missing: notBreaching },
+      )
 
     // Redis: the worst node (the primary does the work; replicas follow).
     const redis = (metricName: string) => {
@@ -255,10 +321,10 @@ export class Operations extends Construct {
     )
     alarm(
       'DatabaseFreeStorage',
-      'The metadata database has less than 10 % of its allocated storage free.',
+      'The metadata database is nearly out of storage: autoscaling has not added enough in time, or is at its ceiling.',
       database.instance.metricFreeStorageSpace({ statistic: 'Minimum', period: fiveMinutes }),
       {
-        threshold: database.storageGiB * 1024 ** 3 * THRESHOLDS.rdsFreeStorageFraction,
+        threshold: databaseFreeStorageFloorBytes(database.storageGiB),
         comparison: below,
         periods: 1,
         missing: missing,
