@@ -19,11 +19,18 @@ const OPERATORS = ['<=', '>=', '==', '!=', '<', '>'] as const
 type Operator = (typeof OPERATORS)[number]
 
 type Latency = Report['latency']['update']
+/**
+ * A latency's figures. With no sample, only `count` (0) was measured: a percentile of nothing is
+ * no figure (not 0 ms), so a threshold on it fails rather than passing a run that measured nothing.
+ */
 const latencyFigures = (prefix: string, read: (report: Report) => Latency) =>
   Object.fromEntries(
     (['p50', 'p95', 'p99', 'max', 'mean', 'min', 'count'] as const).map((figure) => [
       `${prefix}.${figure}`,
-      (report: Report) => read(report)[figure],
+      (report: Report) => {
+        const latency = read(report)
+        return figure === 'count' || latency.count > 0 ? latency[figure] : null
+      },
     ]),
   )
 

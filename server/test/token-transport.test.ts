@@ -165,6 +165,8 @@ describe('the access check with Authorization: Bearer', () => {
     })
     assert.equal((await check(room, { Authorization: 'Bearer not.a.jwt' })).code, 'TOKEN_INVALID')
     assert.equal((await check(room, { Authorization: `Basic ${writer}` })).status, 401)
+    // A proxy's own Basic credentials beside a ?token= leave the query's token in charge.
+    assert.equal((await check(room, { Authorization: 'Basic dXNlcjpwYXNz' }, `?token=${writer}`)).status, 200)
     const foreign = await signToken({ room: 'another-room' })
     assert.deepEqual(await check(room, { Authorization: `Bearer ${foreign}` }), {
       status: 403,

@@ -24,6 +24,8 @@ export function requestToken(headers: IncomingHttpHeaders, query: URLSearchParam
   const header = headers.authorization
   if (header === undefined) return oneToken(null, query, 'Authorization')
   const bearer = /^Bearer +(\S+) *$/i.exec(header)?.[1]
+  // Another scheme (Basic from a proxy in front) is not ours: the token is then the query's.
+  if (bearer === undefined && query.has('token')) return oneToken(null, query, 'Authorization')
   if (bearer === undefined) {
     throw new AuthError('TOKEN_INVALID', 401, 'the Authorization header must be "Bearer <token>"')
   }
