@@ -192,7 +192,7 @@ function countRequests(metrics: DashboardMetrics) {
       stop({ route })
       metrics.httpRequests.inc({ route, method: request.method, status: String(response.statusCode) })
     }
-    // The event stream stays open: it is counted once its headers are out.
+    // Counted once: when the answer finishes, or when the connection closes first (an event stream).
     response.once('finish', done)
     response.once('close', () => {
       if (!response.writableFinished) done()

@@ -14,7 +14,7 @@ export class DashboardMetrics {
   })
   readonly httpDuration = new Histogram({
     name: 'symphony_dashboard_http_request_duration_seconds',
-    help: 'Time to answer an HTTP request (the event stream counts until its first byte), by route',
+    help: 'Time to answer an HTTP request (the live event stream counts until it closes), by route',
     labelNames: ['route'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],

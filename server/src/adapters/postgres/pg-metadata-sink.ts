@@ -10,7 +10,7 @@ import type {
 import { migrate } from './migrations.js'
 import { type PruneResult, pruneMetadata } from './retention.js'
 import { insertServerSamples, SampleDeltas, type ServerSampleRow } from './server-samples.js'
-import { type TimedEvent, writeBatch } from './write-batch.js'
+import { HEARTBEAT_SQL, type TimedEvent, writeBatch } from './write-batch.js'
 
 export interface PgMetadataSinkOptions {
   serverId: string
@@ -39,7 +39,6 @@ export interface PgMetadataSinkOptions {
 
 /** Server samples held while the database is away (an hour at the default interval). */
 const MAX_QUEUED_SAMPLES = 360
-const HEARTBEAT = 'UPDATE servers SET last_heartbeat_at = now() WHERE id = $1'
 
 /**
  * Metadata in Postgres (`pg`), written off the hot path: `record` only appends to a bounded
@@ -156,7 +155,7 @@ export class PgMetadataSink implements MetadataSink {
       try {
         await client.query('BEGIN')
         if (batch.length > 0 || samples.length === 0) await writeBatch(client, this.options.serverId, batch)
-        else await client.query(HEARTBEAT, [this.options.serverId])
+        else await client.query(HEARTBEAT_SQL, [this.options.serverId])
         await insertServerSamples(client, this.options.serverId, samples)
         await client.query('COMMIT')
         client.release()
@@ -170,7 +169,7 @@ export class PgMetadataSink implements MetadataSink {
     } catch (error) {
       // Samples go back too; past their bound the oldest go (the newest matter most).
       this.#samples.unshift(...samples)
-      this.#samples.splice(0, Math.max(0, this.#samples.length - MAX_QUEUED_SAMPLES))
+      this.#keepNewestSamples()
       // Put the batch back in front of what arrived meanwhile, within the bound (oldest kept).
       const room = Math.max(0, this.#maxQueued - this.#queue.length)
       const kept = batch.slice(0, room)
@@ -188,7 +187,7 @@ export class PgMetadataSink implements MetadataSink {
   async #heartbeat(): Promise<void> {
     try {
       const { pool } = await this.#connect()
-      await pool.query(HEARTBEAT, [this.options.serverId])
+      await pool.query(HEARTBEAT_SQL, [this.options.serverId])
       this.#outcomes.succeeded('metadata')
     } catch (error) {
       this.#outcomes.failed('metadata', 'heartbeat', error)
@@ -206,10 +205,15 @@ export class PgMetadataSink implements MetadataSink {
     try {
       const row = this.#deltas.next(await sample(), new Date(now))
       if (row) this.#samples.push(row)
-      this.#samples.splice(0, Math.max(0, this.#samples.length - MAX_QUEUED_SAMPLES))
+      this.#keepNewestSamples()
     } catch (error) {
       this.options.logger.debug({ err: error }, 'server sample failed')
     }
+  }
+
+  /** Drops the oldest samples past the bound: while the database is away, the newest matter most. */
+  #keepNewestSamples(): void {
+    this.#samples.splice(0, Math.max(0, this.#samples.length - MAX_QUEUED_SAMPLES))
   }
 
   /** Starts a retention run in the background when one is due (never waited on by a flush). */

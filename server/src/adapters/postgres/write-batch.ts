@@ -19,6 +19,9 @@ const CREATING: ReadonlySet<MetadataEvent['type']> = new Set([
 
 /** The channel the dashboard LISTENs on; the payload names the rooms a batch touched. */
 export const NOTIFY_CHANNEL = 'symphony_metadata'
+
+/** Says this server is alive; every batch runs it, and a quiet flush runs it alone. */
+export const HEARTBEAT_SQL = 'UPDATE servers SET last_heartbeat_at = now() WHERE id = $1'
 /** Postgres refuses NOTIFY payloads of 8000 bytes or more; past this, rooms is null ("many"). */
 const MAX_PAYLOAD_BYTES = 7_900
 
@@ -67,7 +70,7 @@ export async function writeBatch(
     if (event.type === 'room-unloaded') holders.set(event.room, { held: false, at })
   }
 
-  await db.query('UPDATE servers SET last_heartbeat_at = now() WHERE id = $1', [serverId])
+  await db.query(HEARTBEAT_SQL, [serverId])
   if (rooms.size > 0) {
     // Sorted, so two servers touching the same rooms lock their rows in the same order.
     const names = [...rooms.keys()].sort()
