@@ -200,9 +200,7 @@ async function runCluster() {
     if (stopping) return
 
     // Only now that the build is known to exist: the AWS SDK comes with the built server's dependencies.
-    const { createAwsClients } = await import('../server/dist/adapters/aws-clients.js')
-    const { createRegistryTable } = await import('../server/dist/adapters/dynamo-room-registry.js')
-    const { createSnapshotBucket } = await import('../server/dist/adapters/s3-snapshot-store.js')
+    const { createAwsClients, createRegistryTable, createSnapshotBucket } = await import('@symphony/server')
     const aws = createAwsClients({ region: REGION, endpoint: moto.endpoint })
     try {
       await createRegistryTable(aws.dynamo, TABLE)

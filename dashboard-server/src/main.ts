@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module'
-import { openSnapshotStore } from '@symphony/server/snapshots'
+import { openSnapshotStore, snapshotsFrom } from '@symphony/server/snapshots'
 import pg from 'pg'
 import { pino } from 'pino'
 import { createDashboardApp } from './app.js'
@@ -31,7 +31,7 @@ const app = createDashboardApp({
   token: config.token,
   sessionTtlMs: config.sessionTtlMs,
   internalToken: config.internalToken,
-  snapshots: openSnapshotStore(config.snapshots, config.aws),
+  snapshots: openSnapshotStore(snapshotsFrom(config.snapshots, config.aws)),
   metrics,
 })
 const server = app.listen(config.port, config.host, () => {

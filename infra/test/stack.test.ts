@@ -292,20 +292,21 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
 
   it('hands each service exactly the settings its own parser accepts', () => {
     const sync = parseConfig(sampleEnvironment(containerNamed(template, 'server')))
-    assert.equal(sync.pubsub.kind, 'redis')
+    const { pubsub, registry, snapshots, metadata } = sync.backends
+    assert.equal(pubsub.kind, 'redis')
     assert.match(
-      sync.pubsub.kind === 'redis' ? sync.pubsub.url : '',
+      pubsub.kind === 'redis' ? pubsub.url : '',
       /^rediss:\/\/:secret-x+@sample\.internal\.example:6380/,
     )
-    assert.equal(sync.registry.kind, 'dynamodb')
-    assert.deepEqual(sync.snapshots, {
-      kind: 's3',
-      bucket: 'sample-storagesnapshotsecd13464',
-      prefix: 'rooms/',
-    })
-    assert.equal(sync.database.kind, 'postgres')
+    assert.equal(registry.kind, 'dynamodb')
+    assert.equal(snapshots.kind, 's3')
+    assert.deepEqual(snapshots.kind === 's3' && [snapshots.bucket, snapshots.prefix], [
+      'sample-storagesnapshotsecd13464',
+      'rooms/',
+    ])
+    assert.equal(metadata.kind, 'postgres')
     assert.match(
-      sync.database.kind === 'postgres' ? sync.database.url : '',
+      metadata.kind === 'postgres' ? metadata.url : '',
       /^postgres:\/\/symphony:secret-x+@.*sslmode=verify-full&sslrootcert=\/app\/certs\/aws-rds-ca\.pem$/,
     )
     assert.equal(sync.internal?.port, 9234)

@@ -2,11 +2,18 @@ import { hostname } from 'node:os'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
-import type { AwsClientOptions } from './adapters/aws-clients.js'
-import type { DatabaseConfig } from './adapters/postgres/connect.js'
 import type { AuthConfig } from './auth/authenticator.js'
+import type { SnapshotPolicy } from './core/snapshot-writer.js'
 import { ConfigError } from './errors.js'
 import type { LogLevel } from './logger.js'
+import {
+  DEFAULT_LIMITS,
+  DEFAULT_SNAPSHOT_POLICY,
+  DEFAULT_TIMINGS,
+  type InternalEndpointOptions,
+  type SyncServerOptions,
+} from './server-options.js'
+import { SERVER_VERSION } from './server-version.js'
 import { withUrlPassword } from './url-password.js'
 
 const MiB = 1024 * 1024
@@ -52,6 +59,8 @@ const environment = z.object({
       (v) => v === 'memory' || /^dynamodb:\/\/[A-Za-z0-9_.-]{3,255}$/.test(v),
       'must be "memory" or dynamodb://<table>',
     ),
+  // A new backend for a port: its URL rule here, its `kind` in that port's type below (and where
+  // parseConfig reads it), then its case in adapters/select-<port>.ts beside its adapter.
   SNAPSHOTS: SNAPSHOTS_URL,
   JOURNAL: optionalText.refine(
     (v) => !v || /^file:\/\/./.test(v) || /^rediss?:\/\/./.test(v),
@@ -66,7 +75,7 @@ const environment = z.object({
     ),
   DATABASE_PASSWORD: optionalText,
   PGLITE_PORT: int(0, 65535, 5433),
-  METADATA_SAMPLE_INTERVAL_MS: int(0, 3_600_000, 10_000),
+  METADATA_SAMPLE_INTERVAL_MS: int(0, 3_600_000, DEFAULT_TIMINGS.metadataSampleIntervalMs),
   METADATA_RETENTION_DAYS: int(1, 3650, 30),
   AWS_REGION: z.string().default('us-east-1'),
   AWS_ENDPOINT_URL: optionalUrl,
@@ -75,9 +84,11 @@ const environment = z.object({
   INTERNAL_PORT: int(0, 65535, 9234),
   INTERNAL_HOST: optionalText,
   INTERNAL_TOKEN: optionalText.refine((s) => !s || s.length >= 16, 'must be at least 16 characters'),
-  REGISTRY_LEASE_MS: int(1_000, 3_600_000, 30_000),
-  PEER_FETCH_TIMEOUT_MS: int(50, 60_000, 2_000),
-  ANTI_ENTROPY_INTERVAL_MS: int(0, 3_600_000, 10_000),
+  /** Set by ECS: where the task's private IP is read from when INTERNAL_HOST is unset. */
+  ECS_CONTAINER_METADATA_URI_V4: optionalUrl,
+  REGISTRY_LEASE_MS: int(1_000, 3_600_000, DEFAULT_TIMINGS.registryLeaseMs),
+  PEER_FETCH_TIMEOUT_MS: int(50, 60_000, DEFAULT_TIMINGS.peerFetchTimeoutMs),
+  ANTI_ENTROPY_INTERVAL_MS: int(0, 3_600_000, DEFAULT_TIMINGS.antiEntropyIntervalMs),
   ALLOWED_ORIGINS: optionalText
     .transform((v) => v?.split(',').map((origin) => origin.trim()) ?? [])
     .refine(
@@ -101,20 +112,20 @@ const environment = z.object({
   SYMPHONY_COMMIT: optionalText.refine((s) => !s || /^[\w.+-]{1,64}$/.test(s), 'must be a commit id'),
   GIT_COMMIT: optionalText.refine((s) => !s || /^[\w.+-]{1,64}$/.test(s), 'must be a commit id'),
   API_SECRET: optionalText.refine((s) => !s || s.length >= 32, 'must be at least 32 characters'),
-  SNAPSHOT_INTERVAL_MS: int(100, 3_600_000, 30_000),
-  ROOM_GRACE_MS: int(0, 3_600_000, 5_000),
-  SHUTDOWN_TIMEOUT_MS: int(1_000, 600_000, 25_000),
-  PING_INTERVAL_MS: int(100, 600_000, 30_000),
-  MAX_MESSAGE_BYTES: int(1024, 1024 * MiB, 16 * MiB),
-  MAX_DOCUMENT_BYTES: int(1024, 4096 * MiB, 64 * MiB),
-  MAX_PENDING_BYTES: int(0, 1024 * MiB, MiB),
-  MAX_PENDING_DELETE_BYTES: int(0, 64 * MiB, 32 * 1024),
-  MAX_PRESENCE_BYTES: int(64, 16 * MiB, 16 * 1024),
-  MAX_BUFFERED_BYTES: int(1024, 4096 * MiB, 32 * MiB),
-  MAX_CONNECTIONS: int(1, 1_000_000, 20_000),
-  MAX_CONNECTIONS_PER_ROOM: int(1, 1_000_000, 2_000),
-  MAX_MESSAGES_PER_SECOND: int(1, 1_000_000, 200),
-  MESSAGE_BURST: int(1, 1_000_000, 400),
+  SNAPSHOT_INTERVAL_MS: int(100, 3_600_000, DEFAULT_SNAPSHOT_POLICY.intervalMs),
+  ROOM_GRACE_MS: int(0, 3_600_000, DEFAULT_TIMINGS.roomGraceMs),
+  SHUTDOWN_TIMEOUT_MS: int(1_000, 600_000, DEFAULT_TIMINGS.shutdownTimeoutMs),
+  PING_INTERVAL_MS: int(100, 600_000, DEFAULT_LIMITS.pingIntervalMs),
+  MAX_MESSAGE_BYTES: int(1024, 1024 * MiB, DEFAULT_LIMITS.maxMessageBytes),
+  MAX_DOCUMENT_BYTES: int(1024, 4096 * MiB, DEFAULT_LIMITS.maxDocumentBytes),
+  MAX_PENDING_BYTES: int(0, 1024 * MiB, DEFAULT_LIMITS.maxPendingBytes),
+  MAX_PENDING_DELETE_BYTES: int(0, 64 * MiB, DEFAULT_LIMITS.maxPendingDeleteBytes),
+  MAX_PRESENCE_BYTES: int(64, 16 * MiB, DEFAULT_LIMITS.maxPresenceBytes),
+  MAX_BUFFERED_BYTES: int(1024, 4096 * MiB, DEFAULT_LIMITS.maxBufferedBytes),
+  MAX_CONNECTIONS: int(1, 1_000_000, DEFAULT_LIMITS.maxConnections),
+  MAX_CONNECTIONS_PER_ROOM: int(1, 1_000_000, DEFAULT_LIMITS.maxConnectionsPerRoom),
+  MAX_MESSAGES_PER_SECOND: int(1, 1_000_000, DEFAULT_LIMITS.messagesPerSecond),
+  MESSAGE_BURST: int(1, 1_000_000, DEFAULT_LIMITS.messageBurst),
 })
 
 export interface Limits {
@@ -134,55 +145,65 @@ export interface Limits {
   pingIntervalMs: number
 }
 
-export type PubSubConfig = { kind: 'memory' } | { kind: 'redis'; url: string }
-export type RegistryConfig = { kind: 'memory' } | { kind: 'dynamodb'; table: string }
-export type JournalConfig = { kind: 'file'; folder: string } | { kind: 'redis'; url: string }
-export type SnapshotsConfig =
-  | { kind: 'file'; folder: string }
-  | { kind: 's3'; bucket: string; prefix: string }
-
-/** The port other servers fetch room state from, or null in single-server (memory registry) mode. */
-export interface InternalEndpointConfig {
-  port: number
-  /** Host peers reach this server at; discovered at start-up when not set. */
-  host: string | undefined
-  token: string
+/** Where the AWS adapters connect; credentials come from the SDK's default chain. */
+export interface AwsClientOptions {
+  region: string
+  /** An emulator's URL (tests, local runs); unset for AWS itself. */
+  endpoint?: string | undefined
+  /** Per-service overrides of `endpoint` (AWS's own AWS_ENDPOINT_URL_<SERVICE> convention). */
+  s3Endpoint?: string | undefined
+  dynamoEndpoint?: string | undefined
 }
 
-export interface Config {
-  port: number
-  host: string
-  serverId: string
-  logLevel: LogLevel
-  /** The source commit (`SYMPHONY_COMMIT`, else `GIT_COMMIT`), or "unknown". */
-  commit: string
+// Each port's backends, one `kind` each: what its URL variable names, ready for its adapter.
+
+/** `PUBSUB`. */
+export type PubSubConfig = { kind: 'memory' } | { kind: 'redis'; url: string }
+/** `REGISTRY`; a lease is refreshed while held and ignored once `leaseMs` old (`REGISTRY_LEASE_MS`). */
+export type RegistryConfig =
+  | { kind: 'memory'; leaseMs: number }
+  | { kind: 'dynamodb'; table: string; leaseMs: number; aws: AwsClientOptions }
+/** `SNAPSHOTS`. */
+export type SnapshotsConfig =
+  | { kind: 'file'; folder: string }
+  | { kind: 's3'; bucket: string; prefix: string; aws: AwsClientOptions }
+/** `JOURNAL`, by default beside pub/sub. */
+export type JournalConfig = { kind: 'file'; folder: string } | { kind: 'redis'; url: string }
+/** A real Postgres, or PGlite in a child process served on a loopback port. */
+export type DatabaseConfig =
+  | { kind: 'postgres'; url: string }
+  | { kind: 'pglite'; folder: string; port: number }
+/** `DATABASE_URL`; rows older than `retentionDays` are pruned (`METADATA_RETENTION_DAYS`). */
+export type MetadataConfig = { kind: 'none' } | (DatabaseConfig & { retentionDays: number })
+/** `WEBHOOK_URL`, `WEBHOOK_SECRET`, `WEBHOOK_DEBOUNCE_MS`. */
+export type EventsConfig =
+  | { kind: 'none' }
+  | { kind: 'webhook'; url: string; secret: string; debounceMs: number }
+
+/** The backend of every port. */
+export interface Backends {
   pubsub: PubSubConfig
   registry: RegistryConfig
   snapshots: SnapshotsConfig
   journal: JournalConfig
-  database: DatabaseConfig
-  /** How often each loaded room's connections and size are recorded (0: never). */
-  metadataSampleIntervalMs: number
-  /** Samples and closed sessions older than this many days are pruned (hourly). */
-  metadataRetentionDays: number
-  aws: AwsClientOptions
-  internal: InternalEndpointConfig | null
-  registryLeaseMs: number
-  peerFetchTimeoutMs: number
-  antiEntropyIntervalMs: number
-  auth: AuthConfig
-  /** Development only: the secret `GET /dev/token` signs with, or null (the route is off). */
-  devTokenSecret: string | null
-  /** The REST API's bearer secret, or null (the API is off). */
-  apiSecret: string | null
-  /** Where room events go, or null (no webhooks). */
-  webhook: { url: string; secret: string; debounceMs: number } | null
-  /** Browser origins allowed to connect; empty: any. */
-  allowedOrigins: string[]
-  snapshotIntervalMs: number
-  roomGraceMs: number
-  shutdownTimeoutMs: number
+  metadata: MetadataConfig
+  events: EventsConfig
+}
+
+/** The port other servers fetch room state from (a host unset here is discovered at start-up). */
+export type InternalEndpointConfig = InternalEndpointOptions & { fetchTimeoutMs: number }
+
+/**
+ * The environment, read: every server option under the name `createSyncServer` takes it by (so
+ * `main` passes it through), plus the log level.
+ */
+export interface Config
+  extends Required<Omit<SyncServerOptions, 'adapters' | 'logger' | 'demoFolder' | 'internal'>> {
+  logLevel: LogLevel
   limits: Limits
+  snapshot: SnapshotPolicy
+  backends: Backends
+  internal: InternalEndpointConfig | null
 }
 
 /** Reads and checks the environment once, at start-up. Throws `ConfigError` with one clear line. */
@@ -196,39 +217,40 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   if (e.MESSAGE_BURST < e.MAX_MESSAGES_PER_SECOND) {
     throw new ConfigError('MESSAGE_BURST: must be at least MAX_MESSAGES_PER_SECOND')
   }
+  const aws: AwsClientOptions = {
+    region: e.AWS_REGION,
+    endpoint: e.AWS_ENDPOINT_URL,
+    s3Endpoint: e.AWS_ENDPOINT_URL_S3,
+    dynamoEndpoint: e.AWS_ENDPOINT_URL_DYNAMODB,
+  }
   return {
     port: e.PORT,
     host: e.HOST,
     serverId: e.SERVER_ID,
     logLevel: e.LOG_LEVEL,
-    commit: e.SYMPHONY_COMMIT ?? e.GIT_COMMIT ?? 'unknown',
-    pubsub:
-      e.PUBSUB === 'memory'
-        ? { kind: 'memory' }
-        : { kind: 'redis', url: withUrlPassword(e.PUBSUB, e.PUBSUB_PASSWORD) },
-    registry:
-      e.REGISTRY === 'memory' ? { kind: 'memory' } : { kind: 'dynamodb', table: e.REGISTRY.slice(11) },
-    snapshots: snapshotsFrom(e.SNAPSHOTS),
-    journal: journalFrom(e),
-    database: databaseFrom(e.DATABASE_URL, e.DATABASE_PASSWORD, e.PGLITE_PORT),
-    metadataSampleIntervalMs: e.METADATA_SAMPLE_INTERVAL_MS,
-    metadataRetentionDays: e.METADATA_RETENTION_DAYS,
-    aws: {
-      region: e.AWS_REGION,
-      endpoint: e.AWS_ENDPOINT_URL,
-      s3Endpoint: e.AWS_ENDPOINT_URL_S3,
-      dynamoEndpoint: e.AWS_ENDPOINT_URL_DYNAMODB,
+    build: { version: SERVER_VERSION, commit: e.SYMPHONY_COMMIT ?? e.GIT_COMMIT ?? 'unknown' },
+    backends: {
+      pubsub:
+        e.PUBSUB === 'memory'
+          ? { kind: 'memory' }
+          : { kind: 'redis', url: withUrlPassword(e.PUBSUB, e.PUBSUB_PASSWORD) },
+      registry:
+        e.REGISTRY === 'memory'
+          ? { kind: 'memory', leaseMs: e.REGISTRY_LEASE_MS }
+          : { kind: 'dynamodb', table: e.REGISTRY.slice(11), leaseMs: e.REGISTRY_LEASE_MS, aws },
+      snapshots: snapshotsFrom(e.SNAPSHOTS, aws),
+      journal: journalFrom(e),
+      metadata: metadataFrom(e),
+      events: eventsFrom(e),
     },
+    metadataSampleIntervalMs: e.METADATA_SAMPLE_INTERVAL_MS,
     internal: internalFrom(e),
-    registryLeaseMs: e.REGISTRY_LEASE_MS,
-    peerFetchTimeoutMs: e.PEER_FETCH_TIMEOUT_MS,
     antiEntropyIntervalMs: e.ANTI_ENTROPY_INTERVAL_MS,
     auth: authFrom(e),
     devTokenSecret: devTokenSecretFrom(e),
     apiSecret: e.API_SECRET ?? null,
-    webhook: webhookFrom(e),
     allowedOrigins: e.ALLOWED_ORIGINS,
-    snapshotIntervalMs: e.SNAPSHOT_INTERVAL_MS,
+    snapshot: { ...DEFAULT_SNAPSHOT_POLICY, intervalMs: e.SNAPSHOT_INTERVAL_MS },
     roomGraceMs: e.ROOM_GRACE_MS,
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     limits: {
@@ -247,13 +269,16 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   }
 }
 
-/** `file://./data` is relative to the working directory, `file:///srv/data` absolute; `s3://bucket/prefix/`. */
-export function snapshotsFrom(url: string): SnapshotsConfig {
+/**
+ * A `SNAPSHOTS` URL (checked by `SNAPSHOTS_URL`) as the store's settings: `file://./data` is
+ * relative to the working directory, `file:///srv/data` absolute; `s3://bucket/prefix/`.
+ */
+export function snapshotsFrom(url: string, aws: AwsClientOptions): SnapshotsConfig {
   if (url.startsWith('s3://')) {
     const [bucket = '', ...rest] = url.slice('s3://'.length).split('/')
     const prefix = rest.join('/')
     // `s3://bucket/rooms` means the folder rooms/, not keys that merely start with "rooms".
-    return { kind: 's3', bucket, prefix: prefix && !prefix.endsWith('/') ? `${prefix}/` : prefix }
+    return { kind: 's3', bucket, prefix: prefix && !prefix.endsWith('/') ? `${prefix}/` : prefix, aws }
   }
   return { kind: 'file', folder: folderOf(url) }
 }
@@ -281,11 +306,15 @@ function journalFrom(e: z.infer<typeof environment>): JournalConfig {
 }
 
 /** `pglite://./data/pg` is a folder relative to the working directory, like `file://`. */
-function databaseFrom(url: string, password: string | undefined, pglitePort: number): DatabaseConfig {
+function metadataFrom(e: z.infer<typeof environment>): MetadataConfig {
+  const url = e.DATABASE_URL
+  const retentionDays = e.METADATA_RETENTION_DAYS
   if (url === 'none') return { kind: 'none' }
-  if (!url.startsWith('pglite://')) return { kind: 'postgres', url: withUrlPassword(url, password) }
+  if (!url.startsWith('pglite://')) {
+    return { kind: 'postgres', url: withUrlPassword(url, e.DATABASE_PASSWORD), retentionDays }
+  }
   const rest = url.slice('pglite://'.length)
-  return { kind: 'pglite', folder: resolve(rest), port: pglitePort }
+  return { kind: 'pglite', folder: resolve(rest), port: e.PGLITE_PORT, retentionDays }
 }
 
 /**
@@ -308,16 +337,22 @@ function internalFrom(e: z.infer<typeof environment>): InternalEndpointConfig | 
       'INTERNAL_TOKEN: required with a shared REGISTRY (it guards the peer state endpoint)',
     )
   }
-  return { port: e.INTERNAL_PORT, host: e.INTERNAL_HOST, token: e.INTERNAL_TOKEN }
+  return {
+    port: e.INTERNAL_PORT,
+    token: e.INTERNAL_TOKEN,
+    advertisedHost: e.INTERNAL_HOST,
+    taskMetadataUrl: e.ECS_CONTAINER_METADATA_URI_V4,
+    fetchTimeoutMs: e.PEER_FETCH_TIMEOUT_MS,
+  }
 }
 
-function webhookFrom(e: z.infer<typeof environment>): Config['webhook'] {
+function eventsFrom(e: z.infer<typeof environment>): EventsConfig {
   if (!e.WEBHOOK_URL) {
     if (e.WEBHOOK_SECRET) throw new ConfigError('WEBHOOK_SECRET: set WEBHOOK_URL too, or unset it')
-    return null
+    return { kind: 'none' }
   }
   if (!e.WEBHOOK_SECRET) throw new ConfigError('WEBHOOK_URL: needs WEBHOOK_SECRET (whsec_…) to sign with')
-  return { url: e.WEBHOOK_URL, secret: e.WEBHOOK_SECRET, debounceMs: e.WEBHOOK_DEBOUNCE_MS }
+  return { kind: 'webhook', url: e.WEBHOOK_URL, secret: e.WEBHOOK_SECRET, debounceMs: e.WEBHOOK_DEBOUNCE_MS }
 }
 
 function devTokenSecretFrom(e: z.infer<typeof environment>): string | null {

@@ -1,13 +1,13 @@
+#!/usr/bin/env node
+// The sync server as a process: read the environment, start the server, stop on SIGTERM/SIGINT.
+// Everything else is the library's (`createSyncServer`), which embeds the same server.
 import { fileURLToPath } from 'node:url'
-import { createAdapters } from './adapters/create-adapters.js'
-import { parseConfig } from './config.js'
+import { type Config, parseConfig } from './config.js'
+import { createSyncServer } from './create-sync-server.js'
 import { ConfigError } from './errors.js'
 import { createLogger } from './logger.js'
-import { SERVER_VERSION } from './server-version.js'
-import { SyncServer } from './sync-server.js'
-import { discoverInternalHost } from './transport/internal-host.js'
 
-let config: ReturnType<typeof parseConfig>
+let config: Config
 try {
   config = parseConfig(process.env)
 } catch (error) {
@@ -27,31 +27,10 @@ if (config.devTokenSecret) {
   )
 }
 
-const internal = config.internal
-const server = await SyncServer.start({
-  port: config.port,
-  host: config.host,
-  serverId: config.serverId,
-  auth: config.auth,
-  limits: config.limits,
-  allowedOrigins: config.allowedOrigins,
-  snapshot: { intervalMs: config.snapshotIntervalMs, retryBaseMs: 1_000, retryMaxMs: 30_000 },
-  roomGraceMs: config.roomGraceMs,
-  antiEntropyIntervalMs: config.antiEntropyIntervalMs,
-  metadataSampleIntervalMs: config.metadataSampleIntervalMs,
-  shutdownTimeoutMs: config.shutdownTimeoutMs,
-  internal: internal && {
-    port: internal.port,
-    token: internal.token,
-    fetchTimeoutMs: config.peerFetchTimeoutMs,
-    advertisedHost: await discoverInternalHost(internal.host, process.env.ECS_CONTAINER_METADATA_URI_V4),
-  },
-  createAdapters: (self, probes) => createAdapters(config, self, logger, probes),
-  build: { version: SERVER_VERSION, commit: config.commit },
+const server = await createSyncServer({
+  ...config,
   logger,
   demoFolder: fileURLToPath(new URL('./demo/', import.meta.url)),
-  devTokenSecret: config.devTokenSecret,
-  apiSecret: config.apiSecret,
 })
 logger.info(
   { port: server.port, internalAddress: server.internalAddress, url: `http://localhost:${server.port}/` },

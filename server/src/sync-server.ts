@@ -1,22 +1,15 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { CloseCode } from '@symphony/client/close-codes'
-import { type AuthConfig, createAuthenticator } from './auth/authenticator.js'
-import type { Limits } from './config.js'
+import { openAdapters } from './adapters/select-adapters.js'
+import { createAuthenticator } from './auth/authenticator.js'
 import { RoomManager } from './core/room-manager.js'
 import { type PeerStateFetcher, RoomStateSource } from './core/room-state-source.js'
-import type { SnapshotPolicy } from './core/snapshot-writer.js'
-import type { Logger } from './logger.js'
-import { type BuildInfo, ServerMetrics } from './metrics.js'
-import type { DependencyOutcomes } from './ports/dependency-outcomes.js'
-import type { MetadataSink, ServerSample } from './ports/metadata-sink.js'
-import type { PubSub } from './ports/pubsub.js'
-import { NO_ROOM_EVENTS, type RoomEventSink } from './ports/room-events.js'
-import type { PeerServer, RoomRegistry } from './ports/room-registry.js'
-import type { SnapshotStore } from './ports/snapshot-store.js'
-import type { UpdateJournal } from './ports/update-journal.js'
+import { ServerMetrics } from './metrics.js'
+import type { AdapterContext, Adapters } from './ports/adapters.js'
+import type { ServerSample } from './ports/metadata-sink.js'
+import type { ResolvedServerOptions } from './server-options.js'
 import { readServerSample } from './server-sample.js'
-import { SERVER_VERSION } from './server-version.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
 import { createPeerStateFetcher } from './transport/peer-state-client.js'
@@ -27,62 +20,10 @@ import { WebSocketGateway } from './transport/websocket-gateway.js'
 /** Clients whose updates a room may hold waiting for missing dependencies at once. */
 const MAX_PENDING_CLIENTS = 1_000
 
-export interface Adapters {
-  pubsub: PubSub
-  registry: RoomRegistry
-  snapshots: SnapshotStore
-  journal: UpdateJournal
-  metadata: MetadataSink
-  /** Webhooks; none when unset. */
-  events?: RoomEventSink
-}
-
-/** What adapters may read from the server they serve (called later, never while being built). */
-export interface AdapterProbes {
-  /** Where adapters report each operation's success or failure (`/healthz`, error counters). */
-  outcomes: DependencyOutcomes
-  /** The server's load and running totals now, for the metadata sink's server samples. */
-  sample: () => Promise<ServerSample>
-}
-
-/** The endpoint peers fetch room state from; its host is what this server advertises. */
-export interface InternalEndpointOptions {
-  port: number
-  advertisedHost: string
-  token: string
-  fetchTimeoutMs: number
-}
-
-export interface SyncServerOptions {
-  port: number
-  host: string
-  serverId: string
-  auth: AuthConfig
-  limits: Limits
-  /** Browser origins allowed to open a WebSocket (empty or unset: any). */
-  allowedOrigins?: readonly string[]
-  snapshot: SnapshotPolicy
-  roomGraceMs: number
-  antiEntropyIntervalMs: number
-  /** How often every loaded room's connections and size go to the metadata sink (0 or unset: never). */
-  metadataSampleIntervalMs?: number
-  shutdownTimeoutMs: number
-  /** Null in single-server mode: there are no peers to serve. */
-  internal: InternalEndpointOptions | null
-  /** Builds the adapters once this server's peer address is known. */
-  createAdapters: (self: PeerServer, probes: AdapterProbes) => Adapters
-  /** For `symphony_build_info`; unset: this package's version, commit "unknown". */
-  build?: BuildInfo
-  logger: Logger
-  /** Folder of the built demo page served at `/`, or null to serve none. */
-  demoFolder: string | null
-  /** Development only: the secret `GET /dev/token` signs with; null or unset: no such route. */
-  devTokenSecret?: string | null
-  /** `API_SECRET`: the REST API's bearer secret; null or unset: the API is off. */
-  apiSecret?: string | null
-}
-
-/** One sync server: HTTP + WebSocket on one port, the internal endpoint on another, rooms, adapters. */
+/**
+ * One sync server: HTTP + WebSocket on one port, the internal endpoint on another, rooms, adapters.
+ * Started by `createSyncServer`, which settles every option first.
+ */
 export class SyncServer {
   readonly metrics: ServerMetrics
   readonly manager: RoomManager
@@ -95,16 +36,12 @@ export class SyncServer {
   #sampleTimer: NodeJS.Timeout | undefined
 
   private constructor(
-    private readonly options: SyncServerOptions,
+    private readonly options: ResolvedServerOptions,
     private readonly internal: { server: Server; address: string } | null,
   ) {
     const { logger } = options
-    this.metrics = new ServerMetrics(options.build ?? { version: SERVER_VERSION, commit: 'unknown' })
-    const self = { serverId: options.serverId, internalAddress: internal?.address ?? '' }
-    this.#adapters = {
-      events: NO_ROOM_EVENTS,
-      ...options.createAdapters(self, { outcomes: this.metrics.dependencies, sample: () => this.sample() }),
-    }
+    this.metrics = new ServerMetrics(options.build)
+    this.#adapters = this.#openAdapters(internal?.address ?? '')
     const fetchPeerState: PeerStateFetcher | null = options.internal
       ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
       : null
@@ -158,7 +95,7 @@ export class SyncServer {
         metrics: this.metrics,
         staticFiles,
         authenticator,
-        devTokenSecret: options.devTokenSecret ?? null,
+        devTokenSecret: options.devTokenSecret,
         api: options.apiSecret
           ? createRestApi({
               secret: options.apiSecret,
@@ -186,7 +123,21 @@ export class SyncServer {
     }
   }
 
-  static async start(options: SyncServerOptions): Promise<SyncServer> {
+  #openAdapters(internalAddress: string): Required<Adapters> {
+    const { options } = this
+    const context: AdapterContext = {
+      self: { serverId: options.serverId, internalAddress },
+      address: internalAddress || `${options.host}:${options.port}`,
+      logger: options.logger,
+      outcomes: this.metrics.dependencies,
+      sample: () => this.sample(),
+      sampleIntervalMs: options.metadataSampleIntervalMs,
+    }
+    const given = typeof options.adapters === 'function' ? options.adapters(context) : options.adapters
+    return openAdapters(options.backends, context, given)
+  }
+
+  static async start(options: ResolvedServerOptions): Promise<SyncServer> {
     let internal: { server: Server; address: string } | null = null
     if (options.internal) {
       const server = createServer()

@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { parseConfig } from '../src/config.js'
+import { createSyncServer } from '../src/create-sync-server.js'
 import { ConfigError } from '../src/errors.js'
+import { SERVER_VERSION } from '../src/server-version.js'
 
 const secret = 'x'.repeat(32)
 const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
@@ -23,42 +28,78 @@ describe('configuration', () => {
     const config = parseConfig({ AUTH: 'none' })
     assert.equal(config.port, 1234)
     assert.deepEqual(config.auth, { mode: 'none' })
-    assert.equal(config.snapshotIntervalMs, 30_000)
+    assert.deepEqual(config.snapshot, { intervalMs: 30_000, retryBaseMs: 1_000, retryMaxMs: 30_000 })
+    assert.equal(config.roomGraceMs, 5_000)
     assert.equal(config.limits.maxConnectionsPerRoom, 2_000)
-    assert.match(config.snapshots.kind === 'file' ? config.snapshots.folder : '', /data\/snapshots$/)
-    assert.match(config.journal.kind === 'file' ? config.journal.folder : '', /data\/journal$/)
+    const { snapshots, journal, registry } = config.backends
+    assert.match(snapshots.kind === 'file' ? snapshots.folder : '', /data\/snapshots$/)
+    assert.match(journal.kind === 'file' ? journal.folder : '', /data\/journal$/)
+    assert.deepEqual(registry, { kind: 'memory', leaseMs: 30_000 })
     assert.equal(config.internal, null, 'no peers, no internal endpoint')
     const forDashboard = parseConfig({
       AUTH: 'none',
       INTERNAL_TOKEN: 'a-long-internal-token',
       INTERNAL_PORT: '0',
     })
-    assert.deepEqual(forDashboard.internal, { port: 0, host: undefined, token: 'a-long-internal-token' })
+    assert.deepEqual(forDashboard.internal, {
+      port: 0,
+      token: 'a-long-internal-token',
+      advertisedHost: undefined,
+      taskMetadataUrl: undefined,
+      fetchTimeoutMs: 2_000,
+    })
+  })
+
+  it('names every setting as createSyncServer takes it, so a server starts from the config as is', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'symphony-config-'))
+    const config = parseConfig({
+      AUTH: 'none',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      SERVER_ID: 'from-the-environment',
+      DATABASE_URL: 'none',
+      SNAPSHOTS: `file://${folder}/snapshots`,
+      JOURNAL: `file://${folder}/journal`,
+    })
+    const server = await createSyncServer(config)
+    try {
+      const health = (await (await fetch(`http://127.0.0.1:${server.port}/healthz`)).json()) as {
+        ready: boolean
+        serverId: string
+      }
+      assert.equal(health.ready, true)
+      assert.equal(health.serverId, 'from-the-environment')
+    } finally {
+      await server.shutdown()
+      rmSync(folder, { recursive: true, force: true })
+    }
   })
 
   it('takes the commit for build info from SYMPHONY_COMMIT, else GIT_COMMIT, else "unknown"', () => {
-    assert.equal(parseConfig({ AUTH: 'none' }).commit, 'unknown')
-    assert.equal(parseConfig({ AUTH: 'none', GIT_COMMIT: 'abc1234' }).commit, 'abc1234')
-    assert.equal(
-      parseConfig({ AUTH: 'none', GIT_COMMIT: 'abc1234', SYMPHONY_COMMIT: 'v1.2.3' }).commit,
-      'v1.2.3',
-    )
+    const commitOf = (env: Record<string, string>) => parseConfig({ AUTH: 'none', ...env }).build.commit
+    assert.equal(commitOf({}), 'unknown')
+    assert.equal(commitOf({ GIT_COMMIT: 'abc1234' }), 'abc1234')
+    assert.equal(commitOf({ GIT_COMMIT: 'abc1234', SYMPHONY_COMMIT: 'v1.2.3' }), 'v1.2.3')
+    assert.equal(parseConfig({ AUTH: 'none' }).build.version, SERVER_VERSION)
     assert.match(errorFor({ AUTH: 'none', SYMPHONY_COMMIT: 'a"}\nfake_metric 1' }), /SYMPHONY_COMMIT/)
   })
 
   it('keeps metadata in embedded PGlite by default, in Postgres or nowhere when told', () => {
-    const embedded = parseConfig({ AUTH: 'none' }).database
+    const metadataOf = (env: Record<string, string>) =>
+      parseConfig({ AUTH: 'none', ...env }).backends.metadata
+    const embedded = metadataOf({})
     assert.equal(embedded.kind, 'pglite')
     assert.match(embedded.kind === 'pglite' ? embedded.folder : '', /\/data\/pg$/)
     assert.equal(embedded.kind === 'pglite' ? embedded.port : 0, 5433)
     assert.deepEqual(
-      parseConfig({ AUTH: 'none', DATABASE_URL: 'postgres://u:p@db:5432/symphony' }).database,
+      metadataOf({ DATABASE_URL: 'postgres://u:p@db:5432/symphony', METADATA_RETENTION_DAYS: '7' }),
       {
         kind: 'postgres',
         url: 'postgres://u:p@db:5432/symphony',
+        retentionDays: 7,
       },
     )
-    assert.deepEqual(parseConfig({ AUTH: 'none', DATABASE_URL: 'none' }).database, { kind: 'none' })
+    assert.deepEqual(metadataOf({ DATABASE_URL: 'none' }), { kind: 'none' })
     assert.match(errorFor({ AUTH: 'none', DATABASE_URL: 'mysql://db' }), /^DATABASE_URL: must be postgres/)
   })
 
@@ -71,21 +112,37 @@ describe('configuration', () => {
       INTERNAL_TOKEN: 'a-long-internal-token',
       AWS_ENDPOINT_URL: 'http://127.0.0.1:5000',
     })
-    assert.deepEqual(config.pubsub, { kind: 'redis', url: 'redis://cache:6379' })
-    assert.deepEqual(config.journal, { kind: 'redis', url: 'redis://cache:6379' }, 'beside pub/sub')
-    const ownJournal = parseConfig({ AUTH: 'none', JOURNAL: 'redis://journal:6379' }).journal
+    const { backends } = config
+    const aws = {
+      region: 'us-east-1',
+      endpoint: 'http://127.0.0.1:5000',
+      s3Endpoint: undefined,
+      dynamoEndpoint: undefined,
+    }
+    assert.deepEqual(backends.pubsub, { kind: 'redis', url: 'redis://cache:6379' })
+    assert.deepEqual(backends.journal, { kind: 'redis', url: 'redis://cache:6379' }, 'beside pub/sub')
+    const ownJournal = parseConfig({ AUTH: 'none', JOURNAL: 'redis://journal:6379' }).backends.journal
     assert.deepEqual(ownJournal, { kind: 'redis', url: 'redis://journal:6379' })
-    assert.deepEqual(config.registry, { kind: 'dynamodb', table: 'symphony-rooms' })
-    assert.deepEqual(config.snapshots, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/' })
-    const noSlash = parseConfig({ AUTH: 'none', SNAPSHOTS: 's3://my-bucket/rooms' }).snapshots
-    assert.deepEqual(noSlash, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/' }, 'a prefix is a folder')
-    assert.deepEqual(parseConfig({ AUTH: 'none', SNAPSHOTS: 's3://my-bucket' }).snapshots, {
-      kind: 's3',
-      bucket: 'my-bucket',
-      prefix: '',
+    assert.deepEqual(backends.registry, { kind: 'dynamodb', table: 'symphony-rooms', leaseMs: 30_000, aws })
+    assert.deepEqual(backends.snapshots, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/', aws })
+    const snapshotsOf = (url: string) => parseConfig({ AUTH: 'none', SNAPSHOTS: url }).backends.snapshots
+    const noSlash = snapshotsOf('s3://my-bucket/rooms')
+    assert.equal(noSlash.kind === 's3' && noSlash.prefix, 'rooms/', 'a prefix is a folder')
+    const bucketOnly = snapshotsOf('s3://my-bucket')
+    assert.equal(bucketOnly.kind === 's3' && bucketOnly.prefix, '')
+    assert.deepEqual(config.internal, {
+      port: 9234,
+      token: 'a-long-internal-token',
+      advertisedHost: undefined,
+      taskMetadataUrl: undefined,
+      fetchTimeoutMs: 2_000,
     })
-    assert.deepEqual(config.internal, { port: 9234, host: undefined, token: 'a-long-internal-token' })
-    assert.equal(config.aws.endpoint, 'http://127.0.0.1:5000')
+    const onEcs = parseConfig({
+      AUTH: 'none',
+      INTERNAL_TOKEN: 'a-long-internal-token',
+      ECS_CONTAINER_METADATA_URI_V4: 'http://169.254.170.2/v4/abc',
+    })
+    assert.equal(onEcs.internal?.taskMetadataUrl, 'http://169.254.170.2/v4/abc')
   })
 
   it('turns auth on when a secret, key or JWKS URL is set', () => {
@@ -112,12 +169,16 @@ describe('configuration', () => {
   it('sends webhooks only with both a URL and a whsec_ secret', () => {
     const hook = 'https://hooks.example.com/symphony'
     const whsec = `whsec_${Buffer.alloc(24, 7).toString('base64')}`
-    assert.equal(parseConfig({ AUTH: 'none' }).webhook, null)
-    assert.deepEqual(parseConfig({ AUTH: 'none', WEBHOOK_URL: hook, WEBHOOK_SECRET: whsec }).webhook, {
-      url: hook,
-      secret: whsec,
-      debounceMs: 5_000,
-    })
+    assert.deepEqual(parseConfig({ AUTH: 'none' }).backends.events, { kind: 'none' })
+    assert.deepEqual(
+      parseConfig({ AUTH: 'none', WEBHOOK_URL: hook, WEBHOOK_SECRET: whsec }).backends.events,
+      {
+        kind: 'webhook',
+        url: hook,
+        secret: whsec,
+        debounceMs: 5_000,
+      },
+    )
     assert.match(errorFor({ AUTH: 'none', WEBHOOK_URL: hook }), /^WEBHOOK_URL: needs WEBHOOK_SECRET/)
     assert.match(errorFor({ AUTH: 'none', WEBHOOK_SECRET: whsec }), /^WEBHOOK_SECRET: set WEBHOOK_URL too/)
     assert.match(

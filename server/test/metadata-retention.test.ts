@@ -4,19 +4,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
-import { createAdapters } from '../src/adapters/create-adapters.js'
 import type { DatabaseConnection } from '../src/adapters/postgres/connect.js'
 import { migrate } from '../src/adapters/postgres/migrations.js'
 import { PgMetadataSink } from '../src/adapters/postgres/pg-metadata-sink.js'
 import { pruneMetadata } from '../src/adapters/postgres/retention.js'
 import { parseConfig } from '../src/config.js'
+import { createSyncServer } from '../src/create-sync-server.js'
 import { silentLogger } from '../src/logger.js'
 import type { ServerSample } from '../src/ports/metadata-sink.js'
-import { SyncServer } from '../src/sync-server.js'
 import { connectSynced, destroyClients, uniqueRoom } from './helpers/clients.js'
 import { uniqueName } from './helpers/services.js'
 import { connectIsolatedDatabase, METADATA_BACKENDS } from './helpers/test-database.js'
-import { TEST_LIMITS } from './helpers/test-server.js'
 
 const DAY = 86_400_000
 
@@ -246,7 +244,8 @@ describe('a sync server built from its configuration', () => {
       () => parseConfig({ AUTH: 'none', METADATA_RETENTION_DAYS: '0' }),
       /METADATA_RETENTION_DAYS/,
     )
-    assert.equal(parseConfig({ AUTH: 'none' }).metadataRetentionDays, 30)
+    const { metadata } = parseConfig({ AUTH: 'none' }).backends
+    assert.equal(metadata.kind !== 'none' && metadata.retentionDays, 30)
     const db = await connectIsolatedDatabase()
     await migrate(db.pool) // the server migrates too, at its first flush; this test may ask before
     const folder = mkdtempSync(join(tmpdir(), 'symphony-samples-'))
@@ -259,21 +258,8 @@ describe('a sync server built from its configuration', () => {
       METADATA_SAMPLE_INTERVAL_MS: '100',
       METADATA_RETENTION_DAYS: '7',
     })
-    const server = await SyncServer.start({
-      port: 0,
-      host: '127.0.0.1',
-      serverId: config.serverId,
-      auth: config.auth,
-      limits: TEST_LIMITS,
-      snapshot: { intervalMs: 30_000, retryBaseMs: 20, retryMaxMs: 200 },
-      roomGraceMs: 50,
-      antiEntropyIntervalMs: 0,
-      shutdownTimeoutMs: 5_000,
-      internal: null,
-      logger: silentLogger,
-      demoFolder: null,
-      createAdapters: (self, probes) => createAdapters(config, self, silentLogger, probes),
-    })
+    // As main.ts starts it: the configuration as it is, the adapters it names.
+    const server = await createSyncServer({ ...config, host: '127.0.0.1' })
     const client = await connectSynced(`ws://127.0.0.1:${server.port}`, uniqueRoom('sampled'))
     client.doc.getText('t').insert(0, 'hello')
     const deadline = Date.now() + 10_000

@@ -19,27 +19,41 @@ import {
   GetItemCommand,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb'
+import {
+  createRegistryTable,
+  createSnapshotBucket,
+  DynamoRoomRegistry,
+  FileSnapshotStore,
+  FileUpdateJournal,
+  type Logger,
+  MemoryBus,
+  MemoryPubSub,
+  MemoryRegistryTable,
+  MemoryRoomRegistry,
+  NoopMetadataSink,
+  RedisPubSub,
+  RedisUpdateJournal,
+  S3SnapshotStore,
+  type SnapshotStore,
+  silentLogger,
+} from '@symphony/server'
+import {
+  type JournalFixture,
+  metadataSinkContract,
+  pubSubContract,
+  roomRegistryContract,
+  snapshotStoreContract,
+  updateJournalContract,
+} from '@symphony/server/contracts'
 import { Redis } from 'ioredis'
-import { createRegistryTable, DynamoRoomRegistry } from '../src/adapters/dynamo-room-registry.js'
-import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
-import { FileUpdateJournal } from '../src/adapters/file-update-journal.js'
-import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
-import { MemoryRegistryTable, MemoryRoomRegistry } from '../src/adapters/memory-room-registry.js'
-import { NoopMetadataSink } from '../src/adapters/noop-metadata-sink.js'
-import { RedisPubSub } from '../src/adapters/redis-pubsub.js'
-import { RedisUpdateJournal } from '../src/adapters/redis-update-journal.js'
-import { createSnapshotBucket, S3SnapshotStore } from '../src/adapters/s3-snapshot-store.js'
-import { type Logger, silentLogger } from '../src/logger.js'
-import { metadataSinkContract } from './contracts/metadata-sink.contract.js'
-import { pubSubContract } from './contracts/pubsub.contract.js'
-import { roomRegistryContract } from './contracts/room-registry.contract.js'
-import { snapshotStoreContract } from './contracts/snapshot-store.contract.js'
-import { updateJournalContract } from './contracts/update-journal.contract.js'
 import { eventually, uniqueRoom } from './helpers/clients.js'
 import { destroyTestAwsClients, requireTestServices, testAwsClients, uniqueName } from './helpers/services.js'
 
 // Each port's contract suite, run against every adapter that exists. The real adapters use the
 // Redis and AWS emulator that `npm test` starts; each run gets its own channels, table and prefix.
+// Suites and adapters both come from the built package, as an adapter author's would: a suite
+// checks errors by class (SnapshotConflictError), which an adapter loaded from src/ would not share.
+// Each port's adapters are listed together: add a new one beside its kind.
 
 pubSubContract('MemoryPubSub', async () => {
   const bus = new MemoryBus()
@@ -123,30 +137,6 @@ roomRegistryContract('DynamoRoomRegistry', async (leaseMs) => {
   }
 })
 
-snapshotStoreContract(
-  'FileSnapshotStore',
-  async () => new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))),
-)
-
-updateJournalContract('FileUpdateJournal', async () => {
-  const folder = mkdtempSync(join(tmpdir(), 'journal-'))
-  return { open: () => new FileUpdateJournal(folder), cleanup: async () => {} }
-})
-
-updateJournalContract('RedisUpdateJournal', async () => {
-  const { redisUrl } = requireTestServices()
-  const options = { keyPrefix: `${uniqueName('test')}:`, logger: silentLogger }
-  const admin = new Redis(redisUrl)
-  return {
-    open: (writer) => new RedisUpdateJournal(writer, redisUrl, options),
-    cleanup: async () => {
-      const left = await admin.keys(`${options.keyPrefix}*`)
-      if (left.length > 0) await admin.del(...left)
-      await admin.quit()
-    },
-  }
-})
-
 const snapshotBucket = 'symphony-test-snapshots'
 const snapshotPrefix = `${uniqueName('run')}/`
 let bucket: Promise<void> | null = null
@@ -157,10 +147,48 @@ function ensureSnapshotBucket(): Promise<void> {
   return bucket
 }
 
-snapshotStoreContract('S3SnapshotStore', async () => {
-  await ensureSnapshotBucket()
-  return new S3SnapshotStore({ bucket: snapshotBucket, prefix: snapshotPrefix, client: testAwsClients().s3 })
-})
+const snapshotStores: [name: string, open: () => Promise<SnapshotStore>][] = [
+  ['FileSnapshotStore', async () => new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-')))],
+  [
+    'S3SnapshotStore',
+    async () => {
+      await ensureSnapshotBucket()
+      return new S3SnapshotStore({
+        bucket: snapshotBucket,
+        prefix: snapshotPrefix,
+        client: testAwsClients().s3,
+      })
+    },
+  ],
+]
+for (const [name, open] of snapshotStores) snapshotStoreContract(name, open)
+
+const updateJournals: [name: string, fixture: () => Promise<JournalFixture>][] = [
+  [
+    'FileUpdateJournal',
+    async () => {
+      const folder = mkdtempSync(join(tmpdir(), 'journal-'))
+      return { open: () => new FileUpdateJournal(folder), cleanup: async () => {} }
+    },
+  ],
+  [
+    'RedisUpdateJournal',
+    async () => {
+      const { redisUrl } = requireTestServices()
+      const options = { keyPrefix: `${uniqueName('test')}:`, logger: silentLogger }
+      const admin = new Redis(redisUrl)
+      return {
+        open: (writer) => new RedisUpdateJournal(writer, redisUrl, options),
+        cleanup: async () => {
+          const left = await admin.keys(`${options.keyPrefix}*`)
+          if (left.length > 0) await admin.del(...left)
+          await admin.quit()
+        },
+      }
+    },
+  ],
+]
+for (const [name, fixture] of updateJournals) updateJournalContract(name, fixture)
 
 metadataSinkContract('NoopMetadataSink', async () => new NoopMetadataSink())
 

@@ -35,15 +35,19 @@ describe('passwords from their own variables (as a secret store hands them over)
     await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD ${admin.escapeLiteral(password)}`)
     const DATABASE_URL = urlWithoutPassword(requireTestServices().databaseUrl, role)
     const config = parseConfig({ AUTH: 'none', DATABASE_URL, DATABASE_PASSWORD: password })
-    assert.equal(config.database.kind, 'postgres')
-    const client = new pg.Client(config.database.kind === 'postgres' ? config.database.url : '')
+    assert.equal(config.backends.metadata.kind, 'postgres')
+    const client = new pg.Client(
+      config.backends.metadata.kind === 'postgres' ? config.backends.metadata.url : '',
+    )
     await client.connect()
     const { rows } = await client.query('SELECT current_user AS name')
     await client.end()
     assert.equal(rows[0].name, role)
 
     const wrong = parseConfig({ AUTH: 'none', DATABASE_URL, DATABASE_PASSWORD: 'not-the-password' })
-    const refused = new pg.Client(wrong.database.kind === 'postgres' ? wrong.database.url : '')
+    const refused = new pg.Client(
+      wrong.backends.metadata.kind === 'postgres' ? wrong.backends.metadata.url : '',
+    )
     await assert.rejects(refused.connect(), /password authentication failed/)
   })
 
@@ -51,8 +55,8 @@ describe('passwords from their own variables (as a secret store hands them over)
     await redisAdmin.call('ACL', 'SETUSER', redisUser, 'on', `>${password}`, '~*', '&*', '+@all')
     const PUBSUB = urlWithoutPassword(requireTestServices().redisUrl, redisUser)
     const config = parseConfig({ AUTH: 'none', PUBSUB, PUBSUB_PASSWORD: password })
-    assert.equal(config.pubsub.kind, 'redis')
-    const url = config.pubsub.kind === 'redis' ? config.pubsub.url : ''
+    assert.equal(config.backends.pubsub.kind, 'redis')
+    const url = config.backends.pubsub.kind === 'redis' ? config.backends.pubsub.url : ''
     const [a, b] = [
       new RedisPubSub('a', url, { logger: silentLogger }),
       new RedisPubSub('b', url, { logger: silentLogger }),
@@ -65,7 +69,7 @@ describe('passwords from their own variables (as a secret store hands them over)
     await Promise.all([a.close(), b.close()])
 
     const wrong = parseConfig({ AUTH: 'none', PUBSUB, PUBSUB_PASSWORD: 'not-the-password' })
-    const refused = new Redis(wrong.pubsub.kind === 'redis' ? wrong.pubsub.url : '', {
+    const refused = new Redis(wrong.backends.pubsub.kind === 'redis' ? wrong.backends.pubsub.url : '', {
       lazyConnect: true,
       retryStrategy: () => null,
     })

@@ -1,10 +1,10 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { freePort } from '../../../scripts/lib/services.mjs'
-import { openSnapshotStore } from '../../../server/src/adapters/open-snapshot-store.js'
 import type { DatabaseConnection } from '../../../server/src/adapters/postgres/connect.js'
 import { migrate } from '../../../server/src/adapters/postgres/migrations.js'
 import { PgMetadataSink } from '../../../server/src/adapters/postgres/pg-metadata-sink.js'
+import { openSnapshotStore, snapshotsFrom } from '../../../server/src/adapters/select-snapshot-store.js'
 import { silentLogger } from '../../../server/src/logger.js'
 import { uniqueName } from '../../../server/test/helpers/services.js'
 import { connectIsolatedDatabase } from '../../../server/test/helpers/test-database.js'
@@ -78,7 +78,7 @@ export async function startDashboardStack(syncOverrides: TestServerOverrides = {
   const events = new LiveEvents(db.url, queries)
   await events.start()
   // Read as a separate dashboard process would: from the SNAPSHOTS URL the sync server saves to.
-  const snapshots = openSnapshotStore(`file://${sync.snapshotFolder}`, { region: 'us-east-1' })
+  const snapshots = openSnapshotStore(snapshotsFrom(`file://${sync.snapshotFolder}`, { region: 'us-east-1' }))
   const app = createDashboardApp({
     queries,
     events,

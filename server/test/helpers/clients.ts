@@ -2,6 +2,10 @@ import WebSocket from 'ws'
 import { WebsocketProvider } from 'y-websocket'
 import * as Y from 'yjs'
 
+// The port contract suites wait and name rooms the same way; they are built and published with them.
+export { eventually } from '../../src/contracts/eventually.js'
+export { uniqueRoom } from '../../src/contracts/unique-room.js'
+
 export interface TestClient {
   doc: Y.Doc
   provider: WebsocketProvider
@@ -53,26 +57,4 @@ export async function connectSynced(wsUrl: string, room: string, params?: Record
   const client = connectClient(wsUrl, room, params)
   await synced(client)
   return client
-}
-
-/**
- * Waits until `check` holds (it may be async, e.g. a database read), re-checking every 20 ms;
- * fails with `message` after `timeoutMs`.
- */
-export async function eventually(
-  check: () => boolean | Promise<boolean>,
-  message: string,
-  timeoutMs = 5_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${message}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
-
-let roomCounter = 0
-/** A room name no other test uses. */
-export function uniqueRoom(prefix = 'room'): string {
-  return `${prefix}-${process.pid}-${++roomCounter}-${Date.now().toString(36)}`
 }

@@ -8,9 +8,11 @@ import { MemoryBus, MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../../src/adapters/memory-room-registry.js'
 import { NoopMetadataSink } from '../../src/adapters/noop-metadata-sink.js'
 import type { Limits } from '../../src/config.js'
-import { silentLogger } from '../../src/logger.js'
+import { createSyncServer } from '../../src/create-sync-server.js'
+import type { Adapters } from '../../src/ports/adapters.js'
 import type { SnapshotStore } from '../../src/ports/snapshot-store.js'
-import { type Adapters, SyncServer, type SyncServerOptions } from '../../src/sync-server.js'
+import type { SyncServerOptions } from '../../src/server-options.js'
+import type { SyncServer } from '../../src/sync-server.js'
 
 export const TEST_LIMITS: Limits = {
   maxMessageBytes: 1024 * 1024,
@@ -36,8 +38,8 @@ export interface TestServer {
   stop(): Promise<void>
 }
 
-export interface TestServerOverrides extends Partial<Omit<SyncServerOptions, 'limits' | 'createAdapters'>> {
-  limits?: Partial<Limits>
+export interface TestServerOverrides extends Partial<Omit<SyncServerOptions, 'adapters'>> {
+  /** Instead of the embedded ones below (memory pub/sub and registry, files, no metadata). */
   adapters?: Partial<Adapters>
   /** Shared by servers that should see each other, as Redis and DynamoDB would be. */
   bus?: MemoryBus
@@ -61,23 +63,20 @@ export async function startTestServer(overrides: TestServerOverrides = {}): Prom
   const snapshotFolder = mkdtempSync(join(tmpdir(), 'symphony-test-'))
   const serverId = overrides.serverId ?? `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
   const snapshots = overrides.adapters?.snapshots ?? new FileSnapshotStore(snapshotFolder)
-  const server = await SyncServer.start({
-    port: 0,
-    host: '127.0.0.1',
+  const { bus, registryTable, ...options } = overrides
+  const server = await createSyncServer({
     serverId,
     auth: { mode: 'none' },
     snapshot: { intervalMs: 30_000, retryBaseMs: 20, retryMaxMs: 200 },
     roomGraceMs: 50,
     antiEntropyIntervalMs: 0,
+    metadataSampleIntervalMs: 0,
     shutdownTimeoutMs: 5_000,
-    internal: null,
-    logger: silentLogger,
-    demoFolder: null,
-    ...overrides,
+    ...options,
     limits: { ...TEST_LIMITS, ...overrides.limits },
-    createAdapters: (self) => ({
-      pubsub: new MemoryPubSub(serverId, overrides.bus),
-      registry: new MemoryRoomRegistry(self, { leaseMs: 30_000, now: Date.now }, overrides.registryTable),
+    adapters: ({ self }) => ({
+      pubsub: new MemoryPubSub(serverId, bus),
+      registry: new MemoryRoomRegistry(self, { leaseMs: 30_000, now: Date.now }, registryTable),
       metadata: new NoopMetadataSink(),
       journal: new FileUpdateJournal(join(snapshotFolder, 'journal')),
       ...overrides.adapters,

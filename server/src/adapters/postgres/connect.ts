@@ -1,12 +1,7 @@
 import pg from 'pg'
+import type { DatabaseConfig } from '../../config.js'
 import type { Logger } from '../../logger.js'
 import { startEmbeddedPostgres } from './embedded-postgres.js'
-
-/** Where metadata goes: a real Postgres, or PGlite in a child process served on a loopback port. */
-export type DatabaseConfig =
-  | { kind: 'postgres'; url: string }
-  | { kind: 'pglite'; folder: string; port: number }
-  | { kind: 'none' }
 
 export interface DatabaseConnection {
   /** What other clients (the dashboard, psql) connect to. */
@@ -29,10 +24,7 @@ export function createPool(url: string, logger: Logger): pg.Pool {
 }
 
 /** Opens the configured database; for PGlite this starts the embedded database's process first. */
-export async function connectDatabase(
-  config: Exclude<DatabaseConfig, { kind: 'none' }>,
-  logger: Logger,
-): Promise<DatabaseConnection> {
+export async function connectDatabase(config: DatabaseConfig, logger: Logger): Promise<DatabaseConnection> {
   if (config.kind === 'postgres') {
     const pool = createPool(config.url, logger)
     return { url: config.url, pool, close: () => pool.end() }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { MetadataSink } from '../../src/ports/metadata-sink.js'
+import type { MetadataSink } from '../ports/metadata-sink.js'
 
 /** What every `MetadataSink` adapter must do: take events without blocking or throwing. */
 export function metadataSinkContract(name: string, createSink: () => Promise<MetadataSink>): void {

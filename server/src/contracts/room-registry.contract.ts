@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { PeerServer, RoomRegistry } from '../../src/ports/room-registry.js'
-import { eventually, uniqueRoom } from '../helpers/clients.js'
-import { TRICKY_ROOM_NAMES } from '../helpers/tricky-room-names.js'
+import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
+import { eventually } from './eventually.js'
+import { TRICKY_ROOM_NAMES } from './tricky-room-names.js'
+import { uniqueRoom } from './unique-room.js'
 
 export interface RegistryPair {
   a: RoomRegistry

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { SnapshotConflictError } from '../../src/errors.js'
-import type { SnapshotStore } from '../../src/ports/snapshot-store.js'
-import { uniqueRoom } from '../helpers/clients.js'
-import { putSnapshot, storedState } from '../helpers/snapshots.js'
-import { TRICKY_ROOM_NAMES } from '../helpers/tricky-room-names.js'
+import { SnapshotConflictError } from '../errors.js'
+import type { SnapshotStore } from '../ports/snapshot-store.js'
+import { putSnapshot, storedState } from './stored-snapshots.js'
+import { TRICKY_ROOM_NAMES } from './tricky-room-names.js'
+import { uniqueRoom } from './unique-room.js'
 
 const isConflict = (error: unknown) => error instanceof SnapshotConflictError
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { UpdateJournal } from '../../src/ports/update-journal.js'
-import { uniqueRoom } from '../helpers/clients.js'
-import { TRICKY_ROOM_NAMES } from '../helpers/tricky-room-names.js'
+import type { UpdateJournal } from '../ports/update-journal.js'
+import { TRICKY_ROOM_NAMES } from './tricky-room-names.js'
+import { uniqueRoom } from './unique-room.js'
 
 export interface JournalFixture {
   /** A journal for `writer` (a server id) on the fixture's shared storage. */

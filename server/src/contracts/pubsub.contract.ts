@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import type { PubSub } from '../../src/ports/pubsub.js'
-import { uniqueRoom } from '../helpers/clients.js'
-import { TRICKY_ROOM_NAMES } from '../helpers/tricky-room-names.js'
+import type { PubSub } from '../ports/pubsub.js'
+import { TRICKY_ROOM_NAMES } from './tricky-room-names.js'
+import { uniqueRoom } from './unique-room.js'
 
 export interface PubSubPair {
   /** Two servers' adapters sharing one backend. */

@@ -1,0 +1,75 @@
+// @symphony/server as a library: run the sync server inside your process, and build adapters for
+// its ports. Importing this starts nothing; `createSyncServer` does. The port contract suites are
+// at `@symphony/server/contracts`. Guide: docs/embedding.md.
+
+export {
+  type AwsClients,
+  createAwsClients,
+  createDynamoClient,
+  createS3Client,
+} from './adapters/aws-clients.js'
+export {
+  createRegistryTable,
+  DynamoRoomRegistry,
+  type DynamoRoomRegistryOptions,
+} from './adapters/dynamo-room-registry.js'
+export { FileSnapshotStore } from './adapters/file-snapshot-store.js'
+export { FileUpdateJournal } from './adapters/file-update-journal.js'
+export { MemoryBus, MemoryPubSub } from './adapters/memory-pubsub.js'
+export { MemoryRegistryTable, MemoryRoomRegistry } from './adapters/memory-room-registry.js'
+// MemorySnapshotStore, MemoryUpdateJournal: exported here once they land.
+export { NoopMetadataSink } from './adapters/noop-metadata-sink.js'
+export { PgMetadataSink, type PgMetadataSinkOptions } from './adapters/postgres/pg-metadata-sink.js'
+export { RedisPubSub, type RedisPubSubOptions } from './adapters/redis-pubsub.js'
+export { RedisUpdateJournal, type RedisUpdateJournalOptions } from './adapters/redis-update-journal.js'
+export {
+  createSnapshotBucket,
+  S3SnapshotStore,
+  type S3SnapshotStoreOptions,
+} from './adapters/s3-snapshot-store.js'
+export { openAdapters } from './adapters/select-adapters.js'
+export { openMetadataSink } from './adapters/select-metadata-sink.js'
+export { openPubSub } from './adapters/select-pubsub.js'
+export { openRoomEvents } from './adapters/select-room-events.js'
+export { openRoomRegistry } from './adapters/select-room-registry.js'
+export { openSnapshotStore } from './adapters/select-snapshot-store.js'
+export { openUpdateJournal } from './adapters/select-update-journal.js'
+export { WebhookSender, type WebhookSenderOptions } from './adapters/webhooks/webhook-sender.js'
+export type { AuthConfig } from './auth/authenticator.js'
+export {
+  type AwsClientOptions,
+  type Backends,
+  type Config,
+  type DatabaseConfig,
+  type EventsConfig,
+  type InternalEndpointConfig,
+  type JournalConfig,
+  type Limits,
+  type MetadataConfig,
+  type PubSubConfig,
+  parseConfig,
+  type RegistryConfig,
+  type SnapshotsConfig,
+  snapshotsFrom,
+} from './config.js'
+export type { SnapshotPolicy } from './core/snapshot-writer.js'
+export { createSyncServer } from './create-sync-server.js'
+export { ConfigError, SnapshotConflictError, SymphonyError } from './errors.js'
+export { createLogger, type Logger, type LogLevel, silentLogger } from './logger.js'
+export type { BuildInfo } from './metrics.js'
+export type { AdapterContext, AdapterProbes, Adapters } from './ports/adapters.js'
+export { type Dependency, type DependencyOutcomes, IGNORED_OUTCOMES } from './ports/dependency-outcomes.js'
+export type { MetadataEvent, MetadataSink, MetadataSinkStats, ServerSample } from './ports/metadata-sink.js'
+export type { PubSub, RoomMessageHandler } from './ports/pubsub.js'
+export { NO_ROOM_EVENTS, type RoomEvent, type RoomEventSink } from './ports/room-events.js'
+export type { PeerServer, RoomRegistry } from './ports/room-registry.js'
+export type { SnapshotStore, StoredSnapshot } from './ports/snapshot-store.js'
+export type { JournalContents, JournalPosition, UpdateJournal } from './ports/update-journal.js'
+export {
+  DEFAULT_LIMITS,
+  DEFAULT_SNAPSHOT_POLICY,
+  DEFAULT_TIMINGS,
+  type InternalEndpointOptions,
+  type SyncServerOptions,
+} from './server-options.js'
+export type { SyncServer } from './sync-server.js'

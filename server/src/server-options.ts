@@ -1,0 +1,119 @@
+import type { AuthConfig } from './auth/authenticator.js'
+import type { Backends, Limits } from './config.js'
+import type { SnapshotPolicy } from './core/snapshot-writer.js'
+import type { Logger } from './logger.js'
+import type { BuildInfo } from './metrics.js'
+import type { AdapterContext, Adapters } from './ports/adapters.js'
+
+const MiB = 1024 * 1024
+
+/** The limits a server applies when not told otherwise (the environment's defaults too). */
+export const DEFAULT_LIMITS: Limits = {
+  maxMessageBytes: 16 * MiB,
+  maxDocumentBytes: 64 * MiB,
+  maxPendingBytes: MiB,
+  maxPendingDeleteBytes: 32 * 1024,
+  maxPresenceBytes: 16 * 1024,
+  maxBufferedBytes: 32 * MiB,
+  maxConnections: 20_000,
+  maxConnectionsPerRoom: 2_000,
+  messagesPerSecond: 200,
+  messageBurst: 400,
+  pingIntervalMs: 30_000,
+}
+
+/** Saves within 30 s of a change; a failed save is retried after 1 s, doubling up to 30 s. */
+export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = {
+  intervalMs: 30_000,
+  retryBaseMs: 1_000,
+  retryMaxMs: 30_000,
+}
+
+/** Defaults of the timing options (the environment's defaults too). */
+export const DEFAULT_TIMINGS = {
+  roomGraceMs: 5_000,
+  antiEntropyIntervalMs: 10_000,
+  metadataSampleIntervalMs: 10_000,
+  shutdownTimeoutMs: 25_000,
+  peerFetchTimeoutMs: 2_000,
+  registryLeaseMs: 30_000,
+} as const
+
+/** The endpoint peers fetch room state from. */
+export interface InternalEndpointOptions {
+  /** 0: any free port. */
+  port: number
+  /** The bearer token peers (and the dashboard) must send. */
+  token: string
+  /**
+   * Host peers reach this server at. Unset: the ECS task's private IP when `taskMetadataUrl` is
+   * given, else the first non-loopback IPv4 address, else loopback.
+   */
+  advertisedHost?: string | undefined
+  /** The ECS task metadata endpoint (ECS sets `ECS_CONTAINER_METADATA_URI_V4`). */
+  taskMetadataUrl?: string | undefined
+  /** How long a loading server waits for one peer's state before the next. Default 2 000 ms. */
+  fetchTimeoutMs?: number
+}
+
+/**
+ * How to run a sync server (`createSyncServer`). Only `auth` is required: the rest defaults to a
+ * single server on 127.0.0.1, a free port, embedded adapters and the production limits.
+ */
+export interface SyncServerOptions {
+  /** Who may open which room: `{ mode: 'none' }` (anyone, everything) or JWT settings. */
+  auth: AuthConfig
+  /** Default 0: a free port (read it from `server.port`). */
+  port?: number
+  /** Default '127.0.0.1'; '0.0.0.0' to serve other machines. */
+  host?: string
+  /** Names this server in the registry, metadata and logs. Default: host name, pid and a random tag. */
+  serverId?: string
+  /** Each limit defaults to `DEFAULT_LIMITS`. */
+  limits?: Partial<Limits>
+  /** Browser origins allowed to open a WebSocket. Default (empty): any. */
+  allowedOrigins?: readonly string[]
+  /** When rooms are saved; each field defaults to `DEFAULT_SNAPSHOT_POLICY`. */
+  snapshot?: Partial<SnapshotPolicy>
+  /** How long an empty room stays loaded, for reconnects. Default 5 000 ms. */
+  roomGraceMs?: number
+  /** How often servers holding one room compare state (0: never). Default 10 000 ms. */
+  antiEntropyIntervalMs?: number
+  /** How often rooms and this server are sampled for the metadata sink (0: never). Default 10 000 ms. */
+  metadataSampleIntervalMs?: number
+  /** The longest `shutdown()` spends saving rooms. Default 25 000 ms. */
+  shutdownTimeoutMs?: number
+  /** The peer state endpoint; a cluster needs it. Default null: single server. */
+  internal?: InternalEndpointOptions | null
+  /**
+   * The built-in adapter for each port, by settings (what `parseConfig` reads from SNAPSHOTS,
+   * PUBSUB…). A port not named here nor in `adapters` gets its embedded adapter: pub/sub and
+   * registry in memory, snapshots and journal in ./data, no metadata, no webhooks.
+   */
+  backends?: Partial<Backends>
+  /**
+   * Adapters you built (or a function building them once the server knows its address), used
+   * instead of `backends` for the ports they fill. The server closes them at shutdown.
+   */
+  adapters?: Partial<Adapters> | ((context: AdapterContext) => Partial<Adapters>)
+  /** For `symphony_build_info`. Default: this package's version, commit "unknown". */
+  build?: BuildInfo
+  /** Default: silent. */
+  logger?: Logger
+  /** Folder of a built demo page to serve at `/`. Default null: none. */
+  demoFolder?: string | null
+  /** Development only: the secret `GET /dev/token` signs with. Default null: no such route. */
+  devTokenSecret?: string | null
+  /** The REST API's bearer secret. Default null: the API is off. */
+  apiSecret?: string | null
+}
+
+/** Every option decided: what a `SyncServer` runs with. */
+export interface ResolvedServerOptions
+  extends Required<Omit<SyncServerOptions, 'limits' | 'snapshot' | 'backends' | 'internal' | 'adapters'>> {
+  limits: Limits
+  snapshot: SnapshotPolicy
+  backends: Backends
+  internal: { port: number; token: string; advertisedHost: string; fetchTimeoutMs: number } | null
+  adapters: SyncServerOptions['adapters']
+}

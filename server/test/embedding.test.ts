@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+// By the package's name, as an app embedding the server imports it.
+import {
+  type AdapterContext,
+  createSyncServer,
+  FileSnapshotStore,
+  type SnapshotStore,
+  type StoredSnapshot,
+  type SyncServer,
+} from '@symphony/server'
+import * as Y from 'yjs'
+import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
+
+/** An app's own snapshot store: the file store, with every save and the close on record. */
+class RecordingSnapshotStore implements SnapshotStore {
+  readonly saves: { room: string; state: Uint8Array }[] = []
+  closed = false
+
+  constructor(private readonly inner: SnapshotStore) {}
+
+  load(room: string): Promise<StoredSnapshot | null> {
+    return this.inner.load(room)
+  }
+
+  delete(room: string): Promise<void> {
+    return this.inner.delete(room)
+  }
+
+  async save(room: string, state: Uint8Array, expected: string | null): Promise<string> {
+    const version = await this.inner.save(room, state, expected)
+    this.saves.push({ room, state })
+    return version
+  }
+
+  close(): Promise<void> {
+    this.closed = true
+    return this.inner.close()
+  }
+}
+
+describe('the server embedded with createSyncServer', () => {
+  const folders: string[] = []
+  const servers: SyncServer[] = []
+  /** A fresh folder for the embedded journal, so nothing lands in the working directory's ./data. */
+  const journalFolder = () => {
+    const folder = mkdtempSync(join(tmpdir(), 'symphony-embedded-'))
+    folders.push(folder)
+    return folder
+  }
+  afterEach(async () => {
+    destroyClients()
+    await Promise.all(servers.splice(0).map((server) => server.shutdown()))
+    for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true })
+  })
+
+  it('syncs two y-websocket providers, saves through the adapter it was given and closes it', async () => {
+    const folder = journalFolder()
+    const snapshots = new RecordingSnapshotStore(new FileSnapshotStore(join(folder, 'snapshots')))
+    const server = await createSyncServer({
+      auth: { mode: 'none' },
+      backends: { journal: { kind: 'file', folder: join(folder, 'journal') } },
+      adapters: { snapshots },
+    })
+    servers.push(server)
+    const url = `ws://127.0.0.1:${server.port}`
+    const room = uniqueRoom('embedded')
+    const alice = await connectSynced(url, room)
+    const bob = await connectSynced(url, room)
+    alice.doc.getText('notes').insert(0, 'hello from alice')
+    await eventually(() => bob.doc.getText('notes').toString() === 'hello from alice', 'bob sees the edit')
+
+    assert.deepEqual(await server.shutdown(), [], 'every room saved')
+    const saved = snapshots.saves.findLast((save) => save.room === room)
+    assert.ok(saved, 'the room was saved through the given store')
+    const restored = new Y.Doc()
+    Y.applyUpdate(restored, saved.state)
+    assert.equal(restored.getText('notes').toString(), 'hello from alice')
+    assert.equal(snapshots.closed, true, 'the server closes the adapters it was given')
+  })
+
+  it('builds adapters from a function once it knows who it is and where peers reach it', async () => {
+    const folder = journalFolder()
+    let seen: AdapterContext | undefined
+    const server = await createSyncServer({
+      auth: { mode: 'none' },
+      serverId: 'embedded-a',
+      internal: { port: 0, token: 'internal-token-0123456789', advertisedHost: '127.0.0.1' },
+      backends: { journal: { kind: 'file', folder: join(folder, 'journal') } },
+      adapters: (context) => {
+        seen = context
+        return { snapshots: new FileSnapshotStore(join(folder, 'snapshots')) }
+      },
+    })
+    servers.push(server)
+    assert.equal(seen?.self.serverId, 'embedded-a')
+    assert.equal(seen?.self.internalAddress, server.internalAddress)
+    assert.match(server.internalAddress ?? '', /^127\.0\.0\.1:\d+$/)
+  })
+
+  it('starts nothing when imported: a process importing the package and its suites exits by itself', () => {
+    const script = `
+      const server = await import('@symphony/server')
+      const contracts = await import('@symphony/server/contracts')
+      console.log(typeof server.createSyncServer, typeof server.parseConfig, typeof contracts.snapshotStoreContract)
+    `
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: fileURLToPath(new URL('..', import.meta.url)),
+      encoding: 'utf8',
+      timeout: 20_000,
+    })
+    assert.equal(result.signal, null, 'it exited on its own, nothing kept it running')
+    assert.equal(result.status, 0, result.stderr)
+    assert.equal(result.stdout.trim(), 'function function function')
+  })
+})
