@@ -29,7 +29,7 @@ export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = {
   retryMaxMs: 30_000,
 }
 
-/** Defaults of the timing options (the environment's defaults too). */
+/** Default durations, in ms (the environment's defaults too). */
 export const DEFAULT_TIMINGS = {
   roomGraceMs: 5_000,
   antiEntropyIntervalMs: 10_000,
