@@ -2,6 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
+import { CloseCode } from '@symphony/client/wire'
 import { type WebSocket, WebSocketServer } from 'ws'
 import { type AgentMessage, type CoordinatorMessage, parseMessage } from './agent-protocol.js'
 import type { Collector } from './collector.js'
@@ -105,7 +106,7 @@ export class Coordinator {
   }
 
   close(): void {
-    for (const client of this.#sockets.clients) client.close(1000)
+    for (const client of this.#sockets.clients) client.close(CloseCode.Normal)
     this.#sockets.close()
     this.#http.close()
     this.#http.closeAllConnections()
@@ -115,7 +116,7 @@ export class Coordinator {
     socket.once('message', (data) => {
       const message = parseMessage<AgentMessage>(data.toString())
       if (message?.type !== 'hello' || this.#joined.length >= this.#wanted) {
-        socket.close(1008, 'not expected')
+        socket.close(CloseCode.PolicyViolation, 'not expected')
         return
       }
       // Two agents may share a host name: the coordinator's names are unique.

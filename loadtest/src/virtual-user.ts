@@ -1,3 +1,4 @@
+import { roomPath } from '@symphony/client/wire'
 import type * as Y from 'yjs'
 import type { Measures } from './measures.js'
 import type { RoomObserver } from './observer.js'
@@ -33,6 +34,6 @@ export interface UserSetup {
 }
 
 export function roomUrl(serverUrl: string, room: string, token: string | undefined): string {
-  const url = `${serverUrl.replace(/\/+$/, '')}/${encodeURIComponent(room)}`
+  const url = `${serverUrl.replace(/\/+$/, '')}/${roomPath(room)}`
   return token ? `${url}?token=${encodeURIComponent(token)}` : url
 }
