@@ -4,12 +4,12 @@ import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { CloseCode } from '@symphony/client/wire'
 import { type WebSocket, WebSocketServer } from 'ws'
+import type { Collector } from '../measurement/collector.js'
+import type { WorkerSummary } from '../measurement/worker-summary.js'
+import { planRooms, type RunSettings } from '../options.js'
+import type { Report } from '../reporting/report-schema.js'
 import { type AgentMessage, type CoordinatorMessage, parseMessage } from './agent-protocol.js'
-import type { Collector } from './collector.js'
 import { measuredRun, workerPlan } from './local-run.js'
-import { planRooms, type RunSettings } from './options.js'
-import type { Report } from './report-schema.js'
-import type { WorkerSummary } from './worker.js'
 
 export interface CoordinatorSettings {
   agents: number

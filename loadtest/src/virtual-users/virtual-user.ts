@@ -1,7 +1,7 @@
 import { roomPath } from '@symphony/client/wire'
 import type * as Y from 'yjs'
-import type { Measures } from './measures.js'
-import type { RoomObserver } from './observer.js'
+import type { Measures } from '../measurement/measures.js'
+import type { RoomObserver } from '../measurement/observer.js'
 import type { EditRecord, PresenceRecord } from './records.js'
 import type { Protocol } from './wire.js'
 
