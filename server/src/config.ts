@@ -34,7 +34,7 @@ function isOrigin(text: string): boolean {
   return URL.canParse(text) && new URL(text).origin === text
 }
 
-/** Every environment variable the sync server reads, with its default. The README lists them. */
+/** Every environment variable the sync server reads, with its default. docs/configuration.md lists them. */
 const environment = z.object({
   PORT: int(0, 65535, 1234),
   HOST: z.string().default('0.0.0.0'),
