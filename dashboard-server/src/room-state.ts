@@ -1,4 +1,4 @@
-import { internalAuthorization, internalRoomPath, internalStatePath } from '@symphony/client/wire'
+import { internalAuthorization, internalRoomPath } from '@symphony/client/wire'
 import { documentToJson } from '@symphony/server/document-json'
 import { ApiError } from './app-error.js'
 
@@ -55,7 +55,7 @@ async function fetchLive(
 ): Promise<Uint8Array | null> {
   for (const address of addresses) {
     try {
-      const response = await fetch(`http://${address}${internalStatePath(room)}`, {
+      const response = await fetch(`http://${address}${internalRoomPath(room, 'state')}`, {
         headers: { authorization: internalAuthorization(internalToken) },
         signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
       })

@@ -4,24 +4,32 @@ import { join, relative } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import {
+  accessCheckPath,
+  apiRoomPath,
   decodeMetadataNotification,
   encodeMetadataNotification,
   internalRoomPath,
-  internalStatePath,
-  parseInternalPath,
+  parseAccessCheckPath,
+  parseApiRoomPath,
+  parseInternalRoomPath,
 } from '@symphony/client/wire'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
 describe('the wire contract', () => {
-  it('reads back every room from its internal-endpoint paths, whatever its characters', () => {
-    for (const room of ['board-1', 'team/doc 42', 'café-ü', '100%', 'a?b#c', 'state', '💡']) {
-      assert.deepEqual(parseInternalPath(internalStatePath(room)), { room, state: true }, room)
-      assert.deepEqual(parseInternalPath(internalRoomPath(room)), { room, state: false }, room)
+  it('reads back every room from the paths that name it, whatever its characters', () => {
+    const rooms = ['board-1', 'team/doc 42', 'café-ü', '100%', 'a?b#c', 'state', 'document', 'access', '💡']
+    for (const room of rooms) {
+      assert.deepEqual(parseInternalRoomPath(internalRoomPath(room, 'state')), { room, part: 'state' }, room)
+      assert.deepEqual(parseInternalRoomPath(internalRoomPath(room)), { room, part: '' }, room)
+      assert.deepEqual(parseApiRoomPath(apiRoomPath(room, 'document')), { room, part: 'document' }, room)
+      assert.deepEqual(parseApiRoomPath(apiRoomPath(room, 'update')), { room, part: 'update' }, room)
+      assert.deepEqual(parseApiRoomPath(apiRoomPath(room)), { room, part: '' }, room)
+      assert.deepEqual(parseAccessCheckPath(accessCheckPath(room)), { room, part: '' }, room)
     }
   })
 
-  it('names nothing for paths outside the internal rooms', () => {
+  it('names nothing for paths that are not room paths of their kind', () => {
     for (const path of [
       '/internal/rooms/',
       '/internal/rooms//state',
@@ -29,8 +37,24 @@ describe('the wire contract', () => {
       '/rooms/a',
       '/',
     ]) {
-      assert.equal(parseInternalPath(path), null, path)
+      assert.equal(parseInternalRoomPath(path), undefined, path)
     }
+    for (const path of [
+      '/api/v1/rooms/',
+      '/api/v1/rooms//update',
+      '/api/v1/rooms/a/state',
+      '/api/v1/rooms/a/b/c',
+    ]) {
+      assert.equal(parseApiRoomPath(path), undefined, path)
+    }
+    for (const path of ['/rooms/access', '/rooms/a/b/access', '/rooms/a/access/x', '/a/access']) {
+      assert.equal(parseAccessCheckPath(path), undefined, path)
+    }
+  })
+
+  it('hands an empty or undecodable room segment on, for the server to refuse as a bad name', () => {
+    assert.deepEqual(parseAccessCheckPath('/rooms//access'), { room: '', part: '' })
+    assert.deepEqual(parseApiRoomPath('/api/v1/rooms/%ED%A0%80'), { room: null, part: '' })
   })
 
   it('keeps a metadata notification under the NOTIFY limit by naming no rooms, never by cutting JSON', () => {
@@ -55,6 +79,8 @@ describe('the wire contract', () => {
     const fingerprints = [
       /'symphony_metadata'/,
       /\/internal\/rooms\//,
+      /['`]\/api\/v1\/rooms\/['`$]/,
+      /\/rooms\/\$\{/,
       /'symphony-token\./,
       /\.close\(\s*1\d{3}\b/,
     ]

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { internalAuthorization, isValidRoomName, parseInternalPath } from '@symphony/client/wire'
+import { internalAuthorization, isValidRoomName, parseInternalRoomPath } from '@symphony/client/wire'
 import type { Room } from '../core/room.js'
 import { parseRequestTarget } from './request-target.js'
 
@@ -12,7 +12,7 @@ export interface InternalEndpointDeps {
 }
 
 /**
- * The server-to-server endpoint (paths and token: `@symphony/client/wire`'s internal-endpoint):
+ * The server-to-server endpoint (paths and token: `@symphony/client/wire`'s http-paths):
  * a loaded room's full state for a peer loading it, and deletion for the dashboard.
  */
 export function createInternalEndpoint({ token, loadedRoom, deleteRoom }: InternalEndpointDeps) {
@@ -23,16 +23,16 @@ export function createInternalEndpoint({ token, loadedRoom, deleteRoom }: Intern
       response.writeHead(401).end()
       return
     }
-    const target = parseInternalPath(parseRequestTarget(request.url).path)
+    const target = parseInternalRoomPath(parseRequestTarget(request.url).path)
     const name = target && isValidRoomName(target.room) ? target.room : null
-    if (name && request.method === 'DELETE' && !target?.state) {
+    if (name && request.method === 'DELETE' && target?.part === '') {
       deleteRoom(name).then(
         () => response.writeHead(204).end(),
         () => response.writeHead(500).end(),
       )
       return
     }
-    if (request.method !== 'GET' || !target?.state || !name) {
+    if (request.method !== 'GET' || target?.part !== 'state' || !name) {
       response.writeHead(404).end()
       return
     }

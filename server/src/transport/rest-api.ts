@@ -2,8 +2,8 @@ import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   isValidRoomName,
+  parseApiRoomPath,
   ROOM_NAME_RULE,
-  roomFromPath,
   type ServerErrorCode,
   type ServerErrorStatus,
 } from '@symphony/client/wire'
@@ -39,8 +39,6 @@ export type ApiHandler = (
   path: string,
   query: URLSearchParams,
 ) => void
-
-const ROOM_ROUTE = /^\/api\/v1\/rooms\/([^/]+)(\/document|\/update)?$/
 
 /** An answer the API sends as `{ "error": { "code", "message" } }`. */
 class ApiRefusal<C extends ServerErrorCode = ServerErrorCode> extends Error {
@@ -94,11 +92,11 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
     if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
       throw new ApiRefusal(401, 'UNAUTHORIZED', 'send Authorization: Bearer <API_SECRET>')
     }
-    const match = ROOM_ROUTE.exec(path)
-    if (!match?.[1]) throw new ApiRefusal(404, 'NOT_FOUND', 'no such API route')
-    const name = roomFromPath(match[1])
+    const target = parseApiRoomPath(path)
+    if (!target) throw new ApiRefusal(404, 'NOT_FOUND', 'no such API route')
+    const name = target.room
     if (!isValidRoomName(name)) throw new ApiRefusal(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
-    const route = `${request.method} ${match[2] ?? ''}`
+    const route = `${request.method} ${target.part && `/${target.part}`}`
     switch (route) {
       case 'GET /document':
         return withRoom(name, (room) => ({ status: 200, json: documentToJson(room.encodeState()) }))

@@ -9,7 +9,7 @@
  */
 export * from './close-codes.js'
 export * from './error-codes.js'
-export * from './internal-endpoint.js'
+export * from './http-paths.js'
 export * from './message-types.js'
 export * from './metadata-channel.js'
 export * from './room-name.js'
