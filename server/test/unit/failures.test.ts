@@ -35,7 +35,7 @@ describe('what closes a connection, and with which code', () => {
     })
     a.doc.getText('t').insert(0, 'x')
     await settle()
-    assert.equal(a.closed?.code, CloseCode.InternalError, 'not blamed on the client (1002)')
+    assert.equal(a.closeCode, CloseCode.InternalError, 'not blamed on the client (1002)')
     const [logged] = server.errors()
     assert.equal(logged?.fields.room, room)
     assert.match(String(logged?.fields.connection), new RegExp(`^${server.id}:`))
@@ -47,8 +47,8 @@ describe('what closes a connection, and with which code', () => {
     c.transport.failSends = true
     a.doc.getText('t').insert(0, 'x')
     await settle()
-    assert.equal(c.closed?.code, CloseCode.InternalError)
-    assert.equal(a.closed, null)
+    assert.equal(c.closeCode, CloseCode.InternalError)
+    assert.equal(a.closeCode, null)
     assert.equal(b.text(), 'x')
     assert.equal(d.text(), 'x')
     assert.equal(server.errors().length, 1)
@@ -65,8 +65,8 @@ describe('what closes a connection, and with which code', () => {
       }),
     )
     await settle()
-    assert.equal(a.closed?.code, CloseCode.ProtocolError)
-    assert.equal(b.closed?.code, CloseCode.ProtocolError)
+    assert.equal(a.closeCode, CloseCode.ProtocolError)
+    assert.equal(b.closeCode, CloseCode.ProtocolError)
     assert.deepEqual(server.errors(), [])
   })
 
@@ -75,7 +75,7 @@ describe('what closes a connection, and with which code', () => {
     const client = world.server().connect(uniqueRoom(), { limits: { messagesPerSecond: 1, messageBurst: 5 } })
     await client.ready
     for (let i = 0; i < 5; i++) client.sendUpdate(new Uint8Array([0, 0]))
-    assert.equal(client.closed?.code, CloseCode.RateLimited)
+    assert.equal(client.closeCode, CloseCode.RateLimited)
   })
 
   it('closes a client too slow to take what the room sends as a slow consumer', async () => {
@@ -83,8 +83,8 @@ describe('what closes a connection, and with which code', () => {
     c.transport.bufferedAmount = LIMITS.maxBufferedBytes + 1
     a.doc.getText('t').insert(0, 'x')
     await settle()
-    assert.equal(c.closed?.code, CloseCode.SlowConsumer)
-    assert.equal(a.closed, null)
+    assert.equal(c.closeCode, CloseCode.SlowConsumer)
+    assert.equal(a.closeCode, null)
   })
 
   it('closes a client that sends more than it may before the room loads with TryAgainLater', async () => {
@@ -96,9 +96,9 @@ describe('what closes a connection, and with which code', () => {
       .server({ snapshots: store })
       .connect(uniqueRoom(), { limits: { maxBufferedBytes: 100 } })
     client.doc.getText('t').insert(0, 'y'.repeat(60))
-    assert.equal(client.closed, null)
+    assert.equal(client.closeCode, null)
     client.doc.getText('t').insert(0, 'z'.repeat(60))
-    assert.equal(client.closed?.code, CloseCode.TryAgainLater)
+    assert.equal(client.closeCode, CloseCode.TryAgainLater)
     gate.resolve()
     await client.ready
   })

@@ -44,11 +44,11 @@ describe('presence', () => {
     })
     for (const awareness of invented.slice(0, -1)) a.send(awarenessFrame(awareness, [awareness.clientID]))
     await settle()
-    assert.equal(a.closed, null, 'up to the cap is fine')
+    assert.equal(a.closeCode, null, 'up to the cap is fine')
     const last = invented.at(-1) as Awareness
     a.send(awarenessFrame(last, [last.clientID]))
     await settle()
-    assert.equal(a.closed?.code, CloseCode.ProtocolError)
+    assert.equal(a.closeCode, CloseCode.ProtocolError)
     assert.equal(b.presentClients().includes(last.clientID), false, 'the id past the cap went nowhere')
   })
 
@@ -64,7 +64,7 @@ describe('presence', () => {
     await settle()
     const denials = reader.messages().filter((message) => message.kind === 'auth')
     assert.equal(denials.length, 1, 'one permission-denied for two refused updates')
-    assert.equal(reader.closed, null)
+    assert.equal(reader.closeCode, null)
     assert.equal(server.manager.loadedRoom(room)?.doc.getText('t').toString(), '')
     assert.deepEqual(writer.updatesReceived(), [])
     assert.deepEqual(writer.presentClients(), [reader.doc.clientID], 'presence works read-only')

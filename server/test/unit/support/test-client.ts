@@ -80,6 +80,11 @@ export class TestClient {
     return this.transport.closed
   }
 
+  /** The code the server closed the socket with; null while it is open. */
+  get closeCode(): number | null {
+    return this.transport.closed?.code ?? null
+  }
+
   send(frame: Uint8Array): void {
     this.#sendToServer(frame)
   }
