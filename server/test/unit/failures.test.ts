@@ -11,7 +11,6 @@ import { LIMITS, type TestServer, TestWorld } from './support/test-world.js'
 import { settle } from './support/turns.js'
 
 let world: TestWorld
-afterEach(() => world.close())
 
 type Client = ReturnType<TestServer['connect']>
 
@@ -28,6 +27,8 @@ async function joined() {
 }
 
 describe('what closes a connection, and with which code', () => {
+  afterEach(() => world.close())
+
   it('closes with 1011 and logs an error when the server itself fails handling a frame', async (t) => {
     const { room, server, a } = await joined()
     t.mock.method(server.metrics, 'updateHandled', () => {

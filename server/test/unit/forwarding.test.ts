@@ -6,7 +6,6 @@ import { TestWorld } from './support/test-world.js'
 import { settle } from './support/turns.js'
 
 let world: TestWorld
-afterEach(() => world.close())
 
 /** Two clients on one server and a third on another, all joined to one room. */
 async function threeClients() {
@@ -20,6 +19,8 @@ async function threeClients() {
 }
 
 describe('forwarding updates', () => {
+  afterEach(() => world.close())
+
   it('sends an update to every other client here and on other servers exactly once, never back', async () => {
     const { a, b, c } = await threeClients()
     let sent: Uint8Array | null = null

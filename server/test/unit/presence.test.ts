@@ -10,9 +10,10 @@ import { TestWorld } from './support/test-world.js'
 import { settle } from './support/turns.js'
 
 let world: TestWorld
-afterEach(() => world.close())
 
 describe('presence', () => {
+  afterEach(() => world.close())
+
   it("removes a leaving connection's presence for the clients here and on other servers", async () => {
     world = new TestWorld()
     const room = uniqueRoom()

@@ -21,9 +21,10 @@ class CountingStore extends ControlledSnapshotStore {
 }
 
 let world: TestWorld
-afterEach(() => world.close())
 
 describe('a room loading', () => {
+  afterEach(() => world.close())
+
   it("holds a client's frames until the room has loaded, then handles them in order", async () => {
     world = new TestWorld()
     const store = new CountingStore(world.snapshots)
