@@ -68,6 +68,24 @@ describe('snapshots', () => {
     assert.equal(await storedText(world.snapshots, room), 'ab')
   })
 
+  it('never runs two writes of one room at once, and saves what changed meanwhile after', async (t) => {
+    const tick = fakeTime(t)
+    const { room, store, server, client } = await oneClient()
+    const gate = deferred()
+    store.saveGate = gate.promise
+    client.doc.getText('t').insert(0, 'a')
+    await tick(intervalMs)
+    client.doc.getText('t').insert(1, 'b')
+    const flushed = server.manager.save(room) // asked for while the timer's write is held
+    await tick(3 * intervalMs)
+    assert.equal(store.saveAttempts, 1, 'the second write waits for the first')
+    store.saveGate = null
+    gate.resolve()
+    await flushed
+    assert.equal(store.maxInFlight, 1)
+    assert.equal(await storedText(world.snapshots, room), 'ab')
+  })
+
   it('retries a failing save with backoff (base, doubling, capped) until it succeeds', async (t) => {
     const tick = fakeTime(t)
     const { room, store, server, client } = await oneClient()
