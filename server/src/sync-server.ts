@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import { type AuthConfig, createAuthenticator } from './auth/authenticator.js'
 import type { Limits } from './config.js'
 import { RoomManager } from './core/room-manager.js'

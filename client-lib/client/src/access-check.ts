@@ -1,4 +1,4 @@
-import { roomPath } from './room-name.js'
+import { roomPath } from './wire/room-name.js'
 
 /**
  * The server's answer to "may this token enter this room?".

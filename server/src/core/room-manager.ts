@@ -1,4 +1,4 @@
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { isOutOfSpace } from '../errors.js'
 import type { Logger } from '../logger.js'

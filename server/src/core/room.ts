@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, ProtocolError, SymphonyError } from '../errors.js'
 import type { Logger } from '../logger.js'

@@ -1,5 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
+import {
+  isValidRoomName,
+  ROOM_NAME_RULE,
+  roomFromPath,
+  type ServerErrorCode,
+  type ServerErrorStatus,
+} from '@symphony/client/wire'
 import type { Authenticator } from '../auth/authenticator.js'
 import { requestToken } from '../auth/request-token.js'
 import type { DependencyState } from '../dependency-health.js'
@@ -123,7 +129,12 @@ function answerAccessCheck(
     )
 }
 
-function sendError(response: ServerResponse, status: number, code: string, message: string): void {
+function sendError<C extends ServerErrorCode>(
+  response: ServerResponse,
+  status: ServerErrorStatus<C>,
+  code: C,
+  message: string,
+): void {
   sendJson(response, status, { error: { code, message } })
 }
 

@@ -1,6 +1,12 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
+import {
+  isValidRoomName,
+  ROOM_NAME_RULE,
+  roomFromPath,
+  type ServerErrorCode,
+  type ServerErrorStatus,
+} from '@symphony/client/wire'
 import type { Limits } from '../config.js'
 import { Connection, type Transport } from '../core/connection.js'
 import type { Room } from '../core/room.js'
@@ -37,10 +43,10 @@ export type ApiHandler = (
 const ROOM_ROUTE = /^\/api\/v1\/rooms\/([^/]+)(\/document|\/update)?$/
 
 /** An answer the API sends as `{ "error": { "code", "message" } }`. */
-class ApiRefusal extends Error {
+class ApiRefusal<C extends ServerErrorCode = ServerErrorCode> extends Error {
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly status: ServerErrorStatus<C>,
+    readonly code: C,
     message: string,
   ) {
     super(message)

@@ -1,8 +1,9 @@
-import { type IntervalReport, Measures } from './measures.js'
-import { startWarnings } from './outputs.js'
-import { type RoomPlan, RoomRun } from './room-run.js'
-import type { Protocol } from './wire.js'
-import type { Workload } from './workloads.js'
+import { type IntervalReport, Measures } from '../measurement/measures.js'
+import type { Convergence, WorkerSummary } from '../measurement/worker-summary.js'
+import { type RoomPlan, RoomRun } from '../virtual-users/room-run.js'
+import type { Protocol } from '../virtual-users/wire.js'
+import type { Workload } from '../virtual-users/workloads.js'
+import { startWarnings } from './start-warnings.js'
 
 /** The rooms one process drives: the whole run locally, or one agent's share. */
 export interface WorkerPlan {
@@ -14,22 +15,6 @@ export interface WorkerPlan {
   durationSeconds: number
   realClients: boolean
   protocol: Protocol
-}
-
-export interface Convergence {
-  rooms: number
-  converged: number
-  failures: { room: string; reason: string }[]
-}
-
-export interface WorkerSummary {
-  agent: string
-  rooms: number
-  users: number
-  drops: { updates: number; presence: number }
-  convergence: Convergence
-  errors: string[]
-  warnings: string[]
 }
 
 /** How long, after sending stops, edits still in flight may take to reach the observers. */

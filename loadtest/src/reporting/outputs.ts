@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import type { Collector } from './collector.js'
+import type { Collector } from '../measurement/collector.js'
+import type { ServerSampler } from '../measurement/server-stats.js'
+import type { RunSettings } from '../options.js'
 import { htmlReport } from './html-report.js'
-import type { RunSettings } from './options.js'
 import type { Report } from './report-schema.js'
-import type { ServerSampler } from './server-stats.js'
 import { formatTable } from './table.js'
 import { describeVerdicts } from './thresholds.js'
 
@@ -39,23 +38,4 @@ export async function publish(report: Report, settings: RunSettings): Promise<vo
     await writeFile(file, content)
   }
   console.log(`JSON report: ${settings.jsonFile}\nHTML report: ${settings.htmlFile}`)
-}
-
-/** Warnings known before the run starts, such as too few file descriptors for its sockets. */
-export function startWarnings(sockets: number): string[] {
-  const limit = openFileLimit()
-  if (limit === null || sockets + 64 <= limit) return []
-  return [
-    `ulimit -n is ${limit} here, and this run needs about ${sockets + 64} descriptors in one process: connections past the limit fail (raise it, or spread the rooms over agents)`,
-  ]
-}
-
-function openFileLimit(): number | null {
-  try {
-    const limits = readFileSync('/proc/self/limits', 'utf8')
-    const soft = /^Max open files\s+(\d+)/m.exec(limits)?.[1]
-    return soft ? Number(soft) : null
-  } catch {
-    return null
-  }
 }

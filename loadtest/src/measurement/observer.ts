@@ -1,6 +1,6 @@
 import type * as Y from 'yjs'
+import { type EditRecord, isEditRecord, isPresenceRecord, LOG, SHAPES } from '../virtual-users/records.js'
 import type { Measures } from './measures.js'
-import { type EditRecord, isEditRecord, isPresenceRecord, LOG, SHAPES } from './records.js'
 
 /**
  * The one client per room that applies everything and measures: each edit and cursor move that

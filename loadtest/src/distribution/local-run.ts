@@ -1,11 +1,12 @@
-import { Collector } from './collector.js'
-import { planRooms, type RunSettings } from './options.js'
-import { showProgress } from './outputs.js'
-import type { Report } from './report-schema.js'
-import type { RoomPlan } from './room-run.js'
-import { ServerSampler, serverStatsSource } from './server-stats.js'
+import { Collector } from '../measurement/collector.js'
+import { ServerSampler, serverStatsSource } from '../measurement/server-stats.js'
+import type { WorkerSummary } from '../measurement/worker-summary.js'
+import { planRooms, type RunSettings } from '../options.js'
+import { showProgress } from '../reporting/outputs.js'
+import type { Report } from '../reporting/report-schema.js'
+import type { RoomPlan } from '../virtual-users/room-run.js'
 import { withRoomTokens } from './tokens.js'
-import { runWorker, type WorkerPlan, type WorkerSummary } from './worker.js'
+import { runWorker, type WorkerPlan } from './worker.js'
 
 /** A run driven by this process alone. */
 export function runLocal(settings: RunSettings): Promise<Report> {

@@ -1,3 +1,4 @@
+import { MessageType, SyncType } from '@symphony/client/wire'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 
@@ -5,11 +6,11 @@ import * as encoding from 'lib0/encoding'
  * The y-websocket wire format, written by hand so a light virtual user reads only the one or two
  * varints it needs from each frame instead of decoding everything.
  */
-export const MESSAGE_SYNC = 0
-export const MESSAGE_AWARENESS = 1
-export const SYNC_STEP1 = 0
-export const SYNC_STEP2 = 1
-export const SYNC_UPDATE = 2
+export const MESSAGE_SYNC = MessageType.Sync
+export const MESSAGE_AWARENESS = MessageType.Awareness
+export const SYNC_STEP1 = SyncType.Step1
+export const SYNC_STEP2 = SyncType.Step2
+export const SYNC_UPDATE = SyncType.Update
 
 export function syncStep1(stateVector: Uint8Array): Uint8Array {
   return syncMessage(SYNC_STEP1, stateVector)

@@ -2,13 +2,14 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
+import { CloseCode } from '@symphony/client/wire'
 import { type WebSocket, WebSocketServer } from 'ws'
+import type { Collector } from '../measurement/collector.js'
+import type { WorkerSummary } from '../measurement/worker-summary.js'
+import { planRooms, type RunSettings } from '../options.js'
+import type { Report } from '../reporting/report-schema.js'
 import { type AgentMessage, type CoordinatorMessage, parseMessage } from './agent-protocol.js'
-import type { Collector } from './collector.js'
 import { measuredRun, workerPlan } from './local-run.js'
-import { planRooms, type RunSettings } from './options.js'
-import type { Report } from './report-schema.js'
-import type { WorkerSummary } from './worker.js'
 
 export interface CoordinatorSettings {
   agents: number
@@ -105,7 +106,7 @@ export class Coordinator {
   }
 
   close(): void {
-    for (const client of this.#sockets.clients) client.close(1000)
+    for (const client of this.#sockets.clients) client.close(CloseCode.Normal)
     this.#sockets.close()
     this.#http.close()
     this.#http.closeAllConnections()
@@ -115,7 +116,7 @@ export class Coordinator {
     socket.once('message', (data) => {
       const message = parseMessage<AgentMessage>(data.toString())
       if (message?.type !== 'hello' || this.#joined.length >= this.#wanted) {
-        socket.close(1008, 'not expected')
+        socket.close(CloseCode.PolicyViolation, 'not expected')
         return
       }
       // Two agents may share a host name: the coordinator's names are unique.

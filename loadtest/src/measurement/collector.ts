@@ -1,4 +1,6 @@
 import type { Histogram } from 'hdr-histogram-js'
+import type { Report } from '../reporting/report-schema.js'
+import type { Workload } from '../virtual-users/workloads.js'
 import { addEncoded, newHistogram, summarize } from './histogram.js'
 import {
   type Counters,
@@ -9,10 +11,8 @@ import {
   zeroCounters,
 } from './measures.js'
 import { median } from './median.js'
-import type { Report } from './report-schema.js'
 import type { ServerSampler } from './server-stats.js'
-import type { WorkerSummary } from './worker.js'
-import type { Workload } from './workloads.js'
+import type { WorkerSummary } from './worker-summary.js'
 
 interface Second {
   histograms: Record<MetricName, Histogram>

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { COUNTERS, METRICS } from './measures.js'
+import { COUNTERS, METRICS } from '../measurement/measures.js'
 
 const milliseconds = z.number().nonnegative()
 const latency = z.object({

@@ -1,5 +1,6 @@
-import type { IntervalReport } from './measures.js'
-import type { WorkerPlan, WorkerSummary } from './worker.js'
+import type { IntervalReport } from '../measurement/measures.js'
+import type { WorkerSummary } from '../measurement/worker-summary.js'
+import type { WorkerPlan } from './worker.js'
 
 /** What coordinator and agents say to each other, one JSON object per WebSocket message. */
 export type AgentMessage =

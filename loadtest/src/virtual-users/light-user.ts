@@ -1,3 +1,4 @@
+import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { EditEncoder } from './edit-encoder.js'
 import { LeanWebSocket } from './lean-websocket.js'
@@ -106,7 +107,7 @@ export class LightUser implements VirtualUser {
     if (!socket?.isOpen) return Promise.resolve()
     return new Promise((resolve) => {
       this.#onClosed = resolve
-      socket.close(1000)
+      socket.close(CloseCode.Normal)
     })
   }
 

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os'
+import { CloseCode } from '@symphony/client/wire'
 import WebSocket from 'ws'
 import { type AgentMessage, type CoordinatorMessage, parseMessage } from './agent-protocol.js'
 import { runWorker } from './worker.js'
@@ -73,12 +74,12 @@ function serveOneRun(settings: AgentSettings): Promise<void> {
         const summary = await runWorker(message.plan, (report) => send({ type: 'interval', report }))
         finished = true
         send({ type: 'done', summary })
-        socket.close(1000)
+        socket.close(CloseCode.Normal)
         resolve()
       } catch (error) {
         finished = true
         send({ type: 'failed', error: (error as Error).message })
-        socket.close(1011)
+        socket.close(CloseCode.InternalError)
         reject(error)
       }
     })

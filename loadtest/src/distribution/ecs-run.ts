@@ -1,7 +1,7 @@
 import type { ECSClient, Task } from '@aws-sdk/client-ecs'
+import type { RunSettings } from '../options.js'
+import type { Report } from '../reporting/report-schema.js'
 import { type ConnectedAgent, Coordinator } from './coordinator.js'
-import type { RunSettings } from './options.js'
-import type { Report } from './report-schema.js'
 
 /** Where and how to start the agents: the task definition and network the stack's outputs name. */
 export interface EcsSettings {

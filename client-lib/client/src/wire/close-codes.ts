@@ -14,6 +14,8 @@ export const CloseCode = {
   ProtocolError: 1002,
   /** A text frame arrived; the protocol is binary only. */
   UnsupportedData: 1003,
+  /** The peer broke a rule of the connection's use (a load agent nobody expected). */
+  PolicyViolation: 1008,
   /** A message was larger than the server's maximum message size. */
   MessageTooBig: 1009,
   /** The server failed while handling the connection. */

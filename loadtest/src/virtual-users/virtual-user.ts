@@ -1,6 +1,7 @@
+import { roomPath } from '@symphony/client/wire'
 import type * as Y from 'yjs'
-import type { Measures } from './measures.js'
-import type { RoomObserver } from './observer.js'
+import type { Measures } from '../measurement/measures.js'
+import type { RoomObserver } from '../measurement/observer.js'
 import type { EditRecord, PresenceRecord } from './records.js'
 import type { Protocol } from './wire.js'
 
@@ -33,6 +34,6 @@ export interface UserSetup {
 }
 
 export function roomUrl(serverUrl: string, room: string, token: string | undefined): string {
-  const url = `${serverUrl.replace(/\/+$/, '')}/${encodeURIComponent(room)}`
+  const url = `${serverUrl.replace(/\/+$/, '')}/${roomPath(room)}`
   return token ? `${url}?token=${encodeURIComponent(token)}` : url
 }

@@ -1,5 +1,5 @@
 import { SignJWT } from 'jose'
-import type { RoomPlan } from './room-run.js'
+import type { RoomPlan } from '../virtual-users/room-run.js'
 
 /** Mints one token per virtual user, as an application's backend would: this room, read-write. */
 export function tokenMinter(secret: string | undefined, validForSeconds: number) {

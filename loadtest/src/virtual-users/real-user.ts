@@ -1,6 +1,6 @@
 import { createClient, type Room } from '@symphony/client'
 import WebSocket from 'ws'
-import type { Measures } from './measures.js'
+import type { Measures } from '../measurement/measures.js'
 import { type EditRecord, type PresenceRecord, writeRecord } from './records.js'
 import type { UserSetup, VirtualUser } from './virtual-user.js'
 
