@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import * as encoding from 'lib0/encoding'
 import * as syncProtocol from 'y-protocols/sync'
 import { uniqueRoom } from '../helpers/clients.js'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { MAX_AWARENESS_CLIENTS_PER_CONNECTION } from '../../src/core/connection.js'

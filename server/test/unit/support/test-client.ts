@@ -1,10 +1,11 @@
+import { MessageType } from '@symphony/client/wire'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import * as awarenessProtocol from 'y-protocols/awareness'
 import * as syncProtocol from 'y-protocols/sync'
 import * as Y from 'yjs'
 import type { Transport } from '../../../src/core/connection.js'
-import { decodeMessage, type Message, MessageType } from '../../../src/protocol/codec.js'
+import { decodeMessage, type Message } from '../../../src/protocol/codec.js'
 
 /** Transaction origin of what the client applies from the server: never sent back. */
 const FROM_SERVER = Symbol('from-server')

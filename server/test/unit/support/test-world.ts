@@ -1,4 +1,4 @@
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import type * as Y from 'yjs'
 import { MemoryBus, MemoryPubSub } from '../../../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../../../src/adapters/memory-room-registry.js'
