@@ -146,8 +146,9 @@ export class Room implements MemberRoom {
   /**
    * Handles one frame from a local client. Throws (or, for a big update applied across turns,
    * returns a promise that rejects with) `ProtocolError`, `DocumentTooLargeError`,
-   * `PendingLimitError` or `MessageTooBigError` for what the client sent; any other error is a
-   * fault of the server's own and is left as it is, so it is never blamed on the client.
+   * `PendingLimitError` or `MessageTooBigError` for what the client sent (`ServerBusyError`: a big
+   * update cannot be taken now). Any other error is the server's own fault and is left as it is,
+   * so it is never blamed on the client.
    */
   receive(connection: RoomMember, frame: Uint8Array): Promise<void> | undefined {
     const receivedAt = performance.now()
