@@ -108,13 +108,13 @@ export class SyncServer {
     const fetchPeerState: PeerStateFetcher | null = options.internal
       ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
       : null
-    const stateSource = new RoomStateSource(
-      this.#adapters.registry,
-      this.#adapters.snapshots,
-      this.#adapters.journal,
-      fetchPeerState,
+    const stateSource = new RoomStateSource({
+      registry: this.#adapters.registry,
+      snapshots: this.#adapters.snapshots,
+      journal: this.#adapters.journal,
+      fetchFromPeer: fetchPeerState,
       logger,
-    )
+    })
     this.manager = new RoomManager(
       { ...this.#adapters, stateSource, metrics: this.metrics, logger },
       {

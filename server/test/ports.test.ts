@@ -25,6 +25,8 @@ import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
 import { FileUpdateJournal } from '../src/adapters/file-update-journal.js'
 import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../src/adapters/memory-room-registry.js'
+import { MemorySnapshotStore } from '../src/adapters/memory-snapshot-store.js'
+import { MemoryJournalTable, MemoryUpdateJournal } from '../src/adapters/memory-update-journal.js'
 import { NoopMetadataSink } from '../src/adapters/noop-metadata-sink.js'
 import { RedisPubSub } from '../src/adapters/redis-pubsub.js'
 import { RedisUpdateJournal } from '../src/adapters/redis-update-journal.js'
@@ -127,6 +129,13 @@ snapshotStoreContract(
   'FileSnapshotStore',
   async () => new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))),
 )
+
+snapshotStoreContract('MemorySnapshotStore', async () => new MemorySnapshotStore())
+
+updateJournalContract('MemoryUpdateJournal', async () => {
+  const table = new MemoryJournalTable()
+  return { open: (writer) => new MemoryUpdateJournal(writer, table), cleanup: async () => {} }
+})
 
 updateJournalContract('FileUpdateJournal', async () => {
   const folder = mkdtempSync(join(tmpdir(), 'journal-'))

@@ -63,15 +63,15 @@ const NO_SOCKET: Transport = { send() {}, close() {}, bufferedAmount: 0 }
 export function createRestApi(deps: RestApiDeps): ApiHandler {
   const expected = Buffer.from(`Bearer ${deps.secret}`)
   const writer = (room: string) =>
-    new Connection(
-      `${deps.serverId}:api`,
-      room,
-      { userId: 'api', name: null, info: null, access: 'rw', expiresAt: null },
-      NO_SOCKET,
-      deps.limits,
-      deps.metrics,
-      deps.logger,
-    )
+    new Connection({
+      id: `${deps.serverId}:api`,
+      roomName: room,
+      identity: { userId: 'api', name: null, info: null, access: 'rw', expiresAt: null },
+      transport: NO_SOCKET,
+      limits: deps.limits,
+      metrics: deps.metrics,
+      logger: deps.logger,
+    })
 
   return (request, response, path, query) => {
     void answer(request, path, query).then(

@@ -179,7 +179,15 @@ export class WebSocketGateway {
       return
     }
     const id = `${this.serverId}:${++this.#nextId}`
-    const connection = new Connection(id, room, identity, transport, this.limits, metrics, logger)
+    const connection = new Connection({
+      id,
+      roomName: room,
+      identity,
+      transport,
+      limits: this.limits,
+      metrics,
+      logger,
+    })
     if (announceSyncStatus) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     connection.acceptsEvents = acceptsEvents
     const live: LiveSocket = { socket, connection, alive: true }
