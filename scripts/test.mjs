@@ -2,6 +2,7 @@
 // Runs every package's test suite with Node's test runner. Tests are TypeScript, run through tsx;
 // --expose-gc lets the memory tests force a collection. Arguments narrow the run to those files.
 // Real Redis and moto (S3, DynamoDB) run for the tests on free loopback ports and stop afterwards.
+// `--unit` runs only the in-memory layer (server/test/unit): no services, no browser, one process.
 import { spawn } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
@@ -38,11 +39,24 @@ function testFiles(folder) {
   })
 }
 
-const files =
-  process.argv.length > 2 ? process.argv.slice(2) : packages.flatMap((p) => testFiles(join(root, p, 'test')))
+const unit = process.argv.includes('--unit')
+const named = process.argv.slice(2).filter((arg) => arg !== '--unit')
+const files = unit
+  ? testFiles(join(root, 'server', 'test', 'unit'))
+  : named.length > 0
+    ? named
+    : packages.flatMap((p) => testFiles(join(root, p, 'test')))
 if (files.length === 0) {
   console.error('no test files found')
   process.exit(1)
+}
+if (unit) {
+  // Each test builds its own in-memory world, so the files can share one process (much faster).
+  const run = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-isolation=none', ...files], {
+    cwd: root,
+    stdio: 'inherit',
+  })
+  process.exit(await new Promise((resolve) => run.once('exit', (code) => resolve(code ?? 1))))
 }
 // The browser tests drive Debian's Chromium through playwright-core.
 ensureDebianPackage('chromium', '/usr/bin/chromium')

@@ -2,9 +2,10 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
+import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/wire'
 import express, { type NextFunction, type Request, type Response } from 'express'
 import helmet from 'helmet'
+import { type Logger, pino } from 'pino'
 import { z } from 'zod'
 import { ApiError } from './app-error.js'
 import type { LiveEvents } from './live-events.js'
@@ -26,6 +27,8 @@ export interface DashboardDeps {
   snapshots: SnapshotReader
   /** The dashboard's Prometheus metrics; a fresh set when unset. */
   metrics?: DashboardMetrics
+  /** Where failures are logged; silent when unset. */
+  logger?: Logger
 }
 
 const roomListQuery = z.object({
@@ -166,7 +169,7 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   app.use('/api', () => {
     throw new ApiError(404, 'NOT_FOUND', 'no such API route')
   })
-  app.use(sendError)
+  app.use(errorHandler(deps.logger ?? pino({ level: 'silent' })))
   return app
 }
 
@@ -262,7 +265,13 @@ function cookie(request: Request, name: string): string {
 /** Postgres's SQLSTATE for "relation does not exist". */
 const UNDEFINED_TABLE = '42P01'
 
-function sendError(error: unknown, _request: Request, response: Response, _next: NextFunction): void {
+/** Answers a failed request: the refusal's own code, else a 500 whose cause goes to the log. */
+function errorHandler(logger: Logger) {
+  return (error: unknown, request: Request, response: Response, _next: NextFunction): void =>
+    sendError(error, response, () => logger.error({ err: error, path: request.path }, 'request failed'))
+}
+
+function sendError(error: unknown, response: Response, logFailure: () => void): void {
   if (error instanceof ApiError) {
     response.status(error.status).json({ error: { code: error.code, message: error.message } })
     return
@@ -280,6 +289,6 @@ function sendError(error: unknown, _request: Request, response: Response, _next:
     response.status(status).json({ error: { code: 'BAD_REQUEST', message: (error as Error).message } })
     return
   }
-  console.error(error)
+  logFailure()
   response.status(500).json({ error: { code: 'INTERNAL', message: 'the dashboard failed; see its log' } })
 }

@@ -8,7 +8,7 @@ const optionalText = z
   .optional()
   .transform((v) => (v?.trim() ? v.trim() : undefined))
 
-/** Every environment variable the dashboard reads, with its default. The README lists them. */
+/** Every environment variable the dashboard reads, with its default. docs/configuration.md lists them. */
 const environment = z.object({
   DASHBOARD_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   DASHBOARD_HOST: z.string().default('0.0.0.0'),

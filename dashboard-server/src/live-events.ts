@@ -1,9 +1,9 @@
+import { decodeMetadataNotification, METADATA_NOTIFY_CHANNEL } from '@symphony/client/wire'
 import type { Response } from 'express'
 import pg from 'pg'
+import { type Logger, pino } from 'pino'
 import type { MetadataQueries } from './queries.js'
 
-/** The channel the sync servers' metadata sink NOTIFYs after each batch. */
-const CHANNEL = 'symphony_metadata'
 /** A comment line this often keeps proxies from closing a quiet stream. */
 const KEEPALIVE_MS = 15_000
 const RECONNECT_MS = 1_000
@@ -23,7 +23,7 @@ export class LiveEvents {
   constructor(
     private readonly databaseUrl: string,
     private readonly queries: MetadataQueries,
-    private readonly log: (message: string) => void = () => {},
+    private readonly logger: Logger = pino({ level: 'silent' }),
   ) {
     this.#keepalive = setInterval(() => this.#write(': keepalive\n\n'), KEEPALIVE_MS)
     this.#keepalive.unref()
@@ -44,7 +44,7 @@ export class LiveEvents {
     client.on('error', fail)
     try {
       await client.connect()
-      await client.query(`LISTEN ${CHANNEL}`)
+      await client.query(`LISTEN ${METADATA_NOTIFY_CHANNEL}`)
       if (this.#closed) {
         await client.end()
         return
@@ -81,26 +81,18 @@ export class LiveEvents {
 
   async #onNotification(payload: string | undefined): Promise<void> {
     if (this.#streams.size === 0) return
-    let rooms: string[] | null = null
-    try {
-      const message = JSON.parse(payload ?? '{}') as {
-        server?: string
-        rooms?: string[] | null
-        samples?: number
-      }
-      rooms = message.rooms ?? null
-      if (message.samples)
-        this.#write(`event: samples\ndata: ${JSON.stringify({ server: message.server })}\n\n`)
-    } catch {
-      return // not ours
-    }
+    const message = decodeMetadataNotification(payload)
+    if (!message) return // not ours
+    const { rooms } = message
+    if (message.samples)
+      this.#write(`event: samples\ndata: ${JSON.stringify({ server: message.server })}\n\n`)
     if (rooms?.length === 0) return
     try {
       // `null` means "too many rooms to name": the busiest are sent instead.
       const counts = await this.queries.connectionCounts(rooms)
       if (counts.length > 0) this.#write(`event: rooms\ndata: ${JSON.stringify(counts)}\n\n`)
     } catch (error) {
-      this.log(`live events: could not read connection counts (${(error as Error).message})`)
+      this.logger.warn({ err: error }, 'live events: could not read connection counts')
     }
   }
 
@@ -112,8 +104,9 @@ export class LiveEvents {
     if (this.#listener === client) this.#listener = null
     void client.end().catch(() => {})
     if (this.#closed) return
-    this.log(
-      `live events: database connection lost (${error.message}); listening again in ${RECONNECT_MS} ms`,
+    this.logger.warn(
+      { err: error, retryInMs: RECONNECT_MS },
+      'live events: database connection lost; listening again',
     )
     setTimeout(() => void this.start(), RECONNECT_MS).unref()
   }

@@ -23,7 +23,7 @@ pool.on('error', (error) => logger.warn({ err: error }, 'database connection los
 const version = (createRequire(import.meta.url)('../package.json') as { version: string }).version
 const metrics = new DashboardMetrics({ version, sseClients: () => events.clientCount })
 const queries = new MetadataQueries(pool, (seconds, failed) => metrics.observeQuery(seconds, failed))
-const events = new LiveEvents(config.databaseUrl, queries, (message) => logger.warn(message))
+const events = new LiveEvents(config.databaseUrl, queries, logger)
 await events.start()
 const app = createDashboardApp({
   queries,
@@ -33,6 +33,7 @@ const app = createDashboardApp({
   internalToken: config.internalToken,
   snapshots: openSnapshotStore(snapshotsFrom(config.snapshots, config.aws)),
   metrics,
+  logger,
 })
 const server = app.listen(config.port, config.host, () => {
   const address = server.address()

@@ -1,4 +1,4 @@
-import { roomPath } from '@symphony/client/room-name'
+import { internalAuthorization, internalRoomPath } from '@symphony/client/wire'
 import { documentToJson } from '@symphony/server/document-json'
 import { ApiError } from './app-error.js'
 
@@ -32,9 +32,9 @@ export async function readRoomState(
 export async function deleteRoom(room: string, addresses: string[], internalToken: string): Promise<void> {
   for (const address of addresses) {
     try {
-      const response = await fetch(`http://${address}/internal/rooms/${roomPath(room)}`, {
+      const response = await fetch(`http://${address}${internalRoomPath(room)}`, {
         method: 'DELETE',
-        headers: { authorization: `Bearer ${internalToken}` },
+        headers: { authorization: internalAuthorization(internalToken) },
         signal: AbortSignal.timeout(DELETE_TIMEOUT_MS),
       })
       if (response.status === 204) return
@@ -55,8 +55,8 @@ async function fetchLive(
 ): Promise<Uint8Array | null> {
   for (const address of addresses) {
     try {
-      const response = await fetch(`http://${address}/internal/rooms/${roomPath(room)}/state`, {
-        headers: { authorization: `Bearer ${internalToken}` },
+      const response = await fetch(`http://${address}${internalRoomPath(room, 'state')}`, {
+        headers: { authorization: internalAuthorization(internalToken) },
         signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
       })
       if (!response.ok) continue

@@ -15,7 +15,7 @@ export function generatedSecret(scope: Construct, id: string, description: strin
     id: 'AwsSolutions-SMG4',
     reason:
       'Read by the tasks at start; rotating it means a rolling deploy of every task that shares it, ' +
-      'which the README describes. An automatic rotation would split the fleet between two values.',
+      'which docs/operations.md describes. An automatic rotation would split the fleet between two values.',
   })
   return secret
 }

@@ -45,7 +45,7 @@ export class Cache extends Construct {
       id: 'AwsSolutions-SMG4',
       reason:
         'ElastiCache changes an AUTH token through its own ROTATE strategy, which a Secrets Manager ' +
-        'rotation cannot drive; the README explains rotating it by hand with a rolling deploy.',
+        'rotation cannot drive; docs/operations.md explains rotating it by hand with a rolling deploy.',
     })
     const subnetGroup = new elasticache.CfnSubnetGroup(this, 'Subnets', {
       description: 'Symphony Redis: isolated subnets',

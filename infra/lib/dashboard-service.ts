@@ -34,7 +34,7 @@ export interface DashboardServiceProps {
 }
 
 export const DASHBOARD_PORT = 3000
-/** The container operators forward port 3000 from (ECS Exec's target, see the README). */
+/** The container operators forward port 3000 from (ECS Exec's target, see docs/operations.md). */
 export const DASHBOARD_CONTAINER = 'dashboard'
 
 /**

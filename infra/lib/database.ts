@@ -72,7 +72,7 @@ export class Database extends Construct {
     acknowledge(
       'AwsSolutions-SMG4',
       'The services read the password once at start; a rotation would cut them off until their next ' +
-        'deploy. The README explains rotating it together with a rolling deploy.',
+        'deploy. docs/operations.md explains rotating it together with a rolling deploy.',
     )
     if (!props.multiAz) {
       acknowledge(

@@ -11,7 +11,7 @@ export interface PublicEntryProps {
   certificateArn: string | undefined
   /**
    * Who may open the dashboard's listener. Unset: nobody from the internet; operators reach the
-   * dashboard through SSM port forwarding into its task instead (README).
+   * dashboard through SSM port forwarding into its task instead (docs/operations.md).
    */
   dashboardAllowedCidr: string | undefined
   /**

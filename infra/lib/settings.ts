@@ -42,7 +42,7 @@ export type CpuArchitectureName = 'x86_64' | 'arm64'
 export type SizeName = keyof typeof SIZES
 
 /**
- * Presets behind the README's cost table. One Node process uses one core, so a sync task never
+ * Presets behind the cost table in docs/deploy.md. One Node process uses one core, so a sync task never
  * gets more than one vCPU: bigger deployments run more tasks, not bigger ones.
  */
 export const SIZES = {

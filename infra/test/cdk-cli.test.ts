@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const outputs: string[] = []
 
-/** `npx cdk synth` at the repository root, as the README says, with no AWS credentials or network. */
+/** `npx cdk synth` at the repository root, as docs/deploy.md says, with no AWS credentials or network. */
 function cdkSynth(...args: string[]) {
   const output = mkdtempSync(join(tmpdir(), 'symphony-cli-'))
   outputs.push(output)

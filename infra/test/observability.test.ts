@@ -46,10 +46,10 @@ function alarmLike(template: Template, description: RegExp): Properties {
   return found[0] as Properties
 }
 
-/** The README's "Operations: alarms" section, up to the next heading. */
+/** The "Alarms" section of docs/operations.md, up to the next heading. */
 const operationsTable = (
-  readFileSync(new URL('../../README.md', import.meta.url), 'utf8').split('### Operations: alarms')[1] ?? ''
-).split('\n### ')[0] as string
+  readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8').split('\n## Alarms\n')[1] ?? ''
+).split('\n## ')[0] as string
 
 const dimensionNames = (alarm: Properties) => (alarm.Dimensions as Properties[]).map((d) => d.Name).sort()
 const dimension = (alarm: Properties, name: string) =>
@@ -150,9 +150,13 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
     })
     const topic = resourcesOf(template, 'AWS::SNS::Topic')[0]?.[0]
     for (const [id, alarm] of resourcesOf(template, 'AWS::CloudWatch::Alarm') as [string, Properties][]) {
-      assert.match(alarm.AlarmName, /^Symphony-[A-Za-z0-9]+$/, 'named after the stack and the README’s table')
+      assert.match(
+        alarm.AlarmName,
+        /^Symphony-[A-Za-z0-9]+$/,
+        'named after the stack and the table in docs/operations.md',
+      )
       const name = String(alarm.AlarmName).replace(/^Symphony-/, '')
-      assert.ok(operationsTable.includes(`\`${name}\``), `the README's "Operations: alarms" lists ${name}`)
+      assert.ok(operationsTable.includes(`\`${name}\``), `docs/operations.md's "Alarms" lists ${name}`)
       assert.deepEqual(alarm.AlarmActions, [{ Ref: topic }], id)
       assert.deepEqual(alarm.OKActions, [{ Ref: topic }], id)
     }

@@ -1,10 +1,10 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { defaultAgentName, runAgent } from './agent.js'
-import { COORDINATOR_PORT } from './agent-protocol.js'
-import { type CoordinatorSettings, newJoinToken, runCoordinator } from './coordinator.js'
-import { EcsRunError, type EcsSettings, runOnEcs } from './ecs-run.js'
-import { runLocal } from './local-run.js'
+import { defaultAgentName, runAgent } from './distribution/agent.js'
+import { COORDINATOR_PORT } from './distribution/agent-protocol.js'
+import { type CoordinatorSettings, newJoinToken, runCoordinator } from './distribution/coordinator.js'
+import { EcsRunError, type EcsSettings, runOnEcs } from './distribution/ecs-run.js'
+import { runLocal } from './distribution/local-run.js'
 import {
   type OptionValues,
   parseCommandLine,
@@ -13,11 +13,11 @@ import {
   runSettings,
   UsageError,
 } from './options.js'
-import { publish } from './outputs.js'
-import { type Report, reportJsonSchema } from './report-schema.js'
+import { publish } from './reporting/outputs.js'
+import { type Report, reportJsonSchema } from './reporting/report-schema.js'
+import { judge, THRESHOLD_HELP, THRESHOLDS_CROSSED_EXIT_CODE } from './reporting/thresholds.js'
 import { describeSample, describeVerdict, runSoak, SOAK_OPTIONS, soakSettings } from './soak.js'
-import { judge, THRESHOLD_HELP, THRESHOLDS_CROSSED_EXIT_CODE } from './thresholds.js'
-import { WORKLOADS } from './workloads.js'
+import { WORKLOADS } from './virtual-users/workloads.js'
 
 const USAGE = `Usage:
   symphony-loadtest [run] [options]              drive the load from this process

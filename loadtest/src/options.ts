@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { z } from 'zod'
-import type { RoomPlan } from './room-run.js'
-import { parseThreshold, type Threshold } from './thresholds.js'
-import { PROTOCOLS, type Protocol } from './wire.js'
-import { WORKLOAD_NAMES, WORKLOADS, type Workload } from './workloads.js'
+import { parseThreshold, type Threshold } from './reporting/thresholds.js'
+import type { RoomPlan } from './virtual-users/room-run.js'
+import { PROTOCOLS, type Protocol } from './virtual-users/wire.js'
+import { WORKLOAD_NAMES, WORKLOADS, type Workload } from './virtual-users/workloads.js'
 
 /** A run, whoever drives it: this process alone, or a coordinator and its agents. */
 export interface RunSettings {

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
-import { LightUser } from './light-user.js'
-import { Measures } from './measures.js'
-import { median } from './median.js'
+import { tokenMinter } from './distribution/tokens.js'
+import { Measures } from './measurement/measures.js'
+import { median } from './measurement/median.js'
+import { metric } from './measurement/server-stats.js'
 import { UsageError } from './options.js'
-import { metric } from './server-stats.js'
-import { tokenMinter } from './tokens.js'
+import { LightUser } from './virtual-users/light-user.js'
 
 /** A soak: rooms come and go for hours while the server's memory and open rooms are sampled. */
 export interface SoakSettings {

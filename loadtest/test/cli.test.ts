@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { type StartedServer, startSymphony } from '../src/bench/servers.js'
-import { type Report, reportJsonSchema } from '../src/report-schema.js'
+import { type Report, reportJsonSchema } from '../src/reporting/report-schema.js'
 import { runCli } from './helpers/cli.js'
 
 const schemaFile = new URL('../report.schema.json', import.meta.url)

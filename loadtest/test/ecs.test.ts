@@ -14,7 +14,7 @@ import {
   type Task,
 } from '@aws-sdk/client-ecs'
 import { type StartedServer, startSymphony } from '../src/bench/servers.js'
-import type { Report } from '../src/report-schema.js'
+import type { Report } from '../src/reporting/report-schema.js'
 import { type Finished, runCli, startCoordinator } from './helpers/cli.js'
 
 const SECRET = 'the-ecs-tests-auth-secret-32-chars-or-more'

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { EditEncoder } from '../src/edit-encoder.js'
-import { documentContent, type EditRecord, writeRecord } from '../src/records.js'
+import { EditEncoder } from '../src/virtual-users/edit-encoder.js'
+import { documentContent, type EditRecord, writeRecord } from '../src/virtual-users/records.js'
 
 /** Records with every kind of number the workload sends: small and large integers, fractions. */
 function records(user: number): EditRecord[] {

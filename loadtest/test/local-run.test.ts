@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type RedisService, startRedis } from '../../scripts/lib/services.mjs'
 import { type StartedServer, startHocuspocus, startSymphony } from '../src/bench/servers.js'
-import { runLocal } from '../src/local-run.js'
+import { runLocal } from '../src/distribution/local-run.js'
+import { metric } from '../src/measurement/server-stats.js'
 import { type RunSettings, runSettings, UsageError } from '../src/options.js'
-import { metric } from '../src/server-stats.js'
 
 const SECRET = 'loadtest-secret-that-is-32-chars-long!'
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as decoding from 'lib0/decoding'
 import * as Y from 'yjs'
-import { documentContent, SHAPES } from '../src/records.js'
-import { framingFor, readFrame, SYNC_STEP1, syncStep1 } from '../src/wire.js'
+import { documentContent, SHAPES } from '../src/virtual-users/records.js'
+import { framingFor, readFrame, SYNC_STEP1, syncStep1 } from '../src/virtual-users/wire.js'
 
 describe('comparing replicas', () => {
   it('finds equal two replicas whose records list their fields in another order (as yrs hands them back)', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { Report } from '../src/report-schema.js'
-import { judge, parseThreshold } from '../src/thresholds.js'
+import type { Report } from '../src/reporting/report-schema.js'
+import { judge, parseThreshold } from '../src/reporting/thresholds.js'
 
 const latency = (count: number, ms: number) => ({
   count,

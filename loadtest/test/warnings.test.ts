@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { Collector } from '../src/collector.js'
-import { type IntervalReport, zeroCounters } from '../src/measures.js'
-import { startWarnings } from '../src/outputs.js'
-import { ReportSchema } from '../src/report-schema.js'
-import { ServerSampler } from '../src/server-stats.js'
-import type { WorkerSummary } from '../src/worker.js'
-import { WORKLOADS } from '../src/workloads.js'
+import { startWarnings } from '../src/distribution/start-warnings.js'
+import { Collector } from '../src/measurement/collector.js'
+import { type IntervalReport, zeroCounters } from '../src/measurement/measures.js'
+import { ServerSampler } from '../src/measurement/server-stats.js'
+import type { WorkerSummary } from '../src/measurement/worker-summary.js'
+import { ReportSchema } from '../src/reporting/report-schema.js'
+import { WORKLOADS } from '../src/virtual-users/workloads.js'
 
 const second = (agent: string, n: number, generatorCpuPercent: number): IntervalReport => ({
   agent,

@@ -3,6 +3,14 @@ import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import type { AuthConfig } from './auth/authenticator.js'
+import type {
+  AwsClientOptions,
+  Backends,
+  EventsConfig,
+  JournalConfig,
+  MetadataConfig,
+  SnapshotsConfig,
+} from './backends.js'
 import type { SnapshotPolicy } from './core/snapshot-writer.js'
 import { ConfigError } from './errors.js'
 import type { LogLevel } from './logger.js'
@@ -11,10 +19,14 @@ import {
   DEFAULT_SNAPSHOT_POLICY,
   DEFAULT_TIMINGS,
   type InternalEndpointOptions,
+  type Limits,
   type SyncServerOptions,
 } from './server-options.js'
 import { SERVER_VERSION } from './server-version.js'
 import { withUrlPassword } from './url-password.js'
+
+/** Where the core and transports have always read it; defined beside the other server options. */
+export type { Limits } from './server-options.js'
 
 const MiB = 1024 * 1024
 
@@ -41,7 +53,7 @@ function isOrigin(text: string): boolean {
   return URL.canParse(text) && new URL(text).origin === text
 }
 
-/** Every environment variable the sync server reads, with its default. The README lists them. */
+/** Every environment variable the sync server reads, with its default. docs/configuration.md lists them. */
 const environment = z.object({
   PORT: int(0, 65535, 1234),
   HOST: z.string().default('0.0.0.0'),
@@ -59,8 +71,8 @@ const environment = z.object({
       (v) => v === 'memory' || /^dynamodb:\/\/[A-Za-z0-9_.-]{3,255}$/.test(v),
       'must be "memory" or dynamodb://<table>',
     ),
-  // A new backend for a port: its URL rule here, its `kind` in that port's type below (and where
-  // parseConfig reads it), then its case in adapters/select-<port>.ts beside its adapter.
+  // A new backend for a port: its URL rule here and where parseConfig reads it, its `kind` in that
+  // port's type in backends.ts, then its case in adapters/select-<port>.ts beside its adapter.
   SNAPSHOTS: SNAPSHOTS_URL,
   JOURNAL: optionalText.refine(
     (v) => !v || /^file:\/\/./.test(v) || /^rediss?:\/\/./.test(v),
@@ -127,68 +139,6 @@ const environment = z.object({
   MAX_MESSAGES_PER_SECOND: int(1, 1_000_000, DEFAULT_LIMITS.messagesPerSecond),
   MESSAGE_BURST: int(1, 1_000_000, DEFAULT_LIMITS.messageBurst),
 })
-
-export interface Limits {
-  maxMessageBytes: number
-  maxDocumentBytes: number
-  /** Bytes of updates a room may hold waiting for updates it never received. */
-  maxPendingBytes: number
-  /** Bytes of deletions of items a room does not have yet (re-read on every update). */
-  maxPendingDeleteBytes: number
-  /** Largest presence state (JSON bytes) one client may set. */
-  maxPresenceBytes: number
-  maxBufferedBytes: number
-  maxConnections: number
-  maxConnectionsPerRoom: number
-  messagesPerSecond: number
-  messageBurst: number
-  pingIntervalMs: number
-}
-
-/** Where the AWS adapters connect; credentials come from the SDK's default chain. */
-export interface AwsClientOptions {
-  region: string
-  /** An emulator's URL (tests, local runs); unset for AWS itself. */
-  endpoint?: string | undefined
-  /** Per-service overrides of `endpoint` (AWS's own AWS_ENDPOINT_URL_<SERVICE> convention). */
-  s3Endpoint?: string | undefined
-  dynamoEndpoint?: string | undefined
-}
-
-// Each port's backends, one `kind` each: what its URL variable names, ready for its adapter.
-
-/** `PUBSUB`. */
-export type PubSubConfig = { kind: 'memory' } | { kind: 'redis'; url: string }
-/** `REGISTRY`; a lease is refreshed while held and ignored once `leaseMs` old (`REGISTRY_LEASE_MS`). */
-export type RegistryConfig =
-  | { kind: 'memory'; leaseMs: number }
-  | { kind: 'dynamodb'; table: string; leaseMs: number; aws: AwsClientOptions }
-/** `SNAPSHOTS`. */
-export type SnapshotsConfig =
-  | { kind: 'file'; folder: string }
-  | { kind: 's3'; bucket: string; prefix: string; aws: AwsClientOptions }
-/** `JOURNAL`, by default beside pub/sub. */
-export type JournalConfig = { kind: 'file'; folder: string } | { kind: 'redis'; url: string }
-/** A real Postgres, or PGlite in a child process served on a loopback port. */
-export type DatabaseConfig =
-  | { kind: 'postgres'; url: string }
-  | { kind: 'pglite'; folder: string; port: number }
-/** `DATABASE_URL`; rows older than `retentionDays` are pruned (`METADATA_RETENTION_DAYS`). */
-export type MetadataConfig = { kind: 'none' } | (DatabaseConfig & { retentionDays: number })
-/** `WEBHOOK_URL`, `WEBHOOK_SECRET`, `WEBHOOK_DEBOUNCE_MS`. */
-export type EventsConfig =
-  | { kind: 'none' }
-  | { kind: 'webhook'; url: string; secret: string; debounceMs: number }
-
-/** The backend of every port. */
-export interface Backends {
-  pubsub: PubSubConfig
-  registry: RegistryConfig
-  snapshots: SnapshotsConfig
-  journal: JournalConfig
-  metadata: MetadataConfig
-  events: EventsConfig
-}
 
 /** The port other servers fetch room state from (a host unset here is discovered at start-up). */
 export type InternalEndpointConfig = InternalEndpointOptions & { fetchTimeoutMs: number }

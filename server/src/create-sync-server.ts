@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import { resolve } from 'node:path'
-import type { Backends } from './config.js'
+import type { Backends } from './backends.js'
 import { silentLogger } from './logger.js'
 import {
   DEFAULT_LIMITS,

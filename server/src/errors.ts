@@ -1,3 +1,4 @@
+import type { ServerErrorCode, ServerErrorStatus } from '@symphony/client/wire'
 /** Base of every error Symphony raises on purpose; `code` is stable and safe to match on. */
 export class SymphonyError extends Error {
   constructor(
@@ -24,22 +25,27 @@ export class ConfigError extends SymphonyError {
   }
 }
 
+type AuthErrorCode = Extract<
+  ServerErrorCode,
+  | 'TOKEN_MISSING'
+  | 'TOKEN_INVALID'
+  | 'TOKEN_AMBIGUOUS'
+  | 'PROTOCOL_INVALID'
+  | 'ROOM_FORBIDDEN'
+  | 'AUTH_UNAVAILABLE'
+>
+
 /**
  * A token that is missing, invalid, or does not grant the room (401, 403), that was sent in a
  * way the server refuses to read (400: in two places, or in a malformed header), or that cannot
  * be checked right now because the identity provider's keys are unreachable (503: retry later,
  * after `retryAfterSeconds`). `status` is the HTTP answer.
  */
-export class AuthError extends SymphonyError {
+export class AuthError<C extends AuthErrorCode = AuthErrorCode> extends SymphonyError {
+  declare readonly code: C
   constructor(
-    code:
-      | 'TOKEN_MISSING'
-      | 'TOKEN_INVALID'
-      | 'TOKEN_AMBIGUOUS'
-      | 'PROTOCOL_INVALID'
-      | 'ROOM_FORBIDDEN'
-      | 'AUTH_UNAVAILABLE',
-    readonly status: 400 | 401 | 403 | 503,
+    code: C,
+    readonly status: ServerErrorStatus<C>,
     message: string,
     readonly retryAfterSeconds?: number,
   ) {

@@ -17,7 +17,8 @@ export { FileSnapshotStore } from './adapters/file-snapshot-store.js'
 export { FileUpdateJournal } from './adapters/file-update-journal.js'
 export { MemoryBus, MemoryPubSub } from './adapters/memory-pubsub.js'
 export { MemoryRegistryTable, MemoryRoomRegistry } from './adapters/memory-room-registry.js'
-// MemorySnapshotStore, MemoryUpdateJournal: exported here once they land.
+export { MemorySnapshotStore } from './adapters/memory-snapshot-store.js'
+export { MemoryJournalTable, MemoryUpdateJournal } from './adapters/memory-update-journal.js'
 export { NoopMetadataSink } from './adapters/noop-metadata-sink.js'
 export { PgMetadataSink, type PgMetadataSinkOptions } from './adapters/postgres/pg-metadata-sink.js'
 export { RedisPubSub, type RedisPubSubOptions } from './adapters/redis-pubsub.js'
@@ -36,22 +37,18 @@ export { openSnapshotStore } from './adapters/select-snapshot-store.js'
 export { openUpdateJournal } from './adapters/select-update-journal.js'
 export { WebhookSender, type WebhookSenderOptions } from './adapters/webhooks/webhook-sender.js'
 export type { AuthConfig } from './auth/authenticator.js'
-export {
-  type AwsClientOptions,
-  type Backends,
-  type Config,
-  type DatabaseConfig,
-  type EventsConfig,
-  type InternalEndpointConfig,
-  type JournalConfig,
-  type Limits,
-  type MetadataConfig,
-  type PubSubConfig,
-  parseConfig,
-  type RegistryConfig,
-  type SnapshotsConfig,
-  snapshotsFrom,
-} from './config.js'
+export type {
+  AwsClientOptions,
+  Backends,
+  DatabaseConfig,
+  EventsConfig,
+  JournalConfig,
+  MetadataConfig,
+  PubSubConfig,
+  RegistryConfig,
+  SnapshotsConfig,
+} from './backends.js'
+export { type Config, type InternalEndpointConfig, parseConfig, snapshotsFrom } from './config.js'
 export type { SnapshotPolicy } from './core/snapshot-writer.js'
 export { createSyncServer } from './create-sync-server.js'
 export { ConfigError, SnapshotConflictError, SymphonyError } from './errors.js'
@@ -70,6 +67,7 @@ export {
   DEFAULT_SNAPSHOT_POLICY,
   DEFAULT_TIMINGS,
   type InternalEndpointOptions,
+  type Limits,
   type SyncServerOptions,
 } from './server-options.js'
 export type { SyncServer } from './sync-server.js'

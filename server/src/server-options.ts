@@ -1,11 +1,28 @@
 import type { AuthConfig } from './auth/authenticator.js'
-import type { Backends, Limits } from './config.js'
+import type { Backends } from './backends.js'
 import type { SnapshotPolicy } from './core/snapshot-writer.js'
 import type { Logger } from './logger.js'
 import type { BuildInfo } from './metrics.js'
 import type { AdapterContext, Adapters } from './ports/adapters.js'
 
 const MiB = 1024 * 1024
+
+export interface Limits {
+  maxMessageBytes: number
+  maxDocumentBytes: number
+  /** Bytes of updates a room may hold waiting for updates it never received. */
+  maxPendingBytes: number
+  /** Bytes of deletions of items a room does not have yet (re-read on every update). */
+  maxPendingDeleteBytes: number
+  /** Largest presence state (JSON bytes) one client may set. */
+  maxPresenceBytes: number
+  maxBufferedBytes: number
+  maxConnections: number
+  maxConnectionsPerRoom: number
+  messagesPerSecond: number
+  messageBurst: number
+  pingIntervalMs: number
+}
 
 /** The limits a server applies when not told otherwise (the environment's defaults too). */
 export const DEFAULT_LIMITS: Limits = {

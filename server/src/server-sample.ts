@@ -1,4 +1,4 @@
-import { CloseCode, closeCodeName } from '@symphony/client/close-codes'
+import { CloseCode, closeCodeName } from '@symphony/client/wire'
 import type { ServerMetrics } from './metrics.js'
 import type { ServerSample } from './ports/metadata-sink.js'
 

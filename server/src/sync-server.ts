@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import { openAdapters } from './adapters/select-adapters.js'
 import { createAuthenticator } from './auth/authenticator.js'
 import { RoomManager } from './core/room-manager.js'
@@ -45,13 +45,13 @@ export class SyncServer {
     const fetchPeerState: PeerStateFetcher | null = options.internal
       ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
       : null
-    const stateSource = new RoomStateSource(
-      this.#adapters.registry,
-      this.#adapters.snapshots,
-      this.#adapters.journal,
-      fetchPeerState,
+    const stateSource = new RoomStateSource({
+      registry: this.#adapters.registry,
+      snapshots: this.#adapters.snapshots,
+      journal: this.#adapters.journal,
+      fetchFromPeer: fetchPeerState,
       logger,
-    )
+    })
     this.manager = new RoomManager(
       { ...this.#adapters, stateSource, metrics: this.metrics, logger },
       {

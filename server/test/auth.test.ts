@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, it } from 'node:test'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose'
 import * as Y from 'yjs'
 import { READ_ONLY_REASON } from '../src/core/connection.js'

@@ -1,15 +1,12 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 // By the package's name, as an app embedding the server imports it.
 import {
   type AdapterContext,
   createSyncServer,
-  FileSnapshotStore,
+  MemorySnapshotStore,
   type SnapshotStore,
   type StoredSnapshot,
   type SyncServer,
@@ -17,7 +14,7 @@ import {
 import * as Y from 'yjs'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 
-/** An app's own snapshot store: the file store, with every save and the close on record. */
+/** An app's own snapshot store: the memory store, with every save and the close on record. */
 class RecordingSnapshotStore implements SnapshotStore {
   readonly saves: { room: string; state: Uint8Array }[] = []
   closed = false
@@ -45,28 +42,17 @@ class RecordingSnapshotStore implements SnapshotStore {
 }
 
 describe('the server embedded with createSyncServer', () => {
-  const folders: string[] = []
   const servers: SyncServer[] = []
-  /** A fresh folder for the embedded journal, so nothing lands in the working directory's ./data. */
-  const journalFolder = () => {
-    const folder = mkdtempSync(join(tmpdir(), 'symphony-embedded-'))
-    folders.push(folder)
-    return folder
-  }
   afterEach(async () => {
     destroyClients()
     await Promise.all(servers.splice(0).map((server) => server.shutdown()))
-    for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true })
   })
+  // The journal in memory too, so nothing lands in the working directory's ./data.
+  const backends = { journal: { kind: 'memory' } } as const
 
   it('syncs two y-websocket providers, saves through the adapter it was given and closes it', async () => {
-    const folder = journalFolder()
-    const snapshots = new RecordingSnapshotStore(new FileSnapshotStore(join(folder, 'snapshots')))
-    const server = await createSyncServer({
-      auth: { mode: 'none' },
-      backends: { journal: { kind: 'file', folder: join(folder, 'journal') } },
-      adapters: { snapshots },
-    })
+    const snapshots = new RecordingSnapshotStore(new MemorySnapshotStore())
+    const server = await createSyncServer({ auth: { mode: 'none' }, backends, adapters: { snapshots } })
     servers.push(server)
     const url = `ws://127.0.0.1:${server.port}`
     const room = uniqueRoom('embedded')
@@ -85,16 +71,15 @@ describe('the server embedded with createSyncServer', () => {
   })
 
   it('builds adapters from a function once it knows who it is and where peers reach it', async () => {
-    const folder = journalFolder()
     let seen: AdapterContext | undefined
     const server = await createSyncServer({
       auth: { mode: 'none' },
       serverId: 'embedded-a',
       internal: { port: 0, token: 'internal-token-0123456789', advertisedHost: '127.0.0.1' },
-      backends: { journal: { kind: 'file', folder: join(folder, 'journal') } },
+      backends,
       adapters: (context) => {
         seen = context
-        return { snapshots: new FileSnapshotStore(join(folder, 'snapshots')) }
+        return { snapshots: new MemorySnapshotStore() }
       },
     })
     servers.push(server)

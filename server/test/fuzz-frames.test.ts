@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { encodeUpdate } from '../src/protocol/codec.js'
 import { startBystanders } from './helpers/bystander.js'

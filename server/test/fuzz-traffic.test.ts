@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { isDeepStrictEqual } from 'node:util'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import { encodeAwarenessEntries, encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'

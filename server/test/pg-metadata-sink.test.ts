@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { METADATA_NOTIFY_CHANNEL } from '@symphony/client/wire'
 import pg from 'pg'
 import { startPostgres } from '../../scripts/lib/services.mjs'
 import { connectDatabase, type DatabaseConnection } from '../src/adapters/postgres/connect.js'
 import { MIGRATIONS, migrate } from '../src/adapters/postgres/migrations.js'
 import { PgMetadataSink } from '../src/adapters/postgres/pg-metadata-sink.js'
-import { NOTIFY_CHANNEL } from '../src/adapters/postgres/write-batch.js'
 import type { Logger } from '../src/logger.js'
 import { silentLogger } from '../src/logger.js'
 import { uniqueName } from './helpers/services.js'
@@ -168,7 +168,7 @@ for (const backend of backends) {
           if (n.payload?.includes(room)) resolve(n.payload)
         }),
       )
-      await listener.query(`LISTEN ${NOTIFY_CHANNEL}`)
+      await listener.query(`LISTEN ${METADATA_NOTIFY_CHANNEL}`)
       const serverId = uniqueName('server')
       const sink = new PgMetadataSink({
         serverId,

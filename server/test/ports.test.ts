@@ -27,9 +27,12 @@ import {
   FileUpdateJournal,
   type Logger,
   MemoryBus,
+  MemoryJournalTable,
   MemoryPubSub,
   MemoryRegistryTable,
   MemoryRoomRegistry,
+  MemorySnapshotStore,
+  MemoryUpdateJournal,
   NoopMetadataSink,
   RedisPubSub,
   RedisUpdateJournal,
@@ -148,6 +151,7 @@ function ensureSnapshotBucket(): Promise<void> {
 }
 
 const snapshotStores: [name: string, open: () => Promise<SnapshotStore>][] = [
+  ['MemorySnapshotStore', async () => new MemorySnapshotStore()],
   ['FileSnapshotStore', async () => new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-')))],
   [
     'S3SnapshotStore',
@@ -164,6 +168,13 @@ const snapshotStores: [name: string, open: () => Promise<SnapshotStore>][] = [
 for (const [name, open] of snapshotStores) snapshotStoreContract(name, open)
 
 const updateJournals: [name: string, fixture: () => Promise<JournalFixture>][] = [
+  [
+    'MemoryUpdateJournal',
+    async () => {
+      const table = new MemoryJournalTable()
+      return { open: (writer) => new MemoryUpdateJournal(writer, table), cleanup: async () => {} }
+    },
+  ],
   [
     'FileUpdateJournal',
     async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import { Redis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
 import pg from 'pg'

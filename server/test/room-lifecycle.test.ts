@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
 import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
@@ -13,7 +13,7 @@ import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectClient, connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { deferred } from './helpers/deferred.js'
-import { closed, collect, openRaw } from './helpers/raw-socket.js'
+import { closed, openRaw } from './helpers/raw-socket.js'
 import { putSnapshot, storedState } from './helpers/snapshots.js'
 import { startTestServer, type TestServerOverrides } from './helpers/test-server.js'
 
@@ -74,44 +74,6 @@ describe('room life', () => {
     await eventually(() => b.doc.getText('t').toString().startsWith('after w'), 'an edit after the load')
   })
 
-  it('snapshots a dirty room periodically while users stay', async () => {
-    const store = controlledStore()
-    const t = await serverWith(store, { snapshot: { intervalMs: 150, retryBaseMs: 20, retryMaxMs: 200 } })
-    const room = uniqueRoom()
-    const client = await connectSynced(t.wsUrl, room)
-    client.doc.getText('t').insert(0, 'periodic')
-    await eventuallyAsync(
-      async () => (await storedText(store, room)) === 'periodic',
-      'the snapshot holds the edit',
-    )
-    assert.equal(t.server.manager.roomCount, 1, 'the room is still loaded')
-    client.doc.getText('t').insert(8, '!')
-    await eventuallyAsync(
-      async () => (await storedText(store, room)) === 'periodic!',
-      'the next change is saved too',
-    )
-  })
-
-  it('writes one snapshot at a time per room and retries failures until one succeeds', async () => {
-    const store = controlledStore()
-    store.failSaves = 3
-    store.saveDelayMs = 30
-    const t = await serverWith(store, { snapshot: { intervalMs: 100, retryBaseMs: 20, retryMaxMs: 100 } })
-    const room = uniqueRoom()
-    const client = await connectSynced(t.wsUrl, room)
-    for (let i = 0; i < 20; i++) {
-      client.doc.getText('t').insert(0, `${i % 10}`)
-      await new Promise((resolve) => setTimeout(resolve, 15)) // spread edits over several intervals
-    }
-    const final = client.doc.getText('t').toString()
-    await eventuallyAsync(async () => (await storedText(store, room)) === final, 'the final state is saved')
-    assert.equal(store.maxInFlight, 1, 'never two writes of one room at once')
-    const failures = await t.server.metrics.registry.getSingleMetricAsString(
-      'symphony_snapshot_failures_total',
-    )
-    assert.match(failures, /symphony_snapshot_failures_total 3/)
-  })
-
   it('after the last user leaves: grace period, snapshot, deregister, unload, memory freed', async () => {
     if (typeof globalThis.gc !== 'function') throw new Error('run the tests with --expose-gc (npm test does)')
     const store = controlledStore()
@@ -150,38 +112,6 @@ describe('room life', () => {
     observer.close()
   })
 
-  it('keeps the room loaded for a reconnect within the grace period', async () => {
-    const t = await serverWith(null, { roomGraceMs: 10_000 })
-    const room = uniqueRoom()
-    const first = await connectSynced(t.wsUrl, room)
-    const loaded = t.server.manager.loadedRoom(room)
-    first.destroy()
-    await eventually(() => t.server.manager.holders(room) === 0, 'released')
-    const second = await connectSynced(t.wsUrl, room)
-    assert.equal(t.server.manager.loadedRoom(room), loaded, 'the same room, not a reload')
-    second.destroy()
-  })
-
-  it('answers no sync until the room has loaded', async () => {
-    const store = controlledStore()
-    const room = uniqueRoom()
-    await saveText(store, room, 'stored')
-    const gate = deferred()
-    store.loadGate = gate.promise
-    const t = await serverWith(store)
-    const raw = await openRaw(`${t.wsUrl}/${room}`)
-    const received = collect(raw)
-    const client = connectClient(t.wsUrl, room)
-    raw.send(new Uint8Array([0, 0, 1, 0])) // sync step 1 with an empty state vector
-    const framesAtServer = async () => t.server.metrics.messagesReceived.value
-    await eventuallyAsync(async () => (await framesAtServer()) >= 2, 'both clients spoke')
-    assert.equal(received.length, 0, 'nothing answered while loading')
-    assert.equal(client.provider.synced, false)
-    gate.resolve()
-    await eventually(() => client.doc.getText('t').toString() === 'stored', 'synced with the loaded state')
-    await eventually(() => received.length >= 2, 'the raw client is answered once loaded')
-  })
-
   it('refuses with 1013 and writes nothing when the snapshot store cannot load the room', async () => {
     const store = controlledStore()
     const room = uniqueRoom()
@@ -199,25 +129,6 @@ describe('room life', () => {
       () => client.doc.getText('t').toString() === 'precious',
       'the stored state, once the store is back',
     )
-  })
-
-  it('keeps an empty room in memory while its final snapshot fails, and unloads it once saved', async () => {
-    const store = controlledStore()
-    const t = await serverWith(store, {
-      roomGraceMs: 20,
-      snapshot: { intervalMs: 60_000, retryBaseMs: 20, retryMaxMs: 50 },
-    })
-    const room = uniqueRoom()
-    const client = await connectSynced(t.wsUrl, room)
-    client.doc.getText('t').insert(0, 'unsaved')
-    await eventually(() => t.server.manager.loadedRoom(room)?.doc.getText('t').length === 7, 'applied')
-    store.failSaves = 1_000_000
-    client.destroy()
-    await eventually(() => store.saveAttempts >= 3, 'several failed attempts')
-    assert.equal(t.server.manager.roomCount, 1, 'the room and its changes stay in memory')
-    store.failSaves = 0
-    await eventually(() => t.server.manager.roomCount === 0, 'unloaded once saved')
-    assert.equal(await storedText(store, room), 'unsaved')
   })
 
   it('applies what another server publishes while this one is still registering the room', async () => {

@@ -14,16 +14,16 @@ const options = {
 }
 
 function roomOf(doc: Y.Doc): Room {
-  return new Room(
-    'r',
+  return new Room({
+    name: 'r',
     doc,
-    0,
-    new MemoryPubSub('s'),
-    { record() {}, settled: async () => {} },
+    loadedBytes: 0,
     options,
-    silentLogger,
-    () => {},
-  )
+    pubsub: new MemoryPubSub('s'),
+    journal: { record() {}, settled: async () => {} },
+    logger: silentLogger,
+    onChange: () => {},
+  })
 }
 
 function roomWith(text: string): Room {

@@ -30,25 +30,6 @@ function docOf(state: Uint8Array | null): Y.Doc {
   return doc
 }
 
-/** The encoding of a fresh garbage-collected document holding `doc`'s content and history. */
-function freshEncoding(doc: Y.Doc): Uint8Array {
-  return Y.encodeStateAsUpdate(docOf(Y.encodeStateAsUpdate(doc)))
-}
-
-/** Resolves once `check` holds for `doc`, checked after each of its transactions. */
-function whenDoc(doc: Y.Doc | undefined, check: (doc: Y.Doc) => boolean): Promise<void> {
-  if (!doc) throw new Error('the room is not loaded')
-  if (check(doc)) return Promise.resolve()
-  return new Promise((resolve) => {
-    const onTransaction = () => {
-      if (!check(doc)) return
-      doc.off('afterTransaction', onTransaction)
-      resolve()
-    }
-    doc.on('afterTransaction', onTransaction)
-  })
-}
-
 const contains = (bytes: Uint8Array | null, text: string) => !!bytes && Buffer.from(bytes).includes(text)
 
 /** Everything a joiner that holds nothing receives when it syncs. */
@@ -62,36 +43,6 @@ async function whatAJoinerReceives(t: TestServer, room: string): Promise<Buffer>
 }
 
 describe('snapshots hold the document, not its deleted history', () => {
-  it('drops deleted content from storage and from what joiners get, and stays compact over 500 saves', async () => {
-    const t = await startTestServer()
-    const room = uniqueRoom()
-    const client = await connectSynced(t.wsUrl, room)
-    const text = client.doc.getText('t')
-    text.insert(0, 'base '.repeat(4_000)) // a 20 KB document
-    const serverDoc = t.server.manager.loadedRoom(room)?.doc
-    const caughtUp = () => whenDoc(serverDoc, (doc) => doc.getText('t').length === text.length)
-    const sizes: number[] = []
-    for (let cycle = 0; cycle < 500; cycle++) {
-      const secret = `secret-${cycle}-`.padEnd(200, '#')
-      text.insert(text.length, secret)
-      await caughtUp()
-      await t.server.manager.save(room)
-      text.delete(text.length - secret.length, secret.length)
-      await caughtUp()
-      await t.server.manager.save(room)
-      const stored = await storedState(t.snapshots, room)
-      assert.equal(contains(stored, secret), false, `cycle ${cycle}: the deleted text is not stored`)
-      sizes.push(stored?.length ?? 0)
-    }
-    const reference = freshEncoding(client.doc).length
-    const last = sizes.at(-1) ?? 0
-    assert.ok(last <= reference * 1.1, `stored ${last} bytes, a fresh GC'ed document ${reference}`)
-    assert.ok(last <= (sizes[49] ?? 0) * 1.1, `flat: ${sizes[49]} bytes after 50 saves, ${last} after 500`)
-    const joined = await whatAJoinerReceives(t, room)
-    assert.equal(contains(joined, 'secret-'), false, 'no deleted text reaches a joiner')
-    assert.ok(contains(joined, 'base base'), 'the document does')
-  })
-
   it('drops deleted content that an older snapshot still carried, at the next save', async () => {
     const t = await startTestServer()
     const room = uniqueRoom()

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import type { IncomingMessage } from 'node:http'
 import { after, afterEach, before, describe, it } from 'node:test'
-import { offeredProtocols } from '@symphony/client/token-protocol'
+import { offeredProtocols } from '@symphony/client/wire'
 import WebSocket from 'ws'
 import { WebsocketProvider } from 'y-websocket'
 import * as Y from 'yjs'

@@ -1,4 +1,4 @@
-import { roomPath } from './room-name.js'
+import { accessCheckPath } from './wire/http-paths.js'
 
 /**
  * The server's answer to "may this token enter this room?".
@@ -27,7 +27,7 @@ export async function checkAccess(
   token: string | null,
   fetchImpl: typeof fetch = fetch,
 ): Promise<AccessVerdict> {
-  const url = new URL(`${httpBase(serverUrl)}/rooms/${roomPath(room)}/access`)
+  const url = new URL(`${httpBase(serverUrl)}${accessCheckPath(room)}`)
   // In a header, not the URL: access logs keep URLs (a page elsewhere asks the server first).
   const headers: Record<string, string> = token ? { Authorization: `Bearer ${token}` } : {}
   try {

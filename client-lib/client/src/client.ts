@@ -2,7 +2,7 @@ import { hasIndexedDb } from './offline-store.js'
 import { type ReconnectOptions, ReconnectSchedule } from './reconnect-schedule.js'
 import { Room } from './room.js'
 import type { TokenSource } from './room-connection.js'
-import { isValidRoomName, ROOM_NAME_RULE, roomPath } from './room-name.js'
+import { isValidRoomName, ROOM_NAME_RULE, roomPath } from './wire/room-name.js'
 
 /**
  * Options of `createClient`.

@@ -9,17 +9,23 @@
  */
 export { type AccessVerdict, checkAccess } from './access-check.js'
 export { type ClientOptions, createClient, SymphonyClient } from './client.js'
-export {
-  CloseCode,
-  type CloseCodeName,
-  type CloseCodeValue,
-  closeCodeName,
-  shouldReconnect,
-} from './close-codes.js'
 export { type ClientErrorCode, SymphonyClientError } from './errors.js'
 export type { History, SharedType } from './history.js'
 export { type Peer, Presence } from './presence.js'
 export { type ReconnectOptions, ReconnectSchedule } from './reconnect-schedule.js'
 export { Room, type RoomEvents } from './room.js'
 export type { RoomStatus } from './room-connection.js'
-export { isValidRoomName, ROOM_NAME_PATTERN, ROOM_NAME_RULE, roomFromPath, roomPath } from './room-name.js'
+export {
+  CloseCode,
+  type CloseCodeName,
+  type CloseCodeValue,
+  closeCodeName,
+  shouldReconnect,
+} from './wire/close-codes.js'
+export {
+  isValidRoomName,
+  ROOM_NAME_PATTERN,
+  ROOM_NAME_RULE,
+  roomFromPath,
+  roomPath,
+} from './wire/room-name.js'

@@ -5,14 +5,13 @@ import type { Awareness } from 'y-protocols/awareness'
 import { messageAuth, WebsocketProvider } from 'y-websocket'
 import type * as Y from 'yjs'
 import { checkAccess } from './access-check.js'
-import { BROADCAST_PARAM, MESSAGE_BROADCAST } from './broadcast-protocol.js'
-import { CloseCode, closeCodeName, shouldReconnect } from './close-codes.js'
 import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
-import { roomPath } from './room-name.js'
-import { SYNC_STATUS_PARAM } from './sync-status-protocol.js'
-import { offeredProtocols } from './token-protocol.js'
 import { UnsyncedChanges } from './unsynced-changes.js'
+import { CloseCode, closeCodeName, shouldReconnect } from './wire/close-codes.js'
+import { BROADCAST_PARAM, MESSAGE_BROADCAST, SYNC_STATUS_PARAM } from './wire/message-types.js'
+import { roomPath } from './wire/room-name.js'
+import { offeredProtocols } from './wire/token-protocol.js'
 
 /**
  * Where a room stands with the server: `'connecting'`, `'connected'` (open, catching up),

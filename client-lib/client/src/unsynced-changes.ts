@@ -2,7 +2,7 @@ import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import type { WebsocketProvider } from 'y-websocket'
 import type * as Y from 'yjs'
-import { MESSAGE_SYNC_STATUS } from './sync-status-protocol.js'
+import { MESSAGE_SYNC_STATUS } from './wire/message-types.js'
 
 /**
  * Tracks whether the server holds this client's edits (see `sync-status-protocol.ts`). Every

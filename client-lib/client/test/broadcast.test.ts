@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import { MESSAGE_BROADCAST } from '@symphony/client/broadcast-protocol'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode, MESSAGE_BROADCAST } from '@symphony/client/wire'
 import * as encoding from 'lib0/encoding'
 import {
   connectClient,

@@ -178,9 +178,7 @@ describe('the packed packages, installed into an app outside the repository', ()
       join(app, 'check.tsx'),
       [
         "import { createClient, type Room } from '@symphony/client'",
-        "import { CloseCode } from '@symphony/client/close-codes'",
-        "import { isValidRoomName } from '@symphony/client/room-name'",
-        "import { MESSAGE_SYNC_STATUS } from '@symphony/client/sync-status-protocol'",
+        "import { CloseCode, isValidRoomName, MESSAGE_SYNC_STATUS } from '@symphony/client/wire'",
         "import { createToken } from '@symphony/node'",
         "import { MAX_INFO_BYTES } from '@symphony/node/token-claims'",
         "import { RoomProvider, SymphonyProvider, useList, useSyncStatus } from '@symphony/react'",

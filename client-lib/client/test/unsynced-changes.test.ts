@@ -3,7 +3,7 @@ import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
-import { MESSAGE_SYNC_STATUS } from '@symphony/client/sync-status-protocol'
+import { MESSAGE_SYNC_STATUS } from '@symphony/client/wire'
 import { FileUpdateJournal } from '../../../server/src/adapters/file-update-journal.js'
 import {
   connectClient,

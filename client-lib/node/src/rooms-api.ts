@@ -1,8 +1,10 @@
+import { type ApiRoomPart, apiRoomPath, type ServerErrorCode } from '@symphony/client/wire'
 /** An error answer of the REST API: its HTTP status and the server's `{ error: { code, message } }`. */
 export class SymphonyApiError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    /** The server's error code, or `HTTP_ERROR` when its answer carried none (a proxy's error page). */
+    readonly code: ServerErrorCode | 'HTTP_ERROR',
     message: string,
   ) {
     super(message)
@@ -43,17 +45,22 @@ export function createRoomsApi(options: RoomsApiOptions): RoomsApi {
   if (typeof options.secret !== 'string' || options.secret.length < 32) {
     throw new TypeError('createRoomsApi: secret must be the server’s API_SECRET (at least 32 characters)')
   }
-  const base = new URL('/api/v1/rooms/', options.url)
+  const base = new URL(options.url)
   const fetchImpl = options.fetch ?? fetch
-  const call = async (room: string, rest: string, init: RequestInit = {}): Promise<Response> => {
-    const url = new URL(`${encodeURIComponent(room)}${rest}`, base)
+  const call = async (
+    room: string,
+    part: ApiRoomPart,
+    init: RequestInit = {},
+    query = '',
+  ): Promise<Response> => {
+    const url = new URL(`${apiRoomPath(room, part)}${query}`, base)
     const response = await fetchImpl(url, {
       ...init,
       headers: { authorization: `Bearer ${options.secret}`, ...(init.headers as Record<string, string>) },
     })
     if (response.ok) return response
     const body = (await response.json().catch(() => null)) as {
-      error?: { code?: string; message?: string }
+      error?: { code?: ServerErrorCode; message?: string }
     } | null
     throw new SymphonyApiError(
       response.status,
@@ -63,16 +70,16 @@ export function createRoomsApi(options: RoomsApiOptions): RoomsApi {
   }
   return {
     async getDocument(room) {
-      return (await (await call(room, '/document')).json()) as Record<string, unknown>
+      return (await (await call(room, 'document')).json()) as Record<string, unknown>
     },
     async getUpdate(room, stateVector) {
       const query = stateVector
         ? `?stateVector=${encodeURIComponent(Buffer.from(stateVector).toString('base64'))}`
         : ''
-      return new Uint8Array(await (await call(room, `/update${query}`)).arrayBuffer())
+      return new Uint8Array(await (await call(room, 'update', {}, query)).arrayBuffer())
     },
     async postUpdate(room, update) {
-      await call(room, '/update', {
+      await call(room, 'update', {
         method: 'POST',
         body: new Blob([update as Uint8Array<ArrayBuffer>]),
         headers: { 'content-type': 'application/octet-stream' },

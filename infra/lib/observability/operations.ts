@@ -21,7 +21,7 @@ import {
   type SyncServerMetricName,
 } from './metrics.js'
 
-/** Thresholds, each with why. The README's "Operations: alarms" lists them with what to do. */
+/** Thresholds, each with why. docs/operations.md ("Alarms") lists them with what to do. */
 export const THRESHOLDS = {
   /** Any failed snapshot write: a room's latest state is only in the journal until one succeeds. */
   snapshotFailures: 1,
@@ -115,7 +115,7 @@ export class Operations extends Construct {
       },
     ) => {
       const created = new cloudwatch.Alarm(this, name, {
-        // What the email's subject shows: the stack, then the README's name for the alarm.
+        // What the email's subject shows: the stack, then the alarm's name in docs/operations.md.
         alarmName: `${Stack.of(this).stackName}-${name}`,
         metric,
         alarmDescription: description,

@@ -1,5 +1,5 @@
-import { median } from '../median.js'
-import type { Report } from '../report-schema.js'
+import { median } from '../measurement/median.js'
+import type { Report } from '../reporting/report-schema.js'
 
 /**
  * The figures compared, each read from a run's report; lower is better for all of them. All but

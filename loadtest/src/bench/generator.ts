@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import type { Report } from '../report-schema.js'
+import type { Report } from '../reporting/report-schema.js'
 
 const CLI = fileURLToPath(new URL('../../bin/symphony-loadtest.js', import.meta.url))
 

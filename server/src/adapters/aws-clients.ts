@@ -1,6 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { S3Client } from '@aws-sdk/client-s3'
-import type { AwsClientOptions } from '../config.js'
+import type { AwsClientOptions } from '../backends.js'
 
 export interface AwsClients {
   s3: S3Client

@@ -1,4 +1,4 @@
-import type { Backends } from '../config.js'
+import type { Backends } from '../backends.js'
 import type { AdapterContext, Adapters } from '../ports/adapters.js'
 import { openMetadataSink } from './select-metadata-sink.js'
 import { openPubSub } from './select-pubsub.js'

@@ -1,4 +1,4 @@
-import type { MetadataConfig } from '../config.js'
+import type { MetadataConfig } from '../backends.js'
 import type { AdapterContext } from '../ports/adapters.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
 import { NoopMetadataSink } from './noop-metadata-sink.js'

@@ -1,4 +1,4 @@
-import type { PubSubConfig } from '../config.js'
+import type { PubSubConfig } from '../backends.js'
 import type { AdapterContext } from '../ports/adapters.js'
 import type { PubSub } from '../ports/pubsub.js'
 import { MemoryPubSub } from './memory-pubsub.js'

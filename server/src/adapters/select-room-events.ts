@@ -1,4 +1,4 @@
-import type { EventsConfig } from '../config.js'
+import type { EventsConfig } from '../backends.js'
 import type { AdapterContext } from '../ports/adapters.js'
 import { NO_ROOM_EVENTS, type RoomEventSink } from '../ports/room-events.js'
 import { webhookKey } from './webhooks/standard-webhooks.js'

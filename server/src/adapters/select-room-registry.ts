@@ -1,4 +1,4 @@
-import type { RegistryConfig } from '../config.js'
+import type { RegistryConfig } from '../backends.js'
 import type { AdapterContext } from '../ports/adapters.js'
 import type { RoomRegistry } from '../ports/room-registry.js'
 import { createDynamoClient } from './aws-clients.js'

@@ -1,7 +1,8 @@
-import type { SnapshotsConfig } from '../config.js'
+import type { SnapshotsConfig } from '../backends.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import { createS3Client } from './aws-clients.js'
 import { FileSnapshotStore } from './file-snapshot-store.js'
+import { MemorySnapshotStore } from './memory-snapshot-store.js'
 import { S3SnapshotStore } from './s3-snapshot-store.js'
 
 /** The `SNAPSHOTS` rule and reading, so other processes (the dashboard) accept exactly what the servers do. */
@@ -13,6 +14,8 @@ export { SNAPSHOTS_URL, snapshotsFrom } from '../config.js'
  */
 export function openSnapshotStore(config: SnapshotsConfig): SnapshotStore {
   switch (config.kind) {
+    case 'memory':
+      return new MemorySnapshotStore()
     case 'file':
       return new FileSnapshotStore(config.folder)
     case 's3':

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { isProtocolToken, SYMPHONY_PROTOCOL, tokenFromProtocol } from '@symphony/client/token-protocol'
+import { isProtocolToken, SYMPHONY_PROTOCOL, tokenFromProtocol } from '@symphony/client/wire'
 import { AuthError } from '../errors.js'
 
 /**
@@ -8,7 +8,7 @@ import { AuthError } from '../errors.js'
  * Both at once is refused, as is a `Sec-WebSocket-Protocol` header that is not a list of
  * subprotocol names, that has more than one token protocol, or a token protocol without
  * `symphony` (the server could select nothing the browser would accept). See
- * `@symphony/client/token-protocol`.
+ * `@symphony/client/wire`.
  */
 export function upgradeToken(headers: IncomingHttpHeaders, query: URLSearchParams): string | null {
   const header = headers['sec-websocket-protocol']

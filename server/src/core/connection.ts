@@ -1,4 +1,4 @@
-import { CloseCode, closeCodeName } from '@symphony/client/close-codes'
+import { CloseCode, closeCodeName } from '@symphony/client/wire'
 import {
   DocumentTooLargeError,
   MessageTooBigError,
@@ -9,7 +9,7 @@ import {
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
-import type { Room } from './room.js'
+import type { MemberRoom, RoomMember } from './room-member.js'
 import { TokenBucket } from './token-bucket.js'
 
 /** The socket under a connection; the core never sees `ws` itself. */
@@ -40,6 +40,18 @@ export interface ConnectionLimits {
   maxBufferedBytes: number
 }
 
+/** What a connection is built from: who it is, its socket, its limits, and what it reports to. */
+export interface ConnectionInit {
+  /** Unique on this server (`<serverId>:<n>`): how logs and metadata name the connection. */
+  id: string
+  roomName: string
+  identity: Identity
+  transport: Transport
+  limits: ConnectionLimits
+  metrics: ServerMetrics
+  logger: Logger
+}
+
 export const READ_ONLY_REASON = 'read-only access: document updates are ignored'
 
 /**
@@ -67,13 +79,16 @@ const ROOM_REQUEST_BURST = 10
  * ever syncs against a half-loaded room; so do frames that arrive while the room is still applying
  * this client's previous big update, a slice per turn, so each client's frames apply in order.
  */
-export class Connection {
+export class Connection implements RoomMember {
+  readonly id: string
+  readonly roomName: string
+  readonly identity: Identity
   readonly awarenessClientIds = new Set<number>()
   /** The client asked for broadcast events (`?broadcast=1`): plain providers never get one. */
   acceptsEvents = false
   readonly #rate: TokenBucket
   readonly #roomRequests = new TokenBucket(ROOM_REQUESTS_PER_SECOND, ROOM_REQUEST_BURST)
-  #room: Room | null = null
+  #room: MemberRoom | null = null
   #waiting: Uint8Array[] = []
   #waitingBytes = 0
   /** The room is applying a frame of ours across event-loop turns. */
@@ -82,16 +97,19 @@ export class Connection {
   #writeDenied = false
   #pendingSyncStatus = 0
   #expiryTimer: NodeJS.Timeout | null = null
+  readonly #transport: Transport
+  readonly #limits: ConnectionLimits
+  readonly #metrics: ServerMetrics
+  readonly #logger: Logger
 
-  constructor(
-    readonly id: string,
-    readonly roomName: string,
-    readonly identity: Identity,
-    private readonly transport: Transport,
-    private readonly limits: ConnectionLimits,
-    private readonly metrics: ServerMetrics,
-    private readonly logger: Logger,
-  ) {
+  constructor({ id, roomName, identity, transport, limits, metrics, logger }: ConnectionInit) {
+    this.id = id
+    this.roomName = roomName
+    this.identity = identity
+    this.#transport = transport
+    this.#limits = limits
+    this.#metrics = metrics
+    this.#logger = logger
     this.#rate = new TokenBucket(limits.messagesPerSecond, limits.messageBurst)
     if (identity.expiresAt !== null) this.#closeAtExpiry(identity.expiresAt)
   }
@@ -110,7 +128,7 @@ export class Connection {
   }
 
   /** The room is loaded: join it and handle what arrived meanwhile, in order. */
-  attach(room: Room): void {
+  attach(room: MemberRoom): void {
     if (this.#closed) return
     this.#room = room
     room.join(this)
@@ -128,8 +146,8 @@ export class Connection {
 
   receive(frame: Uint8Array): void {
     if (this.#closed) return
-    this.metrics.messagesReceived.inc()
-    this.metrics.bytesReceived.inc(frame.length)
+    this.#metrics.messagesReceived.inc()
+    this.#metrics.bytesReceived.inc(frame.length)
     if (!this.#rate.take()) {
       this.close(CloseCode.RateLimited, 'message rate limit exceeded')
       return
@@ -141,7 +159,7 @@ export class Connection {
     // Held until the room loads (or is done with our last frame): bounded in count by the rate
     // limit, and in bytes here.
     this.#waitingBytes += frame.length
-    if (this.#waitingBytes > this.limits.maxBufferedBytes) {
+    if (this.#waitingBytes > this.#limits.maxBufferedBytes) {
       this.close(CloseCode.TryAgainLater, 'too much sent before the room could take it')
       return
     }
@@ -168,13 +186,19 @@ export class Connection {
 
   send(frame: Uint8Array): void {
     if (this.#closed) return
-    if (this.transport.bufferedAmount > this.limits.maxBufferedBytes) {
+    if (this.#transport.bufferedAmount > this.#limits.maxBufferedBytes) {
       this.close(CloseCode.SlowConsumer, 'too slow to receive updates')
       return
     }
-    this.transport.send(frame)
-    this.metrics.messagesSent.inc()
-    this.metrics.bytesSent.inc(frame.length)
+    try {
+      this.#transport.send(frame)
+    } catch (error) {
+      // A socket that throws is broken on our side: this connection ends, the room goes on.
+      this.#fail(error)
+      return
+    }
+    this.#metrics.messagesSent.inc()
+    this.#metrics.bytesSent.inc(frame.length)
   }
 
   /** Sends `answer` to a sync-status request once `settled`. Throws `ProtocolError` past the cap. */
@@ -191,7 +215,7 @@ export class Connection {
 
   /** Refuses a write from a read-only connection, telling the client why once. */
   denyWrite(): void {
-    this.metrics.writesDenied.inc()
+    this.#metrics.writesDenied.inc()
     if (this.#writeDenied) return
     this.#writeDenied = true
     this.send(encodePermissionDenied(READ_ONLY_REASON))
@@ -201,8 +225,15 @@ export class Connection {
     if (this.#closed) return
     this.#closed = true
     this.#clearExpiry()
-    this.metrics.connectionsClosed.labels(closeCodeName(code)).inc()
-    this.transport.close(code, reason)
+    this.#metrics.connectionsClosed.labels(closeCodeName(code)).inc()
+    try {
+      this.#transport.close(code, reason)
+    } catch (error) {
+      this.#logger.error(
+        { err: error, room: this.roomName, connection: this.id },
+        'closing the socket failed',
+      )
+    }
   }
 
   /** A token is valid until its `exp`, not for as long as its connection lasts. */
@@ -259,9 +290,9 @@ export class Connection {
   #fail(error: unknown): void {
     const [code, reason] = closeFor(error)
     if (code === CloseCode.InternalError) {
-      this.logger.error(
+      this.#logger.error(
         { err: error, room: this.roomName, connection: this.id },
-        'failed to handle a message',
+        'server error while serving a connection; closing it',
       )
     }
     this.close(code, reason)

@@ -16,6 +16,17 @@ export interface JournalMark {
   updates: number
 }
 
+/** What a room journal is built from. */
+export interface RoomJournalInit {
+  journal: UpdateJournal
+  room: string
+  /** What was replayed into the room when it loaded: none of it is in a snapshot yet. */
+  replayed: { position: JournalPosition; updates: number }
+  outcomes: JournalOutcomes
+  /** Told of each recorded update: the room changed here, by a client of this server (webhooks). */
+  onRecord?: () => void
+}
+
 /**
  * One loaded room's side of the update journal: it appends what the room applies from its
  * clients, and tells the snapshot writer which entries a snapshot holds, so trimming after the
@@ -27,19 +38,20 @@ export class RoomJournal {
   /** Updates replayed at load plus those recorded since; `#saved` of them are in a saved snapshot. */
   #recorded: number
   #saved = 0
+  readonly room: string
+  readonly #journal: UpdateJournal
+  /** The entries replayed into the room when it loaded. */
+  readonly #replayed: JournalPosition
+  readonly #outcomes: JournalOutcomes
+  readonly #onRecord: () => void
 
-  constructor(
-    private readonly journal: UpdateJournal,
-    readonly room: string,
-    /** The entries replayed into the room when it loaded. */
-    private readonly replayed: JournalPosition,
-    private readonly outcomes: JournalOutcomes,
-    /** Told of each recorded update: the room changed here, by a client of this server. */
-    private readonly onRecord: () => void = () => {},
-    /** How many updates were replayed into the room at load (none is in a snapshot yet). */
-    replayedUpdates = 0,
-  ) {
-    this.#recorded = replayedUpdates
+  constructor({ journal, room, replayed, outcomes, onRecord }: RoomJournalInit) {
+    this.room = room
+    this.#journal = journal
+    this.#replayed = replayed.position
+    this.#recorded = replayed.updates
+    this.#outcomes = outcomes
+    this.#onRecord = onRecord ?? (() => {})
   }
 
   /** Journaled updates that no saved snapshot holds yet. */
@@ -49,16 +61,16 @@ export class RoomJournal {
 
   /** Appends an update the room just applied (from a client of this server). */
   record(update: Uint8Array): void {
-    this.onRecord()
+    this.#onRecord()
     this.#recorded++
     const previous = this.#latestAppend
-    this.#latestAppend = this.journal.append(this.room, update).then(
+    this.#latestAppend = this.#journal.append(this.room, update).then(
       (position) => {
-        this.outcomes.appended(this.room)
+        this.#outcomes.appended(this.room)
         return position
       },
       (error: unknown) => {
-        this.outcomes.failed(error, 'append', this.room)
+        this.#outcomes.failed(error, 'append', this.room)
         return previous
       },
     )
@@ -75,7 +87,7 @@ export class RoomJournal {
    */
   mark(): JournalMark {
     return {
-      position: this.#latestAppend.then((own) => new Map([...this.replayed, ...own])),
+      position: this.#latestAppend.then((own) => new Map([...this.#replayed, ...own])),
       updates: this.#recorded,
     }
   }
@@ -88,9 +100,9 @@ export class RoomJournal {
     this.#saved = Math.max(this.#saved, mark.updates)
     try {
       const position = await mark.position
-      if (position.size > 0) await this.journal.trim(this.room, position)
+      if (position.size > 0) await this.#journal.trim(this.room, position)
     } catch (error) {
-      this.outcomes.failed(error, 'trim', this.room)
+      this.#outcomes.failed(error, 'trim', this.room)
     }
   }
 }

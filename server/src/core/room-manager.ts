@@ -1,4 +1,4 @@
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { isOutOfSpace } from '../errors.js'
 import type { Logger } from '../logger.js'
@@ -297,38 +297,36 @@ export class RoomManager {
   #createRoom(name: string, doc: Y.Doc, from: LoadedFrom): Loaded {
     const { loadedBytes, replayed, storedVersion } = from
     const { pubsub, snapshots, journal, metrics, logger } = this.deps
-    const roomJournal = new RoomJournal(
+    const roomJournal = new RoomJournal({
       journal,
-      name,
-      replayed,
-      this.#journalOutcomes,
-      () => this.deps.events.emit({ type: 'document.updated', room: name, at: Date.now() }),
-      from.replayedUpdates,
-    )
+      room: name,
+      replayed: { position: replayed, updates: from.replayedUpdates },
+      outcomes: this.#journalOutcomes,
+      onRecord: () => this.deps.events.emit({ type: 'document.updated', room: name, at: Date.now() }),
+    })
     let writer: SnapshotWriter | null = null
-    const room = new Room(
+    const room = new Room({
       name,
       doc,
       loadedBytes,
+      options: this.options,
       pubsub,
-      roomJournal,
-      this.options,
+      journal: roomJournal,
       logger,
-      () => writer?.markDirty(),
-      metrics,
-    )
-    // Replayed entries are in no snapshot yet: save (and then trim) them like any change.
-    const unsaved = replayed.size > 0
-    writer = new SnapshotWriter(
+      onChange: () => writer?.markDirty(),
+      observer: metrics,
+    })
+    writer = new SnapshotWriter({
       room,
-      snapshots,
-      roomJournal,
-      this.options.snapshot,
+      store: snapshots,
+      journal: roomJournal,
+      policy: this.options.snapshot,
       metrics,
       logger,
-      unsaved,
+      // Replayed entries are in no snapshot yet: save (and then trim) them like any change.
+      unsavedAtLoad: replayed.size > 0,
       storedVersion,
-    )
+    })
     return { room, writer, journal: roomJournal }
   }
 

@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import { CloseCode } from '@symphony/client/close-codes'
+import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, ProtocolError, SymphonyError } from '../errors.js'
 import type { Logger } from '../logger.js'
@@ -25,9 +25,9 @@ import {
 import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
-import type { Connection } from './connection.js'
 import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
+import type { MemberRoom, RoomMember } from './room-member.js'
 
 /** Transaction origin of updates that came from another server. */
 const REMOTE = Symbol('remote')
@@ -49,6 +49,23 @@ export type RoomObserver = Pick<ServerMetrics, 'messageReceived' | 'updateHandle
 
 const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {}, remoteMessageDropped() {} }
 
+/** What a room is built from: its document as loaded, its settings, and what it works with. */
+export interface RoomInit {
+  name: string
+  /** The document as loaded (snapshot, then the journal replayed); the room owns it from here on. */
+  doc: Y.Doc
+  /** Bytes of the loaded state and replayed updates: the first upper bound of the document's size. */
+  loadedBytes: number
+  options: RoomOptions
+  pubsub: PubSub
+  /** Where the updates the room applies from its clients are journaled. */
+  journal: Pick<RoomJournal, 'record' | 'settled'>
+  logger: Logger
+  /** Called after every change the room applies (the snapshot writer schedules a save). */
+  onChange: () => void
+  observer?: RoomObserver
+}
+
 /** Clients a state vector may name beyond those the room knows. */
 const STATE_VECTOR_SLACK = 10_000
 
@@ -60,8 +77,10 @@ const ASK_PEERS_MIN_INTERVAL_MS = 1_000
  * a client sends is applied here and forwarded as the very bytes that arrived, to the other local
  * connections and once to the other servers.
  */
-export class Room {
-  readonly connections = new Set<Connection>()
+export class Room implements MemberRoom {
+  readonly name: string
+  readonly doc: Y.Doc
+  readonly connections = new Set<RoomMember>()
   readonly presence = new PresenceTable()
   /** Grows with every applied change; the snapshot writer compares it with what it saved. */
   version = 0
@@ -80,19 +99,23 @@ export class Room {
   #bigUpdates: Promise<void> = Promise.resolve()
   /** Set by the afterTransaction listener: whether the last applied update changed anything. */
   #lastApplyChanged = false
+  readonly #options: RoomOptions
+  readonly #pubsub: PubSub
+  readonly #journal: RoomInit['journal']
+  readonly #logger: Logger
+  readonly #onChange: () => void
+  readonly #observer: RoomObserver
 
-  constructor(
-    readonly name: string,
-    readonly doc: Y.Doc,
-    loadedBytes: number,
-    private readonly pubsub: PubSub,
-    private readonly journal: Pick<RoomJournal, 'record' | 'settled'>,
-    private readonly options: RoomOptions,
-    private readonly logger: Logger,
-    private readonly onChange: () => void,
-    private readonly observer: RoomObserver = UNOBSERVED,
-  ) {
+  constructor({ name, doc, loadedBytes, options, pubsub, journal, logger, onChange, observer }: RoomInit) {
+    this.name = name
+    this.doc = doc
     this.#sizeBound = loadedBytes
+    this.#options = options
+    this.#pubsub = pubsub
+    this.#journal = journal
+    this.#logger = logger
+    this.#onChange = onChange
+    this.#observer = observer ?? UNOBSERVED
     doc.on('afterTransaction', this.#recordChange)
     if (options.antiEntropyIntervalMs > 0) {
       // Jittered so the servers holding a room do not all publish at the same moment.
@@ -103,7 +126,7 @@ export class Room {
   }
 
   /** Starts syncing a connection: our state vector, so it sends what we lack, and who is here. */
-  join(connection: Connection): void {
+  join(connection: RoomMember): void {
     this.connections.add(connection)
     connection.send(encodeSyncStep1(Y.encodeStateVector(this.doc)))
     const present = this.presence.present()
@@ -111,46 +134,37 @@ export class Room {
   }
 
   /** Removes a connection and, everywhere, the presence it owned (no ghost cursors). */
-  leave(connection: Connection): void {
+  leave(connection: RoomMember): void {
     if (!this.connections.delete(connection)) return
     const removed = this.presence.remove(connection.awarenessClientIds)
     if (removed.length === 0) return
     const frame = encodeAwarenessEntries(removed)
     this.#broadcast(frame, null)
-    this.pubsub.publish(this.name, frame)
+    this.#pubsub.publish(this.name, frame)
   }
 
   /**
    * Handles one frame from a local client. Throws (or, for a big update applied across turns,
-   * returns a promise that rejects with) `ProtocolError`, `DocumentTooLargeError` or
-   * `PendingLimitError`.
+   * returns a promise that rejects with) `ProtocolError`, `DocumentTooLargeError`,
+   * `PendingLimitError` or `MessageTooBigError` for what the client sent (`ServerBusyError`: a big
+   * update cannot be taken now). Any other error is the server's own fault and is left as it is,
+   * so it is never blamed on the client.
    */
-  receive(connection: Connection, frame: Uint8Array): Promise<void> | undefined {
+  receive(connection: RoomMember, frame: Uint8Array): Promise<void> | undefined {
     const receivedAt = performance.now()
     let message: Message
     try {
       message = decodeMessage(frame)
     } catch (error) {
-      this.observer.messageReceived('unknown')
+      this.#observer.messageReceived('unknown')
       throw error
     }
-    this.observer.messageReceived(message.kind)
-    const blame = (error: unknown): never => {
-      if (error instanceof SymphonyError) throw error
-      // Yjs throws plain errors on bytes it cannot apply: the client's fault.
-      throw new ProtocolError(`could not apply ${message.kind}: ${(error as Error).message}`, {
-        cause: error,
-      })
-    }
-    try {
-      return this.#dispatch(connection, message, frame, receivedAt)?.catch(blame)
-    } catch (error) {
-      return blame(error)
-    }
+    this.#observer.messageReceived(message.kind)
+    return this.#dispatch(connection, message, frame, receivedAt)
   }
 
   #dispatch(
-    connection: Connection,
+    connection: RoomMember,
     message: Message,
     frame: Uint8Array,
     receivedAt: number,
@@ -174,14 +188,14 @@ export class Room {
         } else this.#applyClientUpdate(connection, message, frame, receivedAt)
         return
       case 'awareness': {
-        const entries = decodeAwarenessUpdate(message.update, this.options.maxPresenceBytes)
+        const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes)
         connection.claimAwarenessClients(entries)
         this.presence.apply(entries)
         // A client alone here hears nothing else, and its provider drops a connection silent
         // for 30 s: it gets its own state back (and ignores it: same clock). With company, the
         // others' presence renewals (every 15 s at most) keep it alive, and the echo is saved.
         this.#broadcast(frame, this.connections.size === 1 ? null : connection)
-        this.pubsub.publish(this.name, frame)
+        this.#pubsub.publish(this.name, frame)
         return
       }
       case 'query-awareness':
@@ -190,15 +204,15 @@ export class Room {
         return
       case 'broadcast':
         // Ephemeral: to the clients here and on the other servers that asked for events, never stored.
-        checkBroadcast(message.payload, this.options.maxPresenceBytes)
+        checkBroadcast(message.payload, this.#options.maxPresenceBytes)
         this.#relayEvent(frame, connection)
-        this.pubsub.publish(this.name, frame)
+        this.#pubsub.publish(this.name, frame)
         return
       case 'sync-status':
         // Frames are handled in order, so every earlier one is applied; answered once journaled.
         // Never for a connection whose writes were refused: the server does not hold its edits.
         if (connection.writeDenied) return
-        connection.answerSyncStatus(this.journal.settled(), encodeSyncStatus(message.payload))
+        connection.answerSyncStatus(this.#journal.settled(), encodeSyncStatus(message.payload))
         return
       case 'auth':
         return
@@ -208,7 +222,8 @@ export class Room {
   /** What a holder of `stateVector` lacks, as one update. Throws `ProtocolError` for a bad vector. */
   encodeDiff(stateVector: Uint8Array): Uint8Array {
     if (isEmptyStateVector(stateVector)) return this.encodeState()
-    return Y.encodeStateAsUpdate(this.doc, this.#boundedStateVector(stateVector))
+    const bounded = this.#boundedStateVector(stateVector)
+    return blameTheSender('state vector', () => Y.encodeStateAsUpdate(this.doc, bounded))
   }
 
   /**
@@ -236,26 +251,26 @@ export class Room {
         // forwarded and the room is not marked dirty.
         if (this.#apply(message.update, REMOTE)) {
           this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
-          this.observer.updateHandled(receivedAt)
+          this.#observer.updateHandled(receivedAt)
         }
       } else if (message.kind === 'awareness') {
-        this.presence.apply(decodeAwarenessUpdate(message.update, this.options.maxPresenceBytes))
+        this.presence.apply(decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes))
         this.#broadcast(frame, null)
       } else if (message.kind === 'broadcast') {
-        checkBroadcast(message.payload, this.options.maxPresenceBytes)
+        checkBroadcast(message.payload, this.#options.maxPresenceBytes)
         this.#relayEvent(frame, null)
       }
     } catch (error) {
-      this.observer.remoteMessageDropped()
-      this.logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
+      this.#observer.remoteMessageDropped()
+      this.#logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
     }
   }
 
   /** Tells the other servers holding the room what this one holds (anti-entropy). */
   publishDigest(): void {
     // Alone with the room, there is no one to compare with: skip the O(document) digest.
-    if (!this.pubsub.mayHavePeers(this.name)) return
-    this.pubsub.publish(this.name, encodeDigest(this.#digest()))
+    if (!this.#pubsub.mayHavePeers(this.name)) return
+    this.#pubsub.publish(this.name, encodeDigest(this.#digest()))
   }
 
   /** The room's digest, computed once per version: hashing the delete set costs O(document). */
@@ -269,7 +284,7 @@ export class Room {
   #answerDigest(theirs: Digest): void {
     const { peerLacks, weLack } = compareDigest(this.#digest(), theirs)
     if (peerLacks)
-      this.pubsub.publish(this.name, encodeUpdate(Y.encodeStateAsUpdate(this.doc, theirs.stateVector)))
+      this.#pubsub.publish(this.name, encodeUpdate(Y.encodeStateAsUpdate(this.doc, theirs.stateVector)))
     if (weLack && Date.now() - this.#lastAskedPeersAt > ASK_PEERS_MIN_INTERVAL_MS) {
       this.#lastAskedPeersAt = Date.now()
       this.publishDigest()
@@ -330,23 +345,23 @@ export class Room {
   }
 
   #applyClientUpdate(
-    connection: Connection,
+    connection: RoomMember,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
   ): void {
-    checkUpdate(message.update, this.doc, this.options.waiting)
+    checkUpdate(message.update, this.doc, this.#options.waiting)
     this.#ensureRoomFor(message.update.length)
     // An update that changes nothing (a client resending what the room has) goes nowhere.
     if (!this.#apply(message.update, connection)) return
     // Journaled before it is forwarded: whatever anyone saw survives a crash of this server.
-    this.journal.record(message.update)
+    this.#journal.record(message.update)
     this.#forward(connection, message, frame, receivedAt)
   }
 
   /** Sends a client's applied update to the other local clients and, once, to the other servers. */
   #forward(
-    connection: Connection,
+    connection: RoomMember,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -354,8 +369,8 @@ export class Room {
     // A sync step 2 is forwarded as an update: same payload, only the sub-type differs.
     const forwarded = message.kind === 'update' ? frame : encodeUpdate(message.update)
     this.#broadcast(forwarded, connection)
-    this.observer.updateHandled(receivedAt)
-    this.pubsub.publish(this.name, forwarded)
+    this.#observer.updateHandled(receivedAt)
+    this.#pubsub.publish(this.name, forwarded)
   }
 
   /**
@@ -367,7 +382,7 @@ export class Room {
    * anyone may see that slice from then on.
    */
   #applyBigClientUpdate(
-    connection: Connection,
+    connection: RoomMember,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -378,7 +393,7 @@ export class Room {
   }
 
   async #applyBig(
-    connection: Connection,
+    connection: RoomMember,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -389,7 +404,7 @@ export class Room {
     this.#sizeBound += update.length // reserved: an upper bound, corrected at the next encode
     const slices = await checkAndSlice(update, Y.encodeStateVector(this.doc))
     if (this.#destroyed) return
-    this.journal.record(update)
+    this.#journal.record(update)
     let changed = false
     // Applied to the end even if the client leaves meanwhile: it passed the guard and is
     // journaled, and what is applied must also be forwarded.
@@ -408,7 +423,7 @@ export class Room {
   #apply(update: Uint8Array, origin: unknown): boolean {
     const waitingBefore = waitingOf(this.doc)
     this.#lastApplyChanged = false
-    Y.applyUpdate(this.doc, update, origin)
+    blameTheSender('update', () => Y.applyUpdate(this.doc, update, origin))
     const changed = this.#lastApplyChanged || waitingChanged(this.doc, waitingBefore)
     if (changed) this.#changed(update.length)
     return changed
@@ -418,7 +433,7 @@ export class Room {
     this.#sizeBound += bytes
     this.version++
     this.#encoded = null
-    this.onChange()
+    this.#onChange()
   }
 
   readonly #recordChange = (transaction: Y.Transaction): void => {
@@ -429,23 +444,37 @@ export class Room {
 
   /** Refuses an update that could push the document past the ceiling, measured exactly if close. */
   #ensureRoomFor(updateBytes: number): void {
-    const max = this.options.maxDocumentBytes
+    const max = this.#options.maxDocumentBytes
     if (this.#sizeBound + updateBytes <= max) return
     if (this.encodeState().length + updateBytes <= max) return
     throw new DocumentTooLargeError(`document would exceed ${max} bytes`)
   }
 
-  #broadcast(frame: Uint8Array, except: Connection | null): void {
+  #broadcast(frame: Uint8Array, except: RoomMember | null): void {
     for (const connection of this.connections) {
       if (connection !== except) connection.send(frame)
     }
   }
 
   /** A broadcast event, to the connections that announced they understand one. */
-  #relayEvent(frame: Uint8Array, except: Connection | null): void {
+  #relayEvent(frame: Uint8Array, except: RoomMember | null): void {
     for (const connection of this.connections) {
       if (connection !== except && connection.acceptsEvents) connection.send(frame)
     }
+  }
+}
+
+/**
+ * Runs what reads bytes a client (or a peer) sent: Yjs throws plain errors on bytes it cannot
+ * decode or apply, and those are the sender's fault. Only these calls are wrapped, so an error of
+ * the server's own elsewhere is never reported to a client as its protocol error.
+ */
+function blameTheSender<T>(what: string, read: () => T): T {
+  try {
+    return read()
+  } catch (error) {
+    if (error instanceof SymphonyError) throw error
+    throw new ProtocolError(`could not apply the ${what}: ${(error as Error).message}`, { cause: error })
   }
 }
 

@@ -28,6 +28,21 @@ export interface Snapshottable {
  */
 export type KnownStoredVersion = string | null | undefined
 
+/** What a writer is built from: its room and store, when to write, and what the room loaded. */
+export interface SnapshotWriterInit {
+  room: Snapshottable
+  store: SnapshotStore
+  /** Told what each snapshot holds, so the entries it saved are trimmed. */
+  journal: Pick<RoomJournal, 'mark' | 'trim'>
+  policy: SnapshotPolicy
+  metrics: ServerMetrics
+  logger: Logger
+  /** True when the room loaded with changes no snapshot holds yet (replayed from the journal). */
+  unsavedAtLoad: boolean
+  /** The stored version the loaded room holds everything of: each save is conditional on it. */
+  storedVersion: KnownStoredVersion
+}
+
 /** Another server saving at the same moment is routine; this many in a row is not. */
 const MAX_CONFLICTS_PER_WRITE = 10
 
@@ -42,32 +57,35 @@ export class SnapshotWriter {
   #failures = 0
   #stopped = false
   #storedVersion: KnownStoredVersion
+  readonly #room: Snapshottable
+  readonly #store: SnapshotStore
+  readonly #journal: SnapshotWriterInit['journal']
+  readonly #policy: SnapshotPolicy
+  readonly #metrics: ServerMetrics
+  readonly #logger: Logger
 
-  constructor(
-    private readonly room: Snapshottable,
-    private readonly store: SnapshotStore,
-    private readonly journal: RoomJournal,
-    private readonly policy: SnapshotPolicy,
-    private readonly metrics: ServerMetrics,
-    private readonly logger: Logger,
-    /** True when the room loaded with changes no snapshot holds yet (replayed from the journal). */
-    loadedUnsaved: boolean,
-    storedVersion: KnownStoredVersion,
-  ) {
-    this.#storedVersion = storedVersion
-    this.#savedVersion = loadedUnsaved ? room.version - 1 : room.version
-    if (loadedUnsaved) this.markDirty()
+  constructor(init: SnapshotWriterInit) {
+    const { room, unsavedAtLoad } = init
+    this.#room = room
+    this.#store = init.store
+    this.#journal = init.journal
+    this.#policy = init.policy
+    this.#metrics = init.metrics
+    this.#logger = init.logger
+    this.#storedVersion = init.storedVersion
+    this.#savedVersion = unsavedAtLoad ? room.version - 1 : room.version
+    if (unsavedAtLoad) this.markDirty()
   }
 
   get dirty(): boolean {
-    return this.room.version > this.#savedVersion
+    return this.#room.version > this.#savedVersion
   }
 
   /** Called after every change: makes sure a snapshot is scheduled. */
   markDirty(): void {
     if (this.#timer || this.#stopped) return
     // Jitter spreads the writes of rooms that changed at the same moment.
-    this.#schedule(this.policy.intervalMs * (0.8 + 0.2 * Math.random()))
+    this.#schedule(this.#policy.intervalMs * (0.8 + 0.2 * Math.random()))
   }
 
   /**
@@ -93,7 +111,7 @@ export class SnapshotWriter {
 
   /** The room is gone from this server: it no longer counts as one that cannot be saved. */
   forget(): void {
-    this.metrics.outOfSpace('snapshots', this.room.name, false)
+    this.#metrics.outOfSpace('snapshots', this.#room.name, false)
   }
 
   #schedule(delayMs: number): void {
@@ -106,27 +124,30 @@ export class SnapshotWriter {
   }
 
   async #write(): Promise<void> {
-    const endTimer = this.metrics.snapshotDuration.startTimer()
+    const endTimer = this.#metrics.snapshotDuration.startTimer()
     try {
-      const journaled = this.journal.mark() // before encoding: the snapshot holds all of these
+      const journaled = this.#journal.mark() // before encoding: the snapshot holds all of these
       const version = await this.#saveMerged()
       this.#savedVersion = Math.max(this.#savedVersion, version)
-      await this.journal.trim(journaled)
+      await this.#journal.trim(journaled)
       this.#failures = 0
-      this.metrics.snapshots.inc()
-      this.metrics.dependencies.succeeded('snapshots')
-      this.metrics.outOfSpace('snapshots', this.room.name, false)
+      this.#metrics.snapshots.inc()
+      this.#metrics.dependencies.succeeded('snapshots')
+      this.#metrics.outOfSpace('snapshots', this.#room.name, false)
       endTimer()
       if (this.dirty) this.markDirty()
     } catch (error) {
       this.#failures++
-      this.metrics.snapshotFailures.inc()
-      this.metrics.dependencies.failed('snapshots', 'save', error)
-      const retryInMs = Math.min(this.policy.retryMaxMs, this.policy.retryBaseMs * 2 ** (this.#failures - 1))
+      this.#metrics.snapshotFailures.inc()
+      this.#metrics.dependencies.failed('snapshots', 'save', error)
+      const retryInMs = Math.min(
+        this.#policy.retryMaxMs,
+        this.#policy.retryBaseMs * 2 ** (this.#failures - 1),
+      )
       const outOfSpace = isOutOfSpace(error)
-      if (outOfSpace) this.metrics.outOfSpace('snapshots', this.room.name, true)
-      this.logger.error(
-        { err: error, room: this.room.name, failures: this.#failures, retryInMs },
+      if (outOfSpace) this.#metrics.outOfSpace('snapshots', this.#room.name, true)
+      this.#logger.error(
+        { err: error, room: this.#room.name, failures: this.#failures, retryInMs },
         outOfSpace
           ? 'snapshot write failed: the disk is full; will retry until space returns'
           : 'snapshot write failed; will retry',
@@ -145,22 +166,22 @@ export class SnapshotWriter {
   async #saveMerged(): Promise<number> {
     if (this.#storedVersion === undefined) await this.#absorbStored()
     for (let conflicts = 0; ; conflicts++) {
-      const version = this.room.version
-      const state = this.room.encodeState()
+      const version = this.#room.version
+      const state = this.#room.encodeState()
       try {
-        this.#storedVersion = await this.store.save(this.room.name, state, this.#storedVersion ?? null)
+        this.#storedVersion = await this.#store.save(this.#room.name, state, this.#storedVersion ?? null)
         return version
       } catch (error) {
         if (!(error instanceof SnapshotConflictError) || conflicts >= MAX_CONFLICTS_PER_WRITE) throw error
-        this.metrics.snapshotConflicts.inc()
+        this.#metrics.snapshotConflicts.inc()
         await this.#absorbStored()
       }
     }
   }
 
   async #absorbStored(): Promise<void> {
-    const stored = await this.store.load(this.room.name)
-    if (stored) await this.room.absorbStored(stored.state)
+    const stored = await this.#store.load(this.#room.name)
+    if (stored) await this.#room.absorbStored(stored.state)
     this.#storedVersion = stored?.version ?? null
   }
 

@@ -1,28 +1,10 @@
 import { isUtf8 } from 'node:buffer'
-import { MESSAGE_BROADCAST } from '@symphony/client/broadcast-protocol'
-import { MAX_SYNC_STATUS_PAYLOAD, MESSAGE_SYNC_STATUS } from '@symphony/client/sync-status-protocol'
+import { MAX_SYNC_STATUS_PAYLOAD, MessageType, ServerMessageType, SyncType } from '@symphony/client/wire'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import { MessageTooBigError, ProtocolError } from '../errors.js'
 import { isJsonNull, jsonTextProblem } from './json-text.js'
 import { MAX_JSON_DEPTH } from './update-scan.js'
-
-/** Top-level message types of the y-websocket protocol. */
-export const MessageType = {
-  Sync: 0,
-  Awareness: 1,
-  Auth: 2,
-  QueryAwareness: 3,
-  /** Symphony's extension: see `@symphony/client/sync-status-protocol`. */
-  SyncStatus: MESSAGE_SYNC_STATUS,
-  /** Symphony's extension: see `@symphony/client/broadcast-protocol`. */
-  Broadcast: MESSAGE_BROADCAST,
-} as const
-/**
- * Messages only servers exchange over pub/sub, numbered far from the client protocol's so a
- * client sending one is refused as an unknown type.
- */
-export const ServerMessageType = { Digest: 100, RoomDeleted: 101 } as const
 
 /** Tells the other servers holding a room that it was deleted: close its clients, save nothing. */
 export const ROOM_DELETED_FRAME = new Uint8Array([ServerMessageType.RoomDeleted])
@@ -31,8 +13,6 @@ export function isRoomDeletedFrame(frame: Uint8Array): boolean {
   return frame.length === 1 && frame[0] === ServerMessageType.RoomDeleted
 }
 
-/** Sub-types of a sync message (y-protocols/sync). */
-export const SyncType = { Step1: 0, Step2: 1, Update: 2 } as const
 const AUTH_PERMISSION_DENIED = 0
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/room-name'
+import { isValidRoomName, ROOM_NAME_RULE, type ServerErrorCode } from '@symphony/client/wire'
 import { createToken } from '@symphony/node'
 import { nameClaimProblem } from '@symphony/node/token-claims'
 
@@ -33,6 +33,6 @@ export async function answerDevToken(
   return { status: 200, body: { token } }
 }
 
-function refusal(code: string, message: string) {
+function refusal(code: Extract<ServerErrorCode, 'ROOM_NAME_INVALID' | 'NAME_INVALID'>, message: string) {
   return { status: 400, body: { error: { code, message } } }
 }

@@ -1,14 +1,15 @@
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
+import type { ServerErrorCode, ServerErrorStatus } from '@symphony/client/wire'
 
 /**
  * Answers an upgrade request with a plain HTTP error and closes the socket; `retryAfterSeconds`
  * adds a `Retry-After` header (a 503 the client should retry).
  */
-export function refuseUpgrade(
+export function refuseUpgrade<C extends ServerErrorCode>(
   socket: Duplex,
-  status: number,
-  code: string,
+  status: ServerErrorStatus<C>,
+  code: C,
   message: string,
   retryAfterSeconds?: number,
 ): void {

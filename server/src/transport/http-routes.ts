@@ -1,5 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
+import {
+  isValidRoomName,
+  parseAccessCheckPath,
+  ROOM_NAME_RULE,
+  type ServerErrorCode,
+  type ServerErrorStatus,
+} from '@symphony/client/wire'
 import type { Authenticator } from '../auth/authenticator.js'
 import { requestToken } from '../auth/request-token.js'
 import type { DependencyState } from '../dependency-health.js'
@@ -31,16 +37,13 @@ export interface RouteDeps {
   api: ApiHandler | null
 }
 
-/** `/rooms/<room>/access`, the room percent-encoded (one segment). HTTP only: never shadows a room. */
-const ACCESS_PATH = /^\/rooms\/([^/]*)\/access$/
-
 /** The public HTTP side of the sync server: health, metrics, access checks and the demo page. */
 export function createRequestHandler(deps: RouteDeps) {
   return (request: IncomingMessage, response: ServerResponse): void => {
     const { path, query } = parseRequestTarget(request.url)
     const file = deps.staticFiles.get(path)
-    const accessPath = ACCESS_PATH.exec(path)?.[1]
-    const accessRoom = accessPath === undefined ? undefined : roomFromPath(accessPath)
+    // HTTP only: an access-check path never shadows a room's WebSocket path.
+    const accessRoom = parseAccessCheckPath(path)?.room
     if (path.startsWith('/api/')) {
       if (deps.api) deps.api(request, response, path, query)
       else sendError(response, 404, 'NOT_FOUND', 'the REST API is off: set API_SECRET to turn it on')
@@ -123,7 +126,12 @@ function answerAccessCheck(
     )
 }
 
-function sendError(response: ServerResponse, status: number, code: string, message: string): void {
+function sendError<C extends ServerErrorCode>(
+  response: ServerResponse,
+  status: ServerErrorStatus<C>,
+  code: C,
+  message: string,
+): void {
   sendJson(response, status, { error: { code, message } })
 }
 

@@ -1,10 +1,8 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { isValidRoomName, roomFromPath } from '@symphony/client/room-name'
+import { internalAuthorization, isValidRoomName, parseInternalRoomPath } from '@symphony/client/wire'
 import type { Room } from '../core/room.js'
 import { parseRequestTarget } from './request-target.js'
-
-const ROOM_PATH = /^\/internal\/rooms\/([^/]+)(\/state)?$/
 
 export interface InternalEndpointDeps {
   token: string
@@ -14,29 +12,27 @@ export interface InternalEndpointDeps {
 }
 
 /**
- * The server-to-server endpoint: `GET /internal/rooms/<room>/state` (the room percent-encoded) answers a loaded room's full
- * state as one Yjs update, so a peer loading the room gets every update, not a 30 s old snapshot.
- * It listens on its own port, which the load balancer never exposes, and needs the shared token.
- * `DELETE /internal/rooms/<room>` deletes the room, as the REST API does, for the dashboard.
+ * The server-to-server endpoint (paths and token: `@symphony/client/wire`'s http-paths):
+ * a loaded room's full state for a peer loading it, and deletion for the dashboard.
  */
 export function createInternalEndpoint({ token, loadedRoom, deleteRoom }: InternalEndpointDeps) {
-  const expected = Buffer.from(`Bearer ${token}`)
+  const expected = Buffer.from(internalAuthorization(token))
   return (request: IncomingMessage, response: ServerResponse): void => {
     const presented = Buffer.from(request.headers.authorization ?? '')
     if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
       response.writeHead(401).end()
       return
     }
-    const match = ROOM_PATH.exec(parseRequestTarget(request.url).path)
-    const name = match?.[1] === undefined ? undefined : roomFromPath(match[1])
-    if (name && isValidRoomName(name) && request.method === 'DELETE' && !match?.[2]) {
+    const target = parseInternalRoomPath(parseRequestTarget(request.url).path)
+    const name = target && isValidRoomName(target.room) ? target.room : null
+    if (name && request.method === 'DELETE' && target?.part === '') {
       deleteRoom(name).then(
         () => response.writeHead(204).end(),
         () => response.writeHead(500).end(),
       )
       return
     }
-    if (request.method !== 'GET' || !match?.[2] || !name || !isValidRoomName(name)) {
+    if (request.method !== 'GET' || target?.part !== 'state' || !name) {
       response.writeHead(404).end()
       return
     }

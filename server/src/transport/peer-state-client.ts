@@ -1,11 +1,11 @@
-import { roomPath } from '@symphony/client/room-name'
+import { internalAuthorization, internalRoomPath } from '@symphony/client/wire'
 import type { PeerStateFetcher } from '../core/room-state-source.js'
 
 /** Fetches a room's state from a peer's internal endpoint, giving up after `timeoutMs`. */
 export function createPeerStateFetcher(token: string, timeoutMs: number): PeerStateFetcher {
   return async (peer, room) => {
-    const response = await fetch(`http://${peer.internalAddress}/internal/rooms/${roomPath(room)}/state`, {
-      headers: { authorization: `Bearer ${token}` },
+    const response = await fetch(`http://${peer.internalAddress}${internalRoomPath(room, 'state')}`, {
+      headers: { authorization: internalAuthorization(token) },
       signal: AbortSignal.timeout(timeoutMs),
     })
     if (response.status !== 200) {

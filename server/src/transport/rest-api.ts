@@ -1,6 +1,12 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
+import {
+  isValidRoomName,
+  parseApiRoomPath,
+  ROOM_NAME_RULE,
+  type ServerErrorCode,
+  type ServerErrorStatus,
+} from '@symphony/client/wire'
 import type { Limits } from '../config.js'
 import { Connection, type Transport } from '../core/connection.js'
 import type { Room } from '../core/room.js'
@@ -34,13 +40,11 @@ export type ApiHandler = (
   query: URLSearchParams,
 ) => void
 
-const ROOM_ROUTE = /^\/api\/v1\/rooms\/([^/]+)(\/document|\/update)?$/
-
 /** An answer the API sends as `{ "error": { "code", "message" } }`. */
-class ApiRefusal extends Error {
+class ApiRefusal<C extends ServerErrorCode = ServerErrorCode> extends Error {
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly status: ServerErrorStatus<C>,
+    readonly code: C,
     message: string,
   ) {
     super(message)
@@ -59,15 +63,15 @@ const NO_SOCKET: Transport = { send() {}, close() {}, bufferedAmount: 0 }
 export function createRestApi(deps: RestApiDeps): ApiHandler {
   const expected = Buffer.from(`Bearer ${deps.secret}`)
   const writer = (room: string) =>
-    new Connection(
-      `${deps.serverId}:api`,
-      room,
-      { userId: 'api', name: null, info: null, access: 'rw', expiresAt: null },
-      NO_SOCKET,
-      deps.limits,
-      deps.metrics,
-      deps.logger,
-    )
+    new Connection({
+      id: `${deps.serverId}:api`,
+      roomName: room,
+      identity: { userId: 'api', name: null, info: null, access: 'rw', expiresAt: null },
+      transport: NO_SOCKET,
+      limits: deps.limits,
+      metrics: deps.metrics,
+      logger: deps.logger,
+    })
 
   return (request, response, path, query) => {
     void answer(request, path, query).then(
@@ -88,11 +92,11 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
     if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
       throw new ApiRefusal(401, 'UNAUTHORIZED', 'send Authorization: Bearer <API_SECRET>')
     }
-    const match = ROOM_ROUTE.exec(path)
-    if (!match?.[1]) throw new ApiRefusal(404, 'NOT_FOUND', 'no such API route')
-    const name = roomFromPath(match[1])
+    const target = parseApiRoomPath(path)
+    if (!target) throw new ApiRefusal(404, 'NOT_FOUND', 'no such API route')
+    const name = target.room
     if (!isValidRoomName(name)) throw new ApiRefusal(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
-    const route = `${request.method} ${match[2] ?? ''}`
+    const route = `${request.method} ${target.part && `/${target.part}`}`
     switch (route) {
       case 'GET /document':
         return withRoom(name, (room) => ({ status: 200, json: documentToJson(room.encodeState()) }))

@@ -1,9 +1,15 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { BROADCAST_PARAM } from '@symphony/client/broadcast-protocol'
-import { CloseCode } from '@symphony/client/close-codes'
-import { isValidRoomName, ROOM_NAME_RULE, roomFromPath } from '@symphony/client/room-name'
-import { SYNC_STATUS_PARAM } from '@symphony/client/sync-status-protocol'
+import {
+  BROADCAST_PARAM,
+  CloseCode,
+  isValidRoomName,
+  ROOM_NAME_RULE,
+  roomFromPath,
+  type ServerErrorCode,
+  type ServerErrorStatus,
+  SYNC_STATUS_PARAM,
+} from '@symphony/client/wire'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Authenticator } from '../auth/authenticator.js'
 import { selectProtocol, upgradeToken } from '../auth/request-token.js'
@@ -94,7 +100,12 @@ export class WebSocketGateway {
   }
 
   async #upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const refuse = (status: number, code: string, message: string, retryAfterSeconds?: number) => {
+    const refuse = <C extends ServerErrorCode>(
+      status: ServerErrorStatus<C>,
+      code: C,
+      message: string,
+      retryAfterSeconds?: number,
+    ) => {
       this.deps.metrics.connectionsRefused.labels(code).inc()
       refuseUpgrade(socket, status, code, message, retryAfterSeconds)
     }
@@ -168,7 +179,15 @@ export class WebSocketGateway {
       return
     }
     const id = `${this.serverId}:${++this.#nextId}`
-    const connection = new Connection(id, room, identity, transport, this.limits, metrics, logger)
+    const connection = new Connection({
+      id,
+      roomName: room,
+      identity,
+      transport,
+      limits: this.limits,
+      metrics,
+      logger,
+    })
     if (announceSyncStatus) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     connection.acceptsEvents = acceptsEvents
     const live: LiveSocket = { socket, connection, alive: true }

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { DatabaseConfig } from '../../config.js'
+import type { DatabaseConfig } from '../../backends.js'
 import type { Logger } from '../../logger.js'
 import { startEmbeddedPostgres } from './embedded-postgres.js'
 

@@ -1,6 +1,6 @@
+import { encodeMetadataNotification, METADATA_NOTIFY_CHANNEL } from '@symphony/client/wire'
 import type { Pool, PoolClient } from 'pg'
 import type { ServerSample } from '../../ports/metadata-sink.js'
-import { NOTIFY_CHANNEL } from './write-batch.js'
 
 /**
  * One `server_samples` row: the load at `at`, and what the server did in the `seconds` before
@@ -79,7 +79,7 @@ export async function insertServerSamples(
     ],
   )
   await db.query('SELECT pg_notify($1, $2)', [
-    NOTIFY_CHANNEL,
-    JSON.stringify({ server: serverId, rooms: [], samples: rows.length }),
+    METADATA_NOTIFY_CHANNEL,
+    encodeMetadataNotification({ server: serverId, rooms: [], samples: rows.length }),
   ])
 }

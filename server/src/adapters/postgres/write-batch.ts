@@ -1,3 +1,4 @@
+import { encodeMetadataNotification, METADATA_NOTIFY_CHANNEL } from '@symphony/client/wire'
 import type { PoolClient } from 'pg'
 import type { MetadataEvent } from '../../ports/metadata-sink.js'
 
@@ -17,13 +18,8 @@ const CREATING: ReadonlySet<MetadataEvent['type']> = new Set([
   'connection-opened',
 ])
 
-/** The channel the dashboard LISTENs on; the payload names the rooms a batch touched. */
-export const NOTIFY_CHANNEL = 'symphony_metadata'
-
 /** Says this server is alive; every batch runs it, and a quiet flush runs it alone. */
 export const HEARTBEAT_SQL = 'UPDATE servers SET last_heartbeat_at = now() WHERE id = $1'
-/** Postgres refuses NOTIFY payloads of 8000 bytes or more; past this, rooms is null ("many"). */
-const MAX_PAYLOAD_BYTES = 7_900
 
 /**
  * Writes one batch in the caller's transaction with a handful of set-based statements (never
@@ -155,11 +151,9 @@ export async function writeBatch(
       ],
     )
   }
-  let payload = JSON.stringify({
+  const payload = encodeMetadataNotification({
     server: serverId,
     rooms: [...new Set([...rooms.keys(), ...deletedAt.keys()])],
   })
-  if (Buffer.byteLength(payload) > MAX_PAYLOAD_BYTES)
-    payload = JSON.stringify({ server: serverId, rooms: null })
-  await db.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, payload])
+  await db.query('SELECT pg_notify($1, $2)', [METADATA_NOTIFY_CHANNEL, payload])
 }

@@ -1,0 +1,70 @@
+/**
+ * The frames Symphony's processes exchange over WebSockets and pub/sub: y-websocket's message
+ * types, Symphony's opt-in extensions, and the types only servers send each other.
+ *
+ * Every frame starts with `varUint(type)`. A sync message then has `varUint(SyncType)` and
+ * `varUint8Array(payload)` (y-protocols/sync); the others have `varUint8Array(payload)`.
+ */
+export const MessageType = {
+  /** Sync step 1 (a state vector), step 2 or an update: see `SyncType`. */
+  Sync: 0,
+  /** Presence (y-protocols/awareness). */
+  Awareness: 1,
+  /** Permission denied: the server refused this connection's writes (read-only token). */
+  Auth: 2,
+  /** A client asks for everyone's presence. */
+  QueryAwareness: 3,
+  /** Symphony's extension: `MESSAGE_SYNC_STATUS`. */
+  SyncStatus: 102,
+  /** Symphony's extension: `MESSAGE_BROADCAST`. */
+  Broadcast: 103,
+} as const
+
+/** Sub-types of a sync message (y-protocols/sync). */
+export const SyncType = { Step1: 0, Step2: 1, Update: 2 } as const
+
+/**
+ * Messages only servers exchange over pub/sub, numbered far from the client protocol's so a
+ * client sending one is refused as an unknown type.
+ */
+export const ServerMessageType = {
+  /** A server's digest of a room (anti-entropy): peers answer with what it lacks. */
+  Digest: 100,
+  /** The room was deleted: close its clients and save nothing. A one-byte frame. */
+  RoomDeleted: 101,
+} as const
+
+/**
+ * Sync-status messages: how a client learns that the server holds its edits.
+ *
+ * - A client opts in with `?syncStatus=1` on the WebSocket URL. Only then does the server send the
+ *   announcement (a sync-status message with an empty payload), so plain y-websocket providers,
+ *   which log every unknown message type, never see one.
+ * - After the announcement, the client may send a sync-status message with a small opaque payload
+ *   after its updates. The server answers with the same payload once every frame the client sent
+ *   before it is applied and handed to the journal. A connection whose writes were refused
+ *   (read-only) is never answered: its edits are not held by the server.
+ *
+ * Frame: `varUint(MESSAGE_SYNC_STATUS) varUint8Array(payload)`, payload at most
+ * `MAX_SYNC_STATUS_PAYLOAD` bytes.
+ */
+export const MESSAGE_SYNC_STATUS = MessageType.SyncStatus
+
+/** The query parameter by which a client asks for the sync-status announcement. */
+export const SYNC_STATUS_PARAM = 'syncStatus'
+
+/** The longest sync-status payload a server echoes; a longer one is a protocol error. */
+export const MAX_SYNC_STATUS_PAYLOAD = 16
+
+/**
+ * Broadcast events: ephemeral JSON messages from one client to everyone else in the room, on
+ * every server, never stored. Opt-in like the sync-status message: a client that adds
+ * `?broadcast=1` to its URL receives them (and may send them); plain providers never see one.
+ *
+ * Frame: `varUint(MESSAGE_BROADCAST) varUint8Array(JSON text in UTF-8)`, at most the server's
+ * presence limit (`MAX_PRESENCE_BYTES`, 16 KiB by default), and counted by its message rate limit.
+ */
+export const MESSAGE_BROADCAST = MessageType.Broadcast
+
+/** The query parameter by which a client asks to receive broadcast events. */
+export const BROADCAST_PARAM = 'broadcast'

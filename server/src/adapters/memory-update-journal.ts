@@ -1,0 +1,73 @@
+import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
+
+interface Entry {
+  seq: number
+  update: Uint8Array
+}
+
+/**
+ * The in-process storage behind `MemoryUpdateJournal`: room → writer → entries. Servers of one
+ * process (tests) share one, as servers share Redis; it outlives any one writer's journal.
+ */
+export class MemoryJournalTable {
+  readonly rooms = new Map<string, Map<string, Entry[]>>()
+  /** One sequence for the table, never reset: a stale position never reaches a later entry. */
+  lastSeq = 0
+}
+
+/**
+ * `UpdateJournal` in memory, one writer per server: an append is stored before it returns, a
+ * position names each writer's last entry covered, and a trim drops exactly the entries at or
+ * before it, so appends racing a trim stay.
+ */
+export class MemoryUpdateJournal implements UpdateJournal {
+  constructor(
+    private readonly writer: string = 'memory',
+    private readonly table: MemoryJournalTable = new MemoryJournalTable(),
+  ) {}
+
+  append(room: string, update: Uint8Array): Promise<JournalPosition> {
+    let writers = this.table.rooms.get(room)
+    if (!writers) {
+      writers = new Map()
+      this.table.rooms.set(room, writers)
+    }
+    let entries = writers.get(this.writer)
+    if (!entries) {
+      entries = []
+      writers.set(this.writer, entries)
+    }
+    const seq = ++this.table.lastSeq
+    entries.push({ seq, update: update.slice() })
+    return Promise.resolve(new Map([[this.writer, String(seq)]]))
+  }
+
+  async read(room: string): Promise<JournalContents> {
+    const updates: Uint8Array[] = []
+    const position = new Map<string, string>()
+    for (const [writer, entries] of this.table.rooms.get(room) ?? []) {
+      const last = entries.at(-1)
+      if (!last) continue
+      for (const { update } of entries) updates.push(update.slice())
+      position.set(writer, String(last.seq))
+    }
+    return { updates, position }
+  }
+
+  async trim(room: string, position: JournalPosition): Promise<void> {
+    const writers = this.table.rooms.get(room)
+    if (!writers) return
+    for (const [writer, upTo] of position) {
+      const entries = writers.get(writer)?.filter(({ seq }) => seq > Number(upTo))
+      if (entries && entries.length > 0) writers.set(writer, entries)
+      else writers.delete(writer)
+    }
+    if (writers.size === 0) this.table.rooms.delete(room)
+  }
+
+  async delete(room: string): Promise<void> {
+    this.table.rooms.delete(room)
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,50 @@
+// Each port's backends: one `kind` per adapter Symphony can choose from the configuration, with the
+// settings it is built with. parseConfig reads them from the URL variables; adapters/select-<port>.ts
+// opens the adapter a `kind` names.
+
+/** Where the AWS adapters connect; credentials come from the SDK's default chain. */
+export interface AwsClientOptions {
+  region: string
+  /** An emulator's URL (tests, local runs); unset for AWS itself. */
+  endpoint?: string | undefined
+  /** Per-service overrides of `endpoint` (AWS's own AWS_ENDPOINT_URL_<SERVICE> convention). */
+  s3Endpoint?: string | undefined
+  dynamoEndpoint?: string | undefined
+}
+
+/** `PUBSUB`. */
+export type PubSubConfig = { kind: 'memory' } | { kind: 'redis'; url: string }
+/** `REGISTRY`; a lease is refreshed while held and ignored once `leaseMs` old (`REGISTRY_LEASE_MS`). */
+export type RegistryConfig =
+  | { kind: 'memory'; leaseMs: number }
+  | { kind: 'dynamodb'; table: string; leaseMs: number; aws: AwsClientOptions }
+/** `SNAPSHOTS`; `memory` (lost at exit) only for servers built in code, such as tests. */
+export type SnapshotsConfig =
+  | { kind: 'memory' }
+  | { kind: 'file'; folder: string }
+  | { kind: 's3'; bucket: string; prefix: string; aws: AwsClientOptions }
+/** `JOURNAL`, by default beside pub/sub; `memory` (lost at exit) only for servers built in code. */
+export type JournalConfig =
+  | { kind: 'memory' }
+  | { kind: 'file'; folder: string }
+  | { kind: 'redis'; url: string }
+/** A real Postgres, or PGlite in a child process served on a loopback port. */
+export type DatabaseConfig =
+  | { kind: 'postgres'; url: string }
+  | { kind: 'pglite'; folder: string; port: number }
+/** `DATABASE_URL`; rows older than `retentionDays` are pruned (`METADATA_RETENTION_DAYS`). */
+export type MetadataConfig = { kind: 'none' } | (DatabaseConfig & { retentionDays: number })
+/** `WEBHOOK_URL`, `WEBHOOK_SECRET`, `WEBHOOK_DEBOUNCE_MS`. */
+export type EventsConfig =
+  | { kind: 'none' }
+  | { kind: 'webhook'; url: string; secret: string; debounceMs: number }
+
+/** The backend of every port. */
+export interface Backends {
+  pubsub: PubSubConfig
+  registry: RegistryConfig
+  snapshots: SnapshotsConfig
+  journal: JournalConfig
+  metadata: MetadataConfig
+  events: EventsConfig
+}

@@ -1,0 +1,37 @@
+import type { AwarenessEntry } from '../protocol/codec.js'
+
+/**
+ * What a room needs of one member (a client's connection): the two sides meet only through this
+ * file and `MemberRoom`, so `room.ts` and `connection.ts` never import each other.
+ */
+export interface RoomMember {
+  /** The awareness client ids this member spoke for: removed everywhere when it leaves. */
+  readonly awarenessClientIds: ReadonlySet<number>
+  readonly canWrite: boolean
+  /** Whether a write of this member was ever refused (it is read-only). */
+  readonly writeDenied: boolean
+  /** The client asked for broadcast events (`?broadcast=1`): plain providers never get one. */
+  readonly acceptsEvents: boolean
+  send(frame: Uint8Array): void
+  close(code: number, reason: string): void
+  /** False when the client asks for the room's state or presence faster than allowed. */
+  takeRoomRequest(): boolean
+  /** Records the awareness ids a frame speaks for; throws `ProtocolError` past the cap. */
+  claimAwarenessClients(entries: AwarenessEntry[]): void
+  /** Refuses a write from a read-only member, telling the client why once. */
+  denyWrite(): void
+  /** Sends `answer` to a sync-status request once `settled`. Throws `ProtocolError` past the cap. */
+  answerSyncStatus(settled: Promise<void>, answer: Uint8Array): void
+}
+
+/** What a connection attaches to once the room has loaded. */
+export interface MemberRoom {
+  join(member: RoomMember): void
+  leave(member: RoomMember): void
+  /**
+   * Handles one frame of `member`'s. Throws (or, for a big update applied across turns, returns a
+   * promise that rejects with) a `SymphonyError` for what the client did wrong, and any other error
+   * for a fault of the server's own.
+   */
+  receive(member: RoomMember, frame: Uint8Array): Promise<void> | undefined
+}

@@ -1,0 +1,170 @@
+import { CloseCode } from '@symphony/client/wire'
+import type * as Y from 'yjs'
+import { MemoryBus, MemoryPubSub } from '../../../src/adapters/memory-pubsub.js'
+import { MemoryRegistryTable, MemoryRoomRegistry } from '../../../src/adapters/memory-room-registry.js'
+import { MemorySnapshotStore } from '../../../src/adapters/memory-snapshot-store.js'
+import { MemoryJournalTable, MemoryUpdateJournal } from '../../../src/adapters/memory-update-journal.js'
+import { NoopMetadataSink } from '../../../src/adapters/noop-metadata-sink.js'
+import { type Access, Connection, type ConnectionLimits } from '../../../src/core/connection.js'
+import { RoomManager, type RoomManagerOptions } from '../../../src/core/room-manager.js'
+import { RoomStateSource } from '../../../src/core/room-state-source.js'
+import { ServerMetrics } from '../../../src/metrics.js'
+import { NO_ROOM_EVENTS } from '../../../src/ports/room-events.js'
+import type { SnapshotStore } from '../../../src/ports/snapshot-store.js'
+import type { UpdateJournal } from '../../../src/ports/update-journal.js'
+import { type LogEntry, recordingLogger } from './recording-logger.js'
+import { TestClient } from './test-client.js'
+
+export const OPTIONS: RoomManagerOptions = {
+  graceMs: 5_000,
+  snapshot: { intervalMs: 1_000, retryBaseMs: 100, retryMaxMs: 800 },
+  maxDocumentBytes: 1 << 20,
+  waiting: { maxStructBytes: 1 << 20, maxDeleteBytes: 1 << 15, maxClients: 1_000 },
+  maxPresenceBytes: 16 * 1024,
+  antiEntropyIntervalMs: 0,
+}
+
+export const LIMITS: ConnectionLimits = {
+  messagesPerSecond: 1_000,
+  messageBurst: 1_000,
+  maxBufferedBytes: 1 << 20,
+}
+
+export interface ServerSetup {
+  /** Stands in for the shared store (e.g. a `ControlledSnapshotStore` around `world.snapshots`). */
+  snapshots?: SnapshotStore
+  journal?: UpdateJournal
+  options?: Partial<RoomManagerOptions>
+}
+
+export interface ConnectOptions {
+  access?: Access
+  limits?: Partial<ConnectionLimits>
+  /** The client's document, e.g. one holding offline edits. */
+  doc?: Y.Doc
+}
+
+/**
+ * Servers of one process sharing what servers of a cluster share (pub/sub, registry, snapshot
+ * store, journal), all in memory: each server is a real `RoomManager`, each client a real
+ * `Connection` wired as the WebSocket gateway wires it, over a `TestClient` socket pair.
+ */
+export class TestWorld {
+  readonly bus = new MemoryBus()
+  readonly registry = new MemoryRegistryTable()
+  readonly snapshots = new MemorySnapshotStore()
+  readonly journal = new MemoryJournalTable()
+  readonly #servers: TestServer[] = []
+
+  server(setup: ServerSetup = {}): TestServer {
+    const server = new TestServer(this, `server-${this.#servers.length + 1}`, setup)
+    this.#servers.push(server)
+    return server
+  }
+
+  /** Ends every client and server (their timers too), saving nothing. */
+  async close(): Promise<void> {
+    await Promise.all(this.#servers.map((server) => server.crash()))
+  }
+}
+
+export class TestServer {
+  readonly manager: RoomManager
+  readonly metrics = new ServerMetrics()
+  readonly logs: LogEntry[] = []
+  readonly pubsub: MemoryPubSub
+  readonly journal: UpdateJournal
+  readonly #registry: MemoryRoomRegistry
+  readonly #clients = new Set<TestClient>()
+  #nextId = 0
+
+  constructor(
+    world: TestWorld,
+    readonly id: string,
+    setup: ServerSetup,
+  ) {
+    const logger = recordingLogger(this.logs)
+    this.pubsub = new MemoryPubSub(id, world.bus)
+    this.#registry = new MemoryRoomRegistry(
+      { serverId: id, internalAddress: `${id}:0` },
+      { leaseMs: 60_000, now: () => Date.now() },
+      world.registry,
+    )
+    const snapshots = setup.snapshots ?? world.snapshots
+    this.journal = setup.journal ?? new MemoryUpdateJournal(id, world.journal)
+    const registry = this.#registry
+    const stateSource = new RoomStateSource({
+      registry,
+      snapshots,
+      journal: this.journal,
+      fetchFromPeer: null,
+      logger,
+    })
+    this.manager = new RoomManager(
+      {
+        pubsub: this.pubsub,
+        registry,
+        snapshots,
+        journal: this.journal,
+        stateSource,
+        metadata: new NoopMetadataSink(),
+        events: NO_ROOM_EVENTS,
+        metrics: this.metrics,
+        logger,
+      },
+      { ...OPTIONS, ...setup.options },
+    )
+  }
+
+  /**
+   * A client that opens a socket to `room`: like a provider it sends its sync step 1 at once,
+   * before the room has loaded. `ready` settles once the connection joined the room.
+   */
+  connect(
+    room: string,
+    { access = 'rw', limits, doc }: ConnectOptions = {},
+  ): TestClient & { ready: Promise<void> } {
+    let left = false
+    const leave = () => {
+      if (left) return
+      left = true
+      connection.detach()
+      acquired.then(
+        () => this.manager.release(room),
+        () => {},
+      )
+    }
+    // The socket's close event comes after the close frame, on a later turn.
+    const client = new TestClient(doc, () => queueMicrotask(leave))
+    const connection = new Connection({
+      id: `${this.id}:${++this.#nextId}`,
+      roomName: room,
+      identity: { userId: `user-${this.#nextId}`, name: null, info: null, access, expiresAt: null },
+      transport: client.transport,
+      limits: { ...LIMITS, ...limits },
+      metrics: this.metrics,
+      logger: recordingLogger(this.logs),
+    })
+    client.plugInto((frame) => connection.receive(frame), leave)
+    this.#clients.add(client)
+    const acquired = this.manager.acquire(room)
+    const ready = acquired.then(
+      (loaded) => connection.attach(loaded),
+      () => connection.close(CloseCode.TryAgainLater, 'the room could not be loaded; retry'),
+    )
+    client.sendSyncStep1()
+    return Object.assign(client, { ready })
+  }
+
+  errors(): LogEntry[] {
+    return this.logs.filter((entry) => entry.level === 'error')
+  }
+
+  /** The process dies: nothing more is saved or trimmed, its subscriptions and leases stop. */
+  async crash(): Promise<void> {
+    for (const client of this.#clients) client.destroy()
+    this.#clients.clear()
+    await this.manager.unloadAll() // frees without a final save, as a crash would
+    await Promise.all([this.pubsub.close(), this.#registry.close()])
+  }
+}
