@@ -25,7 +25,6 @@ import {
   DynamoRoomRegistry,
   FileSnapshotStore,
   FileUpdateJournal,
-  type Logger,
   MemoryBus,
   MemoryJournalTable,
   MemoryPubSub,
@@ -50,6 +49,7 @@ import {
 } from '@symphony/server/contracts'
 import { Redis } from 'ioredis'
 import { eventually, uniqueRoom } from './helpers/clients.js'
+import { type LogEntry, recordingLogger } from './helpers/recording-logger.js'
 import { destroyTestAwsClients, requireTestServices, testAwsClients, uniqueName } from './helpers/services.js'
 
 // Each port's contract suite, run against every adapter that exists. The real adapters use the
@@ -383,33 +383,6 @@ after(async () => {
   }
   destroyTestAwsClients()
 })
-
-interface LogEntry {
-  level: 'warn' | 'error'
-  message: string
-  fields: object
-}
-
-/** A logger that keeps its warnings and errors. */
-function recordingLogger(entries: LogEntry[]): Logger {
-  const ignore = () => {}
-  const record =
-    (level: LogEntry['level']) =>
-    (fields: object | string, message?: string): void =>
-      void entries.push(
-        typeof fields === 'string'
-          ? { level, message: fields, fields: {} }
-          : { level, message: message ?? '', fields },
-      )
-  const logger: Logger = {
-    debug: ignore,
-    info: ignore,
-    warn: record('warn'),
-    error: record('error'),
-    child: () => logger,
-  }
-  return logger
-}
 
 describe('FileSnapshotStore', () => {
   it('takes over a lock left by a saver that died, and waits for one that is held', async () => {

@@ -12,7 +12,7 @@ import { ServerMetrics } from '../../../src/metrics.js'
 import { NO_ROOM_EVENTS } from '../../../src/ports/room-events.js'
 import type { SnapshotStore } from '../../../src/ports/snapshot-store.js'
 import type { UpdateJournal } from '../../../src/ports/update-journal.js'
-import { type LogEntry, recordingLogger } from './recording-logger.js'
+import { type LogEntry, recordingLogger } from '../../helpers/recording-logger.js'
 import { TestClient } from './test-client.js'
 
 export const OPTIONS: RoomManagerOptions = {

@@ -1,4 +1,4 @@
-import type { Logger } from '../../../src/logger.js'
+import type { Logger } from '../../src/logger.js'
 
 export interface LogEntry {
   level: 'debug' | 'info' | 'warn' | 'error'
