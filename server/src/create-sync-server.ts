@@ -44,7 +44,7 @@ async function resolveOptions(options: SyncServerOptions): Promise<ResolvedServe
     limits: { ...DEFAULT_LIMITS, ...withoutUnset(options.limits ?? {}) },
     snapshot: { ...DEFAULT_SNAPSHOT_POLICY, ...withoutUnset(options.snapshot ?? {}) },
     backends: { ...embeddedBackends(), ...withoutUnset(options.backends ?? {}) },
-    internal: options.internal ? await resolveInternal(options.internal) : null,
+    internal: options.internal ? await resolveInternal(options.internal, options.host ?? '127.0.0.1') : null,
     adapters: options.adapters,
   }
 }
@@ -63,14 +63,20 @@ function embeddedBackends(): Backends {
 
 async function resolveInternal(
   internal: InternalEndpointOptions,
+  host: string,
 ): Promise<ResolvedServerOptions['internal']> {
+  // Bound to one address, the endpoint is reachable there only: peers must be told that one.
+  const boundTo = WILDCARD_HOSTS.has(host) ? undefined : host.includes(':') ? `[${host}]` : host
   return {
     port: internal.port,
     token: internal.token,
-    advertisedHost: await discoverInternalHost(internal.advertisedHost, internal.taskMetadataUrl),
+    advertisedHost: await discoverInternalHost(internal.advertisedHost ?? boundTo, internal.taskMetadataUrl),
     fetchTimeoutMs: internal.fetchTimeoutMs ?? DEFAULT_TIMINGS.peerFetchTimeoutMs,
   }
 }
+
+/** Hosts that listen on every interface: the address to advertise is then discovered. */
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', ''])
 
 /** `{ port: undefined }` means "the default", as an omitted `port` does, not "no port". */
 function withoutUnset<T extends object>(options: T): T {

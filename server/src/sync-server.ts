@@ -55,12 +55,12 @@ export class SyncServer {
     this.manager = new RoomManager(
       { ...this.#adapters, stateSource, metrics: this.metrics, logger },
       {
-        graceMs: options.roomGraceMs,
+        roomGraceMs: options.roomGraceMs,
         snapshot: options.snapshot,
         maxDocumentBytes: options.limits.maxDocumentBytes,
         waiting: {
-          maxStructBytes: options.limits.maxPendingBytes,
-          maxDeleteBytes: options.limits.maxPendingDeleteBytes,
+          maxPendingBytes: options.limits.maxPendingBytes,
+          maxPendingDeleteBytes: options.limits.maxPendingDeleteBytes,
           maxClients: MAX_PENDING_CLIENTS,
         },
         maxPresenceBytes: options.limits.maxPresenceBytes,
@@ -85,9 +85,7 @@ export class SyncServer {
         metrics: this.metrics,
         logger,
       },
-      options.limits,
-      options.serverId,
-      new Set(options.allowedOrigins),
+      { limits: options.limits, serverId: options.serverId, allowedOrigins: options.allowedOrigins },
     )
     const staticFiles = options.demoFolder ? loadStaticFiles(options.demoFolder) : new Map()
     this.#http = createServer(
@@ -131,7 +129,7 @@ export class SyncServer {
       logger: options.logger,
       outcomes: this.metrics.dependencies,
       sample: () => this.sample(),
-      sampleIntervalMs: options.metadataSampleIntervalMs,
+      metadataSampleIntervalMs: options.metadataSampleIntervalMs,
     }
     const given = typeof options.adapters === 'function' ? options.adapters(context) : options.adapters
     return openAdapters(options.backends, context, given)

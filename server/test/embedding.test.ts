@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { afterEach, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { internalRoomPath } from '@symphony/client/wire'
 // By the package's name, as an app embedding the server imports it.
 import {
   type AdapterContext,
@@ -72,10 +73,12 @@ describe('the server embedded with createSyncServer', () => {
 
   it('builds adapters from a function once it knows who it is and where peers reach it', async () => {
     let seen: AdapterContext | undefined
+    const token = 'internal-token-0123456789'
+    // No advertised host: bound to loopback (the default), the server must tell peers that address.
     const server = await createSyncServer({
       auth: { mode: 'none' },
       serverId: 'embedded-a',
-      internal: { port: 0, token: 'internal-token-0123456789', advertisedHost: '127.0.0.1' },
+      internal: { port: 0, token },
       backends,
       adapters: (context) => {
         seen = context
@@ -86,6 +89,10 @@ describe('the server embedded with createSyncServer', () => {
     assert.equal(seen?.self.serverId, 'embedded-a')
     assert.equal(seen?.self.internalAddress, server.internalAddress)
     assert.match(server.internalAddress ?? '', /^127\.0\.0\.1:\d+$/)
+    const peerFetch = await fetch(`http://${server.internalAddress}${internalRoomPath('nowhere', 'state')}`, {
+      headers: { authorization: `Bearer ${token}` },
+    })
+    assert.equal(peerFetch.status, 404, 'a peer reaches the endpoint there (the room is just not loaded)')
   })
 
   it('starts nothing when imported: a process importing the package and its suites exits by itself', () => {

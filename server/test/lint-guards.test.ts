@@ -37,18 +37,20 @@ after(() => {
 const USES_WS = "import WebSocket from 'ws'\n\nexport const socket = WebSocket\n"
 
 describe('the lint rules that keep the architecture', () => {
-  it('refuse network and cloud libraries, adapters and transports in the core, and only there', async () => {
+  it('refuse network and cloud libraries, adapters and transports in the core and its protocol, and only there', async () => {
     const found = await lintPlanted({
       'server/src/core/uses-ws.ts': USES_WS,
       'server/src/core/uses-s3.ts':
         "import { S3Client } from '@aws-sdk/client-s3'\n\nexport const s3 = S3Client\n",
       'server/src/core/uses-adapter.ts': "import { x } from '../adapters/redis.js'\n\nexport const y = x\n",
+      'server/src/protocol/uses-redis.ts': "import { Redis } from 'ioredis'\n\nexport const redis = Redis\n",
       'server/src/transport/uses-ws.ts': USES_WS,
     })
     assert.deepEqual(found, [
       'lint/style/noRestrictedImports server/src/core/uses-adapter.ts',
       'lint/style/noRestrictedImports server/src/core/uses-s3.ts',
       'lint/style/noRestrictedImports server/src/core/uses-ws.ts',
+      'lint/style/noRestrictedImports server/src/protocol/uses-redis.ts',
     ])
   })
 

@@ -73,7 +73,7 @@ for (const backend of backends) {
         logger: silentLogger,
         flushIntervalMs: 60_000,
         sample: async () => totals,
-        sampleIntervalMs: 10_000,
+        metadataSampleIntervalMs: 10_000,
         now: () => clock,
       })
       await sink.flush() // the baseline: no row

@@ -96,7 +96,12 @@ describe('REST API', () => {
     assert.ok(diff.length < whole.length, 'only what the state vector lacks')
     Y.applyUpdate(copy, diff)
     assert.deepEqual(copy.getArray('todos').toJSON(), ['milk', 'eggs', 'bread'])
-    assert.equal((await api(t, room, '/update?stateVector=%25%25')).status, 400)
+    for (const bad of ['%25%25', encodeURIComponent('/w==')]) {
+      // Not base64, and base64 of bytes that are no state vector: the same refusal, named for it.
+      const refused = await api(t, room, `/update?stateVector=${bad}`)
+      assert.equal(refused.status, 400, bad)
+      assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'STATE_VECTOR_INVALID')
+    }
 
     client.destroy() // the room unloads after its grace period, saved; the API loads it again
     await eventually(() => t.server.manager.loadedRoom(room) === undefined, 'unloaded')

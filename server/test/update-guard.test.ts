@@ -25,8 +25,8 @@ const TEST_FILE = 'server/test/update-guard.test.ts'
 /** The limits a server runs with when nothing is configured: what real documents must pass. */
 const DEFAULT_LIMITS = parseConfig({ AUTH: 'none' }).limits
 const DEFAULT_BUDGET = {
-  maxStructBytes: DEFAULT_LIMITS.maxPendingBytes,
-  maxDeleteBytes: DEFAULT_LIMITS.maxPendingDeleteBytes,
+  maxPendingBytes: DEFAULT_LIMITS.maxPendingBytes,
+  maxPendingDeleteBytes: DEFAULT_LIMITS.maxPendingDeleteBytes,
   maxClients: 1_000,
 }
 
@@ -261,7 +261,7 @@ const craft = {
     for (const n of [structs, client, clock]) encoding.writeVarUint(encoder, n)
   },
 }
-const BUDGET = { maxStructBytes: 64 * 1024, maxDeleteBytes: 32 * 1024, maxClients: 1_000 }
+const BUDGET = { maxPendingBytes: 64 * 1024, maxPendingDeleteBytes: 32 * 1024, maxClients: 1_000 }
 const refusedAs = (code: string) => (error: unknown) => (error as { code?: string }).code === code
 
 describe('the update guard reads crafted updates as Yjs does', () => {
@@ -288,7 +288,7 @@ describe('the update guard reads crafted updates as Yjs does', () => {
       encoding.writeVarUint(e, 0)
     })
     assert.throws(
-      () => checkUpdate(resent, doc, { ...BUDGET, maxStructBytes: 0 }),
+      () => checkUpdate(resent, doc, { ...BUDGET, maxPendingBytes: 0 }),
       refusedAs('PENDING_LIMIT'),
     )
     Y.applyUpdate(doc, resent)
@@ -406,7 +406,7 @@ describe('the update guard after review', () => {
     const fits = Y.mergeUpdates([a.release, small.waiting])
     checkUpdate(fits, doc, BUDGET) // b and the small one: 50 KB
     Y.applyUpdate(doc, fits)
-    assert.ok((doc.store.pendingStructs?.update.length ?? 0) < BUDGET.maxStructBytes)
+    assert.ok((doc.store.pendingStructs?.update.length ?? 0) < BUDGET.maxPendingBytes)
   })
 
   it('refuses (4005) a big update with a gap, which could not be applied in slices', async () => {

@@ -1,3 +1,4 @@
+import type { ServerErrorCode } from './wire/error-codes.js'
 import { accessCheckPath } from './wire/http-paths.js'
 
 /**
@@ -8,7 +9,7 @@ import { accessCheckPath } from './wire/http-paths.js'
  */
 export type AccessVerdict =
   | { kind: 'granted' }
-  | { kind: 'refused'; status: number; serverCode: string; message: string }
+  | { kind: 'refused'; status: number; serverCode: ServerErrorCode; message: string }
   /** The server could not be asked (offline, down, or an unexpected answer): treat as transient. */
   | { kind: 'unknown' }
 
@@ -37,7 +38,8 @@ export async function checkAccess(
     const body = (await response.json().catch(() => null)) as {
       error?: { code?: unknown; message?: unknown }
     } | null
-    const serverCode = typeof body?.error?.code === 'string' ? body.error.code : 'UNAUTHORIZED'
+    const serverCode =
+      typeof body?.error?.code === 'string' ? (body.error.code as ServerErrorCode) : 'UNAUTHORIZED'
     const message = typeof body?.error?.message === 'string' ? body.error.message : response.statusText
     return { kind: 'refused', status: response.status, serverCode, message }
   } catch {

@@ -82,9 +82,21 @@ describe('the wire contract', () => {
       /['`]\/api\/v1\/rooms\/['`$]/,
       /\/rooms\/\$\{/,
       /'symphony-token\./,
-      /\.close\(\s*1\d{3}\b/,
+      /\bclose\(\s*(code(: number)?\s*=\s*)?[14]\d{3}\b/,
+      /, 10\d{2}, reason\)/,
+      /['"]syncStatus['"]/,
+      /\\p\{Cc\}/,
     ]
-    const sources = ['server/src', 'dashboard-server/src', 'loadtest/src', 'client-lib']
+    const sources = [
+      'server/src',
+      'server/demo',
+      'server/demo-react',
+      'dashboard-server/src',
+      'loadtest/src',
+      'client-lib',
+      'infra/lib',
+      'scripts',
+    ]
       .flatMap((folder) => sourceFiles(join(ROOT, folder)))
       .filter((file) => !/(^|\/)(wire|test)\//.test(relative(ROOT, file)))
     assert.ok(sources.length > 100, 'found the sources')
@@ -101,6 +113,6 @@ function sourceFiles(folder: string): string[] {
     if (entry.name === 'node_modules' || entry.name === 'dist') return []
     const path = join(folder, entry.name)
     if (entry.isDirectory()) return sourceFiles(path)
-    return /\.tsx?$/.test(entry.name) ? [path] : []
+    return /\.(tsx?|mjs)$/.test(entry.name) ? [path] : []
   })
 }

@@ -55,7 +55,7 @@ export async function startDashboardStack(syncOverrides: TestServerOverrides = {
       logger: silentLogger,
       // The sync server's own readings; its first flush (a second in) comes after it started.
       sample: () => (started ? started.server.sample() : Promise.reject(new Error('not started yet'))),
-      sampleIntervalMs: SAMPLE_INTERVAL_MS,
+      metadataSampleIntervalMs: SAMPLE_INTERVAL_MS,
     })
     started = await startTestServer({
       serverId,

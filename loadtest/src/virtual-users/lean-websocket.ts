@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { type Socket, connect as tcpConnect } from 'node:net'
 import { connect as tlsConnect } from 'node:tls'
+import { CloseCode } from '@symphony/client/wire'
 
 /**
  * The smallest WebSocket client (RFC 6455) that can carry a light virtual user: binary messages,
@@ -70,7 +71,7 @@ export class LeanWebSocket {
   }
 
   /** Starts the closing handshake; `close` fires when the server answers or the socket ends. */
-  close(code = 1000): void {
+  close(code: number = CloseCode.Normal): void {
     if (!this.isOpen || this.#closeSent) return
     this.#closeSent = true
     const body = Buffer.allocUnsafe(2)
@@ -172,7 +173,7 @@ export class LeanWebSocket {
   }
 
   #protocolError(reason: string): void {
-    this.#end(() => this.#fail(0, reason), 1002, reason)
+    this.#end(() => this.#fail(0, reason), CloseCode.ProtocolError, reason)
     this.#socket.destroy()
   }
 

@@ -22,7 +22,7 @@ export function openMetadataSink(config: MetadataConfig, context: AdapterContext
         logger,
         outcomes: context.outcomes,
         sample: context.sample,
-        sampleIntervalMs: context.sampleIntervalMs,
+        metadataSampleIntervalMs: context.metadataSampleIntervalMs,
         retentionMs: config.retentionDays * DAY_MS,
       })
       // Connect (and start embedded PGlite) now rather than at the first flush: the dashboard waits on it.

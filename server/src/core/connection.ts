@@ -131,7 +131,12 @@ export class Connection implements RoomMember {
   attach(room: MemberRoom): void {
     if (this.#closed) return
     this.#room = room
-    room.join(this)
+    try {
+      room.join(this)
+    } catch (error) {
+      this.#fail(error) // a fault of ours: close (1011) and log it, never an unhandled rejection
+      return
+    }
     this.#handleWaiting()
   }
 

@@ -18,7 +18,7 @@ import { type KnownStoredVersion, type SnapshotPolicy, SnapshotWriter } from './
 
 export interface RoomManagerOptions extends RoomOptions {
   /** How long an empty room stays loaded, since reconnects are common. */
-  graceMs: number
+  roomGraceMs: number
   snapshot: SnapshotPolicy
 }
 
@@ -160,7 +160,7 @@ export class RoomManager {
     const slot = this.#slots.get(name)
     if (!slot) return
     slot.holders--
-    if (slot.holders === 0 && slot.loaded) this.#startGrace(slot, this.options.graceMs)
+    if (slot.holders === 0 && slot.loaded) this.#startGrace(slot, this.options.roomGraceMs)
   }
 
   /**
@@ -223,7 +223,7 @@ export class RoomManager {
       (loaded) => {
         slot.loaded = loaded
         this.deps.metrics.rooms.inc()
-        if (slot.holders === 0) this.#startGrace(slot, this.options.graceMs)
+        if (slot.holders === 0) this.#startGrace(slot, this.options.roomGraceMs)
         return loaded
       },
       (error: unknown) => {

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
-import { DocumentTooLargeError, ProtocolError, SymphonyError } from '../errors.js'
+import { DocumentTooLargeError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { PubSub } from '../ports/pubsub.js'
@@ -25,6 +25,7 @@ import {
 import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
+import { applySentUpdate } from './apply-sent-update.js'
 import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
@@ -222,8 +223,8 @@ export class Room implements MemberRoom {
   /** What a holder of `stateVector` lacks, as one update. Throws `ProtocolError` for a bad vector. */
   encodeDiff(stateVector: Uint8Array): Uint8Array {
     if (isEmptyStateVector(stateVector)) return this.encodeState()
-    const bounded = this.#boundedStateVector(stateVector)
-    return blameTheSender('state vector', () => Y.encodeStateAsUpdate(this.doc, bounded))
+    // Checked and decoded whole by then: whatever the encode throws is the server's fault.
+    return Y.encodeStateAsUpdate(this.doc, this.#boundedStateVector(stateVector))
   }
 
   /**
@@ -423,7 +424,7 @@ export class Room implements MemberRoom {
   #apply(update: Uint8Array, origin: unknown): boolean {
     const waitingBefore = waitingOf(this.doc)
     this.#lastApplyChanged = false
-    blameTheSender('update', () => Y.applyUpdate(this.doc, update, origin))
+    applySentUpdate(this.doc, update, origin)
     const changed = this.#lastApplyChanged || waitingChanged(this.doc, waitingBefore)
     if (changed) this.#changed(update.length)
     return changed
@@ -461,20 +462,6 @@ export class Room implements MemberRoom {
     for (const connection of this.connections) {
       if (connection !== except && connection.acceptsEvents) connection.send(frame)
     }
-  }
-}
-
-/**
- * Runs what reads bytes a client (or a peer) sent: Yjs throws plain errors on bytes it cannot
- * decode or apply, and those are the sender's fault. Only these calls are wrapped, so an error of
- * the server's own elsewhere is never reported to a client as its protocol error.
- */
-function blameTheSender<T>(what: string, read: () => T): T {
-  try {
-    return read()
-  } catch (error) {
-    if (error instanceof SymphonyError) throw error
-    throw new ProtocolError(`could not apply the ${what}: ${(error as Error).message}`, { cause: error })
   }
 }
 

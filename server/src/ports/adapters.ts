@@ -34,5 +34,5 @@ export interface AdapterContext extends AdapterProbes {
   address: string
   logger: Logger
   /** How often the server samples its rooms and itself for the metadata sink (0: never). */
-  sampleIntervalMs: number
+  metadataSampleIntervalMs: number
 }

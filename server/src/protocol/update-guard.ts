@@ -10,9 +10,9 @@ import { type ScannedUpdate, scanUpdate } from './update-scan.js'
  */
 export interface WaitingBudget {
   /** Encoded bytes of waiting structs. */
-  maxStructBytes: number
+  maxPendingBytes: number
   /** Encoded bytes of waiting deletions (each costs on every later update: keep this small). */
-  maxDeleteBytes: number
+  maxPendingDeleteBytes: number
   /** Clients whose structs may wait at once. */
   maxClients: number
 }
@@ -89,10 +89,10 @@ function checkAgainst(scanned: ScannedUpdate, room: RoomState, budget: WaitingBu
       held = 0
       heldClients = new Set()
     }
-    if (held + waiting.structBytes > budget.maxStructBytes) {
+    if (held + waiting.structBytes > budget.maxPendingBytes) {
       throw new PendingLimitError(
         `${waiting.structBytes} bytes of the update wait for updates this room never received, and ` +
-          `the room holds ${held} waiting already (at most ${budget.maxStructBytes})`,
+          `the room holds ${held} waiting already (at most ${budget.maxPendingBytes})`,
       )
     }
     const clients = new Set([...heldClients, ...waiting.clients])
@@ -104,10 +104,10 @@ function checkAgainst(scanned: ScannedUpdate, room: RoomState, budget: WaitingBu
   }
   if (waiting.deleteBytes > 0) {
     const held = room.waitingDeleteBytes
-    if (held + waiting.deleteBytes > budget.maxDeleteBytes) {
+    if (held + waiting.deleteBytes > budget.maxPendingDeleteBytes) {
       throw new PendingLimitError(
         `${waiting.deleteBytes} bytes of the update's deletions are of items this room does not have, ` +
-          `and the room holds ${held} bytes of such deletions already (at most ${budget.maxDeleteBytes})`,
+          `and the room holds ${held} bytes of such deletions already (at most ${budget.maxPendingDeleteBytes})`,
       )
     }
   }

@@ -102,7 +102,7 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
         return withRoom(name, (room) => ({ status: 200, json: documentToJson(room.encodeState()) }))
       case 'GET /update': {
         const stateVector = decodeStateVector(query.get('stateVector'))
-        return withRoom(name, (room) => ({ status: 200, bytes: room.encodeDiff(stateVector) }))
+        return withRoom(name, (room) => ({ status: 200, bytes: diffFor(room, stateVector) }))
       }
       case 'POST /update': {
         const update = await readBody(request, deps.limits.maxMessageBytes)
@@ -159,6 +159,16 @@ function decodeStateVector(base64: string | null): Uint8Array {
     throw new ApiRefusal(400, 'STATE_VECTOR_INVALID', 'stateVector must be base64')
   }
   return new Uint8Array(Buffer.from(base64, 'base64'))
+}
+
+/** What a holder of `stateVector` lacks; a vector that is base64 but no state vector is refused. */
+function diffFor(room: Room, stateVector: Uint8Array): Uint8Array {
+  try {
+    return room.encodeDiff(stateVector)
+  } catch (error) {
+    if (error instanceof ProtocolError) throw new ApiRefusal(400, 'STATE_VECTOR_INVALID', error.message)
+    throw error
+  }
 }
 
 /** The request body, refused with 413 past `maxBytes` (the largest message a client may send). */

@@ -54,6 +54,14 @@ export interface GatewayDeps {
   logger: Logger
 }
 
+export interface GatewaySettings {
+  limits: Limits
+  /** Prefixes connection ids, so logs and metadata tell servers apart. */
+  serverId: string
+  /** Origins a browser may connect from; empty: any. Requests without an Origin are not browsers. */
+  allowedOrigins?: readonly string[]
+}
+
 /**
  * Turns HTTP upgrades into connections: room name and token (from the `symphony-token.`
  * subprotocol or `?token=`, see `request-token.ts`) are checked before the upgrade,
@@ -67,13 +75,17 @@ export class WebSocketGateway {
   #nextId = 0
   #onDrained: (() => void) | null = null
 
+  private readonly limits: Limits
+  private readonly serverId: string
+  private readonly allowedOrigins: ReadonlySet<string>
+
   constructor(
     private readonly deps: GatewayDeps,
-    private readonly limits: Limits,
-    private readonly serverId: string,
-    /** Origins a browser may connect from; empty: any. Requests without an Origin are not browsers. */
-    private readonly allowedOrigins: ReadonlySet<string> = new Set(),
+    { limits, serverId, allowedOrigins = [] }: GatewaySettings,
   ) {
+    this.limits = limits
+    this.serverId = serverId
+    this.allowedOrigins = new Set(allowedOrigins)
     this.#server = new WebSocketServer({
       noServer: true,
       clientTracking: false,

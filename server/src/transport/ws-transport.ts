@@ -35,7 +35,12 @@ export class WsTransport implements Transport {
   }
 
   close(code: number, reason: string): void {
-    this.socket.close(code, truncateUtf8(reason, MAX_REASON_BYTES))
+    try {
+      this.socket.close(code, truncateUtf8(reason, MAX_REASON_BYTES))
+    } catch (error) {
+      this.socket.terminate() // a close that cannot be sent must still end the socket
+      throw error
+    }
     // A slow or dead peer may never read our close frame; do not hold its socket for long.
     setTimeout(() => this.socket.terminate(), CLOSE_HANDSHAKE_MS).unref()
   }

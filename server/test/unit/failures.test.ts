@@ -43,6 +43,34 @@ describe('what closes a connection, and with which code', () => {
     assert.match(String(logged?.fields.err), /a bug in our own metrics/)
   })
 
+  it('closes with 1011, not 1002, when a document observer fails while a sound update is applied', async () => {
+    const { room, server, a, b } = await joined()
+    const doc = server.manager.loadedRoom(room)?.doc
+    assert.ok(doc, 'the room is loaded')
+    doc.on('afterTransaction', () => {
+      throw new Error('a bug in an observer of ours')
+    })
+    a.doc.getText('t').insert(0, 'x')
+    await settle()
+    assert.equal(a.closeCode, CloseCode.InternalError, 'the sender is not blamed for our observer')
+    assert.equal(b.closeCode, null)
+    assert.match(String(server.errors()[0]?.fields.err), /a bug in an observer of ours/)
+  })
+
+  it('closes a joiner with 1011 and logs it when the room fails to greet it, leaving the others be', async (t) => {
+    const { room, server, a } = await joined()
+    const loaded = server.manager.loadedRoom(room)
+    assert.ok(loaded, 'the room is loaded')
+    t.mock.method(loaded, 'join', () => {
+      throw new Error('a bug while greeting a joiner')
+    })
+    const late = server.connect(room)
+    await settle()
+    assert.equal(late.closeCode, CloseCode.InternalError)
+    assert.equal(a.closeCode, null)
+    assert.match(String(server.errors()[0]?.fields.err), /a bug while greeting a joiner/)
+  })
+
   it('ends only the connection whose socket throws (1011); everyone else still gets the update', async () => {
     const { server, a, b, c, d } = await joined()
     c.transport.failSends = true

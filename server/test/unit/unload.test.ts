@@ -8,9 +8,9 @@ import { fakeTime, storedText } from './support/fake-time.js'
 import { OPTIONS, TestWorld } from './support/test-world.js'
 import { settle } from './support/turns.js'
 
-const { graceMs } = OPTIONS
+const { roomGraceMs } = OPTIONS
 /** Long enough that the only save in these tests is the one made when the room unloads. */
-const options = { snapshot: { ...OPTIONS.snapshot, intervalMs: 10 * graceMs } }
+const options = { snapshot: { ...OPTIONS.snapshot, intervalMs: 10 * roomGraceMs } }
 
 let world: TestWorld
 
@@ -39,7 +39,7 @@ describe('unloading a room', () => {
     const registry = new MemoryRoomRegistry(peer, { leaseMs: 60_000, now: Date.now }, world.registry)
     const pubsub = new MemoryPubSub('probe', world.bus)
     t.after(() => Promise.all([registry.close(), pubsub.close()]))
-    await tick(graceMs - 1)
+    await tick(roomGraceMs - 1)
     assert.ok(server.manager.loadedRoom(room), 'still loaded within the grace period')
     assert.equal(await storedText(world.snapshots, room), null)
     assert.equal((await registry.peersFor(room)).length, 1)
@@ -56,15 +56,15 @@ describe('unloading a room', () => {
   it('keeps the room when it is acquired again within the grace period', async (t) => {
     const tick = fakeTime(t)
     const { room, server, loaded } = await leftRoom()
-    await tick(graceMs - 1)
+    await tick(roomGraceMs - 1)
     const back = server.connect(room)
     await back.ready
-    await tick(2 * graceMs)
+    await tick(2 * roomGraceMs)
     assert.equal(server.manager.loadedRoom(room), loaded, 'the same room, never unloaded')
     assert.equal(await storedText(world.snapshots, room), null, 'nor saved for an unload')
     back.disconnect()
     await settle() // the socket's close reaches the server
-    await tick(graceMs)
+    await tick(roomGraceMs)
     assert.equal(server.manager.loadedRoom(room), undefined, 'a grace period starts again')
   })
 
@@ -72,7 +72,7 @@ describe('unloading a room', () => {
     const tick = fakeTime(t)
     const { room, store, server, loaded } = await leftRoom()
     store.failSaves = 1
-    await tick(graceMs)
+    await tick(roomGraceMs)
     assert.equal(store.saveAttempts, 1)
     assert.equal(server.manager.loadedRoom(room), loaded, 'kept with its unsaved change')
     await tick(OPTIONS.snapshot.retryMaxMs)

@@ -28,7 +28,7 @@ export interface PgMetadataSinkOptions {
   /** Reads the server's load and running totals, for `server_samples`; none: no server samples. */
   sample?: () => Promise<ServerSample>
   /** How often a server sample is taken (written with the next flush). 0 or unset: never. */
-  sampleIntervalMs?: number
+  metadataSampleIntervalMs?: number
   /** Samples and closed sessions older than this are deleted (see retention.ts). Unset: kept. */
   retentionMs?: number
   /** How often retention runs. Default an hour; the first run comes a minute or two after start. */
@@ -197,10 +197,10 @@ export class PgMetadataSink implements MetadataSink {
 
   /** Reads the server's totals when a sample is due; the first reading is the baseline. */
   async #takeSample(): Promise<void> {
-    const { sample, sampleIntervalMs } = this.options
-    if (!sample || !sampleIntervalMs || this.#closed) return
+    const { sample, metadataSampleIntervalMs } = this.options
+    if (!sample || !metadataSampleIntervalMs || this.#closed) return
     const now = this.#now()
-    if (this.#lastSampleAt !== null && now - this.#lastSampleAt < sampleIntervalMs) return
+    if (this.#lastSampleAt !== null && now - this.#lastSampleAt < metadataSampleIntervalMs) return
     this.#lastSampleAt = now
     try {
       const row = this.#deltas.next(await sample(), new Date(now))

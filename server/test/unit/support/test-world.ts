@@ -16,10 +16,10 @@ import { type LogEntry, recordingLogger } from '../../helpers/recording-logger.j
 import { TestClient } from './test-client.js'
 
 export const OPTIONS: RoomManagerOptions = {
-  graceMs: 5_000,
+  roomGraceMs: 5_000,
   snapshot: { intervalMs: 1_000, retryBaseMs: 100, retryMaxMs: 800 },
   maxDocumentBytes: 1 << 20,
-  waiting: { maxStructBytes: 1 << 20, maxDeleteBytes: 1 << 15, maxClients: 1_000 },
+  waiting: { maxPendingBytes: 1 << 20, maxPendingDeleteBytes: 1 << 15, maxClients: 1_000 },
   maxPresenceBytes: 16 * 1024,
   antiEntropyIntervalMs: 0,
 }
