@@ -14,6 +14,7 @@ import { type WebSocket, WebSocketServer } from 'ws'
 import type { Authenticator } from '../auth/authenticator.js'
 import { selectProtocol, upgradeToken } from '../auth/request-token.js'
 import type { Limits } from '../config.js'
+import { type Admission, admit } from '../core/admission.js'
 import { Connection, type Identity } from '../core/connection.js'
 import type { RoomManager } from '../core/room-manager.js'
 import { AuthError } from '../errors.js'
@@ -29,6 +30,7 @@ import { WsTransport } from './ws-transport.js'
 interface LiveSocket {
   socket: WebSocket
   connection: Connection
+  admission: Admission
   /** Cleared at each ping; a socket still silent at the next one is dead. */
   alive: boolean
 }
@@ -202,7 +204,8 @@ export class WebSocketGateway {
     })
     if (announceSyncStatus) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     connection.acceptsEvents = acceptsEvents
-    const live: LiveSocket = { socket, connection, alive: true }
+    // Admitted before any frame can arrive, so frames sent while the room loads wait in order.
+    const live: LiveSocket = { socket, connection, admission: admit(manager, connection), alive: true }
     this.#live.add(live)
     metrics.connections.inc()
     const who = { room, connectionId: id, userId: identity.userId, name: identity.name }
@@ -224,23 +227,12 @@ export class WebSocketGateway {
       if (isBinary) connection.receive(data)
       else connection.close(CloseCode.UnsupportedData, 'text frames are not part of the protocol')
     })
-    const acquired = manager.acquire(room)
-    acquired.then(
-      (loaded) => connection.attach(loaded),
-      () => connection.close(CloseCode.TryAgainLater, 'the room could not be loaded; retry'),
-    )
-    socket.once('close', () =>
-      acquired.then(
-        () => manager.release(room),
-        () => {},
-      ),
-    )
   }
 
   #forget(live: LiveSocket): void {
     this.#live.delete(live)
     this.deps.metrics.connections.dec()
-    live.connection.detach()
+    live.admission.leave()
     const { roomName: room, id: connectionId, identity } = live.connection
     this.deps.events.emit({
       type: 'user.left',

@@ -1,10 +1,10 @@
-import { CloseCode } from '@symphony/client/wire'
 import type * as Y from 'yjs'
 import { MemoryBus, MemoryPubSub } from '../../../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../../../src/adapters/memory-room-registry.js'
 import { MemorySnapshotStore } from '../../../src/adapters/memory-snapshot-store.js'
 import { MemoryJournalTable, MemoryUpdateJournal } from '../../../src/adapters/memory-update-journal.js'
 import { NoopMetadataSink } from '../../../src/adapters/noop-metadata-sink.js'
+import { admit } from '../../../src/core/admission.js'
 import { type Access, Connection, type ConnectionLimits } from '../../../src/core/connection.js'
 import { RoomManager, type RoomManagerOptions } from '../../../src/core/room-manager.js'
 import { RoomStateSource } from '../../../src/core/room-state-source.js'
@@ -124,16 +124,7 @@ export class TestServer {
     room: string,
     { access = 'rw', limits, doc }: ConnectOptions = {},
   ): TestClient & { ready: Promise<void> } {
-    let left = false
-    const leave = () => {
-      if (left) return
-      left = true
-      connection.detach()
-      acquired.then(
-        () => this.manager.release(room),
-        () => {},
-      )
-    }
+    const leave = () => admission.leave()
     // The socket's close event comes after the close frame, on a later turn.
     const client = new TestClient(doc, () => queueMicrotask(leave))
     const connection = new Connection({
@@ -147,13 +138,10 @@ export class TestServer {
     })
     client.plugInto((frame) => connection.receive(frame), leave)
     this.#clients.add(client)
-    const acquired = this.manager.acquire(room)
-    const ready = acquired.then(
-      (loaded) => connection.attach(loaded),
-      () => connection.close(CloseCode.TryAgainLater, 'the room could not be loaded; retry'),
-    )
+    // As the gateway does: admitted before the client's first frame.
+    const admission = admit(this.manager, connection)
     client.sendSyncStep1()
-    return Object.assign(client, { ready })
+    return Object.assign(client, { ready: admission.joined })
   }
 
   errors(): LogEntry[] {

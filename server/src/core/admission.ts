@@ -1,0 +1,37 @@
+import { CloseCode } from '@symphony/client/wire'
+import type { Connection } from './connection.js'
+import type { RoomManager } from './room-manager.js'
+
+/** A connection's stay in its room, from the socket opening to its closing. */
+export interface Admission {
+  /** Settles once the connection joined the loaded room, or was closed because it could not load. */
+  joined: Promise<void>
+  /** The socket closed: leave the room and release the hold on it (once; later calls do nothing). */
+  leave(): void
+}
+
+/**
+ * Holds `connection`'s room and joins it once loaded: frames that arrive meanwhile wait in the
+ * connection. A room that cannot load closes the connection with TryAgainLater.
+ */
+export function admit(rooms: Pick<RoomManager, 'acquire' | 'release'>, connection: Connection): Admission {
+  const room = connection.roomName
+  const acquired = rooms.acquire(room)
+  const joined = acquired.then(
+    (loaded) => connection.attach(loaded),
+    () => connection.close(CloseCode.TryAgainLater, 'the room could not be loaded; retry'),
+  )
+  let left = false
+  return {
+    joined,
+    leave() {
+      if (left) return
+      left = true
+      connection.detach()
+      acquired.then(
+        () => rooms.release(room),
+        () => {}, // never held
+      )
+    },
+  }
+}
