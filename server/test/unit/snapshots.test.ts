@@ -107,6 +107,8 @@ describe('snapshots', () => {
     assert.equal(store.savesCompleted, 1)
     assert.equal(await storedText(world.snapshots, room), 'kept', 'never dropped')
     assert.equal(server.errors().length, 5, 'each failure is logged')
+    const failures = await server.metrics.registry.getSingleMetricAsString('symphony_snapshot_failures_total')
+    assert.match(failures, /^symphony_snapshot_failures_total 5$/m, 'and counted for the alarm')
   })
 
   it('merges what another server saved meanwhile, and saves over it instead of losing it', async (t) => {
