@@ -11,7 +11,9 @@ import { runCli } from './helpers/cli.js'
 
 const schemaFile = new URL('../report.schema.json', import.meta.url)
 
-describe('the symphony-loadtest command', () => {
+// Each test runs its own CLI processes on rooms of their own (a random prefix per run) and writes
+// its own files, and most of their time is the runs' fixed durations: they can share the time.
+describe('the symphony-loadtest command', { concurrency: true }, () => {
   let server: StartedServer
   let folder: string
   before(async () => {
