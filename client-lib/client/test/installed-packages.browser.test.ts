@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { extname, join, normalize } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { build } from 'esbuild'
 import type { Browser, Page } from 'playwright-core'
 import { freePort } from '../../../scripts/lib/services.mjs'
@@ -16,6 +17,9 @@ import { startTestServer, type TestServer } from '../../../server/test/helpers/t
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+/** Asynchronous, so that installs and builds leave the event loop to the tests running beside them. */
+const run = (command: string, args: string[], cwd: string) =>
+  promisify(execFile)(command, args, { cwd, encoding: 'utf8', maxBuffer: 64 * 2 ** 20 })
 
 /** The first ```lang block under "## Quick start" in a package's README, as a developer copies it. */
 function quickStart(packageDir: string, lang: string): string {
@@ -36,12 +40,10 @@ function swap(code: string, from: string, to: string): string {
  * A new app outside the repository that installs the packed tarballs of the three packages, as a
  * developer would before they are on the registry: nothing resolves from the workspace.
  */
-function scratchApp(): string {
+async function scratchApp(): Promise<string> {
   const app = mkdtempSync(join(tmpdir(), 'symphony-app-'))
-  const packed = execFileSync('node', [join(ROOT, 'scripts/pack-packages.mjs'), join(app, 'tarballs')], {
-    encoding: 'utf8',
-  })
-  const tarballs = packed.trim().split('\n')
+  const packed = await run('node', [join(ROOT, 'scripts/pack-packages.mjs'), join(app, 'tarballs')], ROOT)
+  const tarballs = packed.stdout.trim().split('\n')
   assert.equal(tarballs.length, 3, 'client, react and node')
   writeFileSync(
     join(app, 'package.json'),
@@ -56,10 +58,7 @@ function scratchApp(): string {
     'express@^5',
     'vite@^7',
   ]
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, ...others], {
-    cwd: app,
-    stdio: 'pipe',
-  })
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, ...others], app)
   return app
 }
 
@@ -143,7 +142,9 @@ async function startBackend(app: string): Promise<{ child: ChildProcess; url: st
   }
 }
 
-describe('the packed packages, installed into an app outside the repository', () => {
+// The tests share the installed app and the servers but nothing else (their own rooms, files and
+// browser contexts), and each mostly waits on a compiler, a bundler or pages: they share the time.
+describe('the packed packages, installed into an app outside the repository', { concurrency: true }, () => {
   let app: string
   let open: TestServer
   let secured: TestServer
@@ -151,11 +152,13 @@ describe('the packed packages, installed into an app outside the repository', ()
   let browser: Browser
   const pages: Server[] = []
   before(async () => {
-    app = scratchApp()
-    open = await startTestServer()
-    secured = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    ;[app, open, secured, browser] = await Promise.all([
+      scratchApp(),
+      startTestServer(),
+      startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } }),
+      launchChromium(),
+    ])
     backend = await startBackend(app)
-    browser = await launchChromium()
   })
   after(async () => {
     for (const page of pages) page.close()
@@ -165,15 +168,14 @@ describe('the packed packages, installed into an app outside the repository', ()
     await secured?.stop()
   })
 
-  const errors: string[] = []
-  async function tab(url: string): Promise<Page> {
+  async function tab(url: string, errors: string[]): Promise<Page> {
     const page = await (await browser.newContext()).newPage()
     page.on('pageerror', (error) => errors.push(error.message))
     await page.goto(url)
     return page
   }
 
-  it('ships types for every entry point of the three, resolved through their exports maps', () => {
+  it('ships types for every entry point of the three, resolved through their exports maps', async () => {
     writeFileSync(
       join(app, 'check.tsx'),
       [
@@ -201,17 +203,14 @@ describe('the packed packages, installed into an app outside the repository', ()
       '--jsx',
       'react-jsx',
     ]
-    execFileSync('node', [tsc, ...options, '--target', 'es2022', '--lib', 'es2022,dom', 'check.tsx'], {
-      cwd: app,
-      stdio: 'pipe',
-    })
+    await run('node', [tsc, ...options, '--target', 'es2022', '--lib', 'es2022,dom', 'check.tsx'], app)
   })
 
-  it('imports in Node without touching browser globals', () => {
+  it('imports in Node without touching browser globals', async () => {
     const script =
       "const [c, r, n] = await Promise.all(['@symphony/client', '@symphony/react', '@symphony/node'].map((p) => import(p))); console.log(typeof c.createClient, typeof r.RoomProvider, typeof n.createToken)"
-    const output = execFileSync('node', ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8' })
-    assert.equal(output.trim(), 'function function function')
+    const { stdout } = await run('node', ['--input-type=module', '-e', script], app)
+    assert.equal(stdout.trim(), 'function function function')
   })
 
   it("runs the client README's quick start, bundled with esbuild, in two Chromium pages", async () => {
@@ -225,7 +224,8 @@ describe('the packed packages, installed into an app outside the repository', ()
     )
     const page = await serveApp(code)
     pages.push(page.server)
-    const tabs = [await tab(page.url), await tab(page.url)]
+    const errors: string[] = []
+    const tabs = [await tab(page.url, errors), await tab(page.url, errors)]
     for (const t of tabs) {
       await t.waitForFunction(() => document.querySelector('#todos')?.textContent?.split(', ').length === 2)
       await t.waitForFunction(() => document.querySelector('#status')?.textContent === 'synced')
@@ -246,7 +246,8 @@ describe('the packed packages, installed into an app outside the repository', ()
 
   /** Two people on the page at `url`: both synced, each sees the other, an item added by one reaches the other. */
   async function assertTodoListWorks(url: string): Promise<void> {
-    const [ada, bob] = [await tab(url), await tab(url)]
+    const errors: string[] = []
+    const [ada, bob] = [await tab(url, errors), await tab(url, errors)]
     for (const t of [ada, bob])
       await t.waitForFunction(() => document.querySelector('main #status')?.textContent === 'synced')
     await ada.waitForFunction(() =>
@@ -283,7 +284,7 @@ describe('the packed packages, installed into an app outside the repository', ()
     )
     const script = `import { build } from 'vite'
 await build({ root: ${JSON.stringify(site)}, logLevel: 'silent', esbuild: { jsx: 'automatic' } })`
-    execFileSync('node', ['--input-type=module', '-e', script], { cwd: app, stdio: 'pipe' })
+    await run('node', ['--input-type=module', '-e', script], app)
     const page = await serveFolder(join(site, 'dist'), backend.url)
     pages.push(page.server)
     await assertTodoListWorks(page.url)
