@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os'
 import { extname, join, normalize } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
 import { build } from 'esbuild'
 import type { Browser, Page } from 'playwright-core'
 import { freePort } from '../../../scripts/lib/services.mjs'
@@ -17,9 +16,6 @@ import { startTestServer, type TestServer } from '../../../server/test/helpers/t
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-/** Asynchronous, so that installs and builds leave the event loop to the tests running beside them. */
-const run = (command: string, args: string[], cwd: string) =>
-  promisify(execFile)(command, args, { cwd, encoding: 'utf8', maxBuffer: 64 * 2 ** 20 })
 
 /** The first ```lang block under "## Quick start" in a package's README, as a developer copies it. */
 function quickStart(packageDir: string, lang: string): string {
@@ -40,10 +36,12 @@ function swap(code: string, from: string, to: string): string {
  * A new app outside the repository that installs the packed tarballs of the three packages, as a
  * developer would before they are on the registry: nothing resolves from the workspace.
  */
-async function scratchApp(): Promise<string> {
+function scratchApp(): string {
   const app = mkdtempSync(join(tmpdir(), 'symphony-app-'))
-  const packed = await run('node', [join(ROOT, 'scripts/pack-packages.mjs'), join(app, 'tarballs')], ROOT)
-  const tarballs = packed.stdout.trim().split('\n')
+  const packed = execFileSync('node', [join(ROOT, 'scripts/pack-packages.mjs'), join(app, 'tarballs')], {
+    encoding: 'utf8',
+  })
+  const tarballs = packed.trim().split('\n')
   assert.equal(tarballs.length, 3, 'client, react and node')
   writeFileSync(
     join(app, 'package.json'),
@@ -58,7 +56,10 @@ async function scratchApp(): Promise<string> {
     'express@^5',
     'vite@^7',
   ]
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, ...others], app)
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, ...others], {
+    cwd: app,
+    stdio: 'pipe',
+  })
   return app
 }
 
@@ -142,9 +143,7 @@ async function startBackend(app: string): Promise<{ child: ChildProcess; url: st
   }
 }
 
-// The tests share the installed app and the servers but nothing else (their own rooms, files and
-// browser contexts), and each mostly waits on a compiler, a bundler or pages: they share the time.
-describe('the packed packages, installed into an app outside the repository', { concurrency: true }, () => {
+describe('the packed packages, installed into an app outside the repository', () => {
   let app: string
   let open: TestServer
   let secured: TestServer
@@ -152,13 +151,11 @@ describe('the packed packages, installed into an app outside the repository', { 
   let browser: Browser
   const pages: Server[] = []
   before(async () => {
-    ;[app, open, secured, browser] = await Promise.all([
-      scratchApp(),
-      startTestServer(),
-      startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } }),
-      launchChromium(),
-    ])
+    app = scratchApp()
+    open = await startTestServer()
+    secured = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
     backend = await startBackend(app)
+    browser = await launchChromium()
   })
   after(async () => {
     for (const page of pages) page.close()
@@ -168,14 +165,15 @@ describe('the packed packages, installed into an app outside the repository', { 
     await secured?.stop()
   })
 
-  async function tab(url: string, errors: string[]): Promise<Page> {
+  const errors: string[] = []
+  async function tab(url: string): Promise<Page> {
     const page = await (await browser.newContext()).newPage()
     page.on('pageerror', (error) => errors.push(error.message))
     await page.goto(url)
     return page
   }
 
-  it('ships types for every entry point of the three, resolved through their exports maps', async () => {
+  it('ships types for every entry point of the three, resolved through their exports maps', () => {
     writeFileSync(
       join(app, 'check.tsx'),
       [
@@ -203,14 +201,17 @@ describe('the packed packages, installed into an app outside the repository', { 
       '--jsx',
       'react-jsx',
     ]
-    await run('node', [tsc, ...options, '--target', 'es2022', '--lib', 'es2022,dom', 'check.tsx'], app)
+    execFileSync('node', [tsc, ...options, '--target', 'es2022', '--lib', 'es2022,dom', 'check.tsx'], {
+      cwd: app,
+      stdio: 'pipe',
+    })
   })
 
-  it('imports in Node without touching browser globals', async () => {
+  it('imports in Node without touching browser globals', () => {
     const script =
       "const [c, r, n] = await Promise.all(['@symphony/client', '@symphony/react', '@symphony/node'].map((p) => import(p))); console.log(typeof c.createClient, typeof r.RoomProvider, typeof n.createToken)"
-    const { stdout } = await run('node', ['--input-type=module', '-e', script], app)
-    assert.equal(stdout.trim(), 'function function function')
+    const output = execFileSync('node', ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8' })
+    assert.equal(output.trim(), 'function function function')
   })
 
   it("runs the client README's quick start, bundled with esbuild, in two Chromium pages", async () => {
@@ -224,8 +225,7 @@ describe('the packed packages, installed into an app outside the repository', { 
     )
     const page = await serveApp(code)
     pages.push(page.server)
-    const errors: string[] = []
-    const tabs = [await tab(page.url, errors), await tab(page.url, errors)]
+    const tabs = [await tab(page.url), await tab(page.url)]
     for (const t of tabs) {
       await t.waitForFunction(() => document.querySelector('#todos')?.textContent?.split(', ').length === 2)
       await t.waitForFunction(() => document.querySelector('#status')?.textContent === 'synced')
@@ -246,8 +246,7 @@ describe('the packed packages, installed into an app outside the repository', { 
 
   /** Two people on the page at `url`: both synced, each sees the other, an item added by one reaches the other. */
   async function assertTodoListWorks(url: string): Promise<void> {
-    const errors: string[] = []
-    const [ada, bob] = [await tab(url, errors), await tab(url, errors)]
+    const [ada, bob] = [await tab(url), await tab(url)]
     for (const t of [ada, bob])
       await t.waitForFunction(() => document.querySelector('main #status')?.textContent === 'synced')
     await ada.waitForFunction(() =>
@@ -284,7 +283,7 @@ describe('the packed packages, installed into an app outside the repository', { 
     )
     const script = `import { build } from 'vite'
 await build({ root: ${JSON.stringify(site)}, logLevel: 'silent', esbuild: { jsx: 'automatic' } })`
-    await run('node', ['--input-type=module', '-e', script], app)
+    execFileSync('node', ['--input-type=module', '-e', script], { cwd: app, stdio: 'pipe' })
     const page = await serveFolder(join(site, 'dist'), backend.url)
     pages.push(page.server)
     await assertTodoListWorks(page.url)
