@@ -84,9 +84,10 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
   let browser: Browser
   let hooks: Awaited<ReturnType<typeof startReceiver>>
   before(async () => {
+    const launched = launchChromium() // while the server starts
     hooks = await startReceiver()
     started = await startWithAuth({ WEBHOOK_URL: hooks.url, WEBHOOK_SECRET, WEBHOOK_DEBOUNCE_MS: '100' })
-    browser = await launchChromium()
+    browser = await launched
   })
   after(async () => {
     await browser?.close()

@@ -109,11 +109,13 @@ export async function rehearseDockerfile<Target extends string>(
 
   const ignored = dockerIgnore(contextDir)
   const workspace = mkdtempSync(join(tmpdir(), 'symphony-image-'))
-  const played = new Map<Stage, Played>()
-  for (const [index, current] of stages.entries()) {
-    if (!needed.has(current)) continue
+  // Stages play concurrently, each as soon as its parent is done, and a `COPY --from` waits for its
+  // source stage, as BuildKit schedules them: the targets' `npm ci` runs alongside the build's.
+  const played = new Map<Stage, Promise<Played>>()
+  const play = async (index: number, current: Stage): Promise<Played> => {
     const stageRoot = join(workspace, `stage-${index}`)
-    const parent = played.get(stages.find((s) => s.name === current.from) as Stage)
+    const parentStage = stages.find((s) => s.name === current.from)
+    const parent = parentStage ? await played.get(parentStage) : undefined
     let workdir = stageRoot
     let env: NodeJS.ProcessEnv = { ...process.env }
     if (parent) {
@@ -134,12 +136,11 @@ export async function rehearseDockerfile<Target extends string>(
       } else if (keyword === 'COPY') {
         const parts = args.split(/\s+/)
         const fromStage = parts[0]?.startsWith('--from=') ? parts.shift()?.slice('--from='.length) : undefined
+        const fromRoot = fromStage ? (await played.get(stage(fromStage)))?.root : undefined
         const destination = parts.pop() ?? ''
         const target = destination.startsWith('/') ? inStage(destination) : join(workdir, destination)
         for (const source of parts) {
-          const origin = fromStage
-            ? join(played.get(stage(fromStage))?.root ?? '', source)
-            : join(contextDir, source)
+          const origin = fromStage ? join(fromRoot ?? '', source) : join(contextDir, source)
           if (!existsSync(origin)) throw new Error(`COPY ${source}: not found at ${origin}`)
           if (!fromStage && ignored(relative(contextDir, origin)))
             throw new Error(`COPY ${source}: excluded by .dockerignore`)
@@ -158,10 +159,22 @@ export async function rehearseDockerfile<Target extends string>(
         await run(args.replace(/^(?:--mount=\S+\s+)+/, ''), workdir, env)
       }
     }
-    played.set(current, { root: stageRoot, workdir, env })
+    return { root: stageRoot, workdir, env }
+  }
+  for (const [index, current] of stages.entries()) {
+    if (needed.has(current)) played.set(current, play(index, current))
+  }
+  // Settle every stage before failing, so no RUN is still writing into the workspace at cleanup.
+  const results = await Promise.allSettled(played.values())
+  const failed = results.find((result) => result.status === 'rejected')
+  if (failed) {
+    rmSync(workspace, { recursive: true, force: true })
+    throw failed.reason
   }
   const roots = Object.fromEntries(
-    targets.map((target) => [target, played.get(stage(target))?.workdir ?? '']),
+    await Promise.all(
+      targets.map(async (target) => [target, (await played.get(stage(target)))?.workdir ?? '']),
+    ),
   ) as Record<Target, string>
   return { roots, stages, stage, cleanup: () => rmSync(workspace, { recursive: true, force: true }) }
 }
