@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { uniqueRoom } from '../helpers/clients.js'
+import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import { TestWorld } from './support/test-world.js'
 import { settle } from './support/turns.js'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { uniqueRoom } from '../helpers/clients.js'
+import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import { ControlledSnapshotStore } from '../helpers/controlled-store.js'
 import { deferred } from '../helpers/deferred.js'
 import { fakeTime, storedText } from './support/fake-time.js'
