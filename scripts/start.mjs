@@ -18,8 +18,8 @@ const authConfigured = ['AUTH', 'AUTH_SECRET', 'AUTH_PUBLIC_KEY', 'AUTH_JWKS_URL
 if (!authConfigured) env.AUTH = 'none'
 // With a secret, the demo gets its tokens from the development route (never in a deployment).
 if (env.AUTH_SECRET && env.DEV_TOKEN_ROUTE === undefined) env.DEV_TOKEN_ROUTE = '1'
-// The dashboard reads live rooms from the server's internal endpoint: open it on loopback with a
-// token made up for this run (unless the environment chose its own).
+// The dashboard reads live rooms from the server's internal endpoint (advertised on loopback): open
+// it with a token made up for this run (unless the environment chose its own).
 env.INTERNAL_TOKEN ??= randomBytes(24).toString('hex')
 // The REST API, with a secret made up for this run and printed below (unless one is given).
 env.API_SECRET ??= randomBytes(24).toString('hex')

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { isIP } from 'node:net'
 import { hostname } from 'node:os'
 import { resolve } from 'node:path'
 import type { Backends } from './backends.js'
@@ -66,7 +67,7 @@ async function resolveInternal(
   host: string,
 ): Promise<ResolvedServerOptions['internal']> {
   // Bound to one address, the endpoint is reachable there only: peers must be told that one.
-  const boundTo = WILDCARD_HOSTS.has(host) ? undefined : host.includes(':') ? `[${host}]` : host
+  const boundTo = boundAddress(host)
   return {
     port: internal.port,
     token: internal.token,
@@ -75,8 +76,17 @@ async function resolveInternal(
   }
 }
 
-/** Hosts that listen on every interface: the address to advertise is then discovered. */
-const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', ''])
+/**
+ * The one address a server listening on `host` is reachable at, as a URL host; undefined when
+ * it listens on every interface (any spelling of the unspecified address), to be discovered.
+ */
+export function boundAddress(host: string): string | undefined {
+  if (host === '' || host === '0.0.0.0') return undefined
+  if (isIP(host.split('%')[0] ?? '') !== 6) return host
+  const [address = '', zone] = host.split('%')
+  if (new URL(`http://[${address}]/`).hostname === '[::]') return undefined
+  return zone === undefined ? `[${address}]` : `[${address}%25${zone}]`
+}
 
 /** `{ port: undefined }` means "the default", as an omitted `port` does, not "no port". */
 function withoutUnset<T extends object>(options: T): T {

@@ -63,8 +63,9 @@ export interface InternalEndpointOptions {
   /** The bearer token peers (and the dashboard) must send. */
   token: string
   /**
-   * Host peers reach this server at. Unset: the ECS task's private IP when `taskMetadataUrl` is
-   * given, else the first non-loopback IPv4 address, else loopback.
+   * Host peers reach this server at. Unset: `host` when it names one address (the endpoint
+   * listens there only), else the ECS task's private IP when `taskMetadataUrl` is given, else the
+   * first non-loopback IPv4 address, else loopback.
    */
   advertisedHost?: string | undefined
   /** The ECS task metadata endpoint (ECS sets `ECS_CONTAINER_METADATA_URI_V4`). */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
+import { boundAddress } from '../src/create-sync-server.js'
 import { discoverInternalHost } from '../src/transport/internal-host.js'
 
 /** A stand-in for the ECS task metadata endpoint v4, answering `/task` with `task`. */
@@ -49,5 +50,21 @@ describe('internal host discovery', () => {
 
   it('falls back to a local IPv4 address without either', async () => {
     assert.match(await discoverInternalHost(undefined, undefined), /^\d+\.\d+\.\d+\.\d+$/)
+  })
+})
+
+describe('the address a server bound to its host advertises', () => {
+  it('is that host when it names one address, as a URL host (IPv6 in brackets, its zone escaped)', () => {
+    assert.equal(boundAddress('127.0.0.1'), '127.0.0.1')
+    assert.equal(boundAddress('10.0.0.5'), '10.0.0.5')
+    assert.equal(boundAddress('localhost'), 'localhost')
+    assert.equal(boundAddress('::1'), '[::1]')
+    assert.equal(boundAddress('fe80::1%eth0'), '[fe80::1%25eth0]')
+  })
+
+  it('is left to discovery when the host is every interface, however it is spelled', () => {
+    for (const host of ['', '0.0.0.0', '::', '::0', '0:0:0:0:0:0:0:0']) {
+      assert.equal(boundAddress(host), undefined, host)
+    }
   })
 })

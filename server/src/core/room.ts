@@ -424,9 +424,15 @@ export class Room implements MemberRoom {
   #apply(update: Uint8Array, origin: unknown): boolean {
     const waitingBefore = waitingOf(this.doc)
     this.#lastApplyChanged = false
-    applySentUpdate(this.doc, update, origin)
-    const changed = this.#lastApplyChanged || waitingChanged(this.doc, waitingBefore)
-    if (changed) this.#changed(update.length)
+    let changed = false
+    try {
+      applySentUpdate(this.doc, update, origin)
+    } finally {
+      // Also when an observer failed after Yjs applied the bytes: the document did change, and
+      // must be saved and encoded anew, never held in memory alone.
+      changed = this.#lastApplyChanged || waitingChanged(this.doc, waitingBefore)
+      if (changed) this.#changed(update.length)
+    }
     return changed
   }
 

@@ -207,6 +207,8 @@ export class WebSocketGateway {
     // Admitted before any frame can arrive, so frames sent while the room loads wait in order.
     const live: LiveSocket = { socket, connection, admission: admit(manager, connection), alive: true }
     this.#live.add(live)
+    // Right after admission: whatever throws below, the close still releases the room.
+    socket.on('close', () => this.#forget(live))
     metrics.connections.inc()
     const who = { room, connectionId: id, userId: identity.userId, name: identity.name }
     this.deps.events.emit({ type: 'user.joined', ...who, at: Date.now() })
@@ -218,7 +220,6 @@ export class WebSocketGateway {
       userName: identity.name,
       userInfo: identity.info,
     })
-    socket.on('close', () => this.#forget(live))
     socket.on('pong', () => {
       live.alive = true
     })
