@@ -266,29 +266,29 @@ function cookie(request: Request, name: string): string {
 const UNDEFINED_TABLE = '42P01'
 
 /** Answers a failed request: the refusal's own code, else a 500 whose cause goes to the log. */
-function errorHandler(logger: Logger) {
-  return (error: unknown, request: Request, response: Response, _next: NextFunction): void =>
-    sendError(error, response, () => logger.error({ err: error, path: request.path }, 'request failed'))
-}
-
-function sendError(error: unknown, response: Response, logFailure: () => void): void {
-  if (error instanceof ApiError) {
-    response.status(error.status).json({ error: { code: error.code, message: error.message } })
-    return
+const errorHandler =
+  (logger: Logger) =>
+  (error: unknown, request: Request, response: Response, _next: NextFunction): void => {
+    if (error instanceof ApiError) {
+      response.status(error.status).json({ error: { code: error.code, message: error.message } })
+      return
+    }
+    if ((error as { code?: string }).code === UNDEFINED_TABLE) {
+      // The sync servers create the schema on first contact; none has reached this database yet.
+      response.status(503).json({
+        error: {
+          code: 'NO_METADATA_YET',
+          message: 'no sync server has written metadata to this database yet',
+        },
+      })
+      return
+    }
+    const status = (error as { status?: number }).status
+    if (status && status >= 400 && status < 500) {
+      // express's own refusals (e.g. malformed URL encoding).
+      response.status(status).json({ error: { code: 'BAD_REQUEST', message: (error as Error).message } })
+      return
+    }
+    logger.error({ err: error, path: request.path }, 'request failed')
+    response.status(500).json({ error: { code: 'INTERNAL', message: 'the dashboard failed; see its log' } })
   }
-  if ((error as { code?: string }).code === UNDEFINED_TABLE) {
-    // The sync servers create the schema on first contact; none has reached this database yet.
-    response.status(503).json({
-      error: { code: 'NO_METADATA_YET', message: 'no sync server has written metadata to this database yet' },
-    })
-    return
-  }
-  const status = (error as { status?: number }).status
-  if (status && status >= 400 && status < 500) {
-    // express's own refusals (e.g. malformed URL encoding).
-    response.status(status).json({ error: { code: 'BAD_REQUEST', message: (error as Error).message } })
-    return
-  }
-  logFailure()
-  response.status(500).json({ error: { code: 'INTERNAL', message: 'the dashboard failed; see its log' } })
-}

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import { isIP } from 'node:net'
 import { hostname } from 'node:os'
 import { resolve } from 'node:path'
 import type { Backends } from './backends.js'
@@ -14,7 +13,7 @@ import {
 } from './server-options.js'
 import { SERVER_VERSION } from './server-version.js'
 import { SyncServer } from './sync-server.js'
-import { discoverInternalHost } from './transport/internal-host.js'
+import { boundAddress, discoverInternalHost } from './transport/internal-host.js'
 
 /**
  * Starts a sync server in this process and resolves once it listens: the library's way to run
@@ -74,18 +73,6 @@ async function resolveInternal(
     advertisedHost: await discoverInternalHost(internal.advertisedHost ?? boundTo, internal.taskMetadataUrl),
     fetchTimeoutMs: internal.fetchTimeoutMs ?? DEFAULT_TIMINGS.peerFetchTimeoutMs,
   }
-}
-
-/**
- * The one address a server listening on `host` is reachable at, as a URL host; undefined when
- * it listens on every interface (any spelling of the unspecified address), to be discovered.
- */
-export function boundAddress(host: string): string | undefined {
-  if (host === '' || host === '0.0.0.0') return undefined
-  if (isIP(host.split('%')[0] ?? '') !== 6) return host
-  const [address = '', zone] = host.split('%')
-  if (new URL(`http://[${address}]/`).hostname === '[::]') return undefined
-  return zone === undefined ? `[${address}]` : `[${address}%25${zone}]`
 }
 
 /** `{ port: undefined }` means "the default", as an omitted `port` does, not "no port". */

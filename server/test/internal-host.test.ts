@@ -2,8 +2,7 @@ import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
-import { boundAddress } from '../src/create-sync-server.js'
-import { discoverInternalHost } from '../src/transport/internal-host.js'
+import { boundAddress, discoverInternalHost } from '../src/transport/internal-host.js'
 
 /** A stand-in for the ECS task metadata endpoint v4, answering `/task` with `task`. */
 async function fakeMetadataEndpoint(task: unknown, status = 200) {

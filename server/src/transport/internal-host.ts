@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { networkInterfaces } from 'node:os'
 
 /**
@@ -27,4 +28,16 @@ async function hostFromTaskMetadata(metadataUri: string): Promise<string> {
     }
   }
   throw new Error('ECS task metadata lists no IPv4 address')
+}
+
+/**
+ * The one address a server listening on `host` is reachable at, as a URL host; undefined when
+ * it listens on every interface (any spelling of the unspecified address), to be discovered.
+ */
+export function boundAddress(host: string): string | undefined {
+  if (host === '' || host === '0.0.0.0') return undefined
+  if (isIP(host.split('%')[0] ?? '') !== 6) return host
+  const [address = '', zone] = host.split('%')
+  if (new URL(`http://[${address}]/`).hostname === '[::]') return undefined
+  return zone === undefined ? `[${address}]` : `[${address}%25${zone}]`
 }
