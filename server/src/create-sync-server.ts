@@ -35,6 +35,7 @@ async function resolveOptions(options: SyncServerOptions): Promise<ResolvedServe
     antiEntropyIntervalMs: DEFAULT_TIMINGS.antiEntropyIntervalMs,
     metadataSampleIntervalMs: DEFAULT_TIMINGS.metadataSampleIntervalMs,
     shutdownTimeoutMs: DEFAULT_TIMINGS.shutdownTimeoutMs,
+    apiSaveWaitMs: DEFAULT_TIMINGS.apiSaveWaitMs,
     build: { version: SERVER_VERSION, commit: 'unknown' },
     logger: silentLogger,
     demoFolder: null,

@@ -54,6 +54,7 @@ export const DEFAULT_TIMINGS = {
   shutdownTimeoutMs: 25_000,
   peerFetchTimeoutMs: 2_000,
   registryLeaseMs: 30_000,
+  apiSaveWaitMs: 30_000,
 } as const
 
 /** The endpoint peers fetch room state from. */
@@ -124,6 +125,11 @@ export interface SyncServerOptions {
   devTokenSecret?: string | null
   /** The REST API's bearer secret. Default null: the API is off. */
   apiSecret?: string | null
+  /**
+   * The longest a REST write waits for its update to be durable before answering 503
+   * `UPDATE_NOT_SAVED` (it is applied, and saved once the stores answer). Default 30 000 ms.
+   */
+  apiSaveWaitMs?: number
 }
 
 /** Every option decided: what a `SyncServer` runs with. */

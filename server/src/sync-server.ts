@@ -100,6 +100,7 @@ export class SyncServer {
               serverId: options.serverId,
               manager: this.manager,
               limits: options.limits,
+              saveWaitMs: options.apiSaveWaitMs,
               metrics: this.metrics,
               logger,
             })

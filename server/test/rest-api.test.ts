@@ -7,8 +7,11 @@ import {
   nodeClient,
   recordErrors,
 } from '../../client-lib/client/test/helpers/node-client.js'
+import { MemoryUpdateJournal } from '../src/adapters/memory-update-journal.js'
+import type { JournalPosition } from '../src/ports/update-journal.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
+import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { storedState } from './helpers/snapshots.js'
 import { startTestCluster, startTestServer, type TestServer } from './helpers/test-server.js'
 
@@ -152,6 +155,35 @@ describe('REST API', () => {
     const doc = (await (await api(t, room, '/document')).json()) as { m: Record<string, unknown> }
     assert.equal(doc.m.ok, 1)
     assert.equal(doc.m.x, undefined)
+  })
+
+  it('answers 2xx only once the update is durable: 503 UPDATE_NOT_SAVED past API_SAVE_WAIT_MS while the journal and snapshots fail, 204 once a snapshot holds it', async () => {
+    class FailingJournal extends MemoryUpdateJournal {
+      override append(): Promise<JournalPosition> {
+        return Promise.reject(new Error('injected journal failure'))
+      }
+    }
+    const snapshots = new ControlledSnapshotStore((await startTestServer()).snapshots)
+    snapshots.failSaves = Number.POSITIVE_INFINITY
+    const server = await startTestServer({
+      apiSecret: API_SECRET,
+      apiSaveWaitMs: 300,
+      adapters: { journal: new FailingJournal('failing'), snapshots },
+    })
+    const room = uniqueRoom('rest-durable')
+    const refused = await post(server, room, updateSetting('k', 'v'))
+    assert.equal(refused.status, 503)
+    assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'UPDATE_NOT_SAVED')
+    assert.equal(await storedState(snapshots, room), null, 'nothing was saved, so nothing was acknowledged')
+    snapshots.failSaves = 0
+    // The journal still fails: only the snapshot saved at once makes the retried write durable.
+    await eventually(
+      async () => (await post(server, room, updateSetting('k', 'v'))).status === 204,
+      'a 204 once a snapshot is saved',
+    )
+    const saved = new Y.Doc()
+    Y.applyUpdate(saved, (await storedState(snapshots, room)) ?? new Uint8Array())
+    assert.equal(saved.getMap('m').get('k'), 'v')
   })
 
   it('works on any server of a cluster: reads what another holds, writes reach its clients', async () => {

@@ -20,7 +20,7 @@ function roomOf(doc: Y.Doc): Room {
     loadedBytes: 0,
     options,
     pubsub: new MemoryPubSub('s'),
-    journal: { record() {}, settled: async () => {} },
+    journal: { record() {}, recordBeforeApplying: () => ({ applied() {} }), durable: async () => {} },
     logger: silentLogger,
     onChange: () => {},
   })

@@ -35,12 +35,13 @@ type JournalCommands = Redis & {
 /**
  * `UpdateJournal` on Redis Streams, for cluster mode. Keys share the `{room}` hash tag, so a
  * room's keys stay together on a Redis Cluster too. While Redis is unreachable, ioredis holds
- * appends for a bounded number of reconnection attempts, then fails them (the server logs it;
- * the next snapshot still saves the updates).
+ * appends for a bounded number of reconnection attempts, then fails them (the server then saves a
+ * snapshot at once, and acknowledges the updates once it is saved).
  */
 export class RedisUpdateJournal implements UpdateJournal {
   readonly #redis: JournalCommands
   readonly #prefix: string
+  readonly #lossListeners: (() => void)[] = []
 
   constructor(
     private readonly writer: string,
@@ -59,7 +60,13 @@ export class RedisUpdateJournal implements UpdateJournal {
     redis.on('reconnecting', () =>
       outcomes.failed('journal', 'disconnect', new Error('the journal connection to Redis was lost')),
     )
-    redis.on('ready', () => outcomes.succeeded('journal'))
+    let connectedBefore = false
+    redis.on('ready', () => {
+      outcomes.succeeded('journal')
+      // A Redis without persistence restarts empty: what it had confirmed may be gone.
+      if (connectedBefore) for (const listener of this.#lossListeners) listener()
+      connectedBefore = true
+    })
     this.#redis = redis as JournalCommands
   }
 
@@ -105,6 +112,10 @@ export class RedisUpdateJournal implements UpdateJournal {
 
   async close(): Promise<void> {
     await closeConnection(this.#redis)
+  }
+
+  onPossibleLoss(listener: () => void): void {
+    this.#lossListeners.push(listener)
   }
 
   /** The room key-encoded: `{` `}` in a name would otherwise move the hash tag. */

@@ -1,7 +1,5 @@
 import type { JournalPosition, UpdateJournal } from '../ports/update-journal.js'
 
-const NOTHING: JournalPosition = new Map()
-
 /** What a room journal reports of its writes. */
 export interface JournalOutcomes {
   failed(error: unknown, action: 'append' | 'trim', room: string): void
@@ -9,100 +7,197 @@ export interface JournalOutcomes {
   appended(room: string): void
 }
 
-/** What a snapshot is about to hold of the journal: taken before encoding, passed to `trim`. */
+/** What a snapshot is about to hold of the journal: taken just before encoding. */
 export interface JournalMark {
-  position: Promise<JournalPosition>
-  /** Updates recorded (or replayed) up to the mark. */
-  updates: number
+  /** Every update recorded up to this sequence number is applied whole, so the snapshot holds it. */
+  readonly through: number
+  /** The confirmed journal entries among those: what trimming after the save drops. */
+  readonly position: JournalPosition
 }
 
 /** What a room journal is built from. */
 export interface RoomJournalInit {
   journal: UpdateJournal
   room: string
-  /** What was replayed into the room when it loaded: none of it is in a snapshot yet. */
+  /** What was replayed into the room when it loaded: journaled (so durable), in no snapshot yet. */
   replayed: { position: JournalPosition; updates: number }
   outcomes: JournalOutcomes
+  /** An append failed: what it held is durable only once a snapshot holds it, so save one now. */
+  onAppendFailed: () => void
   /** Told of each recorded update: the room changed here, by a client of this server (webhooks). */
   onRecord?: () => void
 }
 
+/** A confirmed append not yet trimmed. */
+interface Confirmed {
+  seq: number
+  position: JournalPosition
+}
+
+interface Waiter {
+  seq: number
+  resolve: () => void
+}
+
 /**
- * One loaded room's side of the update journal: it appends what the room applies from its
- * clients, and tells the snapshot writer which entries a snapshot holds, so trimming after the
- * save drops only those.
+ * One loaded room's side of the update journal, and the keeper of its durability contract.
+ * Each update the room applies from its clients gets a sequence number and is appended. It is
+ * durable once its append is confirmed, or once a saved snapshot holds it: `durable()` resolves
+ * when everything recorded so far is. A failed append asks for a snapshot at once. Snapshots never
+ * wait on the journal: the writer takes a `mark()` synchronously and reports `saved(mark)`; the
+ * trim that follows is best-effort and runs on its own.
  */
 export class RoomJournal {
-  /** Position of this server's latest append that succeeded (appends settle in order). */
-  #latestAppend: Promise<JournalPosition> = Promise.resolve(NOTHING)
-  /** Updates replayed at load plus those recorded since; `#saved` of them are in a saved snapshot. */
-  #recorded: number
-  #saved = 0
   readonly room: string
+  /** Sequence number of the latest recorded update (replayed ones count from 1). */
+  #recorded: number
+  /** Every update up to this sequence number is in a saved snapshot. */
+  #savedThrough = 0
+  /** Appends still waiting for the journal's answer, in sequence order (a Set keeps insertion order). */
+  readonly #inFlight = new Set<number>()
+  /** Appends that failed and that no saved snapshot holds yet. */
+  readonly #failed = new Set<number>()
+  /** Recorded updates still being applied across turns: no snapshot can hold them whole yet. */
+  readonly #applying = new Set<number>()
+  #confirmed: Confirmed[] = []
+  #waiters: Waiter[] = []
+  /** The entries replayed at load, dropped by the first trim. */
+  #replayed: JournalPosition
+  #trimming = false
+  #nextTrim: JournalPosition | null = null
   readonly #journal: UpdateJournal
-  /** The entries replayed into the room when it loaded. */
-  readonly #replayed: JournalPosition
   readonly #outcomes: JournalOutcomes
+  readonly #onAppendFailed: () => void
   readonly #onRecord: () => void
 
-  constructor({ journal, room, replayed, outcomes, onRecord }: RoomJournalInit) {
+  constructor({ journal, room, replayed, outcomes, onAppendFailed, onRecord }: RoomJournalInit) {
     this.room = room
     this.#journal = journal
     this.#replayed = replayed.position
     this.#recorded = replayed.updates
     this.#outcomes = outcomes
+    this.#onAppendFailed = onAppendFailed
     this.#onRecord = onRecord ?? (() => {})
   }
 
   /** Journaled updates that no saved snapshot holds yet. */
   get backlog(): number {
-    return this.#recorded - this.#saved
+    return this.#recorded - this.#savedThrough
   }
 
-  /** Appends an update the room just applied (from a client of this server). */
+  /** Whether every recorded update is durable now. */
+  get isDurable(): boolean {
+    return this.#durableThrough() >= this.#recorded
+  }
+
+  /** Appends an update the room just applied whole (from a client of this server). */
   record(update: Uint8Array): void {
+    this.#append(update)
+  }
+
+  /**
+   * Appends an update the room is about to apply across several turns: snapshots taken before
+   * `applied()` is called do not count it as held.
+   */
+  recordBeforeApplying(update: Uint8Array): { applied(): void } {
+    const seq = this.#append(update)
+    this.#applying.add(seq)
+    return { applied: () => this.#applying.delete(seq) }
+  }
+
+  /** Resolves once every update recorded so far is durable (journaled and confirmed, or saved). */
+  durable(): Promise<void> {
+    const seq = this.#recorded
+    if (this.#durableThrough() >= seq) return Promise.resolve()
+    return new Promise((resolve) => this.#waiters.push({ seq, resolve }))
+  }
+
+  /** What a snapshot encoded now holds. Synchronous: a save never waits on the journal. */
+  mark(): JournalMark {
+    let through = this.#recorded
+    for (const seq of this.#applying) through = Math.min(through, seq - 1)
+    let own: JournalPosition = new Map()
+    for (const entry of this.#confirmed) if (entry.seq <= through) own = entry.position
+    return { through, position: new Map([...this.#replayed, ...own]) }
+  }
+
+  /**
+   * A snapshot holding `mark` is saved: what it holds is durable whatever the journal did, and its
+   * entries are trimmed in the background (a failed trim only means they replay again, into a
+   * document that already holds them).
+   */
+  saved(mark: JournalMark): void {
+    if (mark.through > this.#savedThrough) {
+      this.#savedThrough = mark.through
+      for (const seq of this.#inFlight) if (seq <= mark.through) this.#inFlight.delete(seq)
+      for (const seq of this.#failed) if (seq <= mark.through) this.#failed.delete(seq)
+      this.#confirmed = this.#confirmed.filter((entry) => entry.seq > mark.through)
+      this.#release()
+    }
+    if (mark.position.size > 0) this.#trim(mark.position)
+  }
+
+  #append(update: Uint8Array): number {
     this.#onRecord()
-    this.#recorded++
-    const previous = this.#latestAppend
-    this.#latestAppend = this.#journal.append(this.room, update).then(
+    const seq = ++this.#recorded
+    this.#inFlight.add(seq)
+    this.#journal.append(this.room, update).then(
       (position) => {
         this.#outcomes.appended(this.room)
-        return position
+        if (!this.#inFlight.delete(seq)) return // a saved snapshot holds it already
+        this.#confirmed.push({ seq, position })
+        this.#release()
       },
       (error: unknown) => {
         this.#outcomes.failed(error, 'append', this.room)
-        return previous
+        if (!this.#inFlight.delete(seq)) return
+        this.#failed.add(seq)
+        this.#onAppendFailed()
       },
     )
+    return seq
   }
 
-  /** Resolves once every append made so far has settled (a failed one is logged, not retried). */
-  settled(): Promise<void> {
-    return this.#latestAppend.then(() => undefined)
-  }
-
-  /**
-   * Every entry the room holds now. Taken just before encoding a snapshot: the value carries the
-   * position of the appends made so far, never of those made while the snapshot is saved.
-   */
-  mark(): JournalMark {
-    return {
-      position: this.#latestAppend.then((own) => new Map([...this.#replayed, ...own])),
-      updates: this.#recorded,
+  /** The highest sequence number up to which every update is durable. */
+  #durableThrough(): number {
+    let through = this.#recorded
+    // Appends are made in sequence order and the Set keeps it: the first in flight is the lowest.
+    for (const seq of this.#inFlight) {
+      through = Math.min(through, seq - 1)
+      break
     }
+    for (const seq of this.#failed) through = Math.min(through, seq - 1)
+    return Math.max(through, this.#savedThrough)
   }
 
-  /**
-   * Called once a snapshot holding `mark` is saved: drops those entries. A failed trim only means
-   * they replay again (into a document that already holds them).
-   */
-  async trim(mark: JournalMark): Promise<void> {
-    this.#saved = Math.max(this.#saved, mark.updates)
-    try {
-      const position = await mark.position
-      if (position.size > 0) await this.#journal.trim(this.room, position)
-    } catch (error) {
-      this.#outcomes.failed(error, 'trim', this.room)
+  #release(): void {
+    if (this.#waiters.length === 0) return
+    const through = this.#durableThrough()
+    let released = 0
+    while (released < this.#waiters.length && (this.#waiters[released] as Waiter).seq <= through) {
+      ;(this.#waiters[released] as Waiter).resolve()
+      released++
     }
+    if (released > 0) this.#waiters = this.#waiters.slice(released)
+  }
+
+  /** One trim at a time; a trim asked for meanwhile replaces any other waiting (it reaches further). */
+  #trim(position: JournalPosition): void {
+    this.#nextTrim = position
+    if (this.#trimming) return
+    this.#trimming = true
+    void (async () => {
+      while (this.#nextTrim) {
+        const next = this.#nextTrim
+        this.#nextTrim = null
+        try {
+          await this.#journal.trim(this.room, next)
+          this.#replayed = new Map()
+        } catch (error) {
+          this.#outcomes.failed(error, 'trim', this.room)
+        }
+      }
+      this.#trimming = false
+    })()
   }
 }

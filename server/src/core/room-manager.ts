@@ -78,6 +78,21 @@ export class RoomManager {
   ) {
     deps.metrics.storageFull.labels('journal').set(0)
     deps.metrics.storageFull.labels('snapshots').set(0)
+    deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
+  }
+
+  /** The journal may have lost what it confirmed: save every room that relies on it now. */
+  #saveJournaledRooms(): void {
+    let rooms = 0
+    for (const slot of this.#slots.values()) {
+      if (!slot.loaded || slot.loaded.journal.backlog === 0) continue
+      slot.loaded.writer.saveSoon()
+      rooms++
+    }
+    this.deps.logger.warn(
+      { rooms },
+      'the journal may have lost entries (its link came back); saving those rooms now',
+    )
   }
 
   readonly #journalOutcomes: JournalOutcomes = {
@@ -86,7 +101,12 @@ export class RoomManager {
       metrics.journalFailures.labels(action).inc()
       metrics.dependencies.failed('journal', action, err)
       if (isOutOfSpace(err)) metrics.outOfSpace('journal', room, true)
-      logger.error({ err, room, action }, 'journal write failed; the next snapshot still saves the update')
+      logger.error(
+        { err, room, action },
+        action === 'append'
+          ? 'journal write failed; saving a snapshot now, and the update is acknowledged once it is saved'
+          : 'journal trim failed; the entries replay again into a document that holds them',
+      )
     },
     appended: (room) => {
       this.deps.metrics.outOfSpace('journal', room, false)
@@ -302,6 +322,7 @@ export class RoomManager {
       room: name,
       replayed: { position: replayed, updates: from.replayedUpdates },
       outcomes: this.#journalOutcomes,
+      onAppendFailed: () => writer?.saveSoon(),
       onRecord: () => this.deps.events.emit({ type: 'document.updated', room: name, at: Date.now() }),
     })
     let writer: SnapshotWriter | null = null

@@ -60,7 +60,7 @@ export interface RoomInit {
   options: RoomOptions
   pubsub: PubSub
   /** Where the updates the room applies from its clients are journaled. */
-  journal: Pick<RoomJournal, 'record' | 'settled'>
+  journal: Pick<RoomJournal, 'record' | 'recordBeforeApplying' | 'durable'>
   logger: Logger
   /** Called after every change the room applies (the snapshot writer schedules a save). */
   onChange: () => void
@@ -210,14 +210,20 @@ export class Room implements MemberRoom {
         this.#pubsub.publish(this.name, frame)
         return
       case 'sync-status':
-        // Frames are handled in order, so every earlier one is applied; answered once journaled.
+        // Frames are handled in order, so every earlier one is applied; answered once durable
+        // (journaled and confirmed, or in a saved snapshot): the client shows "saved" on it.
         // Never for a connection whose writes were refused: the server does not hold its edits.
         if (connection.writeDenied) return
-        connection.answerSyncStatus(this.#journal.settled(), encodeSyncStatus(message.payload))
+        connection.answerSyncStatus(this.durable(), encodeSyncStatus(message.payload))
         return
       case 'auth':
         return
     }
+  }
+
+  /** Resolves once every update applied from this server's clients so far is durable. */
+  durable(): Promise<void> {
+    return this.#journal.durable()
   }
 
   /** What a holder of `stateVector` lacks, as one update. Throws `ProtocolError` for a bad vector. */
@@ -405,14 +411,18 @@ export class Room implements MemberRoom {
     this.#sizeBound += update.length // reserved: an upper bound, corrected at the next encode
     const slices = await checkAndSlice(update, Y.encodeStateVector(this.doc))
     if (this.#destroyed) return
-    this.#journal.record(update)
+    const journaled = this.#journal.recordBeforeApplying(update)
     let changed = false
-    // Applied to the end even if the client leaves meanwhile: it passed the guard and is
-    // journaled, and what is applied must also be forwarded.
-    for (const [index, slice] of slices.entries()) {
-      if (index > 0) await nextTurn()
-      if (this.#destroyed) return
-      changed = this.#apply(slice, connection) || changed
+    try {
+      // Applied to the end even if the client leaves meanwhile: it passed the guard and is
+      // journaled, and what is applied must also be forwarded.
+      for (const [index, slice] of slices.entries()) {
+        if (index > 0) await nextTurn()
+        if (this.#destroyed) return
+        changed = this.#apply(slice, connection) || changed
+      }
+    } finally {
+      journaled.applied()
     }
     if (changed) this.#forward(connection, message, frame, receivedAt)
   }

@@ -32,8 +32,8 @@ export type KnownStoredVersion = string | null | undefined
 export interface SnapshotWriterInit {
   room: Snapshottable
   store: SnapshotStore
-  /** Told what each snapshot holds, so the entries it saved are trimmed. */
-  journal: Pick<RoomJournal, 'mark' | 'trim'>
+  /** Told what each snapshot holds: it is durable from then on, and those entries are trimmed. */
+  journal: Pick<RoomJournal, 'mark' | 'saved'>
   policy: SnapshotPolicy
   metrics: ServerMetrics
   logger: Logger
@@ -98,6 +98,15 @@ export class SnapshotWriter {
     return run
   }
 
+  /**
+   * Saves as soon as possible (an append failed: only a snapshot makes that update durable). While
+   * saves are failing, the backoff's next retry stands: it is already as soon as possible.
+   */
+  saveSoon(): void {
+    if (this.#stopped || this.#failures > 0) return
+    this.#schedule(0)
+  }
+
   /** Stops the timer; writes already queued still finish. */
   stop(): void {
     this.#stopped = true
@@ -129,7 +138,7 @@ export class SnapshotWriter {
       const journaled = this.#journal.mark() // before encoding: the snapshot holds all of these
       const version = await this.#saveMerged()
       this.#savedVersion = Math.max(this.#savedVersion, version)
-      await this.#journal.trim(journaled)
+      this.#journal.saved(journaled) // never awaits the journal: trimming runs on its own
       this.#failures = 0
       this.#metrics.snapshots.inc()
       this.#metrics.dependencies.succeeded('snapshots')

@@ -30,4 +30,10 @@ export interface UpdateJournal {
   /** Drops the entries at or before `position` (a saved snapshot holds them); later ones stay. */
   trim(room: string, position: JournalPosition): Promise<void>
   close(): Promise<void>
+  /**
+   * Optional: calls `listener` whenever the journal may have lost entries it had confirmed (its
+   * link came back after a loss, and the store behind it may have restarted empty). The core then
+   * saves every room whose journaled updates no snapshot holds yet.
+   */
+  onPossibleLoss?(listener: () => void): void
 }

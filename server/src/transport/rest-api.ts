@@ -29,6 +29,8 @@ export interface RestApiDeps {
   serverId: string
   manager: RoomManager
   limits: Limits
+  /** The longest a write waits to be durable before answering 503 `UPDATE_NOT_SAVED`. */
+  saveWaitMs: number
   metrics: ServerMetrics
   logger: Logger
 }
@@ -108,6 +110,14 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
         const update = await readBody(request, deps.limits.maxMessageBytes)
         return withRoom(name, async (room) => {
           await room.receive(writer(name), encodeUpdate(update))
+          // A 2xx means saved: journaled and confirmed, or in a saved snapshot.
+          if (!(await settlesWithin(room.durable(), deps.saveWaitMs))) {
+            throw new ApiRefusal(
+              503,
+              'UPDATE_NOT_SAVED',
+              'the update is applied but not saved yet (the journal and snapshot stores are failing); it is saved once they answer, and sending it again is harmless',
+            )
+          }
           return { status: 204 }
         })
       }
@@ -202,4 +212,17 @@ function toRefusal(error: unknown): ApiRefusal {
   if (error instanceof PendingLimitError) return new ApiRefusal(422, 'UPDATE_WAITS_TOO_MUCH', error.message)
   if (error instanceof ServerBusyError) return new ApiRefusal(503, 'SERVER_BUSY', error.message)
   return new ApiRefusal(500, 'INTERNAL_ERROR', 'internal error')
+}
+
+/** Whether `promise` settles within `ms`. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms)
+  })
+  try {
+    return await Promise.race([promise.then(() => true), timeout])
+  } finally {
+    clearTimeout(timer)
+  }
 }

@@ -1,13 +1,16 @@
 export interface Deferred<T> {
   promise: Promise<T>
-  resolve(value: T): void
+  resolve: (value: T) => void
+  reject: (error: unknown) => void
 }
 
-/** A promise and its resolve function (Node 20 has no `Promise.withResolvers`). */
+/** A promise and the functions that settle it (Node 20 has no `Promise.withResolvers`). */
 export function deferred<T = void>(): Deferred<T> {
   let resolve!: (value: T) => void
-  const promise = new Promise<T>((done) => {
+  let reject!: (error: unknown) => void
+  const promise = new Promise<T>((done, fail) => {
     resolve = done
+    reject = fail
   })
-  return { promise, resolve }
+  return { promise, resolve, reject }
 }

@@ -52,6 +52,8 @@ export const SERVER_ERROR_CODES = {
   SHUTTING_DOWN: 503,
   /** 503: the room could not be loaded right now; retry. */
   ROOM_UNAVAILABLE: 503,
+  /** 503: a REST update is applied but not yet durable (the stores are failing); sending it again is harmless. */
+  UPDATE_NOT_SAVED: 503,
   /** 503: the server is too busy for this request right now; retry. */
   SERVER_BUSY: 503,
 } as const

@@ -42,8 +42,9 @@ export const ServerMessageType = {
  *   which log every unknown message type, never see one.
  * - After the announcement, the client may send a sync-status message with a small opaque payload
  *   after its updates. The server answers with the same payload once every frame the client sent
- *   before it is applied and handed to the journal. A connection whose writes were refused
- *   (read-only) is never answered: its edits are not held by the server.
+ *   before it is applied and durable: journaled and confirmed, or held by a saved snapshot (while
+ *   the journal fails, the server saves a snapshot at once and answers after it). A connection
+ *   whose writes were refused (read-only) is never answered: its edits are not held by the server.
  *
  * Frame: `varUint(MESSAGE_SYNC_STATUS) varUint8Array(payload)`, payload at most
  * `MAX_SYNC_STATUS_PAYLOAD` bytes.
