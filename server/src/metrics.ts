@@ -101,6 +101,10 @@ export class ServerMetrics {
     'symphony_journal_replayed_updates_total',
     'Journaled updates applied on top of a snapshot when a room loaded (a crash left them unsaved)',
   )
+  readonly journalSkipped = this.#counter(
+    'symphony_journal_skipped_records_total',
+    'Damaged journal records skipped at replay (unreadable, or not an update that applies); the records after them still replay',
+  )
   /** 1 while some room's latest write to that store failed for lack of space (ENOSPC, EDQUOT). */
   readonly storageFull = new Gauge({
     name: 'symphony_storage_full',

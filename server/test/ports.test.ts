@@ -4,6 +4,7 @@ import {
   existsSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   rmSync,
   utimesSync,
   writeFileSync,
@@ -276,6 +277,32 @@ describe('FileUpdateJournal', () => {
     assert.deepEqual((await next.read(room)).updates, [new Uint8Array([1, 2])])
     await next.append(room, new Uint8Array([3]))
     assert.deepEqual((await next.read(room)).updates, [new Uint8Array([1, 2]), new Uint8Array([3])])
+    await next.close()
+  })
+
+  it('skips a damaged record in the middle, counts it, and keeps every record after it, also when appending again', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'journal-'))
+    const room = uniqueRoom('journal')
+    const journal = new FileUpdateJournal(folder)
+    for (const update of [[1, 2], [3, 4, 5], [6], [7, 8]]) await journal.append(room, new Uint8Array(update))
+    await journal.close()
+    const path = join(folder, `${room}.journal`)
+    const bytes = readFileSync(path)
+    // The second record's payload starts after the header (12), the first record (8 + 2) and its own header (8).
+    const damaged = 12 + 10 + 8 + 1
+    bytes.writeUInt8(bytes.readUInt8(damaged) ^ 0xff, damaged)
+    writeFileSync(path, bytes)
+    const next = new FileUpdateJournal(folder)
+    const read = await next.read(room)
+    assert.deepEqual(read.updates, [new Uint8Array([1, 2]), new Uint8Array([6]), new Uint8Array([7, 8])])
+    assert.equal(read.skipped, 1)
+    await next.append(room, new Uint8Array([9]))
+    assert.deepEqual(
+      (await next.read(room)).updates.at(-1),
+      new Uint8Array([9]),
+      'nothing after the damage was cut',
+    )
+    assert.equal((await next.read(room)).updates.length, 4)
     await next.close()
   })
 

@@ -24,6 +24,8 @@ const RECORD_HEADER_BYTES = 8
 interface ParsedJournal {
   firstSeq: number
   updates: Uint8Array[]
+  /** Damaged records passed over: the whole records after them are kept. */
+  skipped: number
   /** Where each record starts, and where the last whole record ends. */
   recordStarts: number[]
   validBytes: number
@@ -70,9 +72,10 @@ export class FileUpdateJournal implements UpdateJournal {
 
   async read(room: string): Promise<JournalContents> {
     const bytes = await readFile(this.#path(room)).catch(ignoreMissing)
-    const { firstSeq, updates } = parse(bytes ?? Buffer.alloc(0), room)
+    const { firstSeq, updates, skipped } = parse(bytes ?? Buffer.alloc(0), room)
     const last = firstSeq + updates.length - 1
-    return { updates, position: updates.length > 0 ? new Map([[WRITER, String(last)]]) : new Map() }
+    const position = updates.length > 0 ? new Map([[WRITER, String(last)]]) : new Map()
+    return skipped > 0 ? { updates, position, skipped } : { updates, position }
   }
 
   /** Rewrites the file without the trimmed records (synchronously, so no append lands in between). */
@@ -157,30 +160,64 @@ function header(firstSeq: number): Buffer {
   return bytes
 }
 
-/** Reads the whole records; a file cut short inside its header (a crash creating it) holds none. */
+/**
+ * Reads the whole records; a file cut short inside its header (a crash creating it) holds none.
+ * A record that fails its checksum is skipped and reading goes on after it; a record running past
+ * the end is a torn last write, where reading stops.
+ */
 function parse(bytes: Buffer, room: string): ParsedJournal {
-  if (bytes.length < HEADER_BYTES) return { firstSeq: 0, updates: [], recordStarts: [], validBytes: 0 }
+  if (bytes.length < HEADER_BYTES)
+    return { firstSeq: 0, updates: [], skipped: 0, recordStarts: [], validBytes: 0 }
   if (bytes.readUInt32LE(0) !== MAGIC)
     throw new Error(`the journal of room ${room} is not a Symphony journal`)
   const parsed: ParsedJournal = {
     firstSeq: Number(bytes.readBigUInt64LE(4)),
     updates: [],
+    skipped: 0,
     recordStarts: [],
     validBytes: HEADER_BYTES,
   }
   let offset = HEADER_BYTES
   while (offset + RECORD_HEADER_BYTES <= bytes.length) {
-    const length = bytes.readUInt32LE(offset)
-    const end = offset + RECORD_HEADER_BYTES + length
-    if (end > bytes.length) break
-    const update = new Uint8Array(bytes.subarray(offset + RECORD_HEADER_BYTES, end))
-    if (crc32(update) !== bytes.readUInt32LE(offset + 4)) break
+    const end = recordEnd(bytes, offset)
+    if (end === null) {
+      // Damaged: go on at the next whole record, if one follows (else this was a torn last write).
+      const next = nextRecord(bytes, offset + 1)
+      if (next === null) break
+      parsed.skipped++
+      offset = next
+      continue
+    }
     parsed.recordStarts.push(offset)
-    parsed.updates.push(update)
+    parsed.updates.push(new Uint8Array(bytes.subarray(offset + RECORD_HEADER_BYTES, end)))
     offset = end
     parsed.validBytes = end
   }
   return parsed
+}
+
+/** Where the record at `offset` ends, or null if it is not a whole record with a good checksum. */
+function recordEnd(bytes: Buffer, offset: number): number | null {
+  if (offset + RECORD_HEADER_BYTES > bytes.length) return null
+  const length = bytes.readUInt32LE(offset)
+  const end = offset + RECORD_HEADER_BYTES + length
+  // Never empty (no empty update is journaled): zeroed bytes are no record.
+  if (length === 0 || end > bytes.length) return null
+  return crc32(bytes.subarray(offset + RECORD_HEADER_BYTES, end)) === bytes.readUInt32LE(offset + 4)
+    ? end
+    : null
+}
+
+/**
+ * The first offset from `from` where a whole record with a good checksum starts, or null. Damage
+ * is rare, and a false match needs a 32-bit checksum to agree by chance, so the scan is cheap in
+ * practice; it checks only lengths that fit in the file.
+ */
+function nextRecord(bytes: Buffer, from: number): number | null {
+  for (let offset = from; offset + RECORD_HEADER_BYTES <= bytes.length; offset++) {
+    if (recordEnd(bytes, offset) !== null) return offset
+  }
+  return null
 }
 
 function writeAll(fd: number, bytes: Uint8Array): void {

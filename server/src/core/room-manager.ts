@@ -304,13 +304,22 @@ export class RoomManager {
     }
   }
 
-  /** Applies what was journaled since the snapshot; resolves with its size. */
+  /**
+   * Applies what was journaled since the snapshot; resolves with its size. Only applied updates are
+   * journaled, so a record that cannot be read or applied is damage: it is skipped, counted and
+   * logged, and the records after it still apply, rather than losing the room or what follows.
+   */
   async #replay(name: string, doc: Y.Doc, journal: JournalContents): Promise<number> {
+    const { metrics, logger } = this.deps
+    if (journal.skipped) {
+      metrics.journalSkipped.inc(journal.skipped)
+      logger.error({ room: name, records: journal.skipped }, 'skipped damaged journal records')
+    }
     const bytes = await replayInTurns(doc, journal.updates, (error) => {
-      // Only applied updates are journaled, so this is damage: skip it rather than lose the room.
-      this.deps.logger.error({ err: error, room: name }, 'skipped a journal entry that does not apply')
+      metrics.journalSkipped.inc()
+      logger.error({ err: error, room: name }, 'skipped a journal record that does not apply')
     })
-    this.deps.metrics.journalReplayed.inc(journal.updates.length)
+    metrics.journalReplayed.inc(journal.updates.length)
     return bytes
   }
 

@@ -9,6 +9,8 @@ export interface JournalContents {
   updates: Uint8Array[]
   /** The position just reached: trimming to it drops exactly these updates. */
   position: JournalPosition
+  /** Damaged records the journal skipped, keeping those after them. */
+  skipped?: number
 }
 
 /**

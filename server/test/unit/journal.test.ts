@@ -93,3 +93,30 @@ describe('the update journal', () => {
     assert.deepEqual((await next.journal.read(room)).updates, [], 'and its entries trimmed')
   })
 })
+
+describe('replaying a damaged journal', () => {
+  afterEach(() => world.close())
+
+  it('skips a record that does not apply, counts and logs it, and applies every record after it', async () => {
+    world = new TestWorld()
+    const room = uniqueRoom()
+    const crashed = world.server()
+    const writer = crashed.connect(room)
+    await writer.ready
+    writer.doc.getText('t').insert(0, 'before ')
+    await settle()
+    await crashed.journal.append(room, new Uint8Array([0xff, 0xff, 0xff])) // not an update
+    writer.doc.getText('t').insert(7, 'after')
+    await settle()
+    await crashed.crash()
+
+    const next = world.server()
+    const reader = next.connect(room)
+    await reader.ready
+    await settle()
+    assert.equal(reader.text(), 'before after')
+    const skipped = await next.metrics.journalSkipped.get()
+    assert.equal(skipped.values[0]?.value, 1)
+    assert.ok(next.logs.some((entry) => entry.message === 'skipped a journal record that does not apply'))
+  })
+})
