@@ -14,11 +14,10 @@ export interface Admission {
  * Holds `connection`'s room and joins it once loaded: frames that arrive meanwhile wait in the
  * connection. A room that cannot load closes the connection with TryAgainLater.
  */
-export function admit(rooms: Pick<RoomManager, 'acquire' | 'release'>, connection: Connection): Admission {
-  const room = connection.roomName
-  const acquired = rooms.acquire(room)
+export function admit(rooms: Pick<RoomManager, 'acquire'>, connection: Connection): Admission {
+  const acquired = rooms.acquire(connection.roomName)
   const joined = acquired.then(
-    (loaded) => connection.attach(loaded),
+    (hold) => connection.attach(hold.room),
     () => connection.close(CloseCode.TryAgainLater, 'the room could not be loaded; retry'),
   )
   let left = false
@@ -29,7 +28,7 @@ export function admit(rooms: Pick<RoomManager, 'acquire' | 'release'>, connectio
       left = true
       connection.detach()
       acquired.then(
-        () => rooms.release(room),
+        (hold) => hold.release(), // the instance it joined, never a later one
         () => {}, // never held
       )
     },

@@ -13,6 +13,7 @@ import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
+import { RoomLife, type RoomState } from './room-life.js'
 import type { RoomStateSource } from './room-state-source.js'
 import { type KnownStoredVersion, type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
 
@@ -35,18 +36,6 @@ export interface RoomManagerDeps {
   logger: Logger
 }
 
-/** A room's place in the manager, from the first acquire until it is unloaded. */
-interface Slot {
-  readonly name: string
-  /** Connections that acquired the room, counted before the load finishes. */
-  holders: number
-  readonly ready: Promise<Loaded>
-  loaded: Loaded | null
-  graceTimer: NodeJS.Timeout | null
-  /** Set while unloading; resolves when the slot is gone or the unload was abandoned. */
-  unloading: Promise<void> | null
-}
-
 /** How a room's document was built. */
 interface LoadedFrom {
   loadedBytes: number
@@ -63,14 +52,21 @@ interface Loaded {
   journal: RoomJournal
 }
 
+/** A hold on one loaded room instance: released exactly once, on that instance. */
+export interface RoomHold {
+  readonly room: Room
+  release(): void
+}
+
 /**
  * Loads rooms on first use, keeps them while held, and unloads them after the last holder
- * leaves: grace period, final snapshot, deregister, unsubscribe, free.
+ * leaves: grace period, final snapshot, deregister, unsubscribe, free. Each room instance's life
+ * (its states and their order) is a `RoomLife`; this class provides its steps.
  */
 export class RoomManager {
-  readonly #slots = new Map<string, Slot>()
-  /** Acquirers waiting for an unload to finish before they load the room again. */
-  readonly #waitingForUnload = new Map<string, number>()
+  readonly #lives = new Map<string, RoomLife<Loaded>>()
+  /** Acquirers waiting for an instance to unload or be deleted before they load the room again. */
+  readonly #waiting = new Map<string, number>()
 
   constructor(
     private readonly deps: RoomManagerDeps,
@@ -84,9 +80,9 @@ export class RoomManager {
   /** The journal may have lost what it confirmed: save every room that relies on it now. */
   #saveJournaledRooms(): void {
     let rooms = 0
-    for (const slot of this.#slots.values()) {
-      if (!slot.loaded || slot.loaded.journal.backlog === 0) continue
-      slot.loaded.writer.saveSoon()
+    for (const loaded of this.#loadedRooms()) {
+      if (loaded.journal.backlog === 0) continue
+      loaded.writer.saveSoon()
       rooms++
     }
     this.deps.logger.warn(
@@ -117,70 +113,95 @@ export class RoomManager {
   /** Journaled updates that no saved snapshot holds yet, over every loaded room. */
   journalBacklog(): number {
     let updates = 0
-    for (const slot of this.#slots.values()) updates += slot.loaded?.journal.backlog ?? 0
+    for (const loaded of this.#loadedRooms()) updates += loaded.journal.backlog
     return updates
   }
 
   get roomCount(): number {
-    return this.#slots.size
+    return this.#lives.size
   }
 
-  /** Connections holding `name` now, including those waiting for it to load or unload. */
+  /** Connections holding `name` now, including those waiting for it to load, unload or be deleted. */
   holders(name: string): number {
-    return (this.#slots.get(name)?.holders ?? 0) + (this.#waitingForUnload.get(name) ?? 0)
+    return (this.#lives.get(name)?.holders ?? 0) + (this.#waiting.get(name) ?? 0)
   }
 
-  /** The loaded room, or undefined if it is not loaded on this server. */
   /** Records every loaded room's connection count and (approximate) size: the dashboard's charts. */
   sampleRooms(metadata: MetadataSink): void {
-    for (const slot of this.#slots.values()) {
-      const room = slot.loaded?.room
+    for (const [name, life] of this.#lives) {
+      const room = life.loaded?.room
       if (!room) continue
       metadata.record({
         type: 'room-sample',
-        room: slot.name,
+        room: name,
         connections: room.connections.size,
         bytes: room.approximateBytes,
       })
     }
   }
 
+  /** The loaded room, or undefined if it is not loaded on this server. */
   loadedRoom(name: string): Room | undefined {
-    return this.#slots.get(name)?.loaded?.room
+    return this.#lives.get(name)?.loaded?.room
+  }
+
+  /** The state of the room's instance here (`gone` when there is none). */
+  roomState(name: string): RoomState {
+    return this.#lives.get(name)?.state ?? 'gone'
   }
 
   /** Saves the room now if it is loaded and has unsaved changes; rejects if the save fails. */
   async save(name: string): Promise<void> {
-    await this.#slots.get(name)?.loaded?.writer.flush()
+    await this.#lives.get(name)?.loaded?.writer.flush()
   }
 
-  /** Holds the room, loading it if needed. Every successful acquire needs one `release`. */
-  async acquire(name: string): Promise<Room> {
-    let slot = this.#slots.get(name)
-    while (slot?.unloading) {
-      this.#waitingForUnload.set(name, (this.#waitingForUnload.get(name) ?? 0) + 1)
-      await slot.unloading
-      const left = (this.#waitingForUnload.get(name) ?? 1) - 1
-      if (left === 0) this.#waitingForUnload.delete(name)
-      else this.#waitingForUnload.set(name, left)
-      slot = this.#slots.get(name)
+  /**
+   * Holds the room, loading it if needed; the hold names the instance, so its release never lands
+   * on a later one. A room being unloaded or deleted is waited out, then loaded afresh.
+   */
+  async acquire(name: string): Promise<RoomHold> {
+    for (;;) {
+      let life = this.#lives.get(name)
+      if (life && !life.admits) {
+        await this.#waitFor(life)
+        continue
+      }
+      if (!life) life = this.#startLife(name)
+      life.hold()
+      let room: Room
+      try {
+        room = (await life.ready).room
+      } catch (error) {
+        life.unhold()
+        throw error
+      }
+      if (life.state !== 'live') {
+        life.unhold() // deleted while it loaded: wait for the fresh one
+        continue
+      }
+      const held = life
+      let released = false
+      return {
+        room,
+        release: () => {
+          if (released) return
+          released = true
+          held.unhold()
+        },
+      }
     }
-    if (!slot) slot = this.#startLoad(name)
-    slot.holders++
-    this.#cancelGrace(slot)
+  }
+
+  async #waitFor(life: RoomLife<Loaded>): Promise<void> {
+    const name = life.name
+    this.#waiting.set(name, (this.#waiting.get(name) ?? 0) + 1)
     try {
-      return (await slot.ready).room
-    } catch (error) {
-      slot.holders--
-      throw error
+      await life.nextChange()
+    } finally {
+      const left = (this.#waiting.get(name) ?? 1) - 1
+      if (left === 0) this.#waiting.delete(name)
+      else this.#waiting.set(name, left)
     }
-  }
-
-  release(name: string): void {
-    const slot = this.#slots.get(name)
-    if (!slot) return
-    slot.holders--
-    if (slot.holders === 0 && slot.loaded) this.#startGrace(slot, this.options.roomGraceMs)
   }
 
   /**
@@ -194,23 +215,17 @@ export class RoomManager {
   }
 
   /**
-   * Closes a deleted room's clients, drops it unsaved, then removes what the stores hold. Every
-   * server that held it does this once its own queued saves are done, so none of them writes the
+   * The room here is deleted (it takes effect at once); once its own saves are done, it is freed
+   * and the stores are cleared. Every server that held it does this, so none of them writes the
    * room back after the last removal.
    */
-  async #dropDeleted(name: string): Promise<void> {
-    const slot = this.#slots.get(name)
-    await slot?.ready.catch(() => {})
-    await slot?.unloading
-    const loaded = slot?.loaded
-    if (slot && loaded && this.#slots.get(name) === slot) {
-      loaded.writer.stop()
-      for (const connection of [...loaded.room.connections]) {
-        connection.close(CloseCode.RoomDeleted, 'the room was deleted')
-      }
-      await loaded.writer.settled()
-      await this.#free(slot)
-    }
+  #dropDeleted(name: string): Promise<void> {
+    const life = this.#lives.get(name)
+    if (life && life.state !== 'gone') return life.delete()
+    return this.#removeStored(name)
+  }
+
+  async #removeStored(name: string): Promise<void> {
     const { snapshots, journal, metadata } = this.deps
     await Promise.all([snapshots.delete(name), journal.delete(name)])
     metadata.record({ type: 'room-deleted', room: name })
@@ -224,10 +239,11 @@ export class RoomManager {
   async flushAll(deadline: number): Promise<string[]> {
     const unsaved: string[] = []
     await Promise.all(
-      [...this.#slots.values()].map(async (slot) => {
-        if (!slot.loaded) return
-        slot.loaded.writer.stop()
-        if (!(await this.#flushUntil(slot.loaded.writer, deadline))) unsaved.push(slot.name)
+      [...this.#lives].map(async ([name, life]) => {
+        const loaded = life.loaded
+        if (!loaded) return
+        loaded.writer.stop()
+        if (!(await this.#flushUntil(loaded.writer, deadline))) unsaved.push(name)
       }),
     )
     return unsaved
@@ -235,36 +251,52 @@ export class RoomManager {
 
   /** Deregisters, unsubscribes and frees every room (after `flushAll`, at shutdown). */
   async unloadAll(): Promise<void> {
-    await Promise.all([...this.#slots.values()].map((slot) => this.#free(slot)))
+    await Promise.all([...this.#lives.values()].map((life) => life.unloadNow()))
   }
 
-  #startLoad(name: string): Slot {
-    const ready = this.#load(name).then(
-      (loaded) => {
-        slot.loaded = loaded
-        this.deps.metrics.rooms.inc()
-        if (slot.holders === 0) this.#startGrace(slot, this.options.roomGraceMs)
-        return loaded
+  *#loadedRooms(): Iterable<Loaded> {
+    for (const life of this.#lives.values()) if (life.loaded) yield life.loaded
+  }
+
+  #startLife(name: string): RoomLife<Loaded> {
+    const life: RoomLife<Loaded> = new RoomLife({
+      name,
+      graceMs: this.options.roomGraceMs,
+      retryUnloadMs: this.options.snapshot.retryMaxMs,
+      steps: {
+        load: () => this.#load(life),
+        saveBeforeUnload: (loaded) => loaded.writer.flush(),
+        closeDeleted: (loaded) => {
+          loaded.writer.stop()
+          for (const connection of [...loaded.room.connections]) {
+            connection.close(CloseCode.RoomDeleted, 'the room was deleted')
+          }
+        },
+        savesSettled: (loaded) => loaded.writer.settled(),
+        free: (loaded) => this.#free(name, loaded),
+        removeStored: () => this.#removeStored(name),
+        loadFailed: (error) => {
+          this.deps.metrics.roomLoadFailures.inc()
+          this.deps.logger.error({ err: error, room: name }, 'room could not be loaded')
+        },
       },
-      (error: unknown) => {
-        this.#slots.delete(name)
-        this.deps.metrics.roomLoadFailures.inc()
-        this.deps.logger.error({ err: error, room: name }, 'room could not be loaded')
-        throw error
+      onTransition: (_from, to) => {
+        if (to === 'live' && _from === 'loading') this.deps.metrics.rooms.inc()
+        if (to === 'gone' && this.#lives.get(name) === life) this.#lives.delete(name)
       },
-    )
-    const slot: Slot = { name, holders: 0, ready, loaded: null, graceTimer: null, unloading: null }
-    this.#slots.set(name, slot)
-    return slot
+    })
+    this.#lives.set(name, life)
+    return life
   }
 
   /** Subscribe first and buffer, so nothing published while the state loads is missed. */
-  async #load(name: string): Promise<Loaded> {
+  async #load(life: RoomLife<Loaded>): Promise<Loaded> {
+    const { name } = life
     const { pubsub, registry, stateSource, logger } = this.deps
     const buffered: Uint8Array[] = []
     let room: Room | null = null
     await pubsub.subscribe(name, (frame) => {
-      if (isRoomDeletedFrame(frame)) void this.#dropDeleted(name)
+      if (isRoomDeletedFrame(frame)) void life.delete()
       else if (room) room.receiveRemote(frame)
       else buffered.push(frame)
     })
@@ -360,57 +392,20 @@ export class RoomManager {
     return { room, writer, journal: roomJournal }
   }
 
-  #startGrace(slot: Slot, delayMs: number): void {
-    this.#cancelGrace(slot)
-    slot.graceTimer = setTimeout(() => {
-      slot.graceTimer = null
-      if (slot.holders === 0) slot.unloading = this.#unload(slot)
-    }, delayMs)
-    slot.graceTimer.unref()
-  }
-
-  #cancelGrace(slot: Slot): void {
-    if (slot.graceTimer) clearTimeout(slot.graceTimer)
-    slot.graceTimer = null
-  }
-
-  async #unload(slot: Slot): Promise<void> {
-    const loaded = slot.loaded
-    if (!loaded) return
-    try {
-      await loaded.writer.flush()
-    } catch {
-      // Keep the room (and its unsaved changes) in memory; the writer retries and so do we.
-      slot.unloading = null
-      if (slot.holders === 0) this.#startGrace(slot, this.options.snapshot.retryMaxMs)
-      return
-    }
-    await this.#free(slot)
-  }
-
-  async #free(slot: Slot): Promise<void> {
-    const loaded = slot.loaded
-    if (!loaded || this.#slots.get(slot.name) !== slot) return
-    this.#cancelGrace(slot)
+  async #free(name: string, loaded: Loaded): Promise<void> {
     loaded.writer.stop()
-    this.#slots.delete(slot.name)
     const { registry, pubsub, metrics, metadata, logger } = this.deps
     await Promise.all([
-      registry
-        .deregister(slot.name)
-        .catch((err) => logger.warn({ err, room: slot.name }, 'deregister failed')),
-      pubsub
-        .unsubscribe(slot.name)
-        .catch((err) => logger.warn({ err, room: slot.name }, 'unsubscribe failed')),
+      registry.deregister(name).catch((err) => logger.warn({ err, room: name }, 'deregister failed')),
+      pubsub.unsubscribe(name).catch((err) => logger.warn({ err, room: name }, 'unsubscribe failed')),
     ])
     const bytes = loaded.room.approximateBytes
     loaded.room.destroy()
     loaded.writer.forget()
-    this.deps.metrics.outOfSpace('journal', slot.name, false)
-    slot.loaded = null
+    metrics.outOfSpace('journal', name, false)
     metrics.rooms.dec()
-    metadata.record({ type: 'room-unloaded', room: slot.name, bytes })
-    logger.info({ room: slot.name }, 'room unloaded')
+    metadata.record({ type: 'room-unloaded', room: name, bytes })
+    logger.info({ room: name }, 'room unloaded')
   }
 
   async #flushUntil(writer: SnapshotWriter, deadline: number): Promise<boolean> {

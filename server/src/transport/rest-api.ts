@@ -10,7 +10,7 @@ import {
 import type { Limits } from '../config.js'
 import { Connection, type Transport } from '../core/connection.js'
 import type { Room } from '../core/room.js'
-import type { RoomManager } from '../core/room-manager.js'
+import type { RoomHold, RoomManager } from '../core/room-manager.js'
 import {
   DocumentTooLargeError,
   MessageTooBigError,
@@ -131,9 +131,9 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
 
   /** Holds the room (loading it if need be) while `use` runs, like a connection would. */
   async function withRoom(name: string, use: (room: Room) => Reply | Promise<Reply>): Promise<Reply> {
-    let room: Room
+    let hold: RoomHold
     try {
-      room = await deps.manager.acquire(name)
+      hold = await deps.manager.acquire(name)
     } catch (error) {
       throw new ApiRefusal(
         503,
@@ -142,9 +142,9 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
       )
     }
     try {
-      return await use(room)
+      return await use(hold.room)
     } finally {
-      deps.manager.release(name)
+      hold.release()
     }
   }
 }

@@ -1,0 +1,231 @@
+/**
+ * The states of one room instance on a server, from its first acquire until it is gone:
+ *
+ * ```
+ * loading ──► live ──► unloading ──► gone
+ *    │  │       ▲ │       │ │
+ *    │  │       └─┼───────┘ │  (the final save failed: kept, and retried)
+ *    │  ▼         ▼         ▼
+ *    │  deleting ◄──────────┘ ──► gone
+ *    └──────────────────────────► gone  (the load failed)
+ * ```
+ *
+ * Every change of state goes through `RoomLife.#enter`, which refuses any transition not listed
+ * here, so the order of a room's life is written in one place.
+ */
+export type RoomState = 'loading' | 'live' | 'unloading' | 'deleting' | 'gone'
+
+export const ROOM_TRANSITIONS: Readonly<Record<RoomState, readonly RoomState[]>> = {
+  loading: ['live', 'deleting', 'gone'],
+  live: ['unloading', 'deleting'],
+  unloading: ['live', 'deleting', 'gone'],
+  deleting: ['gone'],
+  gone: [],
+}
+
+/** What a room's life does at each step; the manager provides it (loading, saving, freeing). */
+export interface RoomLifeSteps<Loaded> {
+  load(life: RoomLife<Loaded>): Promise<Loaded>
+  /** The final save before unloading; rejects if it failed (the room is then kept). */
+  saveBeforeUnload(loaded: Loaded): Promise<void>
+  /** Closes the deleted room's clients and stops its saves, at once (before any wait). */
+  closeDeleted(loaded: Loaded): void
+  /** Resolves once the saves already started are done (none is started after `closeDeleted`). */
+  savesSettled(loaded: Loaded): Promise<void>
+  /** Deregisters, unsubscribes and frees the loaded room. */
+  free(loaded: Loaded): Promise<void>
+  /** Removes what the stores hold of the deleted room (and leaves its tombstone). */
+  removeStored(): Promise<void>
+  /** The load failed: the instance is gone without ever being live. */
+  loadFailed(error: unknown): void
+}
+
+export interface RoomLifeOptions<Loaded> {
+  name: string
+  steps: RoomLifeSteps<Loaded>
+  /** How long an empty room stays loaded, since reconnects are common. */
+  graceMs: number
+  /** How long before a failed final save is tried again by unloading again. */
+  retryUnloadMs: number
+  /** Told of every transition (tests, logs). */
+  onTransition?: (from: RoomState, to: RoomState) => void
+}
+
+/**
+ * One room instance's life on this server: its state, its holders, its grace timer, and one
+ * serial queue on which loading, unloading and deletion run one after another. A holder releases
+ * exactly the instance it acquired; a deletion takes effect at once (the state says `deleting`
+ * before anything is awaited), so no joiner is ever admitted to a room being deleted.
+ */
+export class RoomLife<Loaded> {
+  readonly name: string
+  #state: RoomState = 'loading'
+  #holders = 0
+  #loaded: Loaded | null = null
+  #graceTimer: NodeJS.Timeout | null = null
+  #queue: Promise<void> = Promise.resolve()
+  #deletion: Promise<void> | null = null
+  #changeWaiters: (() => void)[] = []
+  /** Settles once loaded (rejects if the load failed). */
+  readonly ready: Promise<Loaded>
+  readonly #steps: RoomLifeSteps<Loaded>
+  readonly #options: RoomLifeOptions<Loaded>
+
+  constructor(options: RoomLifeOptions<Loaded>) {
+    this.name = options.name
+    this.#steps = options.steps
+    this.#options = options
+    this.ready = this.#run(() => this.#load())
+    this.ready.catch(() => {}) // the acquirers see the error
+  }
+
+  get state(): RoomState {
+    return this.#state
+  }
+
+  get holders(): number {
+    return this.#holders
+  }
+
+  /** The loaded room while it is live, or unloading (still serving its last save). */
+  get loaded(): Loaded | null {
+    return this.#state === 'live' || this.#state === 'unloading' ? this.#loaded : null
+  }
+
+  /** Whether a joiner may hold this instance now (else it waits for the next state and asks again). */
+  get admits(): boolean {
+    return this.#state === 'loading' || this.#state === 'live'
+  }
+
+  /** Resolves at the next change of state. */
+  nextChange(): Promise<void> {
+    return new Promise((resolve) => this.#changeWaiters.push(resolve))
+  }
+
+  hold(): void {
+    this.#holders++
+    this.#cancelGrace()
+  }
+
+  /** One holder left; the last one starts the grace period. */
+  unhold(): void {
+    this.#holders = Math.max(0, this.#holders - 1)
+    if (this.#holders === 0 && this.#state === 'live') this.#startGrace(this.#options.graceMs)
+  }
+
+  /**
+   * Deletes this instance: `deleting` at once, its clients closed; then, after whatever step runs
+   * now (a load, a final save), its saves settle, it is freed, and the stores are cleared.
+   */
+  delete(): Promise<void> {
+    if (this.#deletion) return this.#deletion
+    if (this.#state === 'gone') return Promise.resolve()
+    this.#cancelGrace()
+    this.#enter('deleting')
+    if (this.#loaded) this.#steps.closeDeleted(this.#loaded)
+    this.#deletion = this.#run(async () => {
+      const loaded = this.#loaded
+      try {
+        if (loaded) {
+          this.#steps.closeDeleted(loaded) // also those admitted before the load finished
+          await this.#steps.savesSettled(loaded)
+          await this.#steps.free(loaded)
+        }
+        await this.#steps.removeStored()
+      } finally {
+        this.#loaded = null
+        this.#enter('gone')
+      }
+    })
+    return this.#deletion
+  }
+
+  /** Frees the room now, whoever holds it (shutdown, after every room was saved). */
+  unloadNow(): Promise<void> {
+    return this.#run(async () => {
+      if (this.#state !== 'live' && this.#state !== 'unloading') return
+      if (this.#state === 'live') this.#enter('unloading')
+      await this.#free()
+    })
+  }
+
+  async #load(): Promise<Loaded> {
+    try {
+      this.#loaded = await this.#steps.load(this)
+    } catch (error) {
+      if (this.#state === 'loading') this.#enter('gone')
+      this.#steps.loadFailed(error)
+      throw error
+    }
+    if (this.#state === 'loading') {
+      this.#enter('live')
+      if (this.#holders === 0) this.#startGrace(this.#options.graceMs)
+    }
+    return this.#loaded
+  }
+
+  /** The grace period ended with nobody holding the room: final save, then free. */
+  async #unload(): Promise<void> {
+    if (this.#state !== 'live' || this.#holders > 0) return
+    const loaded = this.#loaded as Loaded
+    this.#enter('unloading')
+    try {
+      await this.#steps.saveBeforeUnload(loaded)
+    } catch {
+      // Kept with its unsaved changes; the writer retries, and so does the next unload. (A
+      // deletion may have come meanwhile: `state` is read anew after each wait.)
+      if (this.state !== 'unloading') return
+      this.#enter('live')
+      if (this.#holders === 0) this.#startGrace(this.#options.retryUnloadMs)
+      return
+    }
+    if (this.state === 'unloading') await this.#free()
+  }
+
+  /** Gone only once freed: a new instance must not subscribe while this one still unsubscribes. */
+  async #free(): Promise<void> {
+    const loaded = this.#loaded
+    try {
+      if (loaded) await this.#steps.free(loaded)
+    } finally {
+      this.#loaded = null
+      this.#enter('gone')
+    }
+  }
+
+  #enter(next: RoomState): void {
+    const from = this.#state
+    if (!ROOM_TRANSITIONS[from].includes(next)) {
+      throw new Error(`room ${this.name}: no transition from ${from} to ${next}`)
+    }
+    this.#state = next
+    this.#options.onTransition?.(from, next)
+    const waiters = this.#changeWaiters
+    this.#changeWaiters = []
+    for (const resolve of waiters) resolve()
+  }
+
+  /** Runs `step` after every step queued before it. */
+  #run<T>(step: () => Promise<T>): Promise<T> {
+    const result = this.#queue.then(step)
+    this.#queue = result.then(
+      () => {},
+      () => {},
+    )
+    return result
+  }
+
+  #startGrace(delayMs: number): void {
+    this.#cancelGrace()
+    this.#graceTimer = setTimeout(() => {
+      this.#graceTimer = null
+      void this.#run(() => this.#unload())
+    }, delayMs)
+    this.#graceTimer.unref()
+  }
+
+  #cancelGrace(): void {
+    if (this.#graceTimer) clearTimeout(this.#graceTimer)
+    this.#graceTimer = null
+  }
+}
