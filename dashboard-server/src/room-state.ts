@@ -7,7 +7,7 @@ const FETCH_TIMEOUT_MS = 3_000
 
 /** Where saved rooms are read from (the server's SnapshotStore has this method). */
 export interface SnapshotReader {
-  load(room: string): Promise<{ state: Uint8Array } | null>
+  load(room: string): Promise<{ state: Uint8Array; deleted?: true } | null>
 }
 
 /**
@@ -24,8 +24,12 @@ export async function readRoomState(
     if (live) return { source: 'live', document: documentToJson(live) }
   }
   const saved = await sources.snapshots.load(room)
-  if (saved) return { source: 'snapshot', document: documentToJson(saved.state) }
-  throw new ApiError(404, 'ROOM_NOT_FOUND', `no live server holds "${room}" and it was never saved`)
+  if (saved && !saved.deleted) return { source: 'snapshot', document: documentToJson(saved.state) }
+  throw new ApiError(
+    404,
+    'ROOM_NOT_FOUND',
+    saved ? `"${room}" was deleted` : `no live server holds "${room}" and it was never saved`,
+  )
 }
 
 /** Deletes `room` through the first of `addresses` (sync servers' internal endpoints) that answers. */

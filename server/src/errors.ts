@@ -88,6 +88,13 @@ export class SnapshotConflictError extends SymphonyError {
   }
 }
 
+/** The room's snapshot store holds a later incarnation or its tombstone: this one was deleted. */
+export class RoomDeletedError extends SymphonyError {
+  constructor(message: string) {
+    super('ROOM_DELETED', message)
+  }
+}
+
 /** Whether a write failed because the disk (or quota) is full: it heals when space returns. */
 export function isOutOfSpace(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException | null)?.code

@@ -60,7 +60,8 @@ export type { MetadataEvent, MetadataSink, MetadataSinkStats, ServerSample } fro
 export type { PubSub, RoomMessageHandler } from './ports/pubsub.js'
 export { NO_ROOM_EVENTS, type RoomEvent, type RoomEventSink } from './ports/room-events.js'
 export type { PeerServer, RoomRegistry } from './ports/room-registry.js'
-export type { SnapshotStore, StoredSnapshot } from './ports/snapshot-store.js'
+export type { SnapshotHead, SnapshotStore, StoredSnapshot } from './ports/snapshot-store.js'
+export { currentGeneration } from './ports/snapshot-store.js'
 export type { JournalContents, JournalPosition, UpdateJournal } from './ports/update-journal.js'
 export {
   DEFAULT_LIMITS,

@@ -71,7 +71,8 @@ export class SyncServer {
       'request',
       createInternalEndpoint({
         token: options.internal?.token ?? '',
-        loadedRoom: (name) => this.manager.loadedRoom(name),
+        loadedIncarnation: (name) => this.manager.loadedIncarnation(name),
+        dropDeleted: (name, generation) => this.manager.dropDeleted(name, generation),
         deleteRoom: (name) => this.manager.delete(name),
       }),
     )

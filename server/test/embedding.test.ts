@@ -8,6 +8,7 @@ import {
   type AdapterContext,
   createSyncServer,
   MemorySnapshotStore,
+  type SnapshotHead,
   type SnapshotStore,
   type StoredSnapshot,
   type SyncServer,
@@ -26,12 +27,16 @@ class RecordingSnapshotStore implements SnapshotStore {
     return this.inner.load(room)
   }
 
-  delete(room: string): Promise<void> {
-    return this.inner.delete(room)
+  head(room: string): Promise<SnapshotHead | null> {
+    return this.inner.head(room)
   }
 
-  async save(room: string, state: Uint8Array, expected: string | null): Promise<string> {
-    const version = await this.inner.save(room, state, expected)
+  delete(room: string, generation: number): Promise<void> {
+    return this.inner.delete(room, generation)
+  }
+
+  async save(room: string, state: Uint8Array, expected: string | null, generation?: number): Promise<string> {
+    const version = await this.inner.save(room, state, expected, generation)
     this.saves.push({ room, state })
     return version
   }

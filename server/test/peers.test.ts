@@ -3,10 +3,12 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
 import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
+import { MemorySnapshotStore } from '../src/adapters/memory-snapshot-store.js'
 import { encodeUpdate } from '../src/protocol/codec.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
@@ -40,6 +42,27 @@ describe('servers holding the same room', () => {
     assert.equal(reader.doc.getText('t').toString(), 'only in A’s memory')
     assert.equal(await loadsBy(b, 'peer'), 1)
     assert.equal(await loadsBy(b, 'snapshot'), 0)
+  })
+
+  it('never loads a deleted incarnation from a peer that missed the deletion: the peer is told, and drops it', async () => {
+    const bus = new MemoryBus()
+    const registryTable = new MemoryRegistryTable()
+    const snapshots = new MemorySnapshotStore()
+    const shared = { bus, registryTable, internal, adapters: { snapshots } }
+    const stale = await startTestServer({ ...shared, serverId: 'stale' })
+    const loader = await startTestServer({ ...shared, serverId: 'loader' })
+    const room = uniqueRoom()
+    const old = await connectSynced(stale.wsUrl, room)
+    old.doc.getText('t').insert(0, 'deleted content')
+    await eventually(() => stale.server.manager.loadedRoom(room)?.doc.getText('t').length === 15, 'applied')
+    const closed = new Promise<number>((resolve) =>
+      old.provider.once('connection-close', (event) => resolve(event?.code ?? 0)),
+    )
+    await snapshots.delete(room, 0) // deleted elsewhere; the stale server never heard of it
+    const fresh = await connectSynced(loader.wsUrl, room)
+    assert.equal(fresh.doc.getText('t').toString(), '', 'the next incarnation starts empty')
+    assert.equal(await closed, CloseCode.RoomDeleted, 'the stale server dropped its copy')
+    assert.equal(await loadsBy(loader, 'peer'), 0)
   })
 
   it('guards the internal endpoint with the token and answers 404 for rooms it does not hold', async () => {

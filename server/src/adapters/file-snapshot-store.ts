@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { link, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { type FileHandle, link, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { SnapshotConflictError } from '../errors.js'
-import type { SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
+import type { SnapshotHead, SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
 import { roomFilePath } from './room-files.js'
+import { decodeSnapshotFile, encodeSnapshotFile, SNAPSHOT_FILE_HEADER_BYTES } from './snapshot-file-format.js'
 
 /** A lock older than this belongs to a writer that died holding it. */
 const STALE_LOCK_MS = 30_000
@@ -25,8 +26,47 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   async load(room: string): Promise<StoredSnapshot | null> {
+    return this.#read(room, (file) => file.readFile())
+  }
+
+  async head(room: string): Promise<SnapshotHead | null> {
+    const read = await this.#read(room, async (file) => {
+      const header = Buffer.alloc(SNAPSHOT_FILE_HEADER_BYTES)
+      const { bytesRead } = await file.read(header, 0, header.length, 0)
+      return header.subarray(0, bytesRead)
+    })
+    if (!read) return null
+    const { state: _header, ...head } = read
+    return head
+  }
+
+  /** Renames a new file in if the stored version is still `expected`. */
+  async save(room: string, state: Uint8Array, expected: string | null, generation = 0): Promise<string> {
+    return this.#replace(room, encodeSnapshotFile({ state, generation, deleted: false }), (current) => {
+      if (current?.version !== (expected ?? undefined)) {
+        throw new SnapshotConflictError(
+          `room ${room} is at version ${current?.version ?? null}, not ${expected}`,
+        )
+      }
+      return true
+    })
+  }
+
+  async delete(room: string, generation: number): Promise<void> {
+    const tombstone = encodeSnapshotFile({ state: new Uint8Array(), generation, deleted: true })
+    await this.#replace(room, tombstone, (current) => (current?.generation ?? 0) <= generation)
+  }
+
+  /**
+   * Reads the room's file through one handle, so the version is that of the bytes read even if a
+   * save lands; `readBytes` reads all of it or just its header.
+   */
+  async #read(
+    room: string,
+    readBytes: (file: FileHandle) => Promise<Uint8Array>,
+  ): Promise<StoredSnapshot | null> {
     await this.#ready
-    let file: Awaited<ReturnType<typeof open>>
+    let file: FileHandle
     try {
       file = await open(this.#path(room), 'r')
     } catch (error) {
@@ -34,19 +74,25 @@ export class FileSnapshotStore implements SnapshotStore {
       throw error
     }
     try {
-      // Read through one handle, so the version is that of the bytes read even if a save lands.
-      const [state, stats] = await Promise.all([file.readFile(), file.stat({ bigint: true })])
-      return {
-        state: new Uint8Array(state.buffer, state.byteOffset, state.byteLength),
-        version: versionOf(stats),
-      }
+      const [bytes, stats] = await Promise.all([readBytes(file), file.stat({ bigint: true })])
+      const { state, generation, deleted } = decodeSnapshotFile(
+        new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+      )
+      return { state, version: versionOf(stats), generation, ...(deleted ? { deleted: true } : {}) }
     } finally {
       await file.close()
     }
   }
 
-  /** Writes and syncs a temporary file, then renames it over the old one if that is `expected`. */
-  async save(room: string, state: Uint8Array, expected: string | null): Promise<string> {
+  /**
+   * Writes and syncs a temporary file, then, holding the room's lock, renames it over the old one
+   * if `shouldReplace` (given what is stored now) says so; it throws to refuse.
+   */
+  async #replace(
+    room: string,
+    bytes: Uint8Array,
+    shouldReplace: (current: SnapshotHead | null) => boolean,
+  ): Promise<string> {
     await this.#ready
     const target = this.#path(room)
     const temporary = `${target}.${randomUUID()}.tmp`
@@ -54,35 +100,20 @@ export class FileSnapshotStore implements SnapshotStore {
       const file = await open(temporary, 'wx')
       let version: string
       try {
-        await file.writeFile(state)
+        await file.writeFile(bytes)
         await file.sync()
         version = versionOf(await file.stat({ bigint: true })) // a rename keeps all three
       } finally {
         await file.close()
       }
       await this.#locked(target, async () => {
-        const current = await stat(target, { bigint: true }).then(
-          versionOf,
-          (error: NodeJS.ErrnoException) => {
-            if (error.code === 'ENOENT') return null
-            throw error
-          },
-        )
-        if (current !== expected) {
-          throw new SnapshotConflictError(`${target} is at version ${current}, not ${expected}`)
-        }
-        await rename(temporary, target)
+        if (shouldReplace(await this.head(room))) await rename(temporary, target)
       })
       return version
     } finally {
       // Nothing is left behind when the write, the sync or the comparison failed (a full disk).
       await rm(temporary, { force: true })
     }
-  }
-
-  async delete(room: string): Promise<void> {
-    await this.#ready
-    await rm(this.#path(room), { force: true })
   }
 
   async close(): Promise<void> {}

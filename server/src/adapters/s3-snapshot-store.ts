@@ -1,14 +1,19 @@
 import {
   type BucketLocationConstraint,
   CreateBucketCommand,
-  DeleteObjectCommand,
   GetObjectCommand,
+  type GetObjectCommandOutput,
+  HeadObjectCommand,
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { SnapshotConflictError } from '../errors.js'
-import type { SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
+import type { SnapshotHead, SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
 import { roomKey } from './room-keys.js'
+
+/** Object metadata (`x-amz-meta-…`): the room's incarnation, and whether the object is its tombstone. */
+const GENERATION = 'symphony-generation'
+const DELETED = 'symphony-deleted'
 
 export interface S3SnapshotStoreOptions {
   bucket: string
@@ -29,23 +34,18 @@ export class S3SnapshotStore implements SnapshotStore {
 
   async load(room: string): Promise<StoredSnapshot | null> {
     const Key = this.#key(room)
-    let body: { transformToByteArray(): Promise<Uint8Array> } | undefined
-    let version: string | undefined
+    let output: GetObjectCommandOutput
     try {
-      const output = await this.options.client.send(
-        new GetObjectCommand({ Bucket: this.options.bucket, Key }),
-      )
-      body = output.Body
-      version = output.ETag
+      output = await this.options.client.send(new GetObjectCommand({ Bucket: this.options.bucket, Key }))
     } catch (error) {
       if (isNotFound(error)) return null
       throw this.#error(`could not load ${Key}`, error)
     }
-    if (!body || !version)
-      throw new Error(`S3 returned no body or ETag for s3://${this.options.bucket}/${Key}`)
+    const head = this.#headOf(Key, output)
+    if (!output.Body) throw new Error(`S3 returned no body for s3://${this.options.bucket}/${Key}`)
     let bytes: Uint8Array
     try {
-      bytes = await body.transformToByteArray()
+      bytes = await output.Body.transformToByteArray()
     } catch (error) {
       throw this.#error(`could not read ${Key}`, error)
     }
@@ -54,10 +54,46 @@ export class S3SnapshotStore implements SnapshotStore {
       Object.getPrototypeOf(bytes) === Uint8Array.prototype
         ? bytes
         : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-    return { state, version }
+    return { state, ...head }
   }
 
-  async save(room: string, state: Uint8Array, expected: string | null): Promise<string> {
+  async head(room: string): Promise<SnapshotHead | null> {
+    const Key = this.#key(room)
+    try {
+      const output = await this.options.client.send(
+        new HeadObjectCommand({ Bucket: this.options.bucket, Key }),
+      )
+      return this.#headOf(Key, output)
+    } catch (error) {
+      if (isNotFound(error)) return null
+      throw this.#error(`could not read the head of ${Key}`, error)
+    }
+  }
+
+  async save(room: string, state: Uint8Array, expected: string | null, generation = 0): Promise<string> {
+    return this.#put(room, state, { generation, deleted: false }, expected)
+  }
+
+  /** Read, then replaced on that very version, so a save landing in between is not lost unseen. */
+  async delete(room: string, generation: number): Promise<void> {
+    for (;;) {
+      const current = await this.head(room)
+      if (current && current.generation > generation) return
+      try {
+        await this.#put(room, new Uint8Array(), { generation, deleted: true }, current?.version ?? null)
+        return
+      } catch (error) {
+        if (!(error instanceof SnapshotConflictError)) throw error
+      }
+    }
+  }
+
+  async #put(
+    room: string,
+    Body: Uint8Array,
+    { generation, deleted }: { generation: number; deleted: boolean },
+    expected: string | null,
+  ): Promise<string> {
     const Key = this.#key(room)
     let version: string | undefined
     try {
@@ -65,8 +101,12 @@ export class S3SnapshotStore implements SnapshotStore {
         new PutObjectCommand({
           Bucket: this.options.bucket,
           Key,
-          Body: state,
+          Body,
           ContentType: 'application/octet-stream',
+          Metadata: {
+            [GENERATION]: String(generation),
+            ...(deleted ? { [DELETED]: 'true' } : {}),
+          },
           ...(expected === null ? { IfNoneMatch: '*' } : { IfMatch: expected }),
         }),
       )
@@ -81,13 +121,17 @@ export class S3SnapshotStore implements SnapshotStore {
     return version
   }
 
-  async delete(room: string): Promise<void> {
-    const Key = this.#key(room)
-    try {
-      await this.options.client.send(new DeleteObjectCommand({ Bucket: this.options.bucket, Key }))
-    } catch (error) {
-      if (!isNotFound(error)) throw this.#error(`could not delete ${Key}`, error)
-    }
+  /** The version, incarnation and tombstone flag of an object (objects of earlier versions: 0). */
+  #headOf(
+    Key: string,
+    output: { ETag?: string | undefined; Metadata?: Record<string, string> | undefined },
+  ): SnapshotHead {
+    if (!output.ETag) throw new Error(`S3 returned no ETag for s3://${this.options.bucket}/${Key}`)
+    const generation = Number(output.Metadata?.[GENERATION] ?? 0)
+    if (!Number.isSafeInteger(generation) || generation < 0)
+      throw new Error(`s3://${this.options.bucket}/${Key} has a bad ${GENERATION}`)
+    const deleted = output.Metadata?.[DELETED] === 'true'
+    return { version: output.ETag, generation, ...(deleted ? { deleted: true } : {}) }
   }
 
   /** The client belongs to whoever created it (it may serve other adapters). */

@@ -16,10 +16,14 @@ export function snapshotStoreContract(name: string, createStore: () => Promise<S
       const room = uniqueRoom('snap')
       assert.equal(await store.load(room), null)
       const first = await store.save(room, new Uint8Array([1, 2, 3]), null)
-      assert.deepEqual(await store.load(room), { state: new Uint8Array([1, 2, 3]), version: first })
+      assert.deepEqual(await store.load(room), {
+        state: new Uint8Array([1, 2, 3]),
+        version: first,
+        generation: 0,
+      })
       const second = await store.save(room, new Uint8Array([4]), first)
       assert.notEqual(second, first, 'each save has a version of its own')
-      assert.deepEqual(await store.load(room), { state: new Uint8Array([4]), version: second })
+      assert.deepEqual(await store.load(room), { state: new Uint8Array([4]), version: second, generation: 0 })
       await store.close()
     })
 
@@ -35,7 +39,7 @@ export function snapshotStoreContract(name: string, createStore: () => Promise<S
         isConflict,
         'none stored',
       )
-      assert.deepEqual(await store.load(room), { state: new Uint8Array([2]), version: second })
+      assert.deepEqual(await store.load(room), { state: new Uint8Array([2]), version: second, generation: 0 })
       await store.close()
     })
 
@@ -48,22 +52,35 @@ export function snapshotStoreContract(name: string, createStore: () => Promise<S
       for (const [i, room] of TRICKY_ROOM_NAMES.entries()) {
         assert.deepEqual(
           await store.load(room),
-          { state: new Uint8Array([i, 7]), version: versions.get(room) },
+          { state: new Uint8Array([i, 7]), version: versions.get(room), generation: 0 },
           room,
         )
       }
       await store.close()
     })
 
-    it('deletes a room: nothing to load, a save starts afresh, deleting what is not there is fine', async () => {
+    it('deletes a room by leaving a lasting tombstone: its incarnation is gone, the next saves over it', async () => {
       const store = await createStore()
       const room = uniqueRoom('snap')
-      await store.delete(room)
-      await store.save(room, new Uint8Array([1]), null)
-      await store.delete(room)
-      assert.equal(await store.load(room), null)
-      const version = await store.save(room, new Uint8Array([2]), null)
-      assert.deepEqual(await store.load(room), { state: new Uint8Array([2]), version })
+      const first = await store.save(room, new Uint8Array([1]), null)
+      await store.delete(room, 0)
+      const tombstone = await store.load(room)
+      assert.deepEqual(
+        { ...tombstone, version: '' },
+        { state: new Uint8Array(), version: '', generation: 0, deleted: true },
+      )
+      assert.deepEqual(await store.head(room), { version: tombstone?.version, generation: 0, deleted: true })
+      await assert.rejects(store.save(room, new Uint8Array([9]), first), isConflict, 'a saver that missed it')
+      await assert.rejects(store.save(room, new Uint8Array([9]), null), isConflict, 'one that never saved')
+      const next = await store.save(room, new Uint8Array([2]), tombstone?.version ?? null, 1)
+      assert.deepEqual(await store.load(room), { state: new Uint8Array([2]), version: next, generation: 1 })
+      assert.deepEqual(await store.head(room), { version: next, generation: 1 })
+      await store.delete(room, 0) // a late deletion of the earlier incarnation changes nothing
+      assert.deepEqual(await store.head(room), { version: next, generation: 1 })
+      const never = uniqueRoom('snap')
+      await store.delete(never, 0) // never saved: it still leaves its tombstone
+      assert.equal((await store.head(never))?.deleted, true)
+      assert.equal(await store.head(uniqueRoom('snap')), null)
       await store.close()
     })
 

@@ -1,15 +1,16 @@
-import type { SnapshotStore } from '../ports/snapshot-store.js'
+import { currentGeneration, type SnapshotStore } from '../ports/snapshot-store.js'
 
-/** Replaces a room's snapshot whatever is stored now (seeding a test's store). */
+/** Replaces a room's snapshot whatever is stored now (seeding a test's store), in its current incarnation. */
 export async function putSnapshot(store: SnapshotStore, room: string, state: Uint8Array): Promise<string> {
-  const current = await store.load(room)
-  return store.save(room, state, current?.version ?? null)
+  const current = await store.head(room)
+  return store.save(room, state, current?.version ?? null, currentGeneration(current))
 }
 
-/** The room's saved bytes, or null. */
+/** The room's saved bytes, or null (never saved, or deleted: its tombstone holds none). */
 export async function storedState(
   store: Pick<SnapshotStore, 'load'>,
   room: string,
 ): Promise<Uint8Array | null> {
-  return (await store.load(room))?.state ?? null
+  const stored = await store.load(room)
+  return stored && !stored.deleted ? stored.state : null
 }

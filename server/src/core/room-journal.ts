@@ -19,6 +19,8 @@ export interface JournalMark {
 export interface RoomJournalInit {
   journal: UpdateJournal
   room: string
+  /** The room's incarnation key in the journal (`incarnationKey`); default: the room's name. */
+  key?: string
   /** What was replayed into the room when it loaded: journaled (so durable), in no snapshot yet. */
   replayed: { position: JournalPosition; updates: number }
   outcomes: JournalOutcomes
@@ -49,6 +51,7 @@ interface Waiter {
  */
 export class RoomJournal {
   readonly room: string
+  readonly #key: string
   /** Sequence number of the latest recorded update (replayed ones count from 1). */
   #recorded: number
   /** Every update up to this sequence number is in a saved snapshot. */
@@ -70,8 +73,9 @@ export class RoomJournal {
   readonly #onAppendFailed: () => void
   readonly #onRecord: () => void
 
-  constructor({ journal, room, replayed, outcomes, onAppendFailed, onRecord }: RoomJournalInit) {
+  constructor({ journal, room, key, replayed, outcomes, onAppendFailed, onRecord }: RoomJournalInit) {
     this.room = room
+    this.#key = key ?? room
     this.#journal = journal
     this.#replayed = replayed.position
     this.#recorded = replayed.updates
@@ -141,7 +145,7 @@ export class RoomJournal {
     this.#onRecord()
     const seq = ++this.#recorded
     this.#inFlight.add(seq)
-    this.#journal.append(this.room, update).then(
+    this.#journal.append(this.#key, update).then(
       (position) => {
         this.#outcomes.appended(this.room)
         if (!this.#inFlight.delete(seq)) return // a saved snapshot holds it already
@@ -191,7 +195,7 @@ export class RoomJournal {
         const next = this.#nextTrim
         this.#nextTrim = null
         try {
-          await this.#journal.trim(this.room, next)
+          await this.#journal.trim(this.#key, next)
           this.#replayed = new Map()
         } catch (error) {
           this.#outcomes.failed(error, 'trim', this.room)

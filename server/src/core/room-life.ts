@@ -34,8 +34,8 @@ export interface RoomLifeSteps<Loaded> {
   savesSettled(loaded: Loaded): Promise<void>
   /** Deregisters, unsubscribes and frees the loaded room. */
   free(loaded: Loaded): Promise<void>
-  /** Removes what the stores hold of the deleted room (and leaves its tombstone). */
-  removeStored(): Promise<void>
+  /** Removes what the stores hold of the deleted room (and leaves its tombstone); `loaded` if it loaded. */
+  removeStored(loaded: Loaded | null): Promise<void>
   /** The load failed: the instance is gone without ever being live. */
   loadFailed(error: unknown): void
 }
@@ -131,7 +131,7 @@ export class RoomLife<Loaded> {
           await this.#steps.savesSettled(loaded)
           await this.#steps.free(loaded)
         }
-        await this.#steps.removeStored()
+        await this.#steps.removeStored(loaded)
       } finally {
         this.#loaded = null
         this.#enter('gone')

@@ -11,6 +11,7 @@ import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
+import { incarnationKey } from './incarnation.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
 import { RoomLife, type RoomState } from './room-life.js'
@@ -44,12 +45,17 @@ interface LoadedFrom {
   /** How many updates were replayed. */
   replayedUpdates: number
   storedVersion: KnownStoredVersion
+  generation: number
+  /** The life the room belongs to: told when the store shows the room was deleted. */
+  life: RoomLife<Loaded>
 }
 
 interface Loaded {
   room: Room
   writer: SnapshotWriter
   journal: RoomJournal
+  /** The room's incarnation (see `incarnationKey`). */
+  generation: number
 }
 
 /** A hold on one loaded room instance: released exactly once, on that instance. */
@@ -145,6 +151,18 @@ export class RoomManager {
     return this.#lives.get(name)?.loaded?.room
   }
 
+  /** The loaded room and its incarnation, or undefined if it is not loaded on this server. */
+  loadedIncarnation(name: string): { room: Room; generation: number } | undefined {
+    const loaded = this.#lives.get(name)?.loaded
+    return loaded ? { room: loaded.room, generation: loaded.generation } : undefined
+  }
+
+  /** Incarnation `generation` of the room was deleted elsewhere while this server held it: drop it. */
+  dropDeleted(name: string, generation: number): void {
+    const life = this.#lives.get(name)
+    if (life?.loaded?.generation === generation) void life.delete()
+  }
+
   /** The state of the room's instance here (`gone` when there is none). */
   roomState(name: string): RoomState {
     return this.#lives.get(name)?.state ?? 'gone'
@@ -209,27 +227,31 @@ export class RoomManager {
    * and its snapshot, journal and metadata are removed, so a later connection starts it empty.
    */
   async delete(name: string): Promise<void> {
-    this.deps.pubsub.publish(name, ROOM_DELETED_FRAME)
-    await this.#dropDeleted(name)
+    const life = this.#lives.get(name)
+    const deleting = life?.delete() ?? null // in effect here at once, before any wait
+    const generation = await (life?.ready ?? Promise.reject(new Error('not loaded here'))).then(
+      (loaded) => loaded.generation,
+      () => this.#storedGeneration(name),
+    )
+    this.deps.pubsub.publish(incarnationKey(name, generation), ROOM_DELETED_FRAME)
+    await (deleting ?? this.#removeStored(name, generation))
     this.deps.events.emit({ type: 'room.deleted', room: name, at: Date.now() })
   }
 
-  /**
-   * The room here is deleted (it takes effect at once); once its own saves are done, it is freed
-   * and the stores are cleared. Every server that held it does this, so none of them writes the
-   * room back after the last removal.
-   */
-  #dropDeleted(name: string): Promise<void> {
-    const life = this.#lives.get(name)
-    if (life && life.state !== 'gone') return life.delete()
-    return this.#removeStored(name)
+  /** The incarnation a load of the room would have now. */
+  async #storedGeneration(name: string): Promise<number> {
+    return (await this.deps.stateSource.incarnation(name)).generation
   }
 
-  async #removeStored(name: string): Promise<void> {
+  /**
+   * Leaves the deleted incarnation's tombstone and removes its journal and metadata. Every server
+   * that held it does this once its own saves are done, so none of them writes the room back.
+   */
+  async #removeStored(name: string, generation: number): Promise<void> {
     const { snapshots, journal, metadata } = this.deps
-    await Promise.all([snapshots.delete(name), journal.delete(name)])
+    await Promise.all([snapshots.delete(name, generation), journal.delete(incarnationKey(name, generation))])
     metadata.record({ type: 'room-deleted', room: name })
-    this.deps.logger.info({ room: name }, 'room deleted')
+    this.deps.logger.info({ room: name, generation }, 'room deleted')
   }
 
   /**
@@ -274,7 +296,8 @@ export class RoomManager {
         },
         savesSettled: (loaded) => loaded.writer.settled(),
         free: (loaded) => this.#free(name, loaded),
-        removeStored: () => this.#removeStored(name),
+        removeStored: async (loaded) =>
+          this.#removeStored(name, loaded?.generation ?? (await this.#storedGeneration(name))),
         loadFailed: (error) => {
           this.deps.metrics.roomLoadFailures.inc()
           this.deps.logger.error({ err: error, room: name }, 'room could not be loaded')
@@ -295,13 +318,16 @@ export class RoomManager {
     const { pubsub, registry, stateSource, logger } = this.deps
     const buffered: Uint8Array[] = []
     let room: Room | null = null
-    await pubsub.subscribe(name, (frame) => {
+    // Which incarnation is current decides the channel and the journal streams.
+    const incarnation = await stateSource.incarnation(name)
+    const channel = incarnationKey(name, incarnation.generation)
+    await pubsub.subscribe(channel, (frame) => {
       if (isRoomDeletedFrame(frame)) void life.delete()
       else if (room) room.receiveRemote(frame)
       else buffered.push(frame)
     })
     try {
-      const { state, source, journal, storedVersion } = await stateSource.load(name)
+      const { state, source, journal, storedVersion, generation } = await stateSource.load(name, incarnation)
       const doc = new Y.Doc()
       const encoded = state ? await applyInSlices(doc, state) : null
       const journaledBytes = await this.#replay(name, doc, journal)
@@ -313,6 +339,8 @@ export class RoomManager {
         replayed: journal.position,
         replayedUpdates: journal.updates.length,
         storedVersion,
+        generation,
+        life,
       })
       if (encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(encoded)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
@@ -331,7 +359,7 @@ export class RoomManager {
       this.deps.metadata.record({ type: 'room-loaded', room: name, bytes: state?.length ?? 0 })
       return loaded
     } catch (error) {
-      await pubsub.unsubscribe(name).catch(() => {})
+      await pubsub.unsubscribe(channel).catch(() => {})
       throw error
     }
   }
@@ -356,11 +384,13 @@ export class RoomManager {
   }
 
   #createRoom(name: string, doc: Y.Doc, from: LoadedFrom): Loaded {
-    const { loadedBytes, replayed, storedVersion } = from
+    const { loadedBytes, replayed, storedVersion, generation, life } = from
     const { pubsub, snapshots, journal, metrics, logger } = this.deps
+    const key = incarnationKey(name, generation)
     const roomJournal = new RoomJournal({
       journal,
       room: name,
+      key,
       replayed: { position: replayed, updates: from.replayedUpdates },
       outcomes: this.#journalOutcomes,
       onAppendFailed: () => writer?.saveSoon(),
@@ -369,6 +399,7 @@ export class RoomManager {
     let writer: SnapshotWriter | null = null
     const room = new Room({
       name,
+      channel: key,
       doc,
       loadedBytes,
       options: this.options,
@@ -388,8 +419,13 @@ export class RoomManager {
       // Replayed entries are in no snapshot yet: save (and then trim) them like any change.
       unsavedAtLoad: replayed.size > 0,
       storedVersion,
+      generation,
+      onDeleted: () => {
+        logger.warn({ room: name, generation }, 'the room was deleted while this server held it; dropping it')
+        void life.delete()
+      },
     })
-    return { room, writer, journal: roomJournal }
+    return { room, writer, journal: roomJournal, generation }
   }
 
   async #free(name: string, loaded: Loaded): Promise<void> {
@@ -397,7 +433,9 @@ export class RoomManager {
     const { registry, pubsub, metrics, metadata, logger } = this.deps
     await Promise.all([
       registry.deregister(name).catch((err) => logger.warn({ err, room: name }, 'deregister failed')),
-      pubsub.unsubscribe(name).catch((err) => logger.warn({ err, room: name }, 'unsubscribe failed')),
+      pubsub
+        .unsubscribe(incarnationKey(name, loaded.generation))
+        .catch((err) => logger.warn({ err, room: name }, 'unsubscribe failed')),
     ])
     const bytes = loaded.room.approximateBytes
     loaded.room.destroy()

@@ -1,18 +1,30 @@
 import type { Logger } from '../logger.js'
 import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
-import type { SnapshotStore } from '../ports/snapshot-store.js'
+import { currentGeneration, type SnapshotHead, type SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
+import { incarnationKey } from './incarnation.js'
 
-/** Fetches a room's full state from a peer server that holds it live. */
-export type PeerStateFetcher = (peer: PeerServer, room: string) => Promise<Uint8Array>
+/**
+ * Fetches a room's full state from a peer server that holds incarnation `generation` of it live;
+ * rejects if the peer does not (it holds another incarnation, or none).
+ */
+export type PeerStateFetcher = (peer: PeerServer, room: string, generation: number) => Promise<Uint8Array>
 
 export interface InitialState {
   state: Uint8Array | null
   source: 'peer' | 'snapshot' | 'empty'
+  /** The room's incarnation: one more than the last deleted one (0 if never deleted). */
+  generation: number
   /** The stored snapshot's version `state` holds everything of; undefined when not known (peer). */
   storedVersion: string | null | undefined
   /** Updates journaled since the last snapshot, to apply on top of `state`. */
   journal: JournalContents
+}
+
+/** A room's current incarnation, and the snapshot head it was read from. */
+export interface Incarnation {
+  generation: number
+  head: SnapshotHead | null
 }
 
 export interface RoomStateSourceInit {
@@ -26,9 +38,10 @@ export interface RoomStateSourceInit {
 }
 
 /**
- * Where a room's state comes from when a server loads it: a live peer first (it has every
- * update), else the snapshot store, else an empty document; then, always, what the journal holds
- * since the last snapshot (a crashed server's last updates). A failing snapshot store or journal
+ * Where a room's state comes from when a server loads it: the snapshot store's head names the
+ * current incarnation; then a live peer holding that incarnation (it has every update), else the
+ * snapshot, else an empty document (also after a tombstone); then, always, what the journal holds
+ * of that incarnation since the last snapshot (a crashed server's last updates). A failing snapshot store or journal
  * is an error, never an empty document, so a stored room is never overwritten with nothing.
  */
 export class RoomStateSource {
@@ -46,18 +59,29 @@ export class RoomStateSource {
     this.#logger = logger
   }
 
-  async load(room: string): Promise<InitialState> {
-    // The journal first: a server trims entries only after saving a snapshot that holds them,
-    // so an entry gone by now is in the snapshot read next.
-    const journal = await this.#journal.read(room)
-    const fromPeer = await this.#fromPeers(room)
-    if (fromPeer) return { state: fromPeer, source: 'peer', journal, storedVersion: undefined }
-    const snapshot = await this.#snapshots.load(room)
-    if (!snapshot) return { state: null, source: 'empty', journal, storedVersion: null }
-    return { state: snapshot.state, source: 'snapshot', journal, storedVersion: snapshot.version }
+  /** Which incarnation of the room is current: the lasting store says (a tombstone stays). */
+  async incarnation(room: string): Promise<Incarnation> {
+    const head = await this.#snapshots.head(room)
+    return { generation: currentGeneration(head), head }
   }
 
-  async #fromPeers(room: string): Promise<Uint8Array | null> {
+  async load(room: string, { generation, head }: Incarnation): Promise<InitialState> {
+    // The journal next: a server trims entries only after saving a snapshot that holds them,
+    // so an entry gone by now is in the snapshot read after.
+    const journal = await this.#journal.read(incarnationKey(room, generation))
+    const fromPeer = await this.#fromPeers(room, generation)
+    if (fromPeer) return { state: fromPeer, source: 'peer', generation, journal, storedVersion: undefined }
+    if (!head || head.deleted) {
+      return { state: null, source: 'empty', generation, journal, storedVersion: head?.version ?? null }
+    }
+    const snapshot = await this.#snapshots.load(room)
+    if (!snapshot || snapshot.deleted || snapshot.generation !== generation) {
+      throw new Error(`room ${room} changed incarnation while it loaded; try again`)
+    }
+    return { state: snapshot.state, source: 'snapshot', generation, journal, storedVersion: snapshot.version }
+  }
+
+  async #fromPeers(room: string, generation: number): Promise<Uint8Array | null> {
     if (!this.#fetchFromPeer) return null
     let peers: PeerServer[]
     try {
@@ -68,7 +92,7 @@ export class RoomStateSource {
     }
     for (const peer of peers) {
       try {
-        return await this.#fetchFromPeer(peer, room)
+        return await this.#fetchFromPeer(peer, room, generation)
       } catch (error) {
         this.#logger.warn(
           { err: error, room, peer: peer.serverId },

@@ -53,6 +53,8 @@ const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {}, rem
 /** What a room is built from: its document as loaded, its settings, and what it works with. */
 export interface RoomInit {
   name: string
+  /** The room's pub/sub channel (its incarnation's key); default: its name. */
+  channel?: string
   /** The document as loaded (snapshot, then the journal replayed); the room owns it from here on. */
   doc: Y.Doc
   /** Bytes of the loaded state and replayed updates: the first upper bound of the document's size. */
@@ -101,14 +103,27 @@ export class Room implements MemberRoom {
   /** Set by the afterTransaction listener: whether the last applied update changed anything. */
   #lastApplyChanged = false
   readonly #options: RoomOptions
+  readonly #channel: string
   readonly #pubsub: PubSub
   readonly #journal: RoomInit['journal']
   readonly #logger: Logger
   readonly #onChange: () => void
   readonly #observer: RoomObserver
 
-  constructor({ name, doc, loadedBytes, options, pubsub, journal, logger, onChange, observer }: RoomInit) {
+  constructor({
+    name,
+    channel,
+    doc,
+    loadedBytes,
+    options,
+    pubsub,
+    journal,
+    logger,
+    onChange,
+    observer,
+  }: RoomInit) {
     this.name = name
+    this.#channel = channel ?? name
     this.doc = doc
     this.#sizeBound = loadedBytes
     this.#options = options
@@ -141,7 +156,7 @@ export class Room implements MemberRoom {
     if (removed.length === 0) return
     const frame = encodeAwarenessEntries(removed)
     this.#broadcast(frame, null)
-    this.#pubsub.publish(this.name, frame)
+    this.#pubsub.publish(this.#channel, frame)
   }
 
   /**
@@ -196,7 +211,7 @@ export class Room implements MemberRoom {
         // for 30 s: it gets its own state back (and ignores it: same clock). With company, the
         // others' presence renewals (every 15 s at most) keep it alive, and the echo is saved.
         this.#broadcast(frame, this.connections.size === 1 ? null : connection)
-        this.#pubsub.publish(this.name, frame)
+        this.#pubsub.publish(this.#channel, frame)
         return
       }
       case 'query-awareness':
@@ -207,7 +222,7 @@ export class Room implements MemberRoom {
         // Ephemeral: to the clients here and on the other servers that asked for events, never stored.
         checkBroadcast(message.payload, this.#options.maxPresenceBytes)
         this.#relayEvent(frame, connection)
-        this.#pubsub.publish(this.name, frame)
+        this.#pubsub.publish(this.#channel, frame)
         return
       case 'sync-status':
         // Frames are handled in order, so every earlier one is applied; answered once durable
@@ -276,8 +291,8 @@ export class Room implements MemberRoom {
   /** Tells the other servers holding the room what this one holds (anti-entropy). */
   publishDigest(): void {
     // Alone with the room, there is no one to compare with: skip the O(document) digest.
-    if (!this.#pubsub.mayHavePeers(this.name)) return
-    this.#pubsub.publish(this.name, encodeDigest(this.#digest()))
+    if (!this.#pubsub.mayHavePeers(this.#channel)) return
+    this.#pubsub.publish(this.#channel, encodeDigest(this.#digest()))
   }
 
   /** The room's digest, computed once per version: hashing the delete set costs O(document). */
@@ -291,7 +306,7 @@ export class Room implements MemberRoom {
   #answerDigest(theirs: Digest): void {
     const { peerLacks, weLack } = compareDigest(this.#digest(), theirs)
     if (peerLacks)
-      this.#pubsub.publish(this.name, encodeUpdate(Y.encodeStateAsUpdate(this.doc, theirs.stateVector)))
+      this.#pubsub.publish(this.#channel, encodeUpdate(Y.encodeStateAsUpdate(this.doc, theirs.stateVector)))
     if (weLack && Date.now() - this.#lastAskedPeersAt > ASK_PEERS_MIN_INTERVAL_MS) {
       this.#lastAskedPeersAt = Date.now()
       this.publishDigest()
@@ -377,7 +392,7 @@ export class Room implements MemberRoom {
     const forwarded = message.kind === 'update' ? frame : encodeUpdate(message.update)
     this.#broadcast(forwarded, connection)
     this.#observer.updateHandled(receivedAt)
-    this.#pubsub.publish(this.name, forwarded)
+    this.#pubsub.publish(this.#channel, forwarded)
   }
 
   /**

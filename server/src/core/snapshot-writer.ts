@@ -1,4 +1,4 @@
-import { isOutOfSpace, SnapshotConflictError } from '../errors.js'
+import { isOutOfSpace, RoomDeletedError, SnapshotConflictError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
@@ -41,6 +41,13 @@ export interface SnapshotWriterInit {
   unsavedAtLoad: boolean
   /** The stored version the loaded room holds everything of: each save is conditional on it. */
   storedVersion: KnownStoredVersion
+  /** The room's incarnation, saved with each snapshot. */
+  generation: number
+  /**
+   * The store holds a later incarnation or this one's tombstone: the room was deleted while this
+   * server held it (it missed the deletion). Nothing more is saved.
+   */
+  onDeleted: () => void
 }
 
 /** Another server saving at the same moment is routine; this many in a row is not. */
@@ -57,6 +64,8 @@ export class SnapshotWriter {
   #failures = 0
   #stopped = false
   #storedVersion: KnownStoredVersion
+  readonly #generation: number
+  readonly #onDeleted: () => void
   readonly #room: Snapshottable
   readonly #store: SnapshotStore
   readonly #journal: SnapshotWriterInit['journal']
@@ -73,6 +82,8 @@ export class SnapshotWriter {
     this.#metrics = init.metrics
     this.#logger = init.logger
     this.#storedVersion = init.storedVersion
+    this.#generation = init.generation
+    this.#onDeleted = init.onDeleted
     this.#savedVersion = unsavedAtLoad ? room.version - 1 : room.version
     if (unsavedAtLoad) this.markDirty()
   }
@@ -146,6 +157,7 @@ export class SnapshotWriter {
       endTimer()
       if (this.dirty) this.markDirty()
     } catch (error) {
+      if (error instanceof RoomDeletedError) throw error // not a failure: the room is gone
       this.#failures++
       this.#metrics.snapshotFailures.inc()
       this.#metrics.dependencies.failed('snapshots', 'save', error)
@@ -178,7 +190,8 @@ export class SnapshotWriter {
       const version = this.#room.version
       const state = this.#room.encodeState()
       try {
-        this.#storedVersion = await this.#store.save(this.#room.name, state, this.#storedVersion ?? null)
+        const expected = this.#storedVersion ?? null
+        this.#storedVersion = await this.#store.save(this.#room.name, state, expected, this.#generation)
         return version
       } catch (error) {
         if (!(error instanceof SnapshotConflictError) || conflicts >= MAX_CONFLICTS_PER_WRITE) throw error
@@ -190,7 +203,13 @@ export class SnapshotWriter {
 
   async #absorbStored(): Promise<void> {
     const stored = await this.#store.load(this.#room.name)
-    if (stored) await this.#room.absorbStored(stored.state)
+    const generation = this.#generation
+    if (stored && (stored.generation > generation || (stored.deleted && stored.generation >= generation))) {
+      this.stop()
+      this.#onDeleted()
+      throw new RoomDeletedError(`room ${this.#room.name} was deleted (incarnation ${generation})`)
+    }
+    if (stored && !stored.deleted) await this.#room.absorbStored(stored.state)
     this.#storedVersion = stored?.version ?? null
   }
 

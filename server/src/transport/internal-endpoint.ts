@@ -6,7 +6,10 @@ import { parseRequestTarget } from './request-target.js'
 
 export interface InternalEndpointDeps {
   token: string
-  loadedRoom(name: string): Room | undefined
+  /** The room loaded here and its incarnation, if it is. */
+  loadedIncarnation(name: string): { room: Room; generation: number } | undefined
+  /** A peer learned from the store that this server's incarnation of the room was deleted. */
+  dropDeleted(name: string, generation: number): void
   /** Deletes a room everywhere (the dashboard's Delete). */
   deleteRoom(name: string): Promise<void>
 }
@@ -15,7 +18,12 @@ export interface InternalEndpointDeps {
  * The server-to-server endpoint (paths and token: `@symphony/client/wire`'s http-paths):
  * a loaded room's full state for a peer loading it, and deletion for the dashboard.
  */
-export function createInternalEndpoint({ token, loadedRoom, deleteRoom }: InternalEndpointDeps) {
+export function createInternalEndpoint({
+  token,
+  loadedIncarnation,
+  dropDeleted,
+  deleteRoom,
+}: InternalEndpointDeps) {
   const expected = Buffer.from(internalAuthorization(token))
   return (request: IncomingMessage, response: ServerResponse): void => {
     const presented = Buffer.from(request.headers.authorization ?? '')
@@ -23,7 +31,8 @@ export function createInternalEndpoint({ token, loadedRoom, deleteRoom }: Intern
       response.writeHead(401).end()
       return
     }
-    const target = parseInternalRoomPath(parseRequestTarget(request.url).path)
+    const { path, query } = parseRequestTarget(request.url)
+    const target = parseInternalRoomPath(path)
     const name = target && isValidRoomName(target.room) ? target.room : null
     if (name && request.method === 'DELETE' && target?.part === '') {
       deleteRoom(name).then(
@@ -36,12 +45,20 @@ export function createInternalEndpoint({ token, loadedRoom, deleteRoom }: Intern
       response.writeHead(404).end()
       return
     }
-    const room = loadedRoom(name)
-    if (!room) {
+    const loaded = loadedIncarnation(name)
+    if (!loaded) {
       response.writeHead(404).end() // not held here (any more): the caller tries the next peer
       return
     }
-    const state = room.encodeState() // encoded once per version, shared with joiners and snapshots
+    // The caller read the current incarnation from the store: an older one here was deleted
+    // while this server missed it (410, and it goes); a newer one means the caller is behind (409).
+    const wanted = Number(query.get('generation') ?? loaded.generation)
+    if (wanted !== loaded.generation) {
+      if (Number.isSafeInteger(wanted) && wanted > loaded.generation) dropDeleted(name, loaded.generation)
+      response.writeHead(wanted > loaded.generation ? 410 : 409).end()
+      return
+    }
+    const state = loaded.room.encodeState() // encoded once per version, shared with joiners and snapshots
     response.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': state.length })
     response.end(state)
   }

@@ -3,8 +3,9 @@ import type { PeerStateFetcher } from '../core/room-state-source.js'
 
 /** Fetches a room's state from a peer's internal endpoint, giving up after `timeoutMs`. */
 export function createPeerStateFetcher(token: string, timeoutMs: number): PeerStateFetcher {
-  return async (peer, room) => {
-    const response = await fetch(`http://${peer.internalAddress}${internalRoomPath(room, 'state')}`, {
+  return async (peer, room, generation) => {
+    const path = `${internalRoomPath(room, 'state')}?generation=${generation}`
+    const response = await fetch(`http://${peer.internalAddress}${path}`, {
       headers: { authorization: internalAuthorization(token) },
       signal: AbortSignal.timeout(timeoutMs),
     })

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import { QueryCommand } from '@aws-sdk/client-dynamodb'
-import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3'
+import { PutObjectCommand } from '@aws-sdk/client-s3'
 import { Redis } from 'ioredis'
 import * as Y from 'yjs'
 import { type RedisService, startRedis } from '../../../scripts/lib/services.mjs'
 import { createRegistryTable } from '../../src/adapters/dynamo-room-registry.js'
-import { roomKey } from '../../src/adapters/room-keys.js'
-import { createSnapshotBucket } from '../../src/adapters/s3-snapshot-store.js'
+import { createSnapshotBucket, S3SnapshotStore } from '../../src/adapters/s3-snapshot-store.js'
+import { storedState } from '../../src/contracts/stored-snapshots.js'
 import { type ServerProcess, startServerProcess } from './server-process.js'
 import { requireTestServices, testAwsClients, uniqueName } from './services.js'
 
@@ -83,18 +83,11 @@ export class TestCluster {
 
   /** The room's snapshot in S3, or null. */
   async snapshot(room: string): Promise<Uint8Array | null> {
-    try {
-      const object = await testAwsClients().s3.send(
-        new GetObjectCommand({ Bucket: BUCKET, Key: `${this.prefix}${roomKey(room)}.ybin` }),
-      )
-      return (await object.Body?.transformToByteArray()) ?? null
-    } catch (error) {
-      if ((error as { name?: string }).name === 'NoSuchKey') return null
-      throw error
-    }
+    const store = new S3SnapshotStore({ bucket: BUCKET, prefix: this.prefix, client: testAwsClients().s3 })
+    return storedState(store, room) // a deleted room's tombstone holds nothing
   }
 
-  /** The room's snapshot in S3 as a document (empty if there is none). */
+  /** The room's saved state as a document (empty if none is saved). */
   async snapshotDoc(room: string): Promise<Y.Doc> {
     const doc = new Y.Doc()
     const state = await this.snapshot(room)

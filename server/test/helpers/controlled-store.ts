@@ -1,4 +1,4 @@
-import type { SnapshotStore, StoredSnapshot } from '../../src/ports/snapshot-store.js'
+import type { SnapshotHead, SnapshotStore, StoredSnapshot } from '../../src/ports/snapshot-store.js'
 
 /**
  * Wraps a real snapshot store to inject faults: failing or slow saves, failing or held loads.
@@ -9,6 +9,7 @@ export class ControlledSnapshotStore implements SnapshotStore {
   failLoads = false
   saveDelayMs = 0
   loadGate: Promise<void> | null = null
+  gateHeads = true
   /** Holds saves (after the caller encoded its state) until it resolves. */
   saveGate: Promise<void> | null = null
   /** Called as a save arrives, before it waits for `saveGate`. */
@@ -26,7 +27,14 @@ export class ControlledSnapshotStore implements SnapshotStore {
     return this.inner.load(room)
   }
 
-  async save(room: string, state: Uint8Array, expected: string | null): Promise<string> {
+  /** Held and failed as loads are (it is how a room's load starts), unless `gateHeads` is false. */
+  async head(room: string): Promise<SnapshotHead | null> {
+    if (this.loadGate && this.gateHeads) await this.loadGate
+    if (this.failLoads) throw new Error('injected load failure')
+    return this.inner.head(room)
+  }
+
+  async save(room: string, state: Uint8Array, expected: string | null, generation?: number): Promise<string> {
     this.saveAttempts++
     this.onSave?.()
     if (this.saveGate) await this.saveGate
@@ -38,7 +46,7 @@ export class ControlledSnapshotStore implements SnapshotStore {
         this.failSaves--
         throw new Error('injected save failure')
       }
-      const version = await this.inner.save(room, state, expected)
+      const version = await this.inner.save(room, state, expected, generation)
       this.savesCompleted++
       return version
     } finally {
@@ -46,8 +54,8 @@ export class ControlledSnapshotStore implements SnapshotStore {
     }
   }
 
-  delete(room: string): Promise<void> {
-    return this.inner.delete(room)
+  delete(room: string, generation: number): Promise<void> {
+    return this.inner.delete(room, generation)
   }
 
   close(): Promise<void> {

@@ -2,10 +2,13 @@ import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
+import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
 import { putSnapshot } from '../../src/contracts/stored-snapshots.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
+import { encodeUpdate } from '../../src/protocol/codec.js'
 import { ControlledSnapshotStore } from '../helpers/controlled-store.js'
 import { deferred } from '../helpers/deferred.js'
+import { LossyPubSub } from '../helpers/lossy-pubsub.js'
 import { fakeTime, storedText } from './support/fake-time.js'
 import { OPTIONS, TestWorld } from './support/test-world.js'
 import { settle, until } from './support/turns.js'
@@ -73,5 +76,63 @@ describe('deleting a room while others join it', () => {
     await early.ready
     await until(() => server.manager.roomState(room) === 'live', 'a fresh room')
     assert.equal(early.text(), '', 'it never saw the deleted room')
+  })
+})
+
+describe('a deleted room stays deleted', () => {
+  afterEach(() => world.close())
+
+  it('a server that missed the deletion finds the tombstone when it saves: its clients get RoomDeleted, nothing comes back', async (t) => {
+    const tick = fakeTime(t)
+    world = new TestWorld()
+    const deaf = new LossyPubSub('deaf', world.bus)
+    const [deleter, missed] = [world.server(), world.server({ pubsub: deaf })]
+    const room = uniqueRoom()
+    const [here, there] = [deleter.connect(room), missed.connect(room)]
+    await Promise.all([here.ready, there.ready])
+    here.doc.getText('t').insert(0, 'secret')
+    await settle()
+    assert.equal(there.text(), 'secret')
+    deaf.dropping = true // cut off from pub/sub: it never hears of the deletion
+    await deleter.manager.delete(room)
+    assert.equal(here.closeCode, CloseCode.RoomDeleted)
+    assert.equal(there.closeCode, null, 'it missed the deletion')
+    there.doc.getText('t').insert(0, 'more ')
+    await tick(OPTIONS.snapshot.intervalMs)
+    await until(() => there.closeCode === CloseCode.RoomDeleted, 'its save found the tombstone')
+    await until(() => missed.manager.roomState(room) === 'gone', 'it dropped the room')
+    assert.equal(await storedText(world.snapshots, room), null, 'still the tombstone')
+    const fresh = deleter.connect(room)
+    await fresh.ready
+    await settle()
+    assert.equal(fresh.text(), '', 'the next incarnation starts empty')
+  })
+
+  it('a late message of the deleted incarnation, or a journal stream of it, never reaches the next', async (t) => {
+    const tick = fakeTime(t)
+    world = new TestWorld()
+    const server = world.server()
+    const room = uniqueRoom()
+    const old = server.connect(room)
+    await old.ready
+    old.doc.getText('t').insert(0, 'old')
+    await settle()
+    await server.manager.delete(room)
+    const fresh = server.connect(room)
+    await fresh.ready
+    const late = new Y.Doc()
+    late.getText('t').insert(0, 'late')
+    new MemoryPubSub('straggler', world.bus).publish(room, encodeUpdate(Y.encodeStateAsUpdate(late)))
+    await server.journal.append(room, Y.encodeStateAsUpdate(late)) // a straggler's journal stream
+    await settle()
+    assert.equal(fresh.text(), '', 'the late message went to the old incarnation’s channel')
+    fresh.disconnect()
+    await settle()
+    await tick(OPTIONS.roomGraceMs)
+    assert.equal(server.manager.roomState(room), 'gone', 'unloaded')
+    const reloaded = server.connect(room)
+    await reloaded.ready
+    await settle()
+    assert.equal(reloaded.text(), '', 'the old incarnation’s journal is not replayed')
   })
 })

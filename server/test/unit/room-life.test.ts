@@ -37,7 +37,7 @@ function controlledLife() {
     free: async (loaded) => {
       steps.push(`free ${loaded}`)
     },
-    removeStored: async () => {
+    removeStored: async (_loaded) => {
       steps.push('remove stored')
     },
     loadFailed: () => {

@@ -16,7 +16,7 @@ export function fakeTime(t: TestContext): (ms: number) => Promise<void> {
 /** The text of the room's stored snapshot; null when none is stored. */
 export async function storedText(store: SnapshotStore, room: string): Promise<string | null> {
   const stored = await store.load(room)
-  if (!stored) return null
+  if (!stored || stored.deleted) return null
   const doc = new Y.Doc()
   Y.applyUpdate(doc, stored.state)
   return doc.getText('t').toString()

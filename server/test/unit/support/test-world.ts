@@ -34,6 +34,8 @@ export interface ServerSetup {
   /** Stands in for the shared store (e.g. a `ControlledSnapshotStore` around `world.snapshots`). */
   snapshots?: SnapshotStore
   journal?: UpdateJournal
+  /** Stands in for the server's pub/sub on `world.bus` (e.g. a `LossyPubSub`). */
+  pubsub?: MemoryPubSub
   options?: Partial<RoomManagerOptions>
 }
 
@@ -84,7 +86,7 @@ export class TestServer {
     setup: ServerSetup,
   ) {
     const logger = recordingLogger(this.logs)
-    this.pubsub = new MemoryPubSub(id, world.bus)
+    this.pubsub = setup.pubsub ?? new MemoryPubSub(id, world.bus)
     this.#registry = new MemoryRoomRegistry(
       { serverId: id, internalAddress: `${id}:0` },
       { leaseMs: 60_000, now: () => Date.now() },
