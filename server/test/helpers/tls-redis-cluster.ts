@@ -89,6 +89,10 @@ export async function startTlsRedisCluster(): Promise<TlsRedisCluster> {
         ],
         { cwd: folder, stdio: 'ignore' },
       )
+      // Killed with this process too, however the test ends.
+      const kill = () => child.kill('SIGKILL')
+      process.once('exit', kill)
+      child.once('exit', () => process.off('exit', kill))
       nodes.push({ port, busPort, child })
     }
     for (const { port } of nodes) {
