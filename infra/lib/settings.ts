@@ -13,6 +13,8 @@ export interface SymphonySettings {
   /** `allowedCidr` unset: the dashboard's listener takes no traffic from anywhere (SSM port forwarding instead). */
   dashboard: { cpu: number; memoryMiB: number; allowedCidr: string | undefined }
   redis: { nodeType: string; replicas: number }
+  /** Where the update journal lives: beside pub/sub on ElastiCache, or on MemoryDB (see `JournalSettings`). */
+  journal: JournalSettings
   database: { instanceType: string; multiAz: boolean; storageGiB: number }
   natGateways: number
   /** HTTPS on the load balancer with this ACM certificate; plain HTTP without it. */
@@ -38,6 +40,18 @@ export interface SymphonySettings {
 }
 
 export type CpuArchitectureName = 'x86_64' | 'arm64'
+
+/**
+ * `elasticache`: the journal shares pub/sub's Redis, whose primary's loss can take the acknowledged
+ * updates since each room's last snapshot with it. `memorydb`: a MemoryDB cluster of its own, which
+ * acknowledges a write only once its multi-AZ transaction log holds it.
+ */
+export type JournalSettings =
+  | { store: 'elasticache' }
+  | { store: 'memorydb'; nodeType: string; shards: number; replicas: number }
+
+/** The MemoryDB journal's defaults: one shard is plenty for appends of small updates. */
+export const MEMORYDB_JOURNAL = { nodeType: 'db.t4g.small', shards: 1, replicas: 1 } as const
 
 export type SizeName = keyof typeof SIZES
 
@@ -93,6 +107,12 @@ const context = z.object({
     .regex(/^cache\.[a-z0-9]+\.[a-z0-9]+$/, 'must be like cache.t4g.micro')
     .optional(),
   redisReplicas: count(0, 5),
+  journalStore: z.enum(['elasticache', 'memorydb']).default('elasticache'),
+  journalNodeType: z
+    .string()
+    .regex(/^db\.[a-z0-9]+\.[a-z0-9]+$/, 'must be like db.t4g.small')
+    .optional(),
+  journalReplicas: count(1, 5),
   dbInstanceType: z
     .string()
     .regex(/^[a-z0-9]+\.[a-z0-9]+$/, 'must be like t4g.micro')
@@ -169,6 +189,11 @@ export function parseSettings(
       'context loadCoordinatorUrl: no longer used: `symphony-loadtest ecs --advertise-url` tells the agents it starts where the coordinator is',
     )
   }
+  for (const key of ['journalNodeType', 'journalReplicas'] as const) {
+    if (c[key] !== undefined && c.journalStore !== 'memorydb') {
+      throw new Error(`context ${key}: only with journalStore=memorydb`)
+    }
+  }
   if (c.domainName && !c.certificateArn) {
     throw new Error('context domainName: needs certificateArn (a name is only for HTTPS clients)')
   }
@@ -182,6 +207,15 @@ export function parseSettings(
       nodeType: c.redisNodeType ?? preset.redis.nodeType,
       replicas: c.redisReplicas ?? preset.redis.replicas,
     },
+    journal:
+      c.journalStore === 'memorydb'
+        ? {
+            store: 'memorydb',
+            nodeType: c.journalNodeType ?? MEMORYDB_JOURNAL.nodeType,
+            shards: MEMORYDB_JOURNAL.shards,
+            replicas: c.journalReplicas ?? MEMORYDB_JOURNAL.replicas,
+          }
+        : { store: 'elasticache' },
     database: {
       instanceType: c.dbInstanceType ?? preset.database.instanceType,
       multiAz: c.dbMultiAz ?? preset.database.multiAz,

@@ -5,6 +5,7 @@ import { Cache } from './cache.js'
 import { DashboardService } from './dashboard-service.js'
 import { Database } from './database.js'
 import { ARCHITECTURE_CONTEXT_KEY, imageFromRepository } from './fargate.js'
+import { JournalStore } from './journal-store.js'
 import { LoadAgents } from './load-agents.js'
 import { Network } from './network.js'
 import { metricsNamespace } from './observability/metrics.js'
@@ -23,6 +24,8 @@ export class SymphonyStack extends Stack {
   public readonly storage: Storage
   public readonly network: Network
   public readonly cache: Cache
+  /** The journal's own MemoryDB cluster (`journalStore=memorydb`); unset, it shares the cache. */
+  public readonly journal: JournalStore | undefined
   public readonly database: Database
   public readonly entry: PublicEntry
   public readonly cluster: ecs.Cluster
@@ -44,6 +47,11 @@ export class SymphonyStack extends Stack {
     const { vpc } = this.network
     const dataSubnets = vpc.selectSubnets(this.network.dataSubnets)
     this.cache = new Cache(this, 'Cache', { vpc, subnets: dataSubnets, ...settings.redis })
+    const { journal } = settings
+    this.journal =
+      journal.store === 'memorydb'
+        ? new JournalStore(this, 'Journal', { vpc, subnets: dataSubnets, ...journal })
+        : undefined
     this.database = new Database(this, 'Database', {
       vpc,
       subnets: this.network.dataSubnets,
@@ -68,6 +76,7 @@ export class SymphonyStack extends Stack {
       listener: this.entry.syncListener,
       storage: this.storage,
       cache: this.cache,
+      journal: this.journal,
       database: this.database,
       ...settings.sync,
       authJwksUrl: settings.authJwksUrl,

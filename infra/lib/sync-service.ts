@@ -17,6 +17,7 @@ import {
   imageFromRepository,
   privateService,
 } from './fargate.js'
+import type { JournalStore } from './journal-store.js'
 import { MetricsCollector } from './observability/collector.js'
 import { SYNC_SERVER_METRICS } from './observability/metrics.js'
 import type { Storage } from './storage.js'
@@ -27,6 +28,8 @@ export interface SyncServiceProps {
   listener: elbv2.ApplicationListener
   storage: Storage
   cache: Cache
+  /** The journal's own store; unset, the servers journal to the cache (`PUBSUB`'s Redis). */
+  journal?: JournalStore | undefined
   database: Database
   cpu: number
   memoryMiB: number
@@ -66,7 +69,7 @@ export class SyncService extends Construct {
 
   constructor(scope: Construct, id: string, props: SyncServiceProps) {
     super(scope, id)
-    const { storage, cache, database } = props
+    const { storage, cache, journal, database } = props
     this.maxTasks = props.maxTasks
     this.minTasks = props.minTasks
     this.internalToken = generatedSecret(
@@ -83,6 +86,7 @@ export class SyncService extends Construct {
     const secrets: Record<string, ecs.Secret> = {
       INTERNAL_TOKEN: ecs.Secret.fromSecretsManager(this.internalToken),
       PUBSUB_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken),
+      ...(journal ? { JOURNAL_PASSWORD: ecs.Secret.fromSecretsManager(journal.password) } : {}),
       DATABASE_PASSWORD: ecs.Secret.fromSecretsManager(database.secret, 'password'),
       ...(this.authSecret ? { AUTH_SECRET: ecs.Secret.fromSecretsManager(this.authSecret) } : {}),
     }
@@ -93,6 +97,7 @@ export class SyncService extends Construct {
         PORT: String(SYNC_PORT),
         INTERNAL_PORT: String(INTERNAL_PORT),
         PUBSUB: cache.url,
+        ...(journal ? { JOURNAL: journal.url, JOURNAL_CLUSTER: '1' } : {}),
         REGISTRY: `dynamodb://${storage.registryTable.tableName}`,
         SNAPSHOTS: storage.snapshotsUrl,
         DATABASE_URL: database.url,
@@ -149,6 +154,7 @@ export class SyncService extends Construct {
       loadBalanced: true,
     })
     cache.allowFrom(this.securityGroup)
+    journal?.allowFrom(this.securityGroup)
     database.allowFrom(this.securityGroup, 'metadata from the sync servers')
 
     this.targetGroup = new elbv2.ApplicationTargetGroup(this, 'Targets', {

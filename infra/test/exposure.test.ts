@@ -77,6 +77,7 @@ describe('exposure: what the internet can reach, and what task definitions hold'
       {
         authJwksUrl: 'https://auth.example.com/jwks.json',
         loadAgents: 'true',
+        journalStore: 'memorydb',
       },
     ]) {
       const { template } = synthesize(context)

@@ -28,6 +28,23 @@ describe('infra settings (CDK context)', () => {
     assert.equal(settings.dashboard.allowedCidr, undefined, 'the dashboard is not on the internet')
     assert.equal(settings.alarmEmail, undefined)
     assert.equal(settings.cpuArchitecture, 'x86_64')
+    assert.deepEqual(settings.journal, { store: 'elasticache' }, 'the journal beside pub/sub')
+  })
+
+  it('journalStore=memorydb puts the journal on MemoryDB: a small node, one shard, one replica unless told', () => {
+    assert.deepEqual(settingsFrom({ journalStore: 'memorydb' }).journal, {
+      store: 'memorydb',
+      nodeType: 'db.t4g.small',
+      shards: 1,
+      replicas: 1,
+    })
+    const tuned = settingsFrom({
+      journalStore: 'memorydb',
+      journalNodeType: 'db.r7g.large',
+      journalReplicas: '2',
+    })
+    assert.deepEqual(tuned.journal, { store: 'memorydb', nodeType: 'db.r7g.large', shards: 1, replicas: 2 })
+    assert.equal(settingsFrom({ journalStore: 'elasticache' }).journal.store, 'elasticache')
   })
 
   it('takes an alarm email, an allowed dashboard range and the CPU architecture', () => {
@@ -112,6 +129,23 @@ describe('infra settings (CDK context)', () => {
     assert.match(errorFor({ cpuArchitecture: 'arm' }), /^context cpuArchitecture:/)
     assert.match(errorFor({ commit: 'abc def' }), /^context commit: must be a commit id/)
     assert.match(errorFor({ stackName: '1-stack' }), /^context stackName:/)
+    assert.match(
+      errorFor({ journalStore: 'dynamodb' }),
+      /^context journalStore: Invalid option: expected one of "elasticache"\|"memorydb"$/,
+    )
+    assert.match(
+      errorFor({ journalStore: 'memorydb', journalNodeType: 'cache.t4g.small' }),
+      /^context journalNodeType: must be like db\.t4g\.small$/,
+    )
+    assert.match(errorFor({ journalStore: 'memorydb', journalReplicas: '0' }), /^context journalReplicas:/)
+    assert.match(
+      errorFor({ journalNodeType: 'db.t4g.small' }),
+      /^context journalNodeType: only with journalStore=memorydb$/,
+    )
+    assert.match(
+      errorFor({ journalReplicas: '2' }),
+      /^context journalReplicas: only with journalStore=memorydb$/,
+    )
     assert.match(errorFor({ shutdownTimeoutSeconds: '200' }), /^context shutdownTimeoutSeconds:/)
   })
 

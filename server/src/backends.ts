@@ -27,7 +27,8 @@ export type SnapshotsConfig =
 export type JournalConfig =
   | { kind: 'memory' }
   | { kind: 'file'; folder: string }
-  | { kind: 'redis'; url: string }
+  /** `cluster`: a Redis Cluster (MemoryDB, ElastiCache cluster mode), reached through a cluster client. */
+  | { kind: 'redis'; url: string; cluster?: boolean }
 /** A real Postgres, or PGlite in a child process served on a loopback port. */
 export type DatabaseConfig =
   | { kind: 'postgres'; url: string }

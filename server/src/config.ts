@@ -78,6 +78,8 @@ const environment = z.object({
     (v) => !v || /^file:\/\/./.test(v) || /^rediss?:\/\/./.test(v),
     'must be file://<folder> or redis://host:port',
   ),
+  JOURNAL_PASSWORD: optionalText,
+  JOURNAL_CLUSTER: z.enum(['0', '1']).default('0'),
   DATABASE_URL: z
     .string()
     .default('pglite://./data/pg')
@@ -246,9 +248,16 @@ function folderOf(fileUrl: string): string {
  * cluster needs it shared, since the server that loads a crashed server's rooms must read it.
  */
 function journalFrom(e: z.infer<typeof environment>): JournalConfig {
+  if (e.JOURNAL_PASSWORD && !e.JOURNAL) {
+    throw new ConfigError('JOURNAL_PASSWORD: needs JOURNAL (the journal beside PUBSUB uses PUBSUB_PASSWORD)')
+  }
   const url = e.JOURNAL ?? (e.PUBSUB === 'memory' ? 'file://./data/journal' : e.PUBSUB)
   if (/^rediss?:\/\//.test(url)) {
-    return { kind: 'redis', url: e.JOURNAL ? url : withUrlPassword(url, e.PUBSUB_PASSWORD) }
+    const password = e.JOURNAL ? e.JOURNAL_PASSWORD : e.PUBSUB_PASSWORD
+    return { kind: 'redis', url: withUrlPassword(url, password), cluster: e.JOURNAL_CLUSTER === '1' }
+  }
+  if (e.JOURNAL_CLUSTER === '1') {
+    throw new ConfigError('JOURNAL_CLUSTER: needs a Redis journal (redis://… or rediss://…)')
   }
   // (Without an explicit JOURNAL, internalFrom refuses a shared REGISTRY over memory pub/sub.)
   if (e.REGISTRY !== 'memory' && e.JOURNAL) {

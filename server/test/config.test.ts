@@ -103,6 +103,35 @@ describe('configuration', () => {
     assert.match(errorFor({ AUTH: 'none', DATABASE_URL: 'mysql://db' }), /^DATABASE_URL: must be postgres/)
   })
 
+  it('puts the journal on a Redis Cluster of its own over TLS (MemoryDB), with its own user and password', () => {
+    const journalOf = (env: Record<string, string>) => parseConfig({ AUTH: 'none', ...env }).backends.journal
+    assert.deepEqual(
+      journalOf({
+        PUBSUB: 'rediss://cache:6380',
+        PUBSUB_PASSWORD: 'cache-token',
+        JOURNAL: 'rediss://symphony@journal.memorydb.example:6379',
+        JOURNAL_PASSWORD: 'p@ss/word',
+        JOURNAL_CLUSTER: '1',
+      }),
+      { kind: 'redis', url: 'rediss://symphony:p%40ss%2Fword@journal.memorydb.example:6379', cluster: true },
+      'its own password, never the pub/sub one',
+    )
+    assert.deepEqual(
+      journalOf({ PUBSUB: 'rediss://cache:6380', PUBSUB_PASSWORD: 'cache-token' }),
+      { kind: 'redis', url: 'rediss://:cache-token@cache:6380', cluster: false },
+      'beside pub/sub, with its password',
+    )
+    assert.match(
+      errorFor({ AUTH: 'none', PUBSUB: 'redis://cache:6379', JOURNAL_PASSWORD: 'x' }),
+      /^JOURNAL_PASSWORD: needs JOURNAL/,
+    )
+    assert.match(
+      errorFor({ AUTH: 'none', JOURNAL: 'file://./journal', JOURNAL_CLUSTER: '1' }),
+      /^JOURNAL_CLUSTER: needs a Redis journal/,
+    )
+    assert.match(errorFor({ AUTH: 'none', JOURNAL_CLUSTER: 'yes' }), /^JOURNAL_CLUSTER: /)
+  })
+
   it('reads the cluster adapters from their URLs', () => {
     const config = parseConfig({
       AUTH: 'none',
@@ -120,9 +149,13 @@ describe('configuration', () => {
       dynamoEndpoint: undefined,
     }
     assert.deepEqual(backends.pubsub, { kind: 'redis', url: 'redis://cache:6379' })
-    assert.deepEqual(backends.journal, { kind: 'redis', url: 'redis://cache:6379' }, 'beside pub/sub')
+    assert.deepEqual(
+      backends.journal,
+      { kind: 'redis', url: 'redis://cache:6379', cluster: false },
+      'beside pub/sub',
+    )
     const ownJournal = parseConfig({ AUTH: 'none', JOURNAL: 'redis://journal:6379' }).backends.journal
-    assert.deepEqual(ownJournal, { kind: 'redis', url: 'redis://journal:6379' })
+    assert.deepEqual(ownJournal, { kind: 'redis', url: 'redis://journal:6379', cluster: false })
     assert.deepEqual(backends.registry, { kind: 'dynamodb', table: 'symphony-rooms', leaseMs: 30_000, aws })
     assert.deepEqual(backends.snapshots, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/', aws })
     const snapshotsOf = (url: string) => parseConfig({ AUTH: 'none', SNAPSHOTS: url }).backends.snapshots

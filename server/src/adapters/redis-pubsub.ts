@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis'
+import { type Cluster, Redis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import { corkUntilTurnEnds } from '../cork-until-turn-ends.js'
@@ -177,7 +177,7 @@ function startsWith(message: Uint8Array, prefix: Uint8Array): boolean {
  * QUIT waits for pending replies (so queued publishes go out), but only on a live connection:
  * while ioredis is reconnecting it would queue QUIT behind them indefinitely, so disconnect then.
  */
-export async function closeConnection(connection: Redis): Promise<void> {
+export async function closeConnection(connection: Redis | Cluster): Promise<void> {
   if (connection.status === 'end') return
   if (connection.status !== 'ready') {
     connection.disconnect()

@@ -1,7 +1,8 @@
-import { Redis } from 'ioredis'
+import { type Cluster, Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
+import { openClusterConnection } from './redis-cluster-connection.js'
 import { closeConnection } from './redis-pubsub.js'
 import { roomKey } from './room-keys.js'
 
@@ -11,6 +12,8 @@ export interface RedisUpdateJournalOptions {
   logger: Logger
   /** Told of connection losses and of the connection being ready again (the core reports appends). */
   outcomes?: DependencyOutcomes
+  /** The URL names a Redis Cluster's configuration endpoint (MemoryDB): connect with a cluster client. */
+  cluster?: boolean
 }
 
 // Each server appends to a stream of its own per room, and names itself in the room's set of
@@ -27,16 +30,18 @@ if redis.call('XLEN', KEYS[1]) == 0 then
 end
 return 0`
 
-type JournalCommands = Redis & {
+type JournalCommands = (Redis | Cluster) & {
   journalAppend(stream: string, writers: string, writer: string, update: Buffer): Promise<string>
   journalTrim(stream: string, writers: string, minId: string, writer: string): Promise<number>
 }
 
 /**
  * `UpdateJournal` on Redis Streams, for cluster mode. Keys share the `{room}` hash tag, so a
- * room's keys stay together on a Redis Cluster too. While Redis is unreachable, ioredis holds
- * appends for a bounded number of reconnection attempts, then fails them (the server then saves a
- * snapshot at once, and acknowledges the updates once it is saved).
+ * room's keys stay together on a Redis Cluster too (`cluster`: MemoryDB). While Redis is
+ * unreachable, ioredis holds appends for a bounded number of reconnection attempts, then fails them
+ * (the server then saves a snapshot at once, and acknowledges the updates once it is saved). A
+ * cluster client has no such bound: it holds them until a node answers again (until then the
+ * updates stay unacknowledged, and the next snapshot saves them).
  */
 export class RedisUpdateJournal implements UpdateJournal {
   readonly #redis: JournalCommands
@@ -49,7 +54,10 @@ export class RedisUpdateJournal implements UpdateJournal {
     options: RedisUpdateJournalOptions,
   ) {
     this.#prefix = options.keyPrefix ?? 'symphony:'
-    const redis = new Redis(redisUrl, { connectionName: `${writer}:journal` })
+    const connectionName = `${writer}:journal`
+    const redis = options.cluster
+      ? openClusterConnection(redisUrl, connectionName)
+      : new Redis(redisUrl, { connectionName })
     redis.defineCommand('journalAppend', { numberOfKeys: 2, lua: APPEND })
     redis.defineCommand('journalTrim', { numberOfKeys: 2, lua: TRIM })
     const outcomes = options.outcomes ?? IGNORED_OUTCOMES

@@ -16,6 +16,7 @@ export function openUpdateJournal(config: JournalConfig, context: AdapterContext
       return new RedisUpdateJournal(context.self.serverId, config.url, {
         logger: context.logger,
         outcomes: context.outcomes,
+        cluster: config.cluster,
       })
   }
 }
