@@ -13,6 +13,7 @@ import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { storedState } from './helpers/snapshots.js'
+import { TcpLink } from './helpers/tcp-link.js'
 import { startTestCluster, startTestServer, type TestServer } from './helpers/test-server.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
@@ -222,6 +223,25 @@ describe('REST API: deleting a room', () => {
     const fresh = await connectSynced(t.wsUrl, encodeURIComponent(room))
     assert.equal(fresh.doc.getMap('m').size, 0, 'a new, empty room')
     assert.deepEqual(await (await api(t, room, '/document')).json(), {})
+  })
+
+  it('a client whose copy belongs to the deleted incarnation is refused with RoomDeleted when it comes back, and brings nothing back', async () => {
+    const t = await startTestServer({ apiSecret: API_SECRET })
+    const link = await TcpLink.open(t.server.port)
+    const room = uniqueRoom('incarnation')
+    const ours = nodeClient(`ws://127.0.0.1:${link.port}`).enter(room)
+    await ours.whenSynced()
+    ours.doc.getMap('m').set('old', 'content')
+    await eventually(() => t.server.manager.loadedRoom(room)?.doc.getMap('m').size === 1, 'applied')
+    const errors = recordErrors(ours)
+    link.cut() // offline while the room is deleted
+    assert.equal((await api(t, room, '', { method: 'DELETE' })).status, 204)
+    const raw = await connectSynced(t.wsUrl, encodeURIComponent(room)) // the next incarnation
+    link.restore()
+    await eventually(() => errors.some((e) => e.code === 'ROOM_DELETED'), 'our client is told')
+    assert.equal(raw.doc.getMap('m').size, 0, 'nothing of the deleted incarnation came back')
+    assert.deepEqual(await (await api(t, room, '/document')).json(), {})
+    link.close()
   })
 
   it('closes the clients of every server holding it, and none of them writes it back', async () => {

@@ -15,10 +15,19 @@ const LOAD_TIMEOUT_MS = 5_000
  * the document, and rejects when IndexedDB cannot be opened (some private windows) or loading
  * stalls (y-indexeddb never settles if a stored update fails to apply, or the open is blocked).
  */
-export function openOfflineStore(
-  name: string,
-  doc: Y.Doc,
-): { ready: Promise<void>; close(): Promise<void>; clear(): Promise<void> } {
+export interface OfflineStore {
+  ready: Promise<void>
+  /** The room incarnation the stored copy belongs to, once a server named it. */
+  incarnation(): Promise<number | null>
+  setIncarnation(incarnation: number): Promise<void>
+  close(): Promise<void>
+  clear(): Promise<void>
+}
+
+/** Where the copy's incarnation is kept, beside y-indexeddb's updates. */
+const INCARNATION_KEY = 'symphony-incarnation'
+
+export function openOfflineStore(name: string, doc: Y.Doc): OfflineStore {
   const persistence = new IndexeddbPersistence(name, doc)
   // y-indexeddb's whenSynced never settles when the database fails to open; race the opening.
   const failed = persistence._db.then(() => new Promise<never>(() => {}))
@@ -32,5 +41,16 @@ export function openOfflineStore(
   const ready = Promise.race([persistence.whenSynced, failed, stalled])
     .then(() => undefined)
     .finally(() => clearTimeout(timer))
-  return { ready, close: () => persistence.destroy(), clear: () => persistence.clearData() }
+  return {
+    ready,
+    incarnation: async () => {
+      const stored: unknown = await persistence.get(INCARNATION_KEY)
+      return typeof stored === 'number' ? stored : null
+    },
+    setIncarnation: async (incarnation) => {
+      await persistence.set(INCARNATION_KEY, incarnation)
+    },
+    close: () => persistence.destroy(),
+    clear: () => persistence.clearData(),
+  }
 }

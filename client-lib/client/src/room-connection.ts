@@ -9,7 +9,13 @@ import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
 import { UnsyncedChanges } from './unsynced-changes.js'
 import { CloseCode, closeCodeName, shouldReconnect } from './wire/close-codes.js'
-import { BROADCAST_PARAM, MESSAGE_BROADCAST, SYNC_STATUS_PARAM } from './wire/message-types.js'
+import {
+  BROADCAST_PARAM,
+  INCARNATION_PARAM,
+  MESSAGE_BROADCAST,
+  MESSAGE_INCARNATION,
+  SYNC_STATUS_PARAM,
+} from './wire/message-types.js'
 import { roomPath } from './wire/room-name.js'
 import { offeredProtocols } from './wire/token-protocol.js'
 
@@ -47,6 +53,10 @@ export interface RoomConnectionOptions extends ConnectionSettings {
   onUnsynced(unsynced: boolean): void
   /** Another client broadcast an event (see `broadcast-protocol.ts`). */
   onEvent(data: unknown): void
+  /** The incarnation the document belongs to (null: it never synced); sent with every attempt. */
+  incarnation(): number | null
+  /** The server named the room's incarnation: the document belongs to it from now on. */
+  onIncarnation(incarnation: number): void
 }
 
 /**
@@ -88,6 +98,9 @@ export class RoomConnection {
         return // the server checks events; one that still does not parse is dropped
       }
       options.onEvent(data)
+    }
+    provider.messageHandlers[MESSAGE_INCARNATION] = (_encoder, decoder) => {
+      options.onIncarnation(decoding.readVarUint(decoder))
     }
     provider.messageHandlers[messageAuth] = (_encoder, decoder) =>
       readAuthMessage(decoder, options.doc, (_doc, reason) => this.#readOnly(reason))
@@ -183,7 +196,11 @@ export class RoomConnection {
     }
     if (attempt !== this.#attempt || this.#stopped) return
     this.#token = token
-    this.#provider.params = { [SYNC_STATUS_PARAM]: '1', [BROADCAST_PARAM]: '1' }
+    this.#provider.params = {
+      [SYNC_STATUS_PARAM]: '1',
+      [BROADCAST_PARAM]: '1',
+      [INCARNATION_PARAM]: String(this.options.incarnation() ?? 'none'),
+    }
     try {
       // The token goes in Sec-WebSocket-Protocol, never in the URL: access logs keep URLs.
       this.#provider.protocols = offeredProtocols(token)

@@ -60,6 +60,9 @@ export class Room<P extends object = Record<string, unknown>> {
   readonly #clearStore: () => Promise<void> = async () => {}
   /** The server deleted the room: this copy must never sync its old content back. */
   #deleted = false
+  /** The room incarnation this copy belongs to (null: it never synced), kept with the offline copy. */
+  #incarnation: number | null = null
+  #keepIncarnation: (incarnation: number) => Promise<void> = async () => {}
   /** The error that ended connecting, until `reconnect()`; `whenSynced` rejects with it. */
   #finalError: SymphonyClientError | null = null
   #left = false
@@ -78,7 +81,11 @@ export class Room<P extends object = Record<string, unknown>> {
       const store = openOfflineStore(offlineStoreName, this.doc)
       this.#closeStore = store.close
       this.#clearStore = store.clear
-      stored = store.ready.catch((error: unknown) => {
+      this.#keepIncarnation = store.setIncarnation
+      stored = store.ready.then(async () => {
+        this.#incarnation = await store.incarnation()
+      })
+      stored = stored.catch((error: unknown) => {
         const reason = error instanceof Error ? error.message : String(error)
         const failure = new SymphonyClientError('OFFLINE_STORE_FAILED', `IndexedDB: ${reason}; online only`)
         this.#events.emit('error', failure)
@@ -108,6 +115,12 @@ export class Room<P extends object = Record<string, unknown>> {
       },
       onUnsynced: (unsynced) => this.#events.emit('unsynced', unsynced),
       onEvent: (data) => this.#events.emit('event', data),
+      incarnation: () => this.#incarnation,
+      onIncarnation: (incarnation) => {
+        if (incarnation === this.#incarnation) return
+        this.#incarnation = incarnation
+        void this.#keepIncarnation(incarnation).catch(() => {})
+      },
     })
     void stored.then(() => {
       if (!this.#left) this.#connection.start()

@@ -1,4 +1,5 @@
 import { CloseCode } from '@symphony/client/wire'
+import { encodeIncarnation } from '../protocol/codec.js'
 import type { Connection } from './connection.js'
 import type { RoomManager } from './room-manager.js'
 
@@ -17,7 +18,16 @@ export interface Admission {
 export function admit(rooms: Pick<RoomManager, 'acquire'>, connection: Connection): Admission {
   const acquired = rooms.acquire(connection.roomName)
   const joined = acquired.then(
-    (hold) => connection.attach(hold.room),
+    (hold) => {
+      const claimed = connection.incarnation
+      // A copy of a deleted incarnation must never sync its content into this one.
+      if (typeof claimed === 'number' && claimed < hold.generation) {
+        connection.close(CloseCode.RoomDeleted, 'the room was deleted')
+        return
+      }
+      if (claimed !== null) connection.send(encodeIncarnation(hold.generation))
+      connection.attach(hold.room)
+    },
     () => connection.close(CloseCode.TryAgainLater, 'the room could not be loaded; retry'),
   )
   let left = false

@@ -45,6 +45,8 @@ export interface ConnectionInit {
   /** Unique on this server (`<serverId>:<n>`): how logs and metadata name the connection. */
   id: string
   roomName: string
+  /** The incarnation the client's copy belongs to (`?incarnation=`), `none`, or null: not asked. */
+  incarnation?: number | 'none' | null
   identity: Identity
   transport: Transport
   limits: ConnectionLimits
@@ -82,6 +84,7 @@ const ROOM_REQUEST_BURST = 10
 export class Connection implements RoomMember {
   readonly id: string
   readonly roomName: string
+  readonly incarnation: number | 'none' | null
   readonly identity: Identity
   readonly awarenessClientIds = new Set<number>()
   /** The client asked for broadcast events (`?broadcast=1`): plain providers never get one. */
@@ -102,9 +105,10 @@ export class Connection implements RoomMember {
   readonly #metrics: ServerMetrics
   readonly #logger: Logger
 
-  constructor({ id, roomName, identity, transport, limits, metrics, logger }: ConnectionInit) {
+  constructor({ id, roomName, incarnation, identity, transport, limits, metrics, logger }: ConnectionInit) {
     this.id = id
     this.roomName = roomName
+    this.incarnation = incarnation ?? null
     this.identity = identity
     this.#transport = transport
     this.#limits = limits

@@ -61,6 +61,8 @@ interface Loaded {
 /** A hold on one loaded room instance: released exactly once, on that instance. */
 export interface RoomHold {
   readonly room: Room
+  /** The incarnation held (see `incarnationKey`). */
+  readonly generation: number
   release(): void
 }
 
@@ -186,9 +188,9 @@ export class RoomManager {
       }
       if (!life) life = this.#startLife(name)
       life.hold()
-      let room: Room
+      let loaded: Loaded
       try {
-        room = (await life.ready).room
+        loaded = await life.ready
       } catch (error) {
         life.unhold()
         throw error
@@ -200,7 +202,8 @@ export class RoomManager {
       const held = life
       let released = false
       return {
-        room,
+        room: loaded.room,
+        generation: loaded.generation,
         release: () => {
           if (released) return
           released = true

@@ -124,6 +124,14 @@ export function checkBroadcast(payload: Uint8Array, maxBytes: number): void {
   if (problem) throw new ProtocolError(`a broadcast event that is ${problem}`)
 }
 
+/** The room's incarnation, for a client that asked (`?incarnation=`). */
+export function encodeIncarnation(generation: number): Uint8Array {
+  return encodeWith((encoder) => {
+    encoding.writeVarUint(encoder, MessageType.Incarnation)
+    encoding.writeVarUint(encoder, generation)
+  })
+}
+
 /** A sync-status message: empty, the announcement; else the answer to a client's request. */
 export function encodeSyncStatus(payload: Uint8Array): Uint8Array {
   return encodeWith((encoder) => {

@@ -3,7 +3,9 @@ import type { Duplex } from 'node:stream'
 import {
   BROADCAST_PARAM,
   CloseCode,
+  INCARNATION_PARAM,
   isValidRoomName,
+  parseIncarnationParam,
   ROOM_NAME_RULE,
   roomFromPath,
   type ServerErrorCode,
@@ -41,6 +43,8 @@ interface AcceptedUpgrade {
   identity: Identity
   /** The client asked (`?syncStatus=1`) to be told that this server answers sync-status requests. */
   announceSyncStatus: boolean
+  /** The incarnation the client's copy belongs to (`?incarnation=`), `none`, or null: not asked. */
+  incarnation: number | 'none' | null
   /** The client asked (`?broadcast=1`) for broadcast events. */
   acceptsEvents: boolean
 }
@@ -148,8 +152,9 @@ export class WebSocketGateway {
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
     const announceSyncStatus = query.get(SYNC_STATUS_PARAM) === '1'
     const acceptsEvents = query.get(BROADCAST_PARAM) === '1'
+    const incarnation = parseIncarnationParam(query.get(INCARNATION_PARAM))
     this.#server.handleUpgrade(request, socket, head, (ws) =>
-      this.#accept(ws, { room, identity, announceSyncStatus, acceptsEvents }),
+      this.#accept(ws, { room, identity, announceSyncStatus, acceptsEvents, incarnation }),
     )
   }
 
@@ -169,7 +174,10 @@ export class WebSocketGateway {
     return drained
   }
 
-  #accept(socket: WebSocket, { room, identity, announceSyncStatus, acceptsEvents }: AcceptedUpgrade): void {
+  #accept(
+    socket: WebSocket,
+    { room, identity, announceSyncStatus, acceptsEvents, incarnation }: AcceptedUpgrade,
+  ): void {
     const { manager, metrics, metadata, logger } = this.deps
     socket.on('error', (error: Error & { code?: string }) => {
       // ws has already closed the socket (1009 for an oversized message, 1002 for a bad frame).
@@ -196,6 +204,7 @@ export class WebSocketGateway {
     const connection = new Connection({
       id,
       roomName: room,
+      incarnation,
       identity,
       transport,
       limits: this.limits,

@@ -18,6 +18,8 @@ export const MessageType = {
   SyncStatus: 102,
   /** Symphony's extension: `MESSAGE_BROADCAST`. */
   Broadcast: 103,
+  /** Symphony's extension: `MESSAGE_INCARNATION`, sent by servers only. */
+  Incarnation: 104,
 } as const
 
 /** Sub-types of a sync message (y-protocols/sync). */
@@ -69,3 +71,27 @@ export const MESSAGE_BROADCAST = MessageType.Broadcast
 
 /** The query parameter by which a client asks to receive broadcast events. */
 export const BROADCAST_PARAM = 'broadcast'
+
+/**
+ * Incarnations: a room deleted and created again under the same name is a new incarnation (0,
+ * then one more after each deletion), and an offline copy of the deleted one must not sync its
+ * content into the new one.
+ *
+ * - A client opts in with `?incarnation=<n>`: `n` is the incarnation its copy belongs to, or
+ *   `none` for a copy that never synced. Plain providers never send it and are never checked.
+ * - A copy of an earlier incarnation is closed with 4404 `RoomDeleted` before it syncs: the client
+ *   drops it. Otherwise the server sends, before sync step 1, an incarnation message with the
+ *   room's incarnation, for the client to keep with its copy.
+ *
+ * Frame: `varUint(MESSAGE_INCARNATION) varUint(incarnation)`.
+ */
+export const MESSAGE_INCARNATION = MessageType.Incarnation
+
+/** The query parameter by which a client names its copy's incarnation (or `none`). */
+export const INCARNATION_PARAM = 'incarnation'
+
+/** A client's `?incarnation=` value: a number, `none`, or null when it did not opt in (or sent nonsense). */
+export function parseIncarnationParam(value: string | null): number | 'none' | null {
+  if (value === 'none') return 'none'
+  return value !== null && /^\d{1,9}$/.test(value) ? Number(value) : null
+}
