@@ -103,7 +103,7 @@ describe('file stores keep rooms inside their folder', () => {
     const loaded = await store.load('Board-1')
     assert.deepEqual(loaded?.state, new Uint8Array([4, 2]))
     const version = await store.save('Board-1', new Uint8Array([5]), loaded?.version ?? null)
-    assert.deepEqual(await store.load('Board-1'), { state: new Uint8Array([5]), version })
+    assert.deepEqual(await store.load('Board-1'), { state: new Uint8Array([5]), version, generation: 0 })
     assert.ok(!readdirSync(folder).includes('Board-1.ybin'), 'moved to its new name')
     const journal = new FileUpdateJournal(journalFolder)
     assert.deepEqual((await journal.read('Board-1')).updates, [new Uint8Array([0])])

@@ -2,7 +2,8 @@ import type { JournalPosition, UpdateJournal } from '../ports/update-journal.js'
 
 /** What a room journal reports of its writes. */
 export interface JournalOutcomes {
-  failed(error: unknown, action: 'append' | 'trim', room: string): void
+  /** `first`: the first failure of this room's journal since it last succeeded (log that one). */
+  failed(error: unknown, action: 'append' | 'trim', room: string, first: boolean): void
   /** An append succeeded (called for each: keep it cheap). */
   appended(room: string): void
 }
@@ -67,6 +68,8 @@ export class RoomJournal {
   /** The entries replayed at load, dropped by the first trim. */
   #replayed: JournalPosition
   #trimming = false
+  /** The latest write failed: further failures are counted, not logged again. */
+  #failing = false
   #nextTrim: JournalPosition | null = null
   readonly #journal: UpdateJournal
   readonly #outcomes: JournalOutcomes
@@ -147,19 +150,25 @@ export class RoomJournal {
     this.#inFlight.add(seq)
     this.#journal.append(this.#key, update).then(
       (position) => {
+        this.#failing = false
         this.#outcomes.appended(this.room)
         if (!this.#inFlight.delete(seq)) return // a saved snapshot holds it already
         this.#confirmed.push({ seq, position })
         this.#release()
       },
       (error: unknown) => {
-        this.#outcomes.failed(error, 'append', this.room)
+        this.#reportFailure(error, 'append')
         if (!this.#inFlight.delete(seq)) return
         this.#failed.add(seq)
         this.#onAppendFailed()
       },
     )
     return seq
+  }
+
+  #reportFailure(error: unknown, action: 'append' | 'trim'): void {
+    this.#outcomes.failed(error, action, this.room, !this.#failing)
+    this.#failing = true
   }
 
   /** The highest sequence number up to which every update is durable. */
@@ -198,7 +207,7 @@ export class RoomJournal {
           await this.#journal.trim(this.#key, next)
           this.#replayed = new Map()
         } catch (error) {
-          this.#outcomes.failed(error, 'trim', this.room)
+          this.#reportFailure(error, 'trim')
         }
       }
       this.#trimming = false

@@ -100,17 +100,19 @@ export class RoomManager {
   }
 
   readonly #journalOutcomes: JournalOutcomes = {
-    failed: (err, action, room) => {
+    failed: (err, action, room, first) => {
       const { metrics, logger } = this.deps
       metrics.journalFailures.labels(action).inc()
       metrics.dependencies.failed('journal', action, err)
       if (isOutOfSpace(err)) metrics.outOfSpace('journal', room, true)
-      logger.error(
-        { err, room, action },
-        action === 'append'
-          ? 'journal write failed; saving a snapshot now, and the update is acknowledged once it is saved'
-          : 'journal trim failed; the entries replay again into a document that holds them',
-      )
+      // A lost link fails every append in flight at once: one line per room, the rest counted.
+      if (first)
+        logger.error(
+          { err, room, action },
+          action === 'append'
+            ? 'journal write failed; saving a snapshot now, and the update is acknowledged once it is saved'
+            : 'journal trim failed; the entries replay again into a document that holds them',
+        )
     },
     appended: (room) => {
       this.deps.metrics.outOfSpace('journal', room, false)
@@ -307,7 +309,6 @@ export class RoomManager {
         },
       },
       onTransition: (_from, to) => {
-        if (to === 'live' && _from === 'loading') this.deps.metrics.rooms.inc()
         if (to === 'gone' && this.#lives.get(name) === life) this.#lives.delete(name)
       },
     })
@@ -355,6 +356,7 @@ export class RoomManager {
         .catch((err: unknown) => logger.warn({ err, room: name }, 'register failed'))
       if (source !== 'peer') loaded.room.publishDigest() // peers holding newer state answer now
       this.deps.metrics.roomLoads.labels(source).inc()
+      this.deps.metrics.rooms.inc() // every loaded room is freed once, which counts it out
       logger.info(
         { room: name, source, bytes: state?.length ?? 0, journaled: journal.updates.length },
         'room loaded',

@@ -146,6 +146,22 @@ describe('durability: a sync-status answer means saved', () => {
     assert.deepEqual(answered(client), [3, 4])
   })
 
+  it('logs a burst of failed appends once per room, and counts every one', async () => {
+    world = new TestWorld()
+    const journal = new HeldJournal('here', world.journal)
+    const server = world.server({ journal })
+    const client = server.connect(uniqueRoom())
+    await client.ready
+    for (const char of 'abcde') client.doc.getText('t').insert(0, char)
+    await settle()
+    journal.failAll()
+    await settle()
+    const lines = server.logs.filter((entry) => entry.message.startsWith('journal write failed'))
+    assert.equal(lines.length, 1)
+    const failures = await server.metrics.journalFailures.get()
+    assert.equal(failures.values.find((v) => v.labels.action === 'append')?.value, 5)
+  })
+
   it('answers in order: a later confirmed append does not answer for an earlier failed one', async (t) => {
     const tick = fakeTime(t)
     world = new TestWorld()
