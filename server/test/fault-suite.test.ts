@@ -12,7 +12,7 @@ import {
   shortProfile,
   unsavedProfile,
 } from './fault-suite/profiles.js'
-import { passed, reportLines } from './fault-suite/report.js'
+import { passed, reportLines, SUMMARY_HEADING, summaryLine } from './fault-suite/report.js'
 import { planSchedule } from './fault-suite/schedule.js'
 import { randomFromSeed } from './helpers/seeded-random.js'
 
@@ -102,7 +102,9 @@ describe('fault suite: what the servers acknowledge survives faults', () => {
   })
 
   // One test per run, each with a timeout of its own: `npm run test:long` plays many long runs.
-  for (const run of requestedRuns(process.env)) {
+  const runs = requestedRuns(process.env)
+  const summary: string[] = []
+  for (const run of runs) {
     const replay = `${SEED_VARIABLE}=${run.replay} npm test -- ${FILE}`
     it(`seeded fault run ${run.replay}: nothing acknowledged is lost, copies agree, deletions stay (${replay})`, {
       timeout: run.profile.faultMs + 240_000,
@@ -110,8 +112,15 @@ describe('fault suite: what the servers acknowledge survives faults', () => {
       const report = await runFaults({ profile: run.profile, seed: run.seed, moto })
       const lines = reportLines(report, replay)
       for (const line of lines) t.diagnostic(line)
+      summary.push(summaryLine(report, run.replay))
       assert.ok(report.warm.acknowledged > 0, `${lines[0]}: nothing was acknowledged`)
       assert.ok(passed(report), lines.join('\n'))
+    })
+  }
+
+  if (runs.length > 1) {
+    it('summary of the seeded runs', (t) => {
+      for (const line of [SUMMARY_HEADING, ...summary]) t.diagnostic(line)
     })
   }
 

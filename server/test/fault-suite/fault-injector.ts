@@ -38,14 +38,16 @@ export class FaultInjector {
   #redisDown = false
   #motoPaused = false
 
-  readonly cluster: FaultCluster
-  readonly ledger: Ledger
-  readonly rooms: string[]
+  readonly #cluster: FaultCluster
+  readonly #ledger: Ledger
+  readonly #rooms: string[]
+  readonly #quietAfterRedisLossMs: number
 
-  constructor(private readonly options: FaultInjectorOptions) {
-    this.cluster = options.cluster
-    this.ledger = options.ledger
-    this.rooms = options.rooms
+  constructor(options: FaultInjectorOptions) {
+    this.#cluster = options.cluster
+    this.#ledger = options.ledger
+    this.#rooms = options.rooms
+    this.#quietAfterRedisLossMs = options.quietAfterRedisLossMs
   }
 
   /**
@@ -75,22 +77,22 @@ export class FaultInjector {
   async heal(): Promise<void> {
     if (this.#motoPaused) this.#signalMoto('SIGCONT')
     if (this.#redisDown) {
-      await this.cluster.redis.start()
+      await this.#cluster.redis.start()
       this.#redisDown = false
     }
-    for (let server = 0; server < this.cluster.size; server++) {
-      for (const link of Object.values(this.cluster.links(server))) link.restore()
-      this.cluster.resume(server)
+    for (let server = 0; server < this.#cluster.size; server++) {
+      for (const link of Object.values(this.#cluster.links(server))) link.restore()
+      this.#cluster.resume(server)
     }
     await Promise.all(
-      Array.from({ length: this.cluster.size }, async (_, server) => {
-        if (!this.cluster.isRunning(server)) await this.cluster.startServer(server)
+      Array.from({ length: this.#cluster.size }, async (_, server) => {
+        if (!this.#cluster.isRunning(server)) await this.#cluster.startServer(server)
       }),
     )
   }
 
   async #play(episode: FaultEpisode): Promise<void> {
-    const { cluster } = this
+    const cluster = this.#cluster
     const { server, durationMs } = episode
     switch (episode.kind) {
       case 'kill':
@@ -116,7 +118,7 @@ export class FaultInjector {
         await sleep(episode.killDelayMs)
         // Redis lost what it held when it stopped: what was journaled just before is safe only once
         // a snapshot holds it, so the server does not die inside that window (see planSchedule).
-        await sleep(stoppedAt + this.options.quietAfterRedisLossMs - performance.now())
+        await sleep(stoppedAt + this.#quietAfterRedisLossMs - performance.now())
         await cluster.kill(server)
         this.#note(`server ${server} killed`)
         await cluster.redis.start()
@@ -155,19 +157,19 @@ export class FaultInjector {
 
   async #delete(planned: PlannedDelete, startedAt: number): Promise<void> {
     await sleep(startedAt + planned.atMs - performance.now())
-    const room = this.rooms[planned.room] ?? ''
+    const room = this.#rooms[planned.room] ?? ''
     const server = await this.#deleter(planned.server)
     if (server === null) {
       this.problems.push(`delete of room ${planned.room}: no server up for ${DELETE_WAIT_MS} ms`)
       return
     }
     const at = performance.now()
-    const outcome = await this.cluster.deleteRoom(server, room, DELETE_TIMEOUT_MS).then(
+    const outcome = await this.#cluster.deleteRoom(server, room, DELETE_TIMEOUT_MS).then(
       (status) => ({ ok: status >= 200 && status < 300, outcome: String(status) }),
       (error: unknown) => ({ ok: false, outcome: (error as Error).name }),
     )
     const endedAt = outcome.outcome === 'TimeoutError' ? Number.POSITIVE_INFINITY : performance.now()
-    this.ledger.deleted({ room, startedAt: at, endedAt, ...outcome })
+    this.#ledger.deleted({ room, startedAt: at, endedAt, ...outcome })
     this.#note(
       `DELETE room ${planned.room} through server ${server} (sent at ${this.#since(at)}): ${outcome.outcome}`,
     )
@@ -177,9 +179,9 @@ export class FaultInjector {
   async #deleter(planned: number): Promise<number | null> {
     const deadline = performance.now() + DELETE_WAIT_MS
     while (performance.now() < deadline) {
-      for (let n = 0; n < this.cluster.size; n++) {
-        const server = (planned + n) % this.cluster.size
-        if (this.cluster.isRunning(server) && !this.cluster.isPaused(server)) return server
+      for (let n = 0; n < this.#cluster.size; n++) {
+        const server = (planned + n) % this.#cluster.size
+        if (this.#cluster.isRunning(server) && !this.#cluster.isPaused(server)) return server
       }
       await sleep(100)
     }
@@ -195,7 +197,7 @@ export class FaultInjector {
   }
 
   #signalMoto(signal: 'SIGSTOP' | 'SIGCONT'): void {
-    process.kill(this.cluster.moto.pid, signal)
+    process.kill(this.#cluster.moto.pid, signal)
     this.#motoPaused = signal === 'SIGSTOP'
   }
 }

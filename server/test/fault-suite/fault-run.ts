@@ -24,7 +24,7 @@ export interface FaultRunReport {
   profile: string
   seed: number
   schedule: Schedule
-  sessions: { answered: number; abandoned: number }
+  sessions: Ledger['sessions']
   /** After the heal, with the servers still up; `agreedAfterMs` null when the copies never agreed. */
   warm: Verdict & { agreedAfterMs: number | null }
   /** After every server was restarted. */

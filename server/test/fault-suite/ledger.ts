@@ -7,6 +7,9 @@ export interface EditRecord {
   ackedAt: number | null
 }
 
+/** How a session ended: every edit answered, given up with edits unanswered, or given up before its first edit. */
+export type SessionEnd = 'answered' | 'abandoned' | 'unstarted'
+
 /** A REST deletion: sent at `startedAt`, answered at `endedAt` (Infinity if never), `ok` on 2xx. */
 export interface DeleteRecord {
   room: string
@@ -26,8 +29,8 @@ export class Ledger {
   /** performance.now() when the writers started: the time zero of the report. */
   origin = performance.now()
   readonly deletes: DeleteRecord[] = []
-  /** Sessions that ended with every edit answered, and those abandoned. */
-  readonly sessions = { answered: 0, abandoned: 0 }
+  /** How the writers' sessions ended (see `SessionEnd`). */
+  readonly sessions: Record<SessionEnd, number> = { answered: 0, abandoned: 0, unstarted: 0 }
 
   made(id: string, room: string, sessionStartedAt: number): void {
     if (this.edits.has(id)) throw new Error(`edit id ${id} used twice`)
@@ -41,9 +44,8 @@ export class Ledger {
     }
   }
 
-  sessionEnded(answered: boolean): void {
-    if (answered) this.sessions.answered++
-    else this.sessions.abandoned++
+  sessionEnded(end: SessionEnd): void {
+    this.sessions[end]++
   }
 
   deleted(record: DeleteRecord): void {

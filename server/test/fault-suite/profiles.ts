@@ -112,6 +112,8 @@ export function longProfile(seconds: number): RunProfile {
     name: `long${seconds}`,
     rooms: 20,
     faultMs: seconds * 1000,
+    // Twenty rooms on three servers on a shared machine: one session at a time per writer.
+    writer: { ...WRITER, concurrency: 1 },
     kinds: ALL_FAULTS,
     finaleKinds: HEAVY,
     deletes: Math.max(2, Math.round(seconds / 10)),

@@ -17,7 +17,8 @@ export function reportLines(report: FaultRunReport, replay: string): string[] {
   return [
     `fault run ${report.profile}, seed ${report.seed} (replay: ${replay}) ${passed(report) ? 'clean' : 'FOUND FAULTS'}`,
     `  faults and deletions as played: ${played.length > 0 ? played.join('; ') : 'none'}`,
-    `  sessions: ${sessions.answered} answered, ${sessions.abandoned} abandoned; edits acknowledged ${warm.acknowledged}`,
+    `  sessions: ${sessions.answered} answered, ${sessions.abandoned} abandoned with edits unanswered, ` +
+      `${sessions.unstarted} given up before editing; edits acknowledged ${warm.acknowledged}`,
     `  warm (${agreed}): ${counts(warm)}`,
     `  cold: ${counts(cold)}`,
     ...[...warm.examples.map((e) => `warm ${e}`), ...cold.examples.map((e) => `cold ${e}`)].map(
@@ -40,4 +41,23 @@ function counts(verdict: Verdict): string {
     `lost ${lost}, diverged ${diverged}, duplicated ${duplicated}, resurrected ${resurrected}, unknown ${unknown}` +
     ` (must be present ${mustBePresent}, must be absent ${mustBeAbsent}, found ${found})`
   )
+}
+
+export const SUMMARY_HEADING =
+  'replay | faults | acknowledged | lost | diverged | duplicated | resurrected (warm/cold)'
+
+/** One line per run for the summary of many: its fault mix and its counts, warm/cold. */
+export function summaryLine(report: FaultRunReport, replay: string): string {
+  const { warm, cold } = report
+  const mix = [...new Set(report.schedule.episodes.map((e) => e.kind))].sort().join(' ')
+  const both = (key: 'lost' | 'diverged' | 'duplicated' | 'resurrected') => `${warm[key]}/${cold[key]}`
+  return [
+    replay,
+    mix || 'none',
+    warm.acknowledged,
+    both('lost'),
+    both('diverged'),
+    both('duplicated'),
+    both('resurrected'),
+  ].join(' | ')
 }

@@ -46,12 +46,12 @@ export class SessionWriter {
   async #run(): Promise<void> {
     const { name, ledger, pauseMs } = this.options
     while (this.#running) {
-      const answered = await writeSession({
+      const end = await writeSession({
         ...this.options,
         name: `${name}.${++this.#sessions}`,
         signal: this.#stopping.signal,
       })
-      ledger.sessionEnded(answered)
+      ledger.sessionEnded(end)
       if (this.#running) await new Promise((resolve) => setTimeout(resolve, pauseMs))
     }
   }

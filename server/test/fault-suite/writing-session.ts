@@ -4,7 +4,7 @@ import * as encoding from 'lib0/encoding'
 import WebSocket from 'ws'
 import { WebsocketProvider } from 'y-websocket'
 import * as Y from 'yjs'
-import type { Ledger } from './ledger.js'
+import type { Ledger, SessionEnd } from './ledger.js'
 
 // y-websocket's provider adds a process 'exit' listener per instance in Node: dozens are expected.
 process.setMaxListeners(0)
@@ -43,9 +43,9 @@ export interface WritingSessionOptions extends TypingSettings {
  * The session ends once it has typed its share and everything is answered; a closed socket, a
  * request unanswered for `ackTimeoutMs` or the signal abandon it. Either way the provider is
  * destroyed at once, never reconnected: nothing the session made is ever sent again, so what the
- * server acknowledged has to be found on the servers. Resolves to whether everything was answered.
+ * server acknowledged has to be found on the servers.
  */
-export function writeSession(options: WritingSessionOptions): Promise<boolean> {
+export function writeSession(options: WritingSessionOptions): Promise<SessionEnd> {
   const { url, room, name, ledger, signal } = options
   const startedAt = performance.now()
   const doc = new Y.Doc()
@@ -63,7 +63,7 @@ export function writeSession(options: WritingSessionOptions): Promise<boolean> {
   let waiting: NodeJS.Timeout | null = null
   let done = false
 
-  return new Promise<boolean>((resolve) => {
+  return new Promise<SessionEnd>((resolve) => {
     const finish = (answered: boolean) => {
       if (done) return
       done = true
@@ -72,7 +72,7 @@ export function writeSession(options: WritingSessionOptions): Promise<boolean> {
       signal.removeEventListener('abort', abandon)
       provider.destroy()
       doc.destroy()
-      resolve(answered)
+      resolve(answered ? 'answered' : ids.length > 0 ? 'abandoned' : 'unstarted')
     }
     const abandon = () => finish(false)
     waiting = setTimeout(abandon, options.connectTimeoutMs)
