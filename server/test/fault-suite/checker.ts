@@ -71,8 +71,7 @@ export function check(ledger: Ledger, views: RoomViews): Verdict {
   const duplicated = new Set<string>()
   for (const [room, copies] of views) {
     const present = copies.filter((copy): copy is string[] => copy !== null)
-    const first = present[0]
-    if (present.length < copies.length || present.some((copy) => !sameIds(copy, first ?? []))) {
+    if (!agree(copies)) {
       verdict.diverged++
       example(
         `diverged ${room}: ${copies.map((copy) => (copy ? `${copy.length} ids` : 'no copy')).join(' / ')}`,
@@ -133,6 +132,10 @@ export function isClean(verdict: Verdict): boolean {
   )
 }
 
-function sameIds(a: string[], b: string[]): boolean {
-  return a.length === b.length && a.every((id, i) => id === b[i])
+/** Whether every server has a copy and all copies hold the same ids in the same order. */
+export function agree(copies: (string[] | null)[]): boolean {
+  const first = copies[0]
+  return copies.every(
+    (copy) => copy && first && copy.length === first.length && copy.every((id, i) => id === first[i]),
+  )
 }

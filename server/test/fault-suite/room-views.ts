@@ -1,5 +1,5 @@
 import * as Y from 'yjs'
-import type { RoomViews } from './checker.js'
+import { agree, type RoomViews } from './checker.js'
 import type { FaultCluster } from './fault-cluster.js'
 import { EDITS } from './writing-session.js'
 
@@ -39,9 +39,7 @@ export async function awaitAgreement(
   const started = performance.now()
   for (;;) {
     const views = await heldViews(cluster, rooms)
-    const agreed = [...views.values()].every((copies) =>
-      copies.every((copy) => copy !== null && JSON.stringify(copy) === JSON.stringify(copies[0])),
-    )
+    const agreed = [...views.values()].every(agree)
     const ms = performance.now() - started
     if (agreed || ms > timeoutMs) return { views, agreed, ms }
     await new Promise((resolve) => setTimeout(resolve, 250))
