@@ -6,8 +6,15 @@ export interface RedisService {
   port: number
   readonly pid: number
   restart(): Promise<void>
+  start(): Promise<void>
   stop(): Promise<void>
 }
 export function startRedis(): Promise<RedisService>
-export function startMoto(): Promise<{ endpoint: string; port: number; stop(): Promise<void> }>
+export interface MotoService {
+  endpoint: string
+  port: number
+  pid: number
+  stop(): Promise<void>
+}
+export function startMoto(): Promise<MotoService>
 export function startPostgres(): Promise<{ url: string; port: number; pid: number; stop(): Promise<void> }>

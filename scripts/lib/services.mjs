@@ -227,6 +227,8 @@ export async function startRedis() {
       await stop()
       await start()
     },
+    /** Starts it again on the same port after `stop()`: an outage of a chosen length. Empty, like any start. */
+    start,
     stop,
   }
 }
@@ -304,6 +306,8 @@ export async function startMoto() {
   return {
     endpoint: `http://${HOST}:${port}`,
     port,
+    /** The moto_server's process id (a test may SIGSTOP its own moto to stall S3 and DynamoDB). */
+    pid: launched.child.pid,
     stop: () => stopChild(launched.child),
   }
 }

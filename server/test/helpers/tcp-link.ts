@@ -1,12 +1,17 @@
 import { connect, createServer, type Server, type Socket } from 'node:net'
 
+type Mode = { kind: 'open' } | { kind: 'blackhole' } | { kind: 'slow'; delayMs: number }
+
 /**
- * A TCP relay that a test can cut and restore, to partition one server from Redis while the
- * others keep talking to it.
+ * A TCP relay that a test can cut, hang or slow down and restore, to partition one server from
+ * Redis (or S3, DynamoDB) while the others keep talking to it.
  */
 export class TcpLink {
   readonly #sockets = new Set<Socket>()
+  /** Pairs relayed while the link was a black hole: their bytes are dropped for good. */
+  readonly #hung = new WeakSet<Socket>()
   #cut = false
+  #mode: Mode = { kind: 'open' }
   private constructor(
     private readonly server: Server,
     readonly port: number,
@@ -31,8 +36,25 @@ export class TcpLink {
     for (const socket of this.#sockets) socket.destroy()
   }
 
+  /**
+   * A half-open link: connections stay open (and new ones are accepted) but no byte gets through
+   * either way. The connections hung now stay hung after `restore`, as when the far end is gone:
+   * only the endpoints' own timeouts or heartbeats can tell.
+   */
+  blackhole(): void {
+    this.#mode = { kind: 'blackhole' }
+    for (const socket of this.#sockets) this.#hung.add(socket)
+  }
+
+  /** Every chunk, either way, arrives `delayMs` late (in order). */
+  slow(delayMs: number): void {
+    this.#mode = { kind: 'slow', delayMs }
+  }
+
+  /** New connections pass again, at full speed; connections hung by `blackhole` stay hung. */
   restore(): void {
     this.#cut = false
+    this.#mode = { kind: 'open' }
   }
 
   close(): void {
@@ -48,6 +70,7 @@ export class TcpLink {
     const upstream = connect(targetPort, '127.0.0.1')
     for (const socket of [client, upstream]) {
       this.#sockets.add(socket)
+      if (this.#mode.kind === 'blackhole') this.#hung.add(socket)
       socket.on('error', () => {})
       socket.on('close', () => {
         this.#sockets.delete(socket)
@@ -55,7 +78,33 @@ export class TcpLink {
         upstream.destroy()
       })
     }
-    client.pipe(upstream)
-    upstream.pipe(client)
+    this.#forward(client, upstream)
+    this.#forward(upstream, client)
+  }
+
+  /** Relays `from` to `to` through the link's mode, keeping the order of the chunks. */
+  #forward(from: Socket, to: Socket): void {
+    const queue: { at: number; chunk: Buffer }[] = []
+    let timer: NodeJS.Timeout | null = null
+    const drain = () => {
+      timer = null
+      while (queue.length > 0 && (queue[0]?.at ?? 0) <= performance.now())
+        to.write(queue.shift()?.chunk ?? '')
+      const next = queue[0]
+      if (next) timer = setTimeout(drain, Math.max(0, next.at - performance.now()))
+    }
+    from.on('data', (chunk: Buffer) => {
+      if (this.#hung.has(from) || this.#mode.kind === 'blackhole') return
+      const delayMs = this.#mode.kind === 'slow' ? this.#mode.delayMs : 0
+      if (delayMs === 0 && queue.length === 0) {
+        to.write(chunk)
+        return
+      }
+      queue.push({ at: performance.now() + delayMs, chunk })
+      timer ??= setTimeout(drain, delayMs)
+    })
+    from.on('close', () => {
+      if (timer) clearTimeout(timer)
+    })
   }
 }

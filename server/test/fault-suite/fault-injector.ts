@@ -1,0 +1,213 @@
+import type { FaultCluster } from './fault-cluster.js'
+import type { Ledger } from './ledger.js'
+import {
+  describeEpisode,
+  type FaultEpisode,
+  type LinkMode,
+  type PlannedDelete,
+  type Schedule,
+} from './schedule.js'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
+
+/** How long a deletion may take; one that takes longer counts as unanswered (it may still happen). */
+const DELETE_TIMEOUT_MS = 15_000
+/** How long a deletion waits for a server that is up and not stopped. */
+const DELETE_WAIT_MS = 15_000
+
+export interface FaultInjectorOptions {
+  cluster: FaultCluster
+  /** Where the deletions are recorded. */
+  ledger: Ledger
+  rooms: string[]
+  /** How long after Redis lost its data no server is killed. */
+  quietAfterRedisLossMs: number
+}
+
+/**
+ * Plays a schedule on a cluster: each fault in turn, healed at its end, and the deletions on a
+ * timeline of their own. What goes wrong while healing (a server that fails to start) is kept and
+ * retried by `heal`.
+ */
+export class FaultInjector {
+  readonly problems: string[] = []
+  /** What was done when (ms after the schedule's time zero), as played. */
+  readonly played: [number, string][] = []
+  #zero = 0
+  #deletions: Promise<void> = Promise.resolve()
+  #redisDown = false
+  #motoPaused = false
+
+  readonly #cluster: FaultCluster
+  readonly #ledger: Ledger
+  readonly #rooms: string[]
+  readonly #quietAfterRedisLossMs: number
+
+  constructor(options: FaultInjectorOptions) {
+    this.#cluster = options.cluster
+    this.#ledger = options.ledger
+    this.#rooms = options.rooms
+    this.#quietAfterRedisLossMs = options.quietAfterRedisLossMs
+  }
+
+  /**
+   * Plays `schedule` with `startedAt` (performance.now()) as its time zero; resolves after the last
+   * fault. The deletions go on: `deletions()` resolves once they are all answered or given up.
+   */
+  async play(schedule: Schedule, startedAt: number): Promise<void> {
+    this.#zero = startedAt
+    this.#deletions = Promise.all(schedule.deletes.map((planned) => this.#delete(planned, startedAt))).then(
+      () => {},
+    )
+    for (const episode of schedule.episodes) {
+      await sleep(startedAt + episode.atMs - performance.now())
+      this.#note(describeEpisode(episode))
+      await this.#play(episode).catch((error: unknown) => {
+        this.problems.push(`${episode.kind}: ${(error as Error).message}`)
+      })
+      this.#note(`${episode.kind} over`)
+    }
+  }
+
+  deletions(): Promise<void> {
+    return this.#deletions
+  }
+
+  /** Brings everything back: Redis and moto up, links open, every server running and not stopped. */
+  async heal(): Promise<void> {
+    if (this.#motoPaused) this.#signalMoto('SIGCONT')
+    if (this.#redisDown) {
+      await this.#cluster.redis.start()
+      this.#redisDown = false
+    }
+    for (let server = 0; server < this.#cluster.size; server++) {
+      for (const link of Object.values(this.#cluster.links(server))) link.restore()
+      this.#cluster.resume(server)
+    }
+    await Promise.all(
+      Array.from({ length: this.#cluster.size }, async (_, server) => {
+        if (!this.#cluster.isRunning(server)) await this.#cluster.startServer(server)
+      }),
+    )
+  }
+
+  async #play(episode: FaultEpisode): Promise<void> {
+    const cluster = this.#cluster
+    const { server, durationMs } = episode
+    switch (episode.kind) {
+      case 'kill':
+        await cluster.kill(server)
+        await sleep(durationMs)
+        return cluster.startServer(server)
+      case 'stall':
+        cluster.pause(server)
+        await sleep(durationMs)
+        return cluster.resume(server)
+      case 'redis-restart':
+        return cluster.redis.restart()
+      case 'redis-outage-kill': {
+        this.#redisDown = true
+        const failures = await cluster.journalFailures(server)
+        await cluster.redis.stop()
+        const stoppedAt = performance.now()
+        // The server dies once its Redis client has given up on a journal write, before Redis is back.
+        const deadline = stoppedAt + 2 * durationMs
+        while (performance.now() < deadline && (await cluster.journalFailures(server)) <= failures)
+          await sleep(200)
+        this.#note(`server ${server}'s journal writes fail`)
+        await sleep(episode.killDelayMs)
+        // Redis lost what it held when it stopped: what was journaled just before is safe only once
+        // a snapshot holds it, so the server does not die inside that window (see planSchedule).
+        await sleep(stoppedAt + this.#quietAfterRedisLossMs - performance.now())
+        await cluster.kill(server)
+        this.#note(`server ${server} killed`)
+        await cluster.redis.start()
+        this.#redisDown = false
+        return cluster.startServer(server)
+      }
+      case 'moto-pause':
+        this.#signalMoto('SIGSTOP')
+        await sleep(durationMs)
+        return this.#signalMoto('SIGCONT')
+      case 'crash-all': {
+        const all = Array.from({ length: cluster.size }, (_, i) => i)
+        await Promise.all(all.map((i) => cluster.kill(i)))
+        await sleep(durationMs)
+        await Promise.all(all.map((i) => cluster.startServer(i)))
+        return
+      }
+      case 'redis-link':
+      case 'store-link': {
+        const links = cluster.links(server)
+        const affected =
+          episode.kind === 'redis-link'
+            ? [links.redis]
+            : episode.store === 'both'
+              ? [links.s3, links.dynamodb]
+              : [links[episode.store]]
+        for (const link of affected) apply(link, episode.mode, episode.slowMs)
+        await sleep(durationMs)
+        if (episode.killAfter) await cluster.kill(server)
+        for (const link of affected) link.restore()
+        if (episode.killAfter) await cluster.startServer(server)
+        return
+      }
+    }
+  }
+
+  async #delete(planned: PlannedDelete, startedAt: number): Promise<void> {
+    await sleep(startedAt + planned.atMs - performance.now())
+    const room = this.#rooms[planned.room] ?? ''
+    const server = await this.#deleter(planned.server)
+    if (server === null) {
+      this.problems.push(`delete of room ${planned.room}: no server up for ${DELETE_WAIT_MS} ms`)
+      return
+    }
+    const at = performance.now()
+    const outcome = await this.#cluster.deleteRoom(server, room, DELETE_TIMEOUT_MS).then(
+      (status) => ({ ok: status >= 200 && status < 300, outcome: String(status) }),
+      (error: unknown) => ({ ok: false, outcome: (error as Error).name }),
+    )
+    const endedAt = outcome.outcome === 'TimeoutError' ? Number.POSITIVE_INFINITY : performance.now()
+    this.#ledger.deleted({ room, startedAt: at, endedAt, ...outcome })
+    this.#note(
+      `DELETE room ${planned.room} through server ${server} (sent at ${this.#since(at)}): ${outcome.outcome}`,
+    )
+  }
+
+  /** The planned server if it is up and not stopped, else the next one that is (waiting for one). */
+  async #deleter(planned: number): Promise<number | null> {
+    const deadline = performance.now() + DELETE_WAIT_MS
+    while (performance.now() < deadline) {
+      for (let n = 0; n < this.#cluster.size; n++) {
+        const server = (planned + n) % this.#cluster.size
+        if (this.#cluster.isRunning(server) && !this.#cluster.isPaused(server)) return server
+      }
+      await sleep(100)
+    }
+    return null
+  }
+
+  #note(text: string): void {
+    this.played.push([performance.now() - this.#zero, text])
+  }
+
+  #since(at: number): string {
+    return `${((at - this.#zero) / 1000).toFixed(1)} s`
+  }
+
+  #signalMoto(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    process.kill(this.#cluster.moto.pid, signal)
+    this.#motoPaused = signal === 'SIGSTOP'
+  }
+}
+
+function apply(
+  link: { cut(): void; blackhole(): void; slow(ms: number): void },
+  mode: LinkMode,
+  slowMs: number,
+) {
+  if (mode === 'cut') link.cut()
+  else if (mode === 'blackhole') link.blackhole()
+  else link.slow(slowMs)
+}

@@ -1,0 +1,138 @@
+import type { FaultKind, RunProfile } from './profiles.js'
+
+export type LinkMode = 'cut' | 'blackhole' | 'slow'
+export type Store = 's3' | 'dynamodb' | 'both'
+
+/** One fault: planned `atMs` after the writers start, lasting `durationMs`, then healed. */
+export interface FaultEpisode {
+  kind: FaultKind
+  atMs: number
+  /** The server it hits (kinds that hit one). */
+  server: number
+  durationMs: number
+  /** redis-link, store-link: what happens to the link. */
+  mode: LinkMode
+  /** slow mode: each chunk's delay. */
+  slowMs: number
+  /** store-link: which store. */
+  store: Store
+  /** redis-link, store-link: SIGKILL the server at the end of the fault, before the link heals. */
+  killAfter: boolean
+  /** redis-outage-kill: how long after the server's first failed journal write it dies. */
+  killDelayMs: number
+}
+
+/** A REST deletion of room number `room` through server `server`, `atMs` after the writers start. */
+export interface PlannedDelete {
+  atMs: number
+  room: number
+  server: number
+}
+
+export interface Schedule {
+  episodes: FaultEpisode[]
+  deletes: PlannedDelete[]
+}
+
+/** Gaps between faults: the cluster works normally for a while between two. */
+const GAP_MS: [number, number] = [1_000, 2_500]
+
+/**
+ * The run's faults and deletions, drawn from `random` alone: one seed, one schedule. Faults come
+ * one after another; a profile with `finaleKinds` ends with one of those. After a fault that empties Redis (so the journal is gone), no other fault
+ * comes for `quietAfterRedisLossMs`: what Redis held is in memory until the next snapshot, and a
+ * server killed inside that window may lose it whatever the server does (the window a Redis
+ * without persistence leaves, not a bug).
+ */
+export function planSchedule(random: () => number, profile: RunProfile): Schedule {
+  const between = (low: number, high: number) => low + Math.floor(random() * (high - low + 1))
+  const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)] as T
+  const draw = (kind: FaultKind): FaultEpisode => ({
+    kind,
+    atMs: 0,
+    server: between(0, profile.servers - 1),
+    durationMs: durationOf(kind, between, profile),
+    mode: pick<LinkMode>(['cut', 'blackhole', 'slow']),
+    slowMs: between(100, 1_500),
+    store: pick<Store>(['s3', 'dynamodb', 'both']),
+    killAfter: random() < 0.5,
+    killDelayMs: between(100, 1_000),
+  })
+  const finale = profile.finaleKinds.length > 0 ? draw(pick(profile.finaleKinds)) : null
+  // The heavy last fault of a short run hits hard: a cut from Redis ends with the server's death.
+  if (finale?.kind === 'redis-link') finale.killAfter = true
+  const end = profile.faultMs - (finale ? finale.durationMs + GAP_MS[0] : 0)
+  const episodes: FaultEpisode[] = []
+  let at = 1_500
+  // Faults are drawn until three in a row do not fit before the last one.
+  for (let misfits = 0; profile.kinds.length > 0 && misfits < 3; ) {
+    const episode = draw(pick(profile.kinds))
+    const emptiesRedis = episode.kind === 'redis-restart' || episode.kind === 'redis-outage-kill'
+    const next =
+      at + episode.durationMs + between(...GAP_MS) + (emptiesRedis ? profile.quietAfterRedisLossMs : 0)
+    if (next > end + GAP_MS[0]) {
+      misfits++
+      continue
+    }
+    misfits = 0
+    episodes.push({ ...episode, atMs: at })
+    at = next
+  }
+  if (finale) episodes.push({ ...finale, atMs: at })
+  const deletes = Array.from({ length: profile.deletes }, () => ({
+    atMs: between(1_000, Math.max(1_000, profile.faultMs - 1_000)),
+    room: between(0, profile.rooms - 1),
+    server: between(0, profile.servers - 1),
+  })).sort((a, b) => a.atMs - b.atMs)
+  return { episodes, deletes }
+}
+
+function durationOf(
+  kind: FaultKind,
+  between: (low: number, high: number) => number,
+  profile: RunProfile,
+): number {
+  switch (kind) {
+    case 'kill':
+      return between(500, 3_000)
+    case 'stall':
+      return between(1_000, 4_000)
+    case 'redis-restart':
+      return 0
+    case 'redis-outage-kill':
+      return profile.redisOutageMs
+    case 'moto-pause':
+      return between(2_000, 6_000)
+    case 'crash-all':
+      return between(500, 2_000)
+    case 'redis-link':
+    case 'store-link':
+      return between(2_000, 8_000)
+  }
+}
+
+/** One line per fault, for the report: `12.0 s redis-link blackhole s1 4.2 s, then SIGKILL`. */
+export function describeEpisode(episode: FaultEpisode): string {
+  const { kind, server, durationMs, mode, slowMs, store, killAfter } = episode
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
+  const target = `server ${server}`
+  switch (kind) {
+    case 'kill':
+    case 'stall':
+      return `${kind} ${target} for ${seconds(durationMs)}`
+    case 'redis-restart':
+      return 'redis restart without persistence'
+    case 'redis-outage-kill':
+      return `redis down until ${target}'s journal writes fail (at most ${seconds(durationMs)}), SIGKILL it ${episode.killDelayMs} ms later, redis back`
+    case 'moto-pause':
+      return `moto paused ${seconds(durationMs)}`
+    case 'crash-all':
+      return `every server SIGKILLed for ${seconds(durationMs)}`
+    case 'redis-link':
+    case 'store-link': {
+      const link = kind === 'redis-link' ? 'redis' : store === 'both' ? 's3+dynamodb' : store
+      const how = mode === 'slow' ? `slow (${slowMs} ms)` : mode
+      return `${target} ${link} link ${how} for ${seconds(durationMs)}${killAfter ? ', then SIGKILL' : ''}`
+    }
+  }
+}
