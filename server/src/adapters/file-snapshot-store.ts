@@ -3,7 +3,7 @@ import { type FileHandle, link, mkdir, open, readFile, rename, rm, stat, writeFi
 import { SnapshotConflictError } from '../errors.js'
 import type { SnapshotHead, SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
 import { roomFilePath } from './room-files.js'
-import { decodeSnapshotFile, encodeSnapshotFile, SNAPSHOT_FILE_HEADER_BYTES } from './snapshot-file-format.js'
+import { decodeSnapshotFile, encodeSnapshotFile, SNAPSHOT_FILE_HEADER_BYTES } from './snapshot-format.js'
 
 /** A lock older than this belongs to a writer that died holding it. */
 const STALE_LOCK_MS = 30_000

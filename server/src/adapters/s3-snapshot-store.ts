@@ -10,10 +10,13 @@ import {
 import { SnapshotConflictError } from '../errors.js'
 import type { SnapshotHead, SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
 import { roomKey } from './room-keys.js'
+import { decodeSnapshotFile, encodeSnapshotFile, type SnapshotFileContents } from './snapshot-format.js'
 
 /** Object metadata (`x-amz-meta-…`): the room's incarnation, and whether the object is its tombstone. */
 const GENERATION = 'symphony-generation'
 const DELETED = 'symphony-deleted'
+/** Saves landing between a deletion's read and its write; past this many the deletion fails (and is retried by its caller). */
+const MAX_DELETE_ATTEMPTS = 8
 
 export interface S3SnapshotStoreOptions {
   bucket: string
@@ -50,11 +53,13 @@ export class S3SnapshotStore implements SnapshotStore {
       throw this.#error(`could not read ${Key}`, error)
     }
     // The SDK may hand back a Buffer; the port promises a plain Uint8Array (a view, not a copy).
-    const state =
+    const plain =
       Object.getPrototypeOf(bytes) === Uint8Array.prototype
         ? bytes
         : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-    return { state, ...head }
+    // The bytes carry the incarnation too (authoritative; the metadata serves `head`).
+    const { state, generation, deleted } = decodeSnapshotFile(plain)
+    return { state, version: head.version, generation, ...(deleted ? { deleted: true } : {}) }
   }
 
   async head(room: string): Promise<SnapshotHead | null> {
@@ -71,29 +76,36 @@ export class S3SnapshotStore implements SnapshotStore {
   }
 
   async save(room: string, state: Uint8Array, expected: string | null, generation = 0): Promise<string> {
-    return this.#put(room, state, { generation, deleted: false }, expected)
+    return this.#put(room, { state, generation, deleted: false }, expected)
   }
 
   /** Read, then replaced on that very version, so a save landing in between is not lost unseen. */
   async delete(room: string, generation: number): Promise<void> {
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       const current = await this.head(room)
       if (current && current.generation > generation) return
       try {
-        await this.#put(room, new Uint8Array(), { generation, deleted: true }, current?.version ?? null)
+        await this.#put(
+          room,
+          { state: new Uint8Array(), generation, deleted: true },
+          current?.version ?? null,
+        )
         return
       } catch (error) {
-        if (!(error instanceof SnapshotConflictError)) throw error
+        // A save landed in between: read again and replace that (a few times at most).
+        if (!(error instanceof SnapshotConflictError) || attempt >= MAX_DELETE_ATTEMPTS) throw error
+        await new Promise((resolve) => setTimeout(resolve, 20 * 2 ** attempt * Math.random()))
       }
     }
   }
 
-  async #put(
-    room: string,
-    Body: Uint8Array,
-    { generation, deleted }: { generation: number; deleted: boolean },
-    expected: string | null,
-  ): Promise<string> {
+  /**
+   * One conditional PUT. The bytes hold the incarnation (`encodeSnapshotFile`), so S3's version tag
+   * (an MD5 of them) never repeats across incarnations or between a snapshot and a tombstone.
+   */
+  async #put(room: string, contents: SnapshotFileContents, expected: string | null): Promise<string> {
+    const { generation, deleted } = contents
+    const Body = encodeSnapshotFile(contents)
     const Key = this.#key(room)
     let version: string | undefined
     try {

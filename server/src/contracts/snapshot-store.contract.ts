@@ -84,6 +84,24 @@ export function snapshotStoreContract(name: string, createStore: () => Promise<S
       await store.close()
     })
 
+    it('never gives two incarnations, or a tombstone and a snapshot, the same version (S3 tags are hashes of the bytes)', async () => {
+      const store = await createStore()
+      const room = uniqueRoom('snap')
+      const first = await store.save(room, new Uint8Array([1]), null)
+      await store.delete(room, 0)
+      const tombstone0 = (await store.head(room))?.version ?? null
+      const second = await store.save(room, new Uint8Array([1]), tombstone0, 1) // the same content again
+      assert.notEqual(second, first)
+      await store.delete(room, 1)
+      const tombstone1 = (await store.head(room))?.version
+      assert.notEqual(tombstone1, tombstone0)
+      for (const stale of [first, tombstone0, second]) {
+        await assert.rejects(store.save(room, new Uint8Array([9]), stale, 1), isConflict, `over ${stale}`)
+      }
+      assert.equal((await store.head(room))?.deleted, true)
+      await store.close()
+    })
+
     it('lets exactly one of two savers expecting the same version win', async () => {
       const store = await createStore()
       const room = uniqueRoom('snap')

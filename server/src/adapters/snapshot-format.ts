@@ -1,7 +1,9 @@
 /**
- * How the file store keeps a snapshot's incarnation and tombstone in the file itself, so one
- * rename replaces all of it at once. A file of an incarnation after the first, or a tombstone,
- * starts with a header; a file without one is incarnation 0 (every file of earlier versions).
+ * How the file and S3 stores keep a snapshot's incarnation and tombstone in the stored bytes
+ * themselves, so one write replaces all of it at once. The bytes of an incarnation after the
+ * first, or of a tombstone, start with a header; bytes without one are incarnation 0 (all that
+ * earlier versions stored). So no two incarnations, and no tombstone and snapshot, ever store the
+ * same bytes: S3's version tag (an MD5 of the bytes) can never match across a deletion.
  *
  * Header: 5 magic bytes, 1 flag byte (1: tombstone), the generation as u32 LE. The magic reads as
  * a Yjs update claiming billions of clients, which no real update does, so it never starts one.
