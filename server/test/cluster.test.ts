@@ -196,9 +196,11 @@ describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (m
       REDIS_HEARTBEAT_TIMEOUT_MS: '700',
     })
     const dependencies = async () =>
-      ((await (await fetch(`http://127.0.0.1:${b.port}/healthz`)).json()) as {
-        dependencies: Record<string, { ok: boolean }>
-      }).dependencies
+      (
+        (await (await fetch(`http://127.0.0.1:${b.port}/healthz`)).json()) as {
+          dependencies: Record<string, { ok: boolean }>
+        }
+      ).dependencies
     try {
       const room = uniqueRoom('half-open')
       const atA = await connectSynced(a.wsUrl, room)

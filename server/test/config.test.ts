@@ -208,7 +208,10 @@ describe('configuration', () => {
     assert.deepEqual(pubsub, { kind: 'redis', url: 'redis://cache:6379', link })
     assert.deepEqual(journal, { kind: 'redis', url: 'redis://journal:6379', cluster: false, link })
     assert.match(errorFor({ AUTH: 'none', REDIS_COMMAND_TIMEOUT_MS: '0' }), /^REDIS_COMMAND_TIMEOUT_MS: /)
-    assert.match(errorFor({ AUTH: 'none', REDIS_HEARTBEAT_TIMEOUT_MS: 'soon' }), /^REDIS_HEARTBEAT_TIMEOUT_MS: /)
+    assert.match(
+      errorFor({ AUTH: 'none', REDIS_HEARTBEAT_TIMEOUT_MS: 'soon' }),
+      /^REDIS_HEARTBEAT_TIMEOUT_MS: /,
+    )
   })
 
   it('turns auth on when a secret, key or JWKS URL is set', () => {

@@ -56,7 +56,9 @@ function settledWithin<T>(promise: Promise<T>, ms: number): Promise<PromiseSettl
       (value): PromiseSettledResult<T> => ({ status: 'fulfilled', value }),
       (reason: unknown): PromiseSettledResult<T> => ({ status: 'rejected', reason }),
     ),
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms)),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms),
+    ),
   ])
 }
 
@@ -72,7 +74,10 @@ async function untilDelivered(from: RedisPubSub, room: string, received: number[
 }
 
 const missed = (logs: LogEntry[], role: string) =>
-  logs.some((e) => e.message === 'redis link missed its heartbeat; reopening its connection' && e.fields.role === role)
+  logs.some(
+    (e) =>
+      e.message === 'redis link missed its heartbeat; reopening its connection' && e.fields.role === role,
+  )
 
 after(() => {
   for (const link of links) link.close()

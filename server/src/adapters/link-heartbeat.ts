@@ -45,6 +45,7 @@ export class Heartbeat {
 export function withinDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(new HeartbeatMissedError(`${what} took over ${ms} ms`)), ms)
+    timer.unref() // a heartbeat never keeps a closed server's process alive
     work.then(
       (value) => {
         clearTimeout(timer)

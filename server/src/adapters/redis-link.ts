@@ -75,7 +75,11 @@ export class RedisLink<C extends RedisConnection = Redis> {
     const { heartbeatIntervalMs, heartbeatTimeoutMs } = options.settings
     if (options.ping) {
       this.#heartbeat = new Heartbeat(heartbeatIntervalMs, () =>
-        withinDeadline(this.#connection.ping(), heartbeatTimeoutMs, `PING on the ${options.role} connection`).then(
+        withinDeadline(
+          this.#connection.ping(),
+          heartbeatTimeoutMs,
+          `PING on the ${options.role} connection`,
+        ).then(
           () => this.proven(),
           (error: unknown) => this.missed(error),
         ),
@@ -102,7 +106,8 @@ export class RedisLink<C extends RedisConnection = Redis> {
   /** The heartbeat got through: the link is up. */
   proven(): void {
     if (this.#closed) return
-    if (this.#down) this.options.logger.info({ role: this.options.role }, 'redis link proven by its heartbeat')
+    if (this.#down)
+      this.options.logger.info({ role: this.options.role }, 'redis link proven by its heartbeat')
     this.#down = false
     this.options.links.proven(this.options.role)
   }

@@ -51,7 +51,11 @@ export class SubscriberHeartbeat {
       () => {}, // the publisher's own heartbeat judges it
     )
     try {
-      await withinDeadline(arrived, settings.heartbeatTimeoutMs, "the heartbeat on the subscriber's own channel")
+      await withinDeadline(
+        arrived,
+        settings.heartbeatTimeoutMs,
+        "the heartbeat on the subscriber's own channel",
+      )
       subscriber.proven()
     } catch (error) {
       // Never published: nothing is known of the subscriber this round.
