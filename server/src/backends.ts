@@ -2,6 +2,8 @@
 // settings it is built with. parseConfig reads them from the URL variables; adapters/select-<port>.ts
 // opens the adapter a `kind` names.
 
+import type { RedisLinkSettings } from './adapters/redis-connection.js'
+
 /** Where the AWS adapters connect; credentials come from the SDK's default chain. */
 export interface AwsClientOptions {
   region: string
@@ -12,8 +14,17 @@ export interface AwsClientOptions {
   dynamoEndpoint?: string | undefined
 }
 
+/**
+ * A Redis connection's URL and link settings (`REDIS_*`: command timeout, keepalive, heartbeats),
+ * each unset one `DEFAULT_REDIS_LINK`'s.
+ */
+export interface RedisBackend {
+  kind: 'redis'
+  url: string
+  link?: Partial<RedisLinkSettings>
+}
 /** `PUBSUB`. */
-export type PubSubConfig = { kind: 'memory' } | { kind: 'redis'; url: string }
+export type PubSubConfig = { kind: 'memory' } | RedisBackend
 /** `REGISTRY`; a lease is refreshed while held and ignored once `leaseMs` old (`REGISTRY_LEASE_MS`). */
 export type RegistryConfig =
   | { kind: 'memory'; leaseMs: number }
@@ -28,7 +39,7 @@ export type JournalConfig =
   | { kind: 'memory' }
   | { kind: 'file'; folder: string }
   /** `cluster`: a Redis Cluster (MemoryDB, ElastiCache cluster mode), reached through a cluster client. */
-  | { kind: 'redis'; url: string; cluster?: boolean }
+  | (RedisBackend & { cluster?: boolean })
 /** A real Postgres, or PGlite in a child process served on a loopback port. */
 export type DatabaseConfig =
   | { kind: 'postgres'; url: string }

@@ -2,6 +2,7 @@ import { hostname } from 'node:os'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
+import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './adapters/redis-connection.js'
 import type { AuthConfig } from './auth/authenticator.js'
 import type {
   AwsClientOptions,
@@ -64,6 +65,12 @@ const environment = z.object({
     .default('memory')
     .refine((v) => v === 'memory' || /^rediss?:\/\/./.test(v), 'must be "memory" or redis://host:port'),
   PUBSUB_PASSWORD: optionalText,
+  REDIS_COMMAND_TIMEOUT_MS: int(100, 600_000, DEFAULT_REDIS_LINK.commandTimeoutMs),
+  REDIS_CONNECT_TIMEOUT_MS: int(100, 600_000, DEFAULT_REDIS_LINK.connectTimeoutMs),
+  REDIS_KEEPALIVE_MS: int(1_000, 3_600_000, DEFAULT_REDIS_LINK.keepAliveMs),
+  REDIS_RETRY_MAX_DELAY_MS: int(50, 60_000, DEFAULT_REDIS_LINK.retryMaxDelayMs),
+  REDIS_HEARTBEAT_INTERVAL_MS: int(100, 600_000, DEFAULT_REDIS_LINK.heartbeatIntervalMs),
+  REDIS_HEARTBEAT_TIMEOUT_MS: int(100, 600_000, DEFAULT_REDIS_LINK.heartbeatTimeoutMs),
   REGISTRY: z
     .string()
     .default('memory')
@@ -170,6 +177,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   if (e.MESSAGE_BURST < e.MAX_MESSAGES_PER_SECOND) {
     throw new ConfigError('MESSAGE_BURST: must be at least MAX_MESSAGES_PER_SECOND')
   }
+  const link = redisLinkFrom(e)
   const aws: AwsClientOptions = {
     region: e.AWS_REGION,
     endpoint: e.AWS_ENDPOINT_URL,
@@ -186,13 +194,13 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       pubsub:
         e.PUBSUB === 'memory'
           ? { kind: 'memory' }
-          : { kind: 'redis', url: withUrlPassword(e.PUBSUB, e.PUBSUB_PASSWORD) },
+          : { kind: 'redis', url: withUrlPassword(e.PUBSUB, e.PUBSUB_PASSWORD), link },
       registry:
         e.REGISTRY === 'memory'
           ? { kind: 'memory', leaseMs: e.REGISTRY_LEASE_MS }
           : { kind: 'dynamodb', table: e.REGISTRY.slice(11), leaseMs: e.REGISTRY_LEASE_MS, aws },
       snapshots: snapshotsFrom(e.SNAPSHOTS, aws),
-      journal: journalFrom(e),
+      journal: journalFrom(e, link),
       metadata: metadataFrom(e),
       events: eventsFrom(e),
     },
@@ -247,14 +255,14 @@ function folderOf(fileUrl: string): string {
  * The update journal lives beside pub/sub: in Redis when pub/sub is, else in local files. A
  * cluster needs it shared, since the server that loads a crashed server's rooms must read it.
  */
-function journalFrom(e: z.infer<typeof environment>): JournalConfig {
+function journalFrom(e: z.infer<typeof environment>, link: RedisLinkSettings): JournalConfig {
   if (e.JOURNAL_PASSWORD && !e.JOURNAL) {
     throw new ConfigError('JOURNAL_PASSWORD: needs JOURNAL (the journal beside PUBSUB uses PUBSUB_PASSWORD)')
   }
   const url = e.JOURNAL ?? (e.PUBSUB === 'memory' ? 'file://./data/journal' : e.PUBSUB)
   if (/^rediss?:\/\//.test(url)) {
     const password = e.JOURNAL ? e.JOURNAL_PASSWORD : e.PUBSUB_PASSWORD
-    return { kind: 'redis', url: withUrlPassword(url, password), cluster: e.JOURNAL_CLUSTER === '1' }
+    return { kind: 'redis', url: withUrlPassword(url, password), cluster: e.JOURNAL_CLUSTER === '1', link }
   }
   if (e.JOURNAL_CLUSTER === '1') {
     throw new ConfigError('JOURNAL_CLUSTER: needs a Redis journal (redis://… or rediss://…)')
@@ -264,6 +272,18 @@ function journalFrom(e: z.infer<typeof environment>): JournalConfig {
     throw new ConfigError('JOURNAL: a shared REGISTRY needs a shared journal (redis://…), not local files')
   }
   return { kind: 'file', folder: folderOf(url) }
+}
+
+/** The link settings of every Redis connection (pub/sub and journal alike). */
+function redisLinkFrom(e: z.infer<typeof environment>): RedisLinkSettings {
+  return {
+    commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
+    connectTimeoutMs: e.REDIS_CONNECT_TIMEOUT_MS,
+    keepAliveMs: e.REDIS_KEEPALIVE_MS,
+    retryMaxDelayMs: e.REDIS_RETRY_MAX_DELAY_MS,
+    heartbeatIntervalMs: e.REDIS_HEARTBEAT_INTERVAL_MS,
+    heartbeatTimeoutMs: e.REDIS_HEARTBEAT_TIMEOUT_MS,
+  }
 }
 
 /** `pglite://./data/pg` is a folder relative to the working directory, like `file://`. */

@@ -33,6 +33,7 @@ export const PUBSUB_ERROR_ACTIONS = [
   'subscribe',
   'unsubscribe',
   'resubscribe',
+  'heartbeat',
   'malformed',
 ] as const
 

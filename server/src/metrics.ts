@@ -56,8 +56,14 @@ export class ServerMetrics {
     'Failed room registry operations, by action',
     ['action'],
   )
+  readonly #heartbeatsMissed = this.#counter(
+    'symphony_dependency_heartbeats_missed_total',
+    'Heartbeats a Redis connection missed (each declares it down and reopens it), by dependency',
+    ['dependency'],
+  )
   /** Every dependency's latest outcome: `/healthz` and `symphony_dependency_up`. */
   readonly dependencies = new DependencyHealth((dependency, action) => {
+    if (action === 'heartbeat') this.#heartbeatsMissed.labels(dependency).inc()
     if (dependency === 'pubsub') this.#pubsubErrors.labels(action).inc()
     else if (dependency === 'registry') this.#registryErrors.labels(action).inc()
   })
@@ -189,6 +195,7 @@ export class ServerMetrics {
     // Every series exists from start, so an alarm on a rate sees 0 rather than missing data.
     for (const action of PUBSUB_ERROR_ACTIONS) this.#pubsubErrors.labels(action).inc(0)
     for (const action of REGISTRY_ERROR_ACTIONS) this.#registryErrors.labels(action).inc(0)
+    for (const dependency of ['pubsub', 'journal']) this.#heartbeatsMissed.labels(dependency).inc(0)
     const recent = this.#recentUpdates
     new Gauge({
       name: NAMES.updateHandlingP99Seconds,

@@ -186,6 +186,49 @@ describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (m
     }
   })
 
+  it('a server whose Redis connections hang half-open finds them dead by heartbeat, shows it, and heals', async () => {
+    const link = await TcpLink.open(cluster.redis.port)
+    const a = await cluster.start('c5h-a')
+    const b = await cluster.start('c5h-b', {
+      PUBSUB: `redis://127.0.0.1:${link.port}`,
+      REDIS_COMMAND_TIMEOUT_MS: '1000',
+      REDIS_HEARTBEAT_INTERVAL_MS: '300',
+      REDIS_HEARTBEAT_TIMEOUT_MS: '700',
+    })
+    const dependencies = async () =>
+      (
+        (await (await fetch(`http://127.0.0.1:${b.port}/healthz`)).json()) as {
+          dependencies: Record<string, { ok: boolean }>
+        }
+      ).dependencies
+    try {
+      const room = uniqueRoom('half-open')
+      const atA = await connectSynced(a.wsUrl, room)
+      const atB = await connectSynced(b.wsUrl, room)
+      atA.doc.getText('t').insert(0, 'before ')
+      await eventually(() => atB.doc.getText('t').toString() === 'before ', 'normal fan-out', 10_000)
+      // Both of B's connections (pub/sub and journal) stay open and silent, for good.
+      link.blackhole()
+      await until(async () => {
+        const { pubsub, journal } = await dependencies()
+        return pubsub?.ok === false && journal?.ok === false
+      }, "B's /healthz shows pub/sub and the journal down")
+      const text = await b.metrics()
+      assert.ok(metricValue(text, 'symphony_dependency_heartbeats_missed_total{dependency="pubsub"}') > 0)
+      assert.ok(metricValue(text, 'symphony_dependency_heartbeats_missed_total{dependency="journal"}') > 0)
+      atA.doc.getText('t').insert(7, 'during')
+      link.restore() // new connections get through; the hung ones never will
+      await eventually(() => atB.doc.getText('t').toString() === 'before during', 'B hears A again', 20_000)
+      atB.doc.getText('t').insert(0, '> ')
+      await eventually(() => atA.doc.getText('t').toString() === '> before during', 'A hears B again', 20_000)
+      await until(async () => Object.values(await dependencies()).every((d) => d.ok), 'B shows all up')
+    } finally {
+      link.close()
+      a.child.kill('SIGKILL')
+      b.child.kill('SIGKILL')
+    }
+  })
+
   it('Redis restarted mid-session: servers reconnect and later edits reach everyone', async () => {
     const a = await cluster.start('c6-a')
     const b = await cluster.start('c6-b')

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { DEFAULT_REDIS_LINK } from '../src/adapters/redis-connection.js'
 import { parseConfig } from '../src/config.js'
 import { createSyncServer } from '../src/create-sync-server.js'
 import { ConfigError } from '../src/errors.js'
@@ -113,12 +114,17 @@ describe('configuration', () => {
         JOURNAL_PASSWORD: 'p@ss/word',
         JOURNAL_CLUSTER: '1',
       }),
-      { kind: 'redis', url: 'rediss://symphony:p%40ss%2Fword@journal.memorydb.example:6379', cluster: true },
+      {
+        kind: 'redis',
+        url: 'rediss://symphony:p%40ss%2Fword@journal.memorydb.example:6379',
+        cluster: true,
+        link: DEFAULT_REDIS_LINK,
+      },
       'its own password, never the pub/sub one',
     )
     assert.deepEqual(
       journalOf({ PUBSUB: 'rediss://cache:6380', PUBSUB_PASSWORD: 'cache-token' }),
-      { kind: 'redis', url: 'rediss://:cache-token@cache:6380', cluster: false },
+      { kind: 'redis', url: 'rediss://:cache-token@cache:6380', cluster: false, link: DEFAULT_REDIS_LINK },
       'beside pub/sub, with its password',
     )
     assert.match(
@@ -148,14 +154,15 @@ describe('configuration', () => {
       s3Endpoint: undefined,
       dynamoEndpoint: undefined,
     }
-    assert.deepEqual(backends.pubsub, { kind: 'redis', url: 'redis://cache:6379' })
+    const link = DEFAULT_REDIS_LINK
+    assert.deepEqual(backends.pubsub, { kind: 'redis', url: 'redis://cache:6379', link })
     assert.deepEqual(
       backends.journal,
-      { kind: 'redis', url: 'redis://cache:6379', cluster: false },
+      { kind: 'redis', url: 'redis://cache:6379', cluster: false, link },
       'beside pub/sub',
     )
     const ownJournal = parseConfig({ AUTH: 'none', JOURNAL: 'redis://journal:6379' }).backends.journal
-    assert.deepEqual(ownJournal, { kind: 'redis', url: 'redis://journal:6379', cluster: false })
+    assert.deepEqual(ownJournal, { kind: 'redis', url: 'redis://journal:6379', cluster: false, link })
     assert.deepEqual(backends.registry, { kind: 'dynamodb', table: 'symphony-rooms', leaseMs: 30_000, aws })
     assert.deepEqual(backends.snapshots, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/', aws })
     const snapshotsOf = (url: string) => parseConfig({ AUTH: 'none', SNAPSHOTS: url }).backends.snapshots
@@ -176,6 +183,35 @@ describe('configuration', () => {
       ECS_CONTAINER_METADATA_URI_V4: 'http://169.254.170.2/v4/abc',
     })
     assert.equal(onEcs.internal?.taskMetadataUrl, 'http://169.254.170.2/v4/abc')
+  })
+
+  it('gives every Redis connection, pub/sub and journal, the same link settings', () => {
+    const { pubsub, journal } = parseConfig({
+      AUTH: 'none',
+      PUBSUB: 'redis://cache:6379',
+      JOURNAL: 'redis://journal:6379',
+      REDIS_COMMAND_TIMEOUT_MS: '2000',
+      REDIS_CONNECT_TIMEOUT_MS: '3000',
+      REDIS_KEEPALIVE_MS: '4000',
+      REDIS_RETRY_MAX_DELAY_MS: '500',
+      REDIS_HEARTBEAT_INTERVAL_MS: '1000',
+      REDIS_HEARTBEAT_TIMEOUT_MS: '1500',
+    }).backends
+    const link = {
+      commandTimeoutMs: 2_000,
+      connectTimeoutMs: 3_000,
+      keepAliveMs: 4_000,
+      retryMaxDelayMs: 500,
+      heartbeatIntervalMs: 1_000,
+      heartbeatTimeoutMs: 1_500,
+    }
+    assert.deepEqual(pubsub, { kind: 'redis', url: 'redis://cache:6379', link })
+    assert.deepEqual(journal, { kind: 'redis', url: 'redis://journal:6379', cluster: false, link })
+    assert.match(errorFor({ AUTH: 'none', REDIS_COMMAND_TIMEOUT_MS: '0' }), /^REDIS_COMMAND_TIMEOUT_MS: /)
+    assert.match(
+      errorFor({ AUTH: 'none', REDIS_HEARTBEAT_TIMEOUT_MS: 'soon' }),
+      /^REDIS_HEARTBEAT_TIMEOUT_MS: /,
+    )
   })
 
   it('turns auth on when a secret, key or JWKS URL is set', () => {

@@ -1,59 +1,72 @@
-import { type Cluster, Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import { corkUntilTurnEnds } from '../cork-until-turn-ends.js'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { PubSub, RoomMessageHandler } from '../ports/pubsub.js'
+import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './redis-connection.js'
+import { DependencyLinks, RedisLink } from './redis-link.js'
 import { roomKey } from './room-keys.js'
+import { SubscriberHeartbeat } from './subscriber-heartbeat.js'
 
 export interface RedisPubSubOptions {
   /** Prepended to every channel name, so several deployments can share one Redis. */
   channelPrefix?: string
   logger: Logger
-  /** Told of failures (connection losses, refused commands) and of the connection being ready again. */
+  /** Told of failures (connection losses, refused commands, missed heartbeats) and of proofs. */
   outcomes?: DependencyOutcomes
+  /** Deadlines, keepalive and heartbeats of both connections; each defaults to `DEFAULT_REDIS_LINK`. */
+  link?: Partial<RedisLinkSettings>
 }
 
 /**
  * `PubSub` over Redis: one connection publishes, one subscribes to every room this server
  * holds. Each message is this server's id (a lib0 var-string) followed by the frame bytes, so a
  * server can drop its own messages, which Redis delivers to every subscriber, the sender included.
+ * Both connections prove themselves by heartbeats (`RedisLink`), the subscriber by receiving
+ * messages on a channel of this server's own; a missed one reopens the connection.
  */
 export class RedisPubSub implements PubSub {
-  readonly #publisher: Redis
-  readonly #subscriber: Redis
+  readonly #publisher: RedisLink
+  readonly #subscriber: RedisLink
+  readonly #heartbeat: SubscriberHeartbeat
   readonly #handlers = new Map<string, RoomMessageHandler>()
   readonly #prefix: string
   /** This server's id, encoded once: every published message starts with these bytes. */
   readonly #header: Uint8Array
+  readonly #heartbeatChannel: Buffer
   readonly #logger: Logger
   readonly #outcomes: DependencyOutcomes
-  /** Connections lost and not yet answering again: pub/sub is healthy when none is. */
-  readonly #down = new Set<'publisher' | 'subscriber'>()
+  readonly #links: DependencyLinks
 
   constructor(serverId: string, redisUrl: string, options: RedisPubSubOptions) {
     this.#prefix = options.channelPrefix ?? 'symphony:'
     this.#logger = options.logger
     this.#outcomes = options.outcomes ?? IGNORED_OUTCOMES
     this.#header = encoding.encode((encoder) => encoding.writeVarString(encoder, serverId))
-    // Not ioredis's autoResubscribe: it would also renew channels unsubscribed during an outage.
-    // The 'ready' handler below subscribes exactly the rooms held now.
-    const connectionOptions = { lazyConnect: false, autoResubscribe: false }
-    this.#publisher = new Redis(redisUrl, { ...connectionOptions, connectionName: `${serverId}:pub` })
-    // No ready check on the subscriber: ioredis runs INFO for it, which Redis refuses once a
-    // subscription is queued, and the failed check cost the first subscription.
-    this.#subscriber = new Redis(redisUrl, {
-      ...connectionOptions,
-      enableReadyCheck: false,
-      connectionName: `${serverId}:sub`,
+    const heartbeatChannel = `${this.#prefix}heartbeat:${serverId}`
+    this.#heartbeatChannel = Buffer.from(heartbeatChannel)
+    this.#links = new DependencyLinks('pubsub', this.#outcomes)
+    const settings = { ...DEFAULT_REDIS_LINK, ...options.link }
+    const link = { url: redisUrl, settings, links: this.#links, logger: this.#logger }
+    this.#publisher = new RedisLink({ ...link, role: 'publisher', name: `${serverId}:pub`, ping: true })
+    this.#subscriber = new RedisLink({
+      ...link,
+      role: 'subscriber',
+      name: `${serverId}:sub`,
+      subscriber: true,
+      setup: (connection) =>
+        connection.on('messageBuffer', (channel: Buffer, message: Buffer) => this.#receive(channel, message)),
+      // Every (re)connection subscribes exactly the rooms held now, and the heartbeat channel.
+      onReady: (connection) => this.#subscribeAll(connection),
     })
-    this.#watch(this.#publisher, 'publisher')
-    this.#watch(this.#subscriber, 'subscriber')
-    this.#subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) => {
-      // Half of what arrives is our own (Redis echoes to the sender): dropped before any work.
-      if (message.length >= this.#header.length && startsWith(message, this.#header)) return
-      this.#dispatch(channel.toString(), message)
+    this.#heartbeat = new SubscriberHeartbeat({
+      channel: heartbeatChannel,
+      header: this.#header,
+      publisher: this.#publisher,
+      subscriber: this.#subscriber,
+      settings,
     })
   }
 
@@ -63,8 +76,8 @@ export class RedisPubSub implements PubSub {
     // Registered first: a message may arrive right after Redis confirms, before this resolves.
     this.#handlers.set(channel, handler)
     try {
-      await this.#subscriber.subscribe(channel)
-      if (this.#down.size === 0) this.#outcomes.succeeded('pubsub')
+      await this.#subscriber.run((connection) => connection.subscribe(channel))
+      if (this.#links.up) this.#outcomes.succeeded('pubsub')
     } catch (error) {
       if (this.#handlers.get(channel) === handler) this.#handlers.delete(channel)
       this.#outcomes.failed('pubsub', 'subscribe', error)
@@ -79,7 +92,7 @@ export class RedisPubSub implements PubSub {
     // Dropped first, so nothing is delivered for the room even before Redis confirms.
     this.#handlers.delete(channel)
     try {
-      await this.#subscriber.unsubscribe(channel)
+      await this.#subscriber.run((connection) => connection.unsubscribe(channel))
     } catch (error) {
       this.#outcomes.failed('pubsub', 'unsubscribe', error)
       throw error
@@ -89,10 +102,11 @@ export class RedisPubSub implements PubSub {
   publish(room: string, message: Uint8Array): void {
     // One write to Redis per event-loop turn instead of one per message, which was most of what
     // a message paid to cross servers. (While ioredis reconnects there is no socket: it queues.)
-    const socket = this.#publisher.stream
+    const publisher = this.#publisher.connection
+    const socket = publisher.stream
     if (socket) corkUntilTurnEnds(socket)
     const channel = this.#channel(room)
-    this.#publisher.publish(channel, Buffer.concat([this.#header, message])).catch((error: unknown) => {
+    publisher.publish(channel, Buffer.concat([this.#header, message])).catch((error: unknown) => {
       this.#outcomes.failed('pubsub', 'publish', error)
       this.#logger.error({ err: error, channel, bytes: message.length }, 'redis publish failed')
     })
@@ -104,13 +118,34 @@ export class RedisPubSub implements PubSub {
   }
 
   async close(): Promise<void> {
-    this.#publisher.stream?.uncork() // queued publishes go out ahead of QUIT, which waits for them
+    this.#heartbeat.stop()
+    this.#publisher.connection.stream?.uncork() // queued publishes go out ahead of QUIT, which waits for them
     this.#handlers.clear()
-    await Promise.all([closeConnection(this.#publisher), closeConnection(this.#subscriber)])
+    await Promise.all([this.#publisher.close(), this.#subscriber.close()])
   }
 
   #channel(room: string): string {
     return `${this.#prefix}room:${roomKey(room)}`
+  }
+
+  #receive(channel: Buffer, message: Buffer): void {
+    // Half of what arrives is our own (Redis echoes to the sender): dropped before any work,
+    // but for the heartbeat, which comes back to prove the subscriber.
+    if (message.length >= this.#header.length && startsWith(message, this.#header)) {
+      if (channel.equals(this.#heartbeatChannel)) this.#heartbeat.received(message)
+      return
+    }
+    this.#dispatch(channel.toString(), message)
+  }
+
+  #subscribeAll(connection: Redis): void {
+    const channels = [this.#heartbeatChannel.toString(), ...this.#handlers.keys()]
+    // Subscribing again is idempotent, and does not rely on ioredis having recorded every channel.
+    connection.subscribe(...channels).catch((error: unknown) => {
+      if (connection !== this.#subscriber.connection) return // replaced meanwhile: the new one subscribes
+      this.#outcomes.failed('pubsub', 'resubscribe', error)
+      this.#logger.error({ err: error, channels: channels.length }, 'redis re-subscription failed')
+    })
   }
 
   #dispatch(channel: string, message: Buffer): void {
@@ -129,63 +164,10 @@ export class RedisPubSub implements PubSub {
     // and the core may hold a message (the buffer kept while a room loads).
     handler(new Uint8Array(message.subarray(frameStart)))
   }
-
-  #watch(connection: Redis, role: 'publisher' | 'subscriber'): void {
-    let reconnecting = false
-    connection.on('error', (error: Error) => {
-      this.#down.add(role)
-      this.#outcomes.failed('pubsub', 'connection', error)
-      this.#logger.error({ err: error, role }, 'redis connection error')
-    })
-    connection.on('reconnecting', (delayMs: number) => {
-      reconnecting = true
-      this.#down.add(role)
-      this.#outcomes.failed('pubsub', 'disconnect', new Error(`the ${role} connection to Redis was lost`))
-      this.#logger.warn({ role, delayMs }, 'redis connection lost, reconnecting')
-    })
-    connection.on('ready', () => {
-      // Up once Redis answers: 'ready' alone only means TCP connected for the subscriber (no ready check).
-      connection.ping().then(
-        () => {
-          this.#down.delete(role)
-          if (this.#down.size === 0) this.#outcomes.succeeded('pubsub')
-        },
-        () => {}, // the connection failed again: its error is reported
-      )
-      if (!reconnecting) return
-      reconnecting = false
-      const channels = role === 'subscriber' ? [...this.#handlers.keys()] : []
-      this.#logger.warn({ role, channels: channels.length }, 'redis connection restored')
-      // Subscribing again is idempotent, and does not rely on ioredis having recorded every channel.
-      if (channels.length > 0) {
-        connection.subscribe(...channels).catch((error: unknown) => {
-          this.#outcomes.failed('pubsub', 'resubscribe', error)
-          this.#logger.error({ err: error, channels: channels.length }, 'redis re-subscription failed')
-        })
-      }
-    })
-  }
 }
 
 /** A var-string prefix is self-delimiting, so equal leading bytes mean exactly this sender id. */
 function startsWith(message: Uint8Array, prefix: Uint8Array): boolean {
   for (let i = 0; i < prefix.length; i++) if (message[i] !== prefix[i]) return false
   return true
-}
-
-/**
- * QUIT waits for pending replies (so queued publishes go out), but only on a live connection:
- * while ioredis is reconnecting it would queue QUIT behind them indefinitely, so disconnect then.
- */
-export async function closeConnection(connection: Redis | Cluster): Promise<void> {
-  if (connection.status === 'end') return
-  if (connection.status !== 'ready') {
-    connection.disconnect()
-    return
-  }
-  try {
-    await connection.quit()
-  } catch {
-    connection.disconnect()
-  }
 }

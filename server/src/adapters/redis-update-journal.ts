@@ -1,19 +1,20 @@
-import { type Cluster, Redis } from 'ioredis'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
-import { openClusterConnection } from './redis-cluster-connection.js'
-import { closeConnection } from './redis-pubsub.js'
+import { DEFAULT_REDIS_LINK, type RedisConnection, type RedisLinkSettings } from './redis-connection.js'
+import { DependencyLinks, RedisLink } from './redis-link.js'
 import { roomKey } from './room-keys.js'
 
 export interface RedisUpdateJournalOptions {
   /** Prepended to every key, so several deployments can share one Redis. */
   keyPrefix?: string
   logger: Logger
-  /** Told of connection losses and of the connection being ready again (the core reports appends). */
+  /** Told of connection losses and missed heartbeats, and of proofs (the core reports appends). */
   outcomes?: DependencyOutcomes
   /** The URL names a Redis Cluster's configuration endpoint (MemoryDB): connect with a cluster client. */
   cluster?: boolean
+  /** Deadlines, keepalive and heartbeat of the connection; each defaults to `DEFAULT_REDIS_LINK`. */
+  link?: Partial<RedisLinkSettings>
 }
 
 // Each server appends to a stream of its own per room, and names itself in the room's set of
@@ -30,21 +31,20 @@ if redis.call('XLEN', KEYS[1]) == 0 then
 end
 return 0`
 
-type JournalCommands = (Redis | Cluster) & {
+type JournalCommands = RedisConnection & {
   journalAppend(stream: string, writers: string, writer: string, update: Buffer): Promise<string>
   journalTrim(stream: string, writers: string, minId: string, writer: string): Promise<number>
 }
 
 /**
  * `UpdateJournal` on Redis Streams, for cluster mode. Keys share the `{room}` hash tag, so a
- * room's keys stay together on a Redis Cluster too (`cluster`: MemoryDB). While Redis is
- * unreachable, ioredis holds appends for a bounded number of reconnection attempts, then fails them
- * (the server then saves a snapshot at once, and acknowledges the updates once it is saved). A
- * cluster client has no such bound: it holds them until a node answers again (until then the
- * updates stay unacknowledged, and the next snapshot saves them).
+ * room's keys stay together on a Redis Cluster too (`cluster`: MemoryDB). A command unanswered
+ * within the link's command timeout fails (an append too: the server then saves a snapshot at
+ * once, and acknowledges the updates once it is saved). A PING heartbeat proves the connection;
+ * a missed one replaces it, which also fails what a cluster client holds while no node answers.
  */
 export class RedisUpdateJournal implements UpdateJournal {
-  readonly #redis: JournalCommands
+  readonly #link: RedisLink<RedisConnection>
   readonly #prefix: string
   readonly #lossListeners: (() => void)[] = []
 
@@ -54,28 +54,32 @@ export class RedisUpdateJournal implements UpdateJournal {
     options: RedisUpdateJournalOptions,
   ) {
     this.#prefix = options.keyPrefix ?? 'symphony:'
-    const connectionName = `${writer}:journal`
-    const redis = options.cluster
-      ? openClusterConnection(redisUrl, connectionName)
-      : new Redis(redisUrl, { connectionName })
-    redis.defineCommand('journalAppend', { numberOfKeys: 2, lua: APPEND })
-    redis.defineCommand('journalTrim', { numberOfKeys: 2, lua: TRIM })
-    const outcomes = options.outcomes ?? IGNORED_OUTCOMES
-    redis.on('error', (error: Error) => {
-      outcomes.failed('journal', 'connection', error)
-      options.logger.error({ err: error, role: 'journal' }, 'redis connection error')
-    })
-    redis.on('reconnecting', () =>
-      outcomes.failed('journal', 'disconnect', new Error('the journal connection to Redis was lost')),
-    )
     let connectedBefore = false
-    redis.on('ready', () => {
-      outcomes.succeeded('journal')
-      // A Redis without persistence restarts empty: what it had confirmed may be gone.
-      if (connectedBefore) for (const listener of this.#lossListeners) listener()
-      connectedBefore = true
+    this.#link = new RedisLink<RedisConnection>({
+      url: redisUrl,
+      role: 'journal',
+      name: `${writer}:journal`,
+      settings: { ...DEFAULT_REDIS_LINK, ...options.link },
+      cluster: options.cluster,
+      links: new DependencyLinks('journal', options.outcomes ?? IGNORED_OUTCOMES),
+      logger: options.logger,
+      ping: true,
+      setup: (redis) => {
+        redis.defineCommand('journalAppend', { numberOfKeys: 2, lua: APPEND })
+        redis.defineCommand('journalTrim', { numberOfKeys: 2, lua: TRIM })
+      },
+      onReady: () => {
+        // A Redis without persistence restarts empty: what it had confirmed may be gone. (So may
+        // what a connection replaced after a missed heartbeat had confirmed: it is the same Redis.)
+        if (connectedBefore) for (const listener of this.#lossListeners) listener()
+        connectedBefore = true
+      },
     })
-    this.#redis = redis as JournalCommands
+  }
+
+  /** The connection now (a missed heartbeat replaces it). */
+  get #redis(): JournalCommands {
+    return this.#link.connection as JournalCommands
   }
 
   async append(room: string, update: Uint8Array): Promise<JournalPosition> {
@@ -119,7 +123,7 @@ export class RedisUpdateJournal implements UpdateJournal {
   }
 
   async close(): Promise<void> {
-    await closeConnection(this.#redis)
+    await this.#link.close()
   }
 
   onPossibleLoss(listener: () => void): void {

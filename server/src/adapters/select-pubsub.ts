@@ -11,6 +11,10 @@ export function openPubSub(config: PubSubConfig, context: AdapterContext): PubSu
     case 'memory':
       return new MemoryPubSub(serverId)
     case 'redis':
-      return new RedisPubSub(serverId, config.url, { logger: context.logger, outcomes: context.outcomes })
+      return new RedisPubSub(serverId, config.url, {
+        logger: context.logger,
+        outcomes: context.outcomes,
+        link: config.link,
+      })
   }
 }

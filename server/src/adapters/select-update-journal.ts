@@ -17,6 +17,7 @@ export function openUpdateJournal(config: JournalConfig, context: AdapterContext
         logger: context.logger,
         outcomes: context.outcomes,
         cluster: config.cluster,
+        link: config.link,
       })
   }
 }

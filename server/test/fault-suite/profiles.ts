@@ -45,8 +45,8 @@ export interface RunProfile {
   finaleKinds: FaultKind[]
   deletes: number
   /**
-   * redis-outage-kill: how long the schedule expects Redis to be down (the servers' Redis client
-   * gives up after about 10.5 s); the outage lasts until the server's journal writes fail, at most twice this.
+   * redis-outage-kill: how long the schedule expects Redis to be down (the servers' journal writes
+   * fail within REDIS_COMMAND_TIMEOUT_MS, 5 s); the outage lasts until they fail, at most twice this.
    */
   redisOutageMs: number
   /** No fault for this long after Redis lost its data: a few snapshot intervals and retries. */

@@ -1,6 +1,10 @@
 import { connect, createServer, type Server, type Socket } from 'node:net'
 
-type Mode = { kind: 'open' } | { kind: 'blackhole' } | { kind: 'slow'; delayMs: number }
+type Mode =
+  | { kind: 'open' }
+  | { kind: 'blackhole' }
+  | { kind: 'slow'; delayMs: number }
+  | { kind: 'reset-after-accept' }
 
 /**
  * A TCP relay that a test can cut, hang or slow down and restore, to partition one server from
@@ -12,6 +16,8 @@ export class TcpLink {
   readonly #hung = new WeakSet<Socket>()
   #cut = false
   #mode: Mode = { kind: 'open' }
+  /** Connections accepted so far (reset ones included), for a test that waits for retries. */
+  accepted = 0
   private constructor(
     private readonly server: Server,
     readonly port: number,
@@ -51,6 +57,16 @@ export class TcpLink {
     this.#mode = { kind: 'slow', delayMs }
   }
 
+  /**
+   * New connections are accepted, then reset as soon as the client has sent its first bytes (a
+   * Redis at `maxclients`, a proxy in front of a dead node), again and again until `restore`;
+   * open ones keep relaying (`cut` first to drop them).
+   */
+  resetAfterAccept(): void {
+    this.#cut = false
+    this.#mode = { kind: 'reset-after-accept' }
+  }
+
   /** New connections pass again, at full speed; connections hung by `blackhole` stay hung. */
   restore(): void {
     this.#cut = false
@@ -63,8 +79,17 @@ export class TcpLink {
   }
 
   #relay(client: Socket, targetPort: number): void {
+    this.accepted++
     if (this.#cut) {
       client.destroy()
+      return
+    }
+    if (this.#mode.kind === 'reset-after-accept') {
+      // Once the client has spoken (its handshake sent, so it counts itself connected), or soon.
+      client.on('error', () => {})
+      const reset = () => client.destroyed || client.resetAndDestroy()
+      client.once('data', reset)
+      setTimeout(reset, 50).unref()
       return
     }
     const upstream = connect(targetPort, '127.0.0.1')
