@@ -12,6 +12,7 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
+import { crc32 } from 'node:zlib'
 import {
   BatchWriteItemCommand,
   DeleteTableCommand,
@@ -304,6 +305,26 @@ describe('FileUpdateJournal', () => {
     )
     assert.equal((await next.read(room)).updates.length, 4)
     await next.close()
+  })
+
+  it('never reads a record out of a damaged one (a client’s bytes could spell one)', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'journal-'))
+    const room = uniqueRoom('journal')
+    const journal = new FileUpdateJournal(folder)
+    const forged = Buffer.alloc(9)
+    forged.writeUInt32LE(1, 0)
+    forged.writeUInt32LE(crc32(new Uint8Array([7])), 4)
+    forged.writeUInt8(7, 8)
+    await journal.append(room, new Uint8Array(forged))
+    await journal.append(room, new Uint8Array([8]))
+    await journal.close()
+    const path = join(folder, `${room}.journal`)
+    const bytes = readFileSync(path)
+    bytes.writeUInt32LE(0, 12 + 4) // the first record's checksum no longer matches
+    writeFileSync(path, bytes)
+    const read = await new FileUpdateJournal(folder).read(room)
+    assert.deepEqual(read.updates, [new Uint8Array([8])])
+    assert.equal(read.skipped, 1)
   })
 
   it('refuses a file that is not a journal instead of reading it as empty', async () => {

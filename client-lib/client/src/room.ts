@@ -117,7 +117,8 @@ export class Room<P extends object = Record<string, unknown>> {
       onEvent: (data) => this.#events.emit('event', data),
       incarnation: () => this.#incarnation,
       onIncarnation: (incarnation) => {
-        if (incarnation === this.#incarnation) return
+        // Never lowered: a server behind the store refuses a later copy rather than naming its own.
+        if (this.#incarnation !== null && incarnation <= this.#incarnation) return
         this.#incarnation = incarnation
         void this.#keepIncarnation(incarnation).catch(() => {})
       },

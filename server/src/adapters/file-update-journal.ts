@@ -162,8 +162,8 @@ function header(firstSeq: number): Buffer {
 
 /**
  * Reads the whole records; a file cut short inside its header (a crash creating it) holds none.
- * A record that fails its checksum is skipped and reading goes on after it; a record running past
- * the end is a torn last write, where reading stops.
+ * A record that fails its checksum is skipped by its length and reading goes on after it; a
+ * record running past the end is a torn last write, where reading stops.
  */
 function parse(bytes: Buffer, room: string): ParsedJournal {
   if (bytes.length < HEADER_BYTES)
@@ -179,45 +179,23 @@ function parse(bytes: Buffer, room: string): ParsedJournal {
   }
   let offset = HEADER_BYTES
   while (offset + RECORD_HEADER_BYTES <= bytes.length) {
-    const end = recordEnd(bytes, offset)
-    if (end === null) {
-      // Damaged: go on at the next whole record, if one follows (else this was a torn last write).
-      const next = nextRecord(bytes, offset + 1)
-      if (next === null) break
+    const length = bytes.readUInt32LE(offset)
+    const end = offset + RECORD_HEADER_BYTES + length
+    // Past the end (or empty: no empty update is journaled): a torn last write; reading stops.
+    if (length === 0 || end > bytes.length) break
+    const payload = bytes.subarray(offset + RECORD_HEADER_BYTES, end)
+    if (crc32(payload) === bytes.readUInt32LE(offset + 4)) {
+      parsed.recordStarts.push(offset)
+      parsed.updates.push(new Uint8Array(payload))
+      parsed.validBytes = end
+    } else {
+      // Damaged inside: skipped by its length, never searched for records (a client's bytes could
+      // spell one), and reading goes on with the next.
       parsed.skipped++
-      offset = next
-      continue
     }
-    parsed.recordStarts.push(offset)
-    parsed.updates.push(new Uint8Array(bytes.subarray(offset + RECORD_HEADER_BYTES, end)))
     offset = end
-    parsed.validBytes = end
   }
   return parsed
-}
-
-/** Where the record at `offset` ends, or null if it is not a whole record with a good checksum. */
-function recordEnd(bytes: Buffer, offset: number): number | null {
-  if (offset + RECORD_HEADER_BYTES > bytes.length) return null
-  const length = bytes.readUInt32LE(offset)
-  const end = offset + RECORD_HEADER_BYTES + length
-  // Never empty (no empty update is journaled): zeroed bytes are no record.
-  if (length === 0 || end > bytes.length) return null
-  return crc32(bytes.subarray(offset + RECORD_HEADER_BYTES, end)) === bytes.readUInt32LE(offset + 4)
-    ? end
-    : null
-}
-
-/**
- * The first offset from `from` where a whole record with a good checksum starts, or null. Damage
- * is rare, and a false match needs a 32-bit checksum to agree by chance, so the scan is cheap in
- * practice; it checks only lengths that fit in the file.
- */
-function nextRecord(bytes: Buffer, from: number): number | null {
-  for (let offset = from; offset + RECORD_HEADER_BYTES <= bytes.length; offset++) {
-    if (recordEnd(bytes, offset) !== null) return offset
-  }
-  return null
 }
 
 function writeAll(fd: number, bytes: Uint8Array): void {

@@ -25,6 +25,12 @@ export function admit(rooms: Pick<RoomManager, 'acquire'>, connection: Connectio
         connection.close(CloseCode.RoomDeleted, 'the room was deleted')
         return
       }
+      // A later incarnation than this server holds: this copy was deleted while the server missed
+      // it (it finds out at its next save). The client retries, never syncing into the old one.
+      if (typeof claimed === 'number' && claimed > hold.generation) {
+        connection.close(CloseCode.TryAgainLater, 'this server holds an older incarnation of the room; retry')
+        return
+      }
       if (claimed !== null) connection.send(encodeIncarnation(hold.generation))
       connection.attach(hold.room)
     },

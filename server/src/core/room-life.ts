@@ -34,7 +34,7 @@ export interface RoomLifeSteps<Loaded> {
   savesSettled(loaded: Loaded): Promise<void>
   /** Deregisters, unsubscribes and frees the loaded room. */
   free(loaded: Loaded): Promise<void>
-  /** Removes what the stores hold of the deleted room (and leaves its tombstone); `loaded` if it loaded. */
+  /** Removes what this server stored of the deleted room (its journal); `loaded` if it loaded. */
   removeStored(loaded: Loaded | null): Promise<void>
   /** The load failed: the instance is gone without ever being live. */
   loadFailed(error: unknown): void

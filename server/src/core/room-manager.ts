@@ -46,6 +46,7 @@ interface LoadedFrom {
   replayedUpdates: number
   storedVersion: KnownStoredVersion
   generation: number
+  source: 'peer' | 'snapshot' | 'empty'
   /** The life the room belongs to: told when the store shows the room was deleted. */
   life: RoomLife<Loaded>
 }
@@ -238,9 +239,14 @@ export class RoomManager {
       (loaded) => loaded.generation,
       () => this.#storedGeneration(name),
     )
-    this.deps.pubsub.publish(incarnationKey(name, generation), ROOM_DELETED_FRAME)
-    await (deleting ?? this.#removeStored(name, generation))
-    this.deps.events.emit({ type: 'room.deleted', room: name, at: Date.now() })
+    const { snapshots, pubsub, metadata, logger, events } = this.deps
+    // The tombstone first: from now on a save in flight anywhere, and any load, meets it.
+    await snapshots.delete(name, generation)
+    pubsub.publish(incarnationKey(name, generation), ROOM_DELETED_FRAME)
+    await (deleting ?? this.#removeJournal(name, generation))
+    metadata.record({ type: 'room-deleted', room: name })
+    logger.info({ room: name, generation }, 'room deleted')
+    events.emit({ type: 'room.deleted', room: name, at: Date.now() })
   }
 
   /** The incarnation a load of the room would have now. */
@@ -249,14 +255,12 @@ export class RoomManager {
   }
 
   /**
-   * Leaves the deleted incarnation's tombstone and removes its journal and metadata. Every server
-   * that held it does this once its own saves are done, so none of them writes the room back.
+   * The deleted incarnation's journal goes once this server's own saves are done. Its tombstone is
+   * in the store already (the deleting server writes it before telling anyone), so this is all
+   * that every server that held the room does, and nothing writes the room back.
    */
-  async #removeStored(name: string, generation: number): Promise<void> {
-    const { snapshots, journal, metadata } = this.deps
-    await Promise.all([snapshots.delete(name, generation), journal.delete(incarnationKey(name, generation))])
-    metadata.record({ type: 'room-deleted', room: name })
-    this.deps.logger.info({ room: name, generation }, 'room deleted')
+  async #removeJournal(name: string, generation: number): Promise<void> {
+    await this.deps.journal.delete(incarnationKey(name, generation))
   }
 
   /**
@@ -301,8 +305,9 @@ export class RoomManager {
         },
         savesSettled: (loaded) => loaded.writer.settled(),
         free: (loaded) => this.#free(name, loaded),
-        removeStored: async (loaded) =>
-          this.#removeStored(name, loaded?.generation ?? (await this.#storedGeneration(name))),
+        removeStored: async (loaded) => {
+          if (loaded) await this.#removeJournal(name, loaded.generation)
+        },
         loadFailed: (error) => {
           this.deps.metrics.roomLoadFailures.inc()
           this.deps.logger.error({ err: error, room: name }, 'room could not be loaded')
@@ -344,6 +349,7 @@ export class RoomManager {
         replayedUpdates: journal.updates.length,
         storedVersion,
         generation,
+        source,
         life,
       })
       if (encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(encoded)
@@ -413,6 +419,14 @@ export class RoomManager {
       logger,
       onChange: () => writer?.markDirty(),
       observer: metrics,
+      loadedFromPeer: from.source === 'peer',
+      saves: {
+        get savedVersion() {
+          return writer?.savedVersion ?? -1
+        },
+        whenSaved: (version) => writer?.whenSaved(version) ?? Promise.resolve(),
+        saveSoon: () => writer?.saveSoon(),
+      },
     })
     writer = new SnapshotWriter({
       room,
@@ -421,8 +435,9 @@ export class RoomManager {
       policy: this.options.snapshot,
       metrics,
       logger,
-      // Replayed entries are in no snapshot yet: save (and then trim) them like any change.
-      unsavedAtLoad: replayed.size > 0,
+      // Replayed entries are in no snapshot yet: save (and then trim) them like any change. So is
+      // a peer's state: it may hold edits its server acknowledged to nobody and then lost.
+      unsavedAtLoad: replayed.size > 0 || from.source === 'peer',
       storedVersion,
       generation,
       onDeleted: () => {

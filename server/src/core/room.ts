@@ -66,7 +66,25 @@ export interface RoomInit {
   logger: Logger
   /** Called after every change the room applies (the snapshot writer schedules a save). */
   onChange: () => void
+  /** The room's saves, as far as acknowledging needs them (the snapshot writer). */
+  saves?: RoomSaves
+  /** The loaded state came from a peer: this server journaled none of it. */
+  loadedFromPeer?: boolean
   observer?: RoomObserver
+}
+
+/** What a room needs of its snapshot writer to acknowledge only what is durable. */
+export interface RoomSaves {
+  /** The latest room version a saved snapshot holds. */
+  readonly savedVersion: number
+  whenSaved(version: number): Promise<void>
+  saveSoon(): void
+}
+
+const ALWAYS_SAVED: RoomSaves = {
+  savedVersion: Number.POSITIVE_INFINITY,
+  whenSaved: async () => {},
+  saveSoon() {},
 }
 
 /** Clients a state vector may name beyond those the room knows. */
@@ -109,6 +127,15 @@ export class Room implements MemberRoom {
   readonly #logger: Logger
   readonly #onChange: () => void
   readonly #observer: RoomObserver
+  readonly #saves: RoomSaves
+  /**
+   * The room version a connection joined at, if the room then held unsaved changes: they may be
+   * the client's own edits, made durable nowhere yet (it sent them to a server that died, and this
+   * one got them from a peer), so its sync-status answers wait for a save holding them.
+   */
+  readonly #joinedUnsaved = new WeakMap<RoomMember, number | Promise<void>>()
+  /** The latest version whose change this server did not journal (a peer's, over pub/sub or at load). */
+  #notJournaledHere: number
 
   constructor({
     name,
@@ -121,7 +148,11 @@ export class Room implements MemberRoom {
     logger,
     onChange,
     observer,
+    saves,
+    loadedFromPeer,
   }: RoomInit) {
+    this.#saves = saves ?? ALWAYS_SAVED
+    this.#notJournaledHere = loadedFromPeer ? 0 : -1
     this.name = name
     this.#channel = channel ?? name
     this.doc = doc
@@ -144,6 +175,9 @@ export class Room implements MemberRoom {
   /** Starts syncing a connection: our state vector, so it sends what we lack, and who is here. */
   join(connection: RoomMember): void {
     this.connections.add(connection)
+    if (this.#notJournaledHere > this.#saves.savedVersion) {
+      this.#joinedUnsaved.set(connection, this.#notJournaledHere)
+    }
     connection.send(encodeSyncStep1(Y.encodeStateVector(this.doc)))
     const present = this.presence.present()
     if (present.length > 0) connection.send(encodeAwarenessEntries(present))
@@ -229,11 +263,24 @@ export class Room implements MemberRoom {
         // (journaled and confirmed, or in a saved snapshot): the client shows "saved" on it.
         // Never for a connection whose writes were refused: the server does not hold its edits.
         if (connection.writeDenied) return
-        connection.answerSyncStatus(this.durable(), encodeSyncStatus(message.payload))
+        connection.answerSyncStatus(this.#durableFor(connection), encodeSyncStatus(message.payload))
         return
       case 'auth':
         return
     }
+  }
+
+  /** `durable()`, and for a connection that joined while the room held unsaved changes, a save of them. */
+  #durableFor(connection: RoomMember): Promise<void> {
+    let barrier = this.#joinedUnsaved.get(connection)
+    if (barrier === undefined) return this.durable()
+    if (typeof barrier === 'number') {
+      // Asked for the first time: save now rather than at the interval. Later answers wait too.
+      barrier = this.#saves.whenSaved(barrier)
+      this.#joinedUnsaved.set(connection, barrier)
+      this.#saves.saveSoon()
+    }
+    return Promise.all([this.durable(), barrier]).then(() => undefined)
   }
 
   /** Resolves once every update applied from this server's clients so far is durable. */
@@ -272,6 +319,7 @@ export class Room implements MemberRoom {
         // Peers often send what this server already has (anti-entropy answers): then nothing is
         // forwarded and the room is not marked dirty.
         if (this.#apply(message.update, REMOTE)) {
+          this.#notJournaledHere = this.version
           this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
           this.#observer.updateHandled(receivedAt)
         }

@@ -33,7 +33,7 @@ export interface SnapshotWriterInit {
   room: Snapshottable
   store: SnapshotStore
   /** Told what each snapshot holds: it is durable from then on, and those entries are trimmed. */
-  journal: Pick<RoomJournal, 'mark' | 'saved'>
+  journal: Pick<RoomJournal, 'mark' | 'saved' | 'isDurable'>
   policy: SnapshotPolicy
   metrics: ServerMetrics
   logger: Logger
@@ -64,6 +64,7 @@ export class SnapshotWriter {
   #failures = 0
   #stopped = false
   #storedVersion: KnownStoredVersion
+  #savedWaiters: { version: number; resolve: () => void }[] = []
   readonly #generation: number
   readonly #onDeleted: () => void
   readonly #room: Snapshottable
@@ -88,8 +89,20 @@ export class SnapshotWriter {
     if (unsavedAtLoad) this.markDirty()
   }
 
+  /** The room holds changes no saved snapshot holds, or updates its journal failed to keep. */
   get dirty(): boolean {
-    return this.#room.version > this.#savedVersion
+    return this.#room.version > this.#savedVersion || !this.#journal.isDurable
+  }
+
+  /** The latest room version a saved snapshot holds. */
+  get savedVersion(): number {
+    return this.#savedVersion
+  }
+
+  /** Resolves once a snapshot holding room version `version` is saved. */
+  whenSaved(version: number): Promise<void> {
+    if (this.#savedVersion >= version) return Promise.resolve()
+    return new Promise((resolve) => this.#savedWaiters.push({ version, resolve }))
   }
 
   /** Called after every change: makes sure a snapshot is scheduled. */
@@ -150,6 +163,7 @@ export class SnapshotWriter {
       const version = await this.#saveMerged()
       this.#savedVersion = Math.max(this.#savedVersion, version)
       this.#journal.saved(journaled) // never awaits the journal: trimming runs on its own
+      this.#releaseSavedWaiters()
       this.#failures = 0
       this.#metrics.snapshots.inc()
       this.#metrics.dependencies.succeeded('snapshots')
@@ -211,6 +225,15 @@ export class SnapshotWriter {
     }
     if (stored && !stored.deleted) await this.#room.absorbStored(stored.state)
     this.#storedVersion = stored?.version ?? null
+  }
+
+  #releaseSavedWaiters(): void {
+    const waiting = this.#savedWaiters
+    this.#savedWaiters = waiting.filter(({ version, resolve }) => {
+      if (version > this.#savedVersion) return true
+      resolve()
+      return false
+    })
   }
 
   #clearTimer(): void {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import { CloseCode } from '@symphony/client/wire'
+import { CloseCode, MessageType } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
 import { putSnapshot } from '../../src/contracts/stored-snapshots.js'
@@ -134,5 +134,29 @@ describe('a deleted room stays deleted', () => {
     await reloaded.ready
     await settle()
     assert.equal(reloaded.text(), '', 'the old incarnation’s journal is not replayed')
+  })
+})
+
+describe('a client naming its copy’s incarnation', () => {
+  afterEach(() => world.close())
+
+  it('is told the room’s; refused with RoomDeleted for a deleted one; told to retry for one the server is behind', async () => {
+    world = new TestWorld()
+    const server = world.server()
+    const room = uniqueRoom()
+    const first = server.connect(room, { incarnation: 'none' })
+    await first.ready
+    assert.equal(first.received[0]?.[0], MessageType.Incarnation, 'told before sync step 1')
+    first.disconnect()
+    await server.manager.delete(room)
+    const stale = server.connect(room, { incarnation: 0 })
+    await stale.ready
+    assert.equal(stale.closeCode, CloseCode.RoomDeleted)
+    const ahead = server.connect(room, { incarnation: 7 })
+    await ahead.ready
+    assert.equal(ahead.closeCode, CloseCode.TryAgainLater)
+    const current = server.connect(room, { incarnation: 1 })
+    await current.ready
+    assert.equal(current.closeCode, null)
   })
 })

@@ -223,3 +223,36 @@ describe('durability: a journal that may have lost entries', () => {
     assert.equal(await storedText(world.snapshots, journaled), 'only journaled')
   })
 })
+
+describe('durability: what a server holds from its peers', () => {
+  afterEach(() => world.close())
+
+  it('a client joining a server that holds a peer’s unsaved edits is answered only once a save holds them', async (t) => {
+    const tick = fakeTime(t)
+    world = new TestWorld()
+    const hung = new HeldJournal('origin', world.journal) // the origin never confirms: say it then dies
+    const store = new ControlledSnapshotStore(world.snapshots)
+    const origin = world.server({ journal: hung })
+    const other = world.server({ snapshots: store })
+    const room = uniqueRoom()
+    const [writer, pin] = [origin.connect(room), other.connect(room)]
+    await Promise.all([writer.ready, pin.ready])
+    writer.doc.getText('t').insert(0, 'only in memory')
+    await settle()
+    assert.equal(pin.text(), 'only in memory', 'the other server got it over pub/sub')
+    // The writer reconnects to the other server (its own died): its edit is there already.
+    const back = other.connect(room, { doc: writer.doc })
+    await back.ready
+    const gate = deferred()
+    store.saveGate = gate.promise
+    back.send(syncStatus(9))
+    await settle()
+    await tick(0)
+    assert.equal(store.saveAttempts, 1, 'asked, the server saves at once')
+    assert.deepEqual(answered(back), [], 'not before that save')
+    gate.resolve()
+    await settle()
+    assert.deepEqual(answered(back), [9])
+    assert.equal(await storedText(world.snapshots, room), 'only in memory')
+  })
+})

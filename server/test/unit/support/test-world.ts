@@ -44,6 +44,8 @@ export interface ConnectOptions {
   limits?: Partial<ConnectionLimits>
   /** The client's document, e.g. one holding offline edits. */
   doc?: Y.Doc
+  /** What the client names as its copy's incarnation (`?incarnation=`); default: nothing. */
+  incarnation?: number | 'none'
 }
 
 /**
@@ -124,7 +126,7 @@ export class TestServer {
    */
   connect(
     room: string,
-    { access = 'rw', limits, doc }: ConnectOptions = {},
+    { access = 'rw', limits, doc, incarnation }: ConnectOptions = {},
   ): TestClient & { ready: Promise<void> } {
     const leave = () => admission.leave()
     // The socket's close event comes after the close frame, on a later turn.
@@ -132,6 +134,7 @@ export class TestServer {
     const connection = new Connection({
       id: `${this.id}:${++this.#nextId}`,
       roomName: room,
+      incarnation: incarnation ?? null,
       identity: { userId: `user-${this.#nextId}`, name: null, info: null, access, expiresAt: null },
       transport: client.transport,
       limits: { ...LIMITS, ...limits },
