@@ -36,6 +36,7 @@ async function resolveOptions(options: SyncServerOptions): Promise<ResolvedServe
     metadataSampleIntervalMs: DEFAULT_TIMINGS.metadataSampleIntervalMs,
     shutdownTimeoutMs: DEFAULT_TIMINGS.shutdownTimeoutMs,
     apiSaveWaitMs: DEFAULT_TIMINGS.apiSaveWaitMs,
+    registryWaitMs: DEFAULT_TIMINGS.registryWaitMs,
     build: { version: SERVER_VERSION, commit: 'unknown' },
     logger: silentLogger,
     demoFolder: null,

@@ -55,6 +55,7 @@ export const DEFAULT_TIMINGS = {
   peerFetchTimeoutMs: 2_000,
   registryLeaseMs: 30_000,
   apiSaveWaitMs: 30_000,
+  registryWaitMs: 2_000,
 } as const
 
 /** The endpoint peers fetch room state from. */
@@ -130,6 +131,11 @@ export interface SyncServerOptions {
    * `UPDATE_NOT_SAVED` (it is applied, and saved once the stores answer). Default 30 000 ms.
    */
   apiSaveWaitMs?: number
+  /**
+   * The longest a room's load, unload or deletion waits for the room registry (its failures are
+   * tolerated: a lease refresh registers later, a lease expires). Default 2 000 ms.
+   */
+  registryWaitMs?: number
 }
 
 /** Every option decided: what a `SyncServer` runs with. */

@@ -50,12 +50,14 @@ export class SyncServer {
       snapshots: this.#adapters.snapshots,
       journal: this.#adapters.journal,
       fetchFromPeer: fetchPeerState,
+      registryWaitMs: options.registryWaitMs,
       logger,
     })
     this.manager = new RoomManager(
       { ...this.#adapters, stateSource, metrics: this.metrics, logger },
       {
         roomGraceMs: options.roomGraceMs,
+        registryWaitMs: options.registryWaitMs,
         snapshot: options.snapshot,
         maxDocumentBytes: options.limits.maxDocumentBytes,
         waiting: {

@@ -188,3 +188,29 @@ function registryWith(onRegister: () => Promise<void>): RoomRegistry {
     close: () => inner.close(),
   }
 }
+
+describe('a registry that never answers', () => {
+  it('holds no load, unload or deletion longer than REGISTRY_WAIT_MS', async () => {
+    const never = new Promise<never>(() => {})
+    const hung: RoomRegistry = {
+      register: () => never,
+      deregister: () => never,
+      peersFor: () => never,
+      close: async () => {},
+    }
+    const t = await startTestServer({
+      registryWaitMs: 100,
+      internal: { port: 0, advertisedHost: '127.0.0.1', token: 'internal-token-0123456789', fetchTimeoutMs: 1_000 },
+      adapters: { registry: hung },
+    })
+    const room = uniqueRoom('hung-registry')
+    const client = await connectSynced(t.wsUrl, room)
+    client.doc.getText('t').insert(0, 'loaded anyway')
+    await eventually(() => t.server.manager.loadedRoom(room)?.doc.getText('t').length === 13, 'applied')
+    client.destroy()
+    await eventually(() => t.server.manager.roomCount === 0, 'unloaded anyway')
+    const again = await connectSynced(t.wsUrl, room)
+    assert.equal(again.doc.getText('t').toString(), 'loaded anyway')
+    again.destroy()
+  })
+})

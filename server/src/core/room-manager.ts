@@ -11,6 +11,7 @@ import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
+import { within } from './deadline.js'
 import { incarnationKey } from './incarnation.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
@@ -21,6 +22,8 @@ import { type KnownStoredVersion, type SnapshotPolicy, SnapshotWriter } from './
 export interface RoomManagerOptions extends RoomOptions {
   /** How long an empty room stays loaded, since reconnects are common. */
   roomGraceMs: number
+  /** The longest a load, unload or deletion waits for the registry (failures are tolerated). */
+  registryWaitMs?: number
   snapshot: SnapshotPolicy
 }
 
@@ -119,6 +122,10 @@ export class RoomManager {
       this.deps.metrics.outOfSpace('journal', room, false)
       this.deps.metrics.dependencies.succeeded('journal')
     },
+  }
+
+  get #registryWaitMs(): number {
+    return this.options.registryWaitMs ?? 2_000
   }
 
   /** Journaled updates that no saved snapshot holds yet, over every loaded room. */
@@ -357,9 +364,9 @@ export class RoomManager {
       room = loaded.room // from here on frames go straight to the room, also while registering
       // A registry outage must not stop the room from loading: peers just cannot find it here
       // until the adapter's next lease refresh succeeds.
-      await registry
-        .register(name)
-        .catch((err: unknown) => logger.warn({ err, room: name }, 'register failed'))
+      await within(registry.register(name), this.#registryWaitMs, 'registering').catch((err: unknown) =>
+        logger.warn({ err, room: name }, 'register failed'),
+      )
       if (source !== 'peer') loaded.room.publishDigest() // peers holding newer state answer now
       this.deps.metrics.roomLoads.labels(source).inc()
       this.deps.metrics.rooms.inc() // every loaded room is freed once, which counts it out
@@ -452,7 +459,9 @@ export class RoomManager {
     loaded.writer.stop()
     const { registry, pubsub, metrics, metadata, logger } = this.deps
     await Promise.all([
-      registry.deregister(name).catch((err) => logger.warn({ err, room: name }, 'deregister failed')),
+      within(registry.deregister(name), this.#registryWaitMs, 'deregistering').catch((err) =>
+        logger.warn({ err, room: name }, 'deregister failed; the lease runs out'),
+      ),
       pubsub
         .unsubscribe(incarnationKey(name, loaded.generation))
         .catch((err) => logger.warn({ err, room: name }, 'unsubscribe failed')),

@@ -2,6 +2,7 @@ import type { Logger } from '../logger.js'
 import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
 import { currentGeneration, type SnapshotHead, type SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
+import { within } from './deadline.js'
 import { incarnationKey } from './incarnation.js'
 
 /**
@@ -34,6 +35,8 @@ export interface RoomStateSourceInit {
   journal: UpdateJournal
   /** Null in single-server mode: there is no peer to ask. */
   fetchFromPeer: PeerStateFetcher | null
+  /** The longest to wait for the registry's answer before loading from the snapshot store. */
+  registryWaitMs?: number
   logger: Logger
 }
 
@@ -51,7 +54,10 @@ export class RoomStateSource {
   readonly #fetchFromPeer: PeerStateFetcher | null
   readonly #logger: Logger
 
-  constructor({ registry, snapshots, journal, fetchFromPeer, logger }: RoomStateSourceInit) {
+  readonly #registryWaitMs: number
+
+  constructor({ registry, snapshots, journal, fetchFromPeer, registryWaitMs, logger }: RoomStateSourceInit) {
+    this.#registryWaitMs = registryWaitMs ?? 2_000
     this.#registry = registry
     this.#snapshots = snapshots
     this.#journal = journal
@@ -85,7 +91,7 @@ export class RoomStateSource {
     if (!this.#fetchFromPeer) return null
     let peers: PeerServer[]
     try {
-      peers = await this.#registry.peersFor(room)
+      peers = await within(this.#registry.peersFor(room), this.#registryWaitMs, 'the registry lookup')
     } catch (error) {
       this.#logger.warn({ err: error, room }, 'room registry unavailable; loading from the snapshot store')
       return null
