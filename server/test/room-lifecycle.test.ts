@@ -200,7 +200,12 @@ describe('a registry that never answers', () => {
     }
     const t = await startTestServer({
       registryWaitMs: 100,
-      internal: { port: 0, advertisedHost: '127.0.0.1', token: 'internal-token-0123456789', fetchTimeoutMs: 1_000 },
+      internal: {
+        port: 0,
+        advertisedHost: '127.0.0.1',
+        token: 'internal-token-0123456789',
+        fetchTimeoutMs: 1_000,
+      },
       adapters: { registry: hung },
     })
     const room = uniqueRoom('hung-registry')

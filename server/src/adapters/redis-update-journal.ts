@@ -1,3 +1,4 @@
+import { within } from '../deadline.js'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
@@ -45,6 +46,11 @@ type JournalCommands = RedisConnection & {
  */
 export class RedisUpdateJournal implements UpdateJournal {
   readonly #link: RedisLink<RedisConnection>
+  /**
+   * Each call's own deadline too: a Redis Cluster client (MemoryDB) applies no command timeout to
+   * what waits in its offline queue, so a room's load or deletion could wait forever.
+   */
+  readonly #commandTimeoutMs: number
   readonly #prefix: string
   readonly #lossListeners: (() => void)[] = []
 
@@ -54,12 +60,14 @@ export class RedisUpdateJournal implements UpdateJournal {
     options: RedisUpdateJournalOptions,
   ) {
     this.#prefix = options.keyPrefix ?? 'symphony:'
+    const settings = { ...DEFAULT_REDIS_LINK, ...options.link }
+    this.#commandTimeoutMs = settings.commandTimeoutMs
     let connectedBefore = false
     this.#link = new RedisLink<RedisConnection>({
       url: redisUrl,
       role: 'journal',
       name: `${writer}:journal`,
-      settings: { ...DEFAULT_REDIS_LINK, ...options.link },
+      settings,
       cluster: options.cluster,
       links: new DependencyLinks('journal', options.outcomes ?? IGNORED_OUTCOMES),
       logger: options.logger,
@@ -82,7 +90,27 @@ export class RedisUpdateJournal implements UpdateJournal {
     return this.#link.connection as JournalCommands
   }
 
-  async append(room: string, update: Uint8Array): Promise<JournalPosition> {
+  append(room: string, update: Uint8Array): Promise<JournalPosition> {
+    return this.#within(this.#append(room, update), 'a journal append')
+  }
+
+  read(room: string): Promise<JournalContents> {
+    return this.#within(this.#read(room), 'a journal read')
+  }
+
+  trim(room: string, position: JournalPosition): Promise<void> {
+    return this.#within(this.#trim(room, position), 'a journal trim')
+  }
+
+  delete(room: string): Promise<void> {
+    return this.#within(this.#delete(room), 'a journal deletion')
+  }
+
+  #within<T>(operation: Promise<T>, what: string): Promise<T> {
+    return within(operation, 2 * this.#commandTimeoutMs, what)
+  }
+
+  async #append(room: string, update: Uint8Array): Promise<JournalPosition> {
     const id = await this.#redis.journalAppend(
       this.#stream(room, this.writer),
       this.#writers(room),
@@ -92,7 +120,7 @@ export class RedisUpdateJournal implements UpdateJournal {
     return new Map([[this.writer, id]])
   }
 
-  async read(room: string): Promise<JournalContents> {
+  async #read(room: string): Promise<JournalContents> {
     const writers = await this.#redis.smembers(this.#writers(room))
     const updates: Uint8Array[] = []
     const position = new Map<string, string>()
@@ -109,7 +137,7 @@ export class RedisUpdateJournal implements UpdateJournal {
     return { updates, position }
   }
 
-  async trim(room: string, position: JournalPosition): Promise<void> {
+  async #trim(room: string, position: JournalPosition): Promise<void> {
     await Promise.all(
       [...position].map(([writer, lastId]) =>
         this.#redis.journalTrim(this.#stream(room, writer), this.#writers(room), nextId(lastId), writer),
@@ -117,7 +145,7 @@ export class RedisUpdateJournal implements UpdateJournal {
     )
   }
 
-  async delete(room: string): Promise<void> {
+  async #delete(room: string): Promise<void> {
     const writers = await this.#redis.smembers(this.#writers(room))
     await this.#redis.del(this.#writers(room), ...writers.map((writer) => this.#stream(room, writer)))
   }

@@ -34,7 +34,10 @@ export interface RoomLifeSteps<Loaded> {
   savesSettled(loaded: Loaded): Promise<void>
   /** Deregisters, unsubscribes and frees the loaded room. */
   free(loaded: Loaded): Promise<void>
-  /** Removes what this server stored of the deleted room (its journal); `loaded` if it loaded. */
+  /**
+   * Removes what this server stored of the deleted room (its journal); `loaded` if it loaded.
+   * Called only once the deletion is recorded in the snapshot store (its tombstone).
+   */
   removeStored(loaded: Loaded | null): Promise<void>
   /** The load failed: the instance is gone without ever being live. */
   loadFailed(error: unknown): void
@@ -115,9 +118,11 @@ export class RoomLife<Loaded> {
 
   /**
    * Deletes this instance: `deleting` at once, its clients closed; then, after whatever step runs
-   * now (a load, a final save), its saves settle, it is freed, and the stores are cleared.
+   * now (a load, a final save), its saves settle, it is freed, and once `recorded` (the tombstone
+   * is written) its journal goes. If the tombstone could not be written, the journal stays: the
+   * deletion failed, and nothing acknowledged may be lost by it.
    */
-  delete(): Promise<void> {
+  delete(recorded: Promise<void> = Promise.resolve()): Promise<void> {
     if (this.#deletion) return this.#deletion
     if (this.#state === 'gone') return Promise.resolve()
     this.#cancelGrace()
@@ -131,6 +136,7 @@ export class RoomLife<Loaded> {
           await this.#steps.savesSettled(loaded)
           await this.#steps.free(loaded)
         }
+        await recorded
         await this.#steps.removeStored(loaded)
       } finally {
         this.#loaded = null

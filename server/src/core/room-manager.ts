@@ -1,5 +1,7 @@
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
+import { within } from '../deadline.js'
+import { deferred } from '../deferred.js'
 import { isOutOfSpace } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
@@ -11,7 +13,6 @@ import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
-import { within } from './deadline.js'
 import { incarnationKey } from './incarnation.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
@@ -241,14 +242,23 @@ export class RoomManager {
    */
   async delete(name: string): Promise<void> {
     const life = this.#lives.get(name)
-    const deleting = life?.delete() ?? null // in effect here at once, before any wait
-    const generation = await (life?.ready ?? Promise.reject(new Error('not loaded here'))).then(
-      (loaded) => loaded.generation,
-      () => this.#storedGeneration(name),
-    )
+    const tombstone = deferred()
+    tombstone.promise.catch(() => {}) // the deletion below reports it
+    const deleting = life?.delete(tombstone.promise) ?? null // in effect here at once, before any wait
     const { snapshots, pubsub, metadata, logger, events } = this.deps
-    // The tombstone first: from now on a save in flight anywhere, and any load, meets it.
-    await snapshots.delete(name, generation)
+    let generation: number
+    try {
+      // The incarnation to delete: the later of what is loaded here and what the store holds.
+      const loaded = await life?.ready.then((l) => l.generation).catch(() => 0)
+      generation = Math.max(loaded ?? 0, await this.#storedGeneration(name))
+      // The tombstone first: from now on a save in flight anywhere, and any load, meets it.
+      await snapshots.delete(name, generation)
+      tombstone.resolve()
+    } catch (error) {
+      tombstone.reject(error) // the journal stays: nothing acknowledged is lost by a failed deletion
+      await deleting?.catch(() => {})
+      throw error
+    }
     pubsub.publish(incarnationKey(name, generation), ROOM_DELETED_FRAME)
     await (deleting ?? this.#removeJournal(name, generation))
     metadata.record({ type: 'room-deleted', room: name })

@@ -1,8 +1,8 @@
+import { within } from '../deadline.js'
 import type { Logger } from '../logger.js'
 import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
 import { currentGeneration, type SnapshotHead, type SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
-import { within } from './deadline.js'
 import { incarnationKey } from './incarnation.js'
 
 /**

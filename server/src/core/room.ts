@@ -133,7 +133,9 @@ export class Room implements MemberRoom {
    * the client's own edits, made durable nowhere yet (it sent them to a server that died, and this
    * one got them from a peer), so its sync-status answers wait for a save holding them.
    */
-  readonly #joinedUnsaved = new WeakMap<RoomMember, number | Promise<void>>()
+  readonly #joinedUnsaved = new WeakMap<RoomMember, number>()
+  /** Connections whose barrier already asked for a save (one early save each, at most). */
+  readonly #askedToSave = new WeakSet<RoomMember>()
   /** The latest version whose change this server did not journal (a peer's, over pub/sub or at load). */
   #notJournaledHere: number
 
@@ -175,9 +177,7 @@ export class Room implements MemberRoom {
   /** Starts syncing a connection: our state vector, so it sends what we lack, and who is here. */
   join(connection: RoomMember): void {
     this.connections.add(connection)
-    if (this.#notJournaledHere > this.#saves.savedVersion) {
-      this.#joinedUnsaved.set(connection, this.#notJournaledHere)
-    }
+    this.#holdAnswersForUnsaved(connection)
     connection.send(encodeSyncStep1(Y.encodeStateVector(this.doc)))
     const present = this.presence.present()
     if (present.length > 0) connection.send(encodeAwarenessEntries(present))
@@ -272,15 +272,25 @@ export class Room implements MemberRoom {
 
   /** `durable()`, and for a connection that joined while the room held unsaved changes, a save of them. */
   #durableFor(connection: RoomMember): Promise<void> {
-    let barrier = this.#joinedUnsaved.get(connection)
-    if (barrier === undefined) return this.durable()
-    if (typeof barrier === 'number') {
-      // Asked for the first time: save now rather than at the interval. Later answers wait too.
-      barrier = this.#saves.whenSaved(barrier)
-      this.#joinedUnsaved.set(connection, barrier)
+    const version = this.#joinedUnsaved.get(connection)
+    if (version === undefined) return this.durable()
+    if (!this.#askedToSave.has(connection)) {
+      // Asked for the first time: save now rather than at the interval.
+      this.#askedToSave.add(connection)
       this.#saves.saveSoon()
     }
-    return Promise.all([this.durable(), barrier]).then(() => undefined)
+    return Promise.all([this.durable(), this.#saves.whenSaved(version)]).then(() => undefined)
+  }
+
+  /**
+   * A writer's edits may be among the changes this server holds without having journaled them
+   * (it joined after they came from a peer, or it resent one that changed nothing): its answers
+   * wait for a save holding them. Readers are never answered, so they cost no save.
+   */
+  #holdAnswersForUnsaved(connection: RoomMember): void {
+    if (!connection.canWrite || this.#notJournaledHere <= this.#saves.savedVersion) return
+    const held = this.#joinedUnsaved.get(connection) ?? -1
+    this.#joinedUnsaved.set(connection, Math.max(held, this.#notJournaledHere))
   }
 
   /** Resolves once every update applied from this server's clients so far is durable. */
@@ -422,8 +432,12 @@ export class Room implements MemberRoom {
   ): void {
     checkUpdate(message.update, this.doc, this.#options.waiting)
     this.#ensureRoomFor(message.update.length)
-    // An update that changes nothing (a client resending what the room has) goes nowhere.
-    if (!this.#apply(message.update, connection)) return
+    // An update that changes nothing (a client resending what the room has) goes nowhere; what it
+    // holds may be durable nowhere yet (a peer's change here), so its answers wait for a save.
+    if (!this.#apply(message.update, connection)) {
+      this.#holdAnswersForUnsaved(connection)
+      return
+    }
     // Journaled before it is forwarded: whatever anyone saw survives a crash of this server.
     this.#journal.record(message.update)
     this.#forward(connection, message, frame, receivedAt)

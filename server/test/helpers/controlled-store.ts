@@ -10,6 +10,7 @@ export class ControlledSnapshotStore implements SnapshotStore {
   saveDelayMs = 0
   loadGate: Promise<void> | null = null
   gateHeads = true
+  failDeletes = false
   /** Holds saves (after the caller encoded its state) until it resolves. */
   saveGate: Promise<void> | null = null
   /** Called as a save arrives, before it waits for `saveGate`. */
@@ -54,7 +55,8 @@ export class ControlledSnapshotStore implements SnapshotStore {
     }
   }
 
-  delete(room: string, generation: number): Promise<void> {
+  async delete(room: string, generation: number): Promise<void> {
+    if (this.failDeletes) throw new Error('injected delete failure')
     return this.inner.delete(room, generation)
   }
 

@@ -160,3 +160,27 @@ describe('a client naming its copy’s incarnation', () => {
     assert.equal(current.closeCode, null)
   })
 })
+
+describe('a deletion the snapshot store refuses', () => {
+  afterEach(() => world.close())
+
+  it('fails, and loses nothing acknowledged: the journal stays and the room loads again whole', async () => {
+    world = new TestWorld()
+    const store = new ControlledSnapshotStore(world.snapshots)
+    const server = world.server({ snapshots: store })
+    const room = uniqueRoom()
+    const writer = server.connect(room)
+    await writer.ready
+    writer.doc.getText('t').insert(0, 'journaled, not saved')
+    await settle()
+    store.failDeletes = true
+    await assert.rejects(server.manager.delete(room), /injected delete failure/)
+    assert.equal(writer.closeCode, CloseCode.RoomDeleted, 'its clients were closed at once')
+    await until(() => server.manager.roomState(room) !== 'deleting', 'the instance is gone')
+    store.failDeletes = false
+    const back = server.connect(room)
+    await back.ready
+    await settle()
+    assert.equal(back.text(), 'journaled, not saved')
+  })
+})

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { MessageType } from '@symphony/client/wire'
 import * as encoding from 'lib0/encoding'
+import * as Y from 'yjs'
 import { MemoryUpdateJournal } from '../../src/adapters/memory-update-journal.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import type { JournalPosition } from '../../src/ports/update-journal.js'
@@ -254,5 +255,29 @@ describe('durability: what a server holds from its peers', () => {
     await settle()
     assert.deepEqual(answered(back), [9])
     assert.equal(await storedText(world.snapshots, room), 'only in memory')
+  })
+  it('a client resending what the server holds from a peer, unsaved, is answered only once a save holds it', async (t) => {
+    const tick = fakeTime(t)
+    world = new TestWorld()
+    const hung = new HeldJournal('origin', world.journal)
+    const store = new ControlledSnapshotStore(world.snapshots)
+    const origin = world.server({ journal: hung })
+    const other = world.server({ snapshots: store })
+    const room = uniqueRoom()
+    const back = other.connect(room) // joined before the edit reached this server
+    const writer = origin.connect(room)
+    await Promise.all([back.ready, writer.ready])
+    writer.doc.getText('t').insert(0, 'resent')
+    await settle()
+    const gate = deferred()
+    store.saveGate = gate.promise
+    back.sendUpdate(Y.encodeStateAsUpdate(writer.doc)) // changes nothing here
+    back.send(syncStatus(4))
+    await settle()
+    await tick(0)
+    assert.deepEqual(answered(back), [], 'not before a save holds it')
+    gate.resolve()
+    await settle()
+    assert.deepEqual(answered(back), [4])
   })
 })
