@@ -11,6 +11,7 @@ import type { Limits } from '../config.js'
 import { Connection, type Transport } from '../core/connection.js'
 import type { Room } from '../core/room.js'
 import type { RoomHold, RoomManager } from '../core/room-manager.js'
+import { DeadlineError, within } from '../deadline.js'
 import {
   DocumentTooLargeError,
   MessageTooBigError,
@@ -111,7 +112,14 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
         return withRoom(name, async (room) => {
           await room.receive(writer(name), encodeUpdate(update))
           // A 2xx means saved: journaled and confirmed, or in a saved snapshot.
-          if (!(await settlesWithin(room.durable(), deps.saveWaitMs))) {
+          const saved = await within(room.durable(), deps.saveWaitMs, 'saving the update').then(
+            () => true,
+            (error: unknown) => {
+              if (error instanceof DeadlineError) return false
+              throw error
+            },
+          )
+          if (!saved) {
             throw new ApiRefusal(
               503,
               'UPDATE_NOT_SAVED',
@@ -212,17 +220,4 @@ function toRefusal(error: unknown): ApiRefusal {
   if (error instanceof PendingLimitError) return new ApiRefusal(422, 'UPDATE_WAITS_TOO_MUCH', error.message)
   if (error instanceof ServerBusyError) return new ApiRefusal(503, 'SERVER_BUSY', error.message)
   return new ApiRefusal(500, 'INTERNAL_ERROR', 'internal error')
-}
-
-/** Whether `promise` settles within `ms`. */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms)
-  })
-  try {
-    return await Promise.race([promise.then(() => true), timeout])
-  } finally {
-    clearTimeout(timer)
-  }
 }
