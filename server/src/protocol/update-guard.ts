@@ -24,10 +24,12 @@ export interface WaitingBudget {
  * the document: what would still wait for missing dependencies afterwards, counted with what the
  * room holds waiting already, must fit the budget. Every update real Yjs produces integrates or
  * waits within it; an update is refused whole, before anything is applied. Throws `ProtocolError`
- * (malformed) or `PendingLimitError` (over the budget).
+ * (malformed) or `PendingLimitError` (over the budget). Returns the update as scanned.
  */
-export function checkUpdate(update: Uint8Array, doc: Y.Doc, budget: WaitingBudget): void {
-  checkAgainst(scanUpdate(update), roomStateOf(doc), budget)
+export function checkUpdate(update: Uint8Array, doc: Y.Doc, budget: WaitingBudget): ScannedUpdate {
+  const scanned = scanUpdate(update)
+  checkAgainst(scanned, roomStateOf(doc), budget)
+  return scanned
 }
 
 /** What the guard needs to know of a room: how far each client's history reaches, and what it holds waiting. */
@@ -128,7 +130,7 @@ function withWaiting(update: ScannedUpdate, room: RoomState): ScannedUpdate | nu
     const ours = structs.get(client)
     structs.set(client, ours ? [...ours, ...run].sort((a, b) => a.clock - b.clock) : run)
   }
-  return { structs, deletions: update.deletions }
+  return { ...update, structs }
 }
 
 interface Waiting {

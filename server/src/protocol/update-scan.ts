@@ -31,7 +31,13 @@ export interface ScannedUpdate {
   structs: Map<number, ScannedStruct[]>
   /** Each client's deleted ranges, as [clock, length, clock, length, ...]. */
   deletions: Map<number, number[]>
+  /** A struct names `AUTHORS_ROOT` as its parent. */
+  writesAuthorsRoot: boolean
 }
+
+/** The root type the server keeps its author bindings in (`core/author-binding.ts`): no client writes it. */
+export const AUTHORS_ROOT = 'symphony:authors'
+const AUTHORS_ROOT_BYTES = Buffer.from(AUTHORS_ROOT)
 
 // Struct and content kinds of the v1 update encoding (Yjs' `contentRefs`).
 const GC = 0
@@ -62,15 +68,17 @@ const TYPE_KINDS = 7
  */
 export function scanUpdate(update: Uint8Array): ScannedUpdate {
   const decoder = decoding.createDecoder(update)
+  const roots = { authors: false }
   try {
-    return { structs: readStructs(decoder), deletions: readDeletions(decoder) }
+    const structs = readStructs(decoder, roots)
+    return { structs, deletions: readDeletions(decoder), writesAuthorsRoot: roots.authors }
   } catch (error) {
     if (error instanceof ProtocolError) throw error
     throw new ProtocolError(`unreadable update: ${(error as Error).message}`)
   }
 }
 
-function readStructs(decoder: decoding.Decoder): Map<number, ScannedStruct[]> {
+function readStructs(decoder: decoding.Decoder, roots: { authors: boolean }): Map<number, ScannedStruct[]> {
   const structs = new Map<number, ScannedStruct[]>()
   const clients = readCount(decoder)
   for (let c = 0; c < clients; c++) {
@@ -83,7 +91,7 @@ function readStructs(decoder: decoding.Decoder): Map<number, ScannedStruct[]> {
     structs.set(client, run)
     for (let i = 0; i < count; i++) {
       const start = decoder.pos
-      const struct = readStruct(decoder, client, clock)
+      const struct = readStruct(decoder, client, clock, roots)
       checkRange(client, clock, struct.length, 'struct')
       clock += struct.length
       const previous = run[run.length - 1]
@@ -100,7 +108,12 @@ function readStructs(decoder: decoding.Decoder): Map<number, ScannedStruct[]> {
   return structs
 }
 
-function readStruct(decoder: decoding.Decoder, client: number, clock: number): ScannedStruct {
+function readStruct(
+  decoder: decoding.Decoder,
+  client: number,
+  clock: number,
+  roots: { authors: boolean },
+): ScannedStruct {
   const info = readByte(decoder)
   const kind = info & 0x1f
   if (kind === GC || kind === SKIP) {
@@ -122,9 +135,9 @@ function readStruct(decoder: decoding.Decoder, client: number, clock: number): S
   if (info & HAS_ORIGIN) reference()
   if (info & HAS_RIGHT_ORIGIN) reference()
   if ((info & (HAS_ORIGIN | HAS_RIGHT_ORIGIN)) === 0) {
-    if (decoding.readVarUint(decoder) === 1)
-      readString(decoder) // a root type's name
-    else reference() // the parent type's id
+    if (decoding.readVarUint(decoder) === 1) {
+      if (AUTHORS_ROOT_BYTES.equals(readString(decoder))) roots.authors = true // a root type's name
+    } else reference() // the parent type's id
     if (info & HAS_PARENT_SUB) readString(decoder)
   }
   return { clock, length: readContent(decoder, kind), gap: false, needs, bytes: 0 }
