@@ -67,6 +67,8 @@ export class SyncServer {
         },
         maxPresenceBytes: options.limits.maxPresenceBytes,
         antiEntropyIntervalMs: options.antiEntropyIntervalMs,
+        // With AUTH=none there are no subjects to bind client ids to.
+        bindAuthors: options.auth.mode !== 'none',
       },
     )
     internal?.server.on(

@@ -130,8 +130,12 @@ function generateActions(random: () => number, rounds: number): Action[] {
         ],
         ['presence not JSON', presenceFrame([[client, 1, json('x').subarray(1)]]), [CloseCode.ProtocolError]],
         [
+          // Ids no other connection speaks for: only those count against the cap (a provider
+          // sends back the others' presence it hears).
           'presence for many ids',
-          presenceFrame(Array.from({ length: 12 }, (_, i) => [client + i, 1, json({ i })])),
+          presenceFrame(
+            Array.from({ length: 12 }, (_, i) => [1_000_000 + 16 * actions.length + i, 1, json({ i })]),
+          ),
           [CloseCode.ProtocolError],
         ],
       ]

@@ -65,3 +65,30 @@ describe('presence is bounded and well-formed', () => {
     assert.equal((await gone).code, CloseCode.RateLimited)
   })
 })
+
+describe('presence in a room of many y-websocket providers', () => {
+  it('counts only the ids a connection introduced, not the others’ presence its provider sends back', async () => {
+    // y-websocket's provider sends back every presence it hears: counted as its own, a room of
+    // more than 8 users closed every connection (1002), and one leaving removed everyone's cursor.
+    const t = await startTestServer()
+    const room = uniqueRoom()
+    const users = []
+    const closes: number[] = []
+    for (let i = 0; i < 12; i++) {
+      const user = await connectSynced(t.wsUrl, room)
+      if (i < 11) user.provider.on('connection-close', (event) => closes.push(event?.code ?? 0))
+      user.provider.awareness.setLocalStateField('user', { n: i })
+      users.push(user)
+    }
+    const first = users[0] as (typeof users)[number]
+    await eventually(() => first.provider.awareness.getStates().size === 12, 'everyone sees everyone', 10_000)
+    const last = users.pop() as (typeof users)[number]
+    last.destroy()
+    await eventually(() => first.provider.awareness.getStates().size === 11, 'the one who left is gone')
+    // Nobody else's presence went with it (y-protocols drops a state 30 s after its last renewal,
+    // so a wrong removal would show at once, not later).
+    for (const user of users) assert.equal(user.provider.awareness.getStates().size, 11)
+    assert.deepEqual(closes, [], 'no connection was closed')
+    assert.ok(users.every((user) => user.provider.wsconnected))
+  })
+})

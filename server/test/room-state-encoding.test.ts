@@ -20,7 +20,11 @@ function roomOf(doc: Y.Doc): Room {
     loadedBytes: 0,
     options,
     pubsub: new MemoryPubSub('s'),
-    journal: { record() {}, recordBeforeApplying: () => ({ applied() {} }), durable: async () => {} },
+    journal: {
+      record() {},
+      recordBeforeApplying: () => ({ applied() {}, appended: Promise.resolve(true) }),
+      durable: async () => {},
+    },
     logger: silentLogger,
     onChange: () => {},
   })

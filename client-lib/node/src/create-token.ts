@@ -1,6 +1,6 @@
 import { createPrivateKey, createSecretKey, KeyObject, type webcrypto } from 'node:crypto'
 import { SignJWT } from 'jose'
-import { infoClaimProblem, nameClaimProblem } from './token-claims.js'
+import { infoClaimProblem, nameClaimProblem, subjectClaimProblem } from './token-claims.js'
 
 /** Signing algorithms the server accepts for a private key (HS256 is for secrets). */
 export type KeyAlgorithm =
@@ -20,7 +20,7 @@ interface TokenClaims {
   room: string | string[]
   /** `'rw'` to edit, `'ro'` to watch. */
   access: 'rw' | 'ro'
-  /** The user's id in your app (the `sub` claim). */
+  /** The user's id in your app (the `sub` claim); not starting with `symphony:`. */
   userId: string
   /** Shown to operators on the dashboard; 1–128 characters. */
   name?: string
@@ -83,6 +83,8 @@ function checkedClaims(options: TokenOptions): Record<string, unknown> {
   if (typeof options.userId !== 'string' || options.userId.length === 0) {
     throw new TypeError('createToken: userId must be a non-empty string')
   }
+  const subjectProblem = subjectClaimProblem(options.userId)
+  if (subjectProblem) throw new TypeError(`createToken: ${subjectProblem}`)
   const claims: Record<string, unknown> = { room: options.room, access: options.access }
   if (options.name !== undefined) {
     const problem = nameClaimProblem(options.name)

@@ -12,5 +12,18 @@ export {
   type SecretTokenOptions,
   type TokenOptions,
 } from './create-token.js'
-export { createRoomsApi, type RoomsApi, type RoomsApiOptions, SymphonyApiError } from './rooms-api.js'
-export { infoClaimProblem, MAX_INFO_BYTES, MAX_NAME_CHARS, nameClaimProblem } from './token-claims.js'
+export {
+  createRoomsApi,
+  type RoomAuthor,
+  type RoomsApi,
+  type RoomsApiOptions,
+  SymphonyApiError,
+} from './rooms-api.js'
+export {
+  infoClaimProblem,
+  MAX_INFO_BYTES,
+  MAX_NAME_CHARS,
+  nameClaimProblem,
+  RESERVED_SUBJECT_PREFIX,
+  subjectClaimProblem,
+} from './token-claims.js'

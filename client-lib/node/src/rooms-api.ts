@@ -1,4 +1,13 @@
 import { type ApiRoomPart, apiRoomPath, type ServerErrorCode } from '@symphony/client/wire'
+
+/** Who wrote under a Yjs client id of a room: the token subject that first wrote under it. */
+export interface RoomAuthor {
+  clientId: number
+  /** The token's `sub` (REST API writes: `symphony:api`). */
+  subject: string
+  /** The subject's display name (the token's `name`) when it last bound a client id; null if none. */
+  name: string | null
+}
 /** An error answer of the REST API: its HTTP status and the server's `{ error: { code, message } }`. */
 export class SymphonyApiError extends Error {
   constructor(
@@ -29,6 +38,8 @@ export interface RoomsApi {
   getUpdate(room: string, stateVector?: Uint8Array): Promise<Uint8Array>
   /** Applies a Yjs update as a client's update is applied. */
   postUpdate(room: string, update: Uint8Array): Promise<void>
+  /** Which token subject wrote under each Yjs client id of the room (with auth on), by client id. */
+  authors(room: string): Promise<RoomAuthor[]>
   /** Deletes the room: its clients are closed, its stored state removed. */
   deleteRoom(room: string): Promise<void>
 }
@@ -84,6 +95,9 @@ export function createRoomsApi(options: RoomsApiOptions): RoomsApi {
         body: new Blob([update as Uint8Array<ArrayBuffer>]),
         headers: { 'content-type': 'application/octet-stream' },
       })
+    },
+    async authors(room) {
+      return ((await (await call(room, 'authors')).json()) as { authors: RoomAuthor[] }).authors
     },
     async deleteRoom(room) {
       await call(room, '', { method: 'DELETE' })

@@ -4,7 +4,8 @@
  *
  * - `room`: an exact room name, a `prefix*` pattern, or a list of them.
  * - `access`: `'rw'` or `'ro'` (default `'ro'`).
- * - `sub`: the user's id in the app; `exp`: when the token stops opening rooms.
+ * - `sub`: the user's id in the app (the server binds the Yjs client ids a user writes under to
+ *   it); `exp`: when the token stops opening rooms.
  * - `name`, `info`: how the user is shown to operators (the dashboard's sessions view).
  */
 
@@ -13,6 +14,18 @@ export const MAX_NAME_CHARS = 128
 
 /** The most JSON bytes `info` may take. */
 export const MAX_INFO_BYTES = 4096
+
+/** Subjects starting with this are the server's own (REST API writes are `symphony:api`). */
+export const RESERVED_SUBJECT_PREFIX = 'symphony:'
+
+/** What is wrong with a `sub` claim, or null if it is fine. */
+export function subjectClaimProblem(sub: unknown): string | null {
+  if (typeof sub !== 'string') return 'the sub claim must be a string'
+  if (sub.startsWith(RESERVED_SUBJECT_PREFIX)) {
+    return `the sub claim may not start with "${RESERVED_SUBJECT_PREFIX}" (the server's own subjects)`
+  }
+  return null
+}
 
 /** What is wrong with a `name` claim, or null if it is fine. */
 export function nameClaimProblem(name: unknown): string | null {

@@ -157,11 +157,12 @@ describe('createToken against a real server', () => {
       { name: 'tab\there' },
       { info: { blob: 'x'.repeat(MAX_INFO_BYTES) } },
       { info: ['not', 'an', 'object'] },
+      { sub: 'symphony:api' }, // the server's own subjects (REST writes are bound to this one)
     ]) {
       const forged = await signToken({ room, access: 'rw', sub: 'u-1', ...claims })
       const refused = await access(t, room, forged)
       assert.equal(refused.status, 401, JSON.stringify(claims).slice(0, 40))
-      assert.match(refused.body.error.message, /the (name|info) claim/)
+      assert.match(refused.body.error.message, /the (name|info|sub) claim/)
     }
   })
 })
@@ -173,6 +174,7 @@ describe('createToken refuses what the server would refuse, with clear errors', 
     ['an empty room list', { room: [] }, /room must be/],
     ['another access', { access: 'admin' }, /access must be 'rw' or 'ro'/],
     ['no user id', { userId: '' }, /userId must be/],
+    ['a user id of the server’s', { userId: 'symphony:server' }, /may not start with "symphony:"/],
     ['a long name', { name: 'é'.repeat(MAX_NAME_CHARS + 1) }, /name claim must be 1-128 characters/],
     ['a name with control characters', { name: 'a\nb' }, /control characters/],
     ['info that is not an object', { info: 'x' }, /info claim must be a JSON object/],

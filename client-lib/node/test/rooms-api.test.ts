@@ -2,13 +2,16 @@ import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
 import {
+  connectClient,
   connectSynced,
   destroyClients,
   eventually,
+  synced,
   uniqueRoom,
 } from '../../../server/test/helpers/clients.js'
 import { startTestServer, stopTestServers } from '../../../server/test/helpers/test-server.js'
-import { createRoomsApi, SymphonyApiError } from '../src/index.js'
+import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
+import { createRoomsApi, createToken, SymphonyApiError } from '../src/index.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 
@@ -38,9 +41,31 @@ describe('createRoomsApi against a real server', () => {
     backend.getMap('meta').set('owner', 'backend')
     await api.postUpdate(room, Y.encodeStateAsUpdate(backend))
     await eventually(() => client.doc.getMap('meta').get('owner') === 'backend', 'the client sees the write')
+    assert.deepEqual(await api.authors(room), [], 'with AUTH=none no client id is bound')
 
     await api.deleteRoom(room)
     assert.deepEqual(await api.getDocument(room), {})
+  })
+
+  it('reads which user wrote under each client id', async () => {
+    const t = await startTestServer({ apiSecret: API_SECRET, auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const api = createRoomsApi({ url: t.httpUrl, secret: API_SECRET })
+    const room = uniqueRoom('authors')
+    const token = await createToken({
+      room,
+      access: 'rw',
+      userId: 'u-7',
+      name: 'Ada',
+      expiresIn: 60,
+      secret: TEST_SECRET,
+    })
+    const client = connectClient(t.wsUrl, room, { token })
+    await synced(client)
+    client.doc.getText('t').insert(0, 'by Ada')
+    await eventually(async () => (await api.authors(room)).length === 1, 'bound')
+    assert.deepEqual(await api.authors(room), [
+      { clientId: client.doc.clientID, subject: 'u-7', name: 'Ada' },
+    ])
   })
 
   it('rejects with SymphonyApiError carrying the status and the server’s code', async () => {

@@ -1,5 +1,5 @@
 import { createPublicKey, type KeyObject } from 'node:crypto'
-import { infoClaimProblem, nameClaimProblem } from '@symphony/node/token-claims'
+import { infoClaimProblem, nameClaimProblem, subjectClaimProblem } from '@symphony/node/token-claims'
 import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose'
 import type { Identity } from '../core/connection.js'
 import { AuthError } from '../errors.js'
@@ -136,6 +136,7 @@ function identityFor(payload: JWTPayload, room: string): Identity {
     throw new AuthError('TOKEN_INVALID', 401, 'the access claim must be "rw" or "ro"')
   }
   const problem =
+    (payload.sub !== undefined && subjectClaimProblem(payload.sub)) ||
     (payload.name !== undefined && nameClaimProblem(payload.name)) ||
     (payload.info !== undefined && infoClaimProblem(payload.info))
   if (problem) throw new AuthError('TOKEN_INVALID', 401, problem)

@@ -2,10 +2,13 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
+import { rangesOf } from '../protocol/held-content.js'
+import { checkReservedWrites } from '../protocol/reserved-writes.js'
 import { checkWhole } from '../protocol/update-guard.js'
 import { scanUpdate } from '../protocol/update-scan.js'
 import { sliceUpdate } from '../protocol/update-slices.js'
-import type { Encoded, SliceReply, SliceRequest } from './update-slicer-worker.js'
+import type { SlicedUpdate } from './client-update-checks.js'
+import type { Checked, Encoded, SliceReply, SliceRequest } from './update-slicer-worker.js'
 
 /**
  * Run from TypeScript source (the tests, under tsx), a worker thread could not load its entry:
@@ -56,17 +59,25 @@ export async function applyInSlices(
 
 /**
  * Checks that a client's big update integrates whole against the room's state vector (as the
- * update guard's `checkWhole`) and cuts it into slices, both on the worker thread: the main thread
- * never reads the whole update. Rejects with `ProtocolError` or `PendingLimitError` as the guard
- * would throw, and with `ServerBusyError` if
- * the worker fails or takes too long (the client retries; doing the work here would stall every
- * room for as long as the worker would have taken).
+ * update guard's `checkWhole`) and writes none of the server's parts (`checkReservedWrites`), and
+ * cuts it into slices, all on the worker thread: the main thread never reads the whole update.
+ * Rejects with `ProtocolError` or `PendingLimitError` as the guard would throw, and with
+ * `ServerBusyError` if the worker fails or takes too long (the client retries; doing the work
+ * here would stall every room for as long as the worker would have taken).
  */
-export async function checkAndSlice(update: Uint8Array, stateVector: Uint8Array): Promise<Uint8Array[]> {
+export async function checkAndSlice(update: Uint8Array, stateVector: Uint8Array): Promise<SlicedUpdate> {
   if (FROM_SOURCE) {
     const reached = Y.decodeStateVector(stateVector)
-    checkWhole(scanUpdate(update), (client) => reached.get(client) ?? 0)
-    return sliceHere(update)
+    const scanned = scanUpdate(update)
+    checkWhole(scanned, (client) => reached.get(client) ?? 0)
+    const server = checkReservedWrites(scanned)
+    const slices = sliceHere(update)
+    return {
+      slices,
+      ranges: rangesOf(scanned),
+      sliceRanges: slices.map((s) => rangesOf(scanUpdate(s))),
+      server,
+    }
   }
   let reply: Awaited<ReturnType<Slicer['slice']>>
   try {
@@ -74,7 +85,7 @@ export async function checkAndSlice(update: Uint8Array, stateVector: Uint8Array)
   } catch (error) {
     throw new ServerBusyError(`the server could not take a big update now: ${(error as Error).message}`)
   }
-  if ('slices' in reply) return reply.slices
+  if ('slices' in reply) return { slices: reply.slices, ...(reply.checked as Checked) }
   throw reply.pending ? new PendingLimitError(reply.message) : new ProtocolError(reply.message)
 }
 
@@ -127,7 +138,9 @@ export async function replayInTurns(
   return applied
 }
 
-type Sliced = { slices: Uint8Array[]; encoded?: Encoded | undefined } | { pending: boolean; message: string }
+type Sliced =
+  | { slices: Uint8Array[]; encoded?: Encoded | undefined; checked?: Checked | undefined }
+  | { pending: boolean; message: string }
 
 interface Waiter {
   resolve: (result: Sliced) => void

@@ -103,13 +103,15 @@ export class RoomJournal {
   }
 
   /**
-   * Appends an update the room is about to apply across several turns: snapshots taken before
-   * `applied()` is called do not count it as held.
+   * Appends an update the room is about to apply (across several turns, or once its append is
+   * confirmed): snapshots taken before `applied()` is called do not count it as held. `appended`
+   * settles with whether the journal confirmed it (false: it failed, and only a snapshot taken
+   * after `applied()` makes it durable).
    */
-  recordBeforeApplying(update: Uint8Array): { applied(): void } {
-    const seq = this.#append(update)
+  recordBeforeApplying(update: Uint8Array): { applied(): void; appended: Promise<boolean> } {
+    const { seq, appended } = this.#append(update)
     this.#applying.add(seq)
-    return { applied: () => this.#applying.delete(seq) }
+    return { applied: () => this.#applying.delete(seq), appended }
   }
 
   /** Resolves once every update recorded so far is durable (journaled and confirmed, or saved). */
@@ -144,26 +146,28 @@ export class RoomJournal {
     if (mark.position.size > 0) this.#trim(mark.position)
   }
 
-  #append(update: Uint8Array): number {
+  #append(update: Uint8Array): { seq: number; appended: Promise<boolean> } {
     this.#onRecord()
     const seq = ++this.#recorded
     this.#inFlight.add(seq)
-    this.#journal.append(this.#key, update).then(
+    const appended = this.#journal.append(this.#key, update).then(
       (position) => {
         this.#failing = false
         this.#outcomes.appended(this.room)
-        if (!this.#inFlight.delete(seq)) return // a saved snapshot holds it already
+        if (!this.#inFlight.delete(seq)) return true // a saved snapshot holds it already
         this.#confirmed.push({ seq, position })
         this.#release()
+        return true
       },
       (error: unknown) => {
         this.#reportFailure(error, 'append')
-        if (!this.#inFlight.delete(seq)) return
+        if (!this.#inFlight.delete(seq)) return false
         this.#failed.add(seq)
         this.#onAppendFailed()
+        return false
       },
     )
-    return seq
+    return { seq, appended }
   }
 
   #reportFailure(error: unknown, action: 'append' | 'trim'): void {

@@ -5,6 +5,8 @@ import type { AwarenessEntry } from '../protocol/codec.js'
  * file and `MemberRoom`, so `room.ts` and `connection.ts` never import each other.
  */
 export interface RoomMember {
+  /** Who it is: `userId` is the token's subject, which the client ids it writes under are bound to. */
+  readonly identity: { readonly userId: string; readonly name: string | null }
   /** The awareness client ids this member spoke for: removed everywhere when it leaves. */
   readonly awarenessClientIds: ReadonlySet<number>
   readonly canWrite: boolean

@@ -22,10 +22,13 @@ import {
   isEmptyUpdate,
   type Message,
 } from '../protocol/codec.js'
-import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
+import type { WaitingBudget } from '../protocol/update-guard.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
+import type { Author, Authorship } from './author-binding.js'
+import { ClientUpdateChecks } from './client-update-checks.js'
+import { PEER, PresenceOwners } from './presence-owners.js'
 import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
@@ -34,6 +37,8 @@ import type { MemberRoom, RoomMember } from './room-member.js'
 const REMOTE = Symbol('remote')
 /** Transaction origin of a stored snapshot merged into the live room. */
 const STORED = Symbol('stored')
+/** Transaction origin of the room's author bindings (`AuthorBinding`). */
+const BINDING = Symbol('binding')
 
 export interface RoomOptions {
   maxDocumentBytes: number
@@ -43,6 +48,8 @@ export interface RoomOptions {
   maxPresenceBytes: number
   /** How often this server publishes its digest of the room to its peers; 0 turns it off. */
   antiEntropyIntervalMs: number
+  /** Auth is on: bind each client id to the token subject that first writes under it (`AuthorBinding`). */
+  bindAuthors?: boolean
 }
 
 /** What a room reports of the frames it handles; called on the hot path. */
@@ -103,6 +110,9 @@ export class Room implements MemberRoom {
   readonly doc: Y.Doc
   readonly connections = new Set<RoomMember>()
   readonly presence = new PresenceTable()
+  /** Which connection (or peer) speaks for each presence id: what an id's first write is checked against. */
+  readonly #presenceOwners = new PresenceOwners<RoomMember>()
+  readonly #checks: ClientUpdateChecks
   /** Grows with every applied change; the snapshot writer compares it with what it saved. */
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
@@ -165,6 +175,13 @@ export class Room implements MemberRoom {
     this.#logger = logger
     this.#onChange = onChange
     this.#observer = observer ?? UNOBSERVED
+    this.#checks = new ClientUpdateChecks({
+      doc,
+      budget: options.waiting,
+      enabled: options.bindAuthors ?? false,
+      ownerOf: (clientId) => this.#presenceOwners.ownerOf(clientId),
+      write: (update) => this.#writeBinding(update),
+    })
     doc.on('afterTransaction', this.#recordChange)
     if (options.antiEntropyIntervalMs > 0) {
       // Jittered so the servers holding a room do not all publish at the same moment.
@@ -186,6 +203,7 @@ export class Room implements MemberRoom {
   /** Removes a connection and, everywhere, the presence it owned (no ghost cursors). */
   leave(connection: RoomMember): void {
     if (!this.connections.delete(connection)) return
+    this.#presenceOwners.release(connection, connection.awarenessClientIds)
     const removed = this.presence.remove(connection.awarenessClientIds)
     if (removed.length === 0) return
     const frame = encodeAwarenessEntries(removed)
@@ -235,11 +253,14 @@ export class Room implements MemberRoom {
         if (!connection.canWrite) connection.denyWrite()
         else if (message.update.length > SLICE_ABOVE_BYTES) {
           return this.#applyBigClientUpdate(connection, message, frame, receivedAt)
-        } else this.#applyClientUpdate(connection, message, frame, receivedAt)
+        } else return this.#applyClientUpdate(connection, message, frame, receivedAt)
         return
       case 'awareness': {
         const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes)
-        connection.claimAwarenessClients(entries)
+        // A connection speaks for the ids it introduced, not for the others' presence its
+        // provider sends back (y-websocket echoes every presence it hears).
+        const owned = this.#presenceOwners.saw(entries, connection)
+        connection.claimAwarenessClients(entries.filter((entry) => owned.has(entry.clientId)))
         this.presence.apply(entries)
         // A client alone here hears nothing else, and its provider drops a connection silent
         // for 30 s: it gets its own state back (and ignores it: same clock). With company, the
@@ -334,7 +355,9 @@ export class Room implements MemberRoom {
           this.#observer.updateHandled(receivedAt)
         }
       } else if (message.kind === 'awareness') {
-        this.presence.apply(decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes))
+        const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes)
+        this.#presenceOwners.saw(entries, PEER)
+        this.presence.apply(entries)
         this.#broadcast(frame, null)
       } else if (message.kind === 'broadcast') {
         checkBroadcast(message.payload, this.#options.maxPresenceBytes)
@@ -424,13 +447,52 @@ export class Room implements MemberRoom {
     this.connections.clear()
   }
 
+  /** Every binding of a client id to a token subject, by client id. */
+  authors(): Author[] {
+    return this.#checks.authors.authors()
+  }
+
+  /**
+   * A client's update, applied in one go once checked (`ClientUpdateChecks`); an update that is
+   * the first write under a client id waits for its binding to be journaled (a promise, so the
+   * connection's later frames wait their turn).
+   */
   #applyClientUpdate(
     connection: RoomMember,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
+  ): Promise<void> | undefined {
+    const authorship = this.#checks.check(message.update, connection)
+    if (authorship.kind !== 'apply')
+      return this.#applyOnceBound(connection, message, frame, receivedAt, authorship)
+    this.#applyChecked(connection, message, frame, receivedAt)
+  }
+
+  async #applyOnceBound(
+    connection: RoomMember,
+    message: Message & { update: Uint8Array },
+    frame: Uint8Array,
+    receivedAt: number,
+    first: Authorship,
+  ): Promise<void> {
+    for (let authorship = first; authorship.kind !== 'apply'; ) {
+      this.#ensureRoomFor(message.update.length) // refused before anything is bound
+      await (authorship.kind === 'bind'
+        ? this.#checks.authors.bind(authorship.clients, connection)
+        : authorship.until)
+      if (this.#destroyed) return
+      authorship = this.#checks.check(message.update, connection) // the room changed meanwhile
+    }
+    this.#applyChecked(connection, message, frame, receivedAt)
+  }
+
+  #applyChecked(
+    connection: RoomMember,
+    message: Message & { update: Uint8Array },
+    frame: Uint8Array,
+    receivedAt: number,
   ): void {
-    checkUpdate(message.update, this.doc, this.#options.waiting)
     this.#ensureRoomFor(message.update.length)
     // An update that changes nothing (a client resending what the room has) goes nowhere; what it
     // holds may be durable nowhere yet (a peer's change here), so its answers wait for a save.
@@ -486,22 +548,50 @@ export class Room implements MemberRoom {
     if (this.#destroyed) return
     this.#ensureRoomFor(update.length)
     this.#sizeBound += update.length // reserved: an upper bound, corrected at the next encode
-    const slices = await checkAndSlice(update, Y.encodeStateVector(this.doc))
+    const sliced = await checkAndSlice(update, Y.encodeStateVector(this.doc))
     if (this.#destroyed) return
-    const journaled = this.#journal.recordBeforeApplying(update)
+    // From here until it is applied, no other client writes where it does.
+    const release = this.#checks.reserve(sliced.ranges)
     let changed = false
     try {
-      // Applied to the end even if the client leaves meanwhile: it passed the guard and is
-      // journaled, and what is applied must also be forwarded.
-      for (const [index, slice] of slices.entries()) {
-        if (index > 0) await nextTurn()
-        if (this.#destroyed) return
-        changed = this.#apply(slice, connection) || changed
+      if (!(await this.#checks.checkSliced(sliced, connection, () => this.#destroyed))) return
+      const journaled = this.#journal.recordBeforeApplying(update)
+      try {
+        // Applied to the end even if the client leaves meanwhile: it passed the checks and is
+        // journaled, and what is applied must also be forwarded.
+        for (const [index, slice] of sliced.slices.entries()) {
+          if (index > 0) await nextTurn()
+          if (this.#destroyed) return
+          changed = this.#apply(slice, connection) || changed
+        }
+      } finally {
+        journaled.applied()
       }
+    } finally {
+      release()
+    }
+    if (changed) this.#forward(connection, message, frame, receivedAt)
+  }
+
+  /**
+   * Writes a binding (`AuthorBinding`): journaled first and applied once the journal confirms it,
+   * then sent to the clients and peers. If the journal fails, it is applied (a snapshot can then
+   * hold it) and sent once the snapshot is saved.
+   */
+  async #writeBinding(update: Uint8Array): Promise<void> {
+    const journaled = this.#journal.recordBeforeApplying(update)
+    const appended = await journaled.appended
+    try {
+      if (this.#destroyed) return
+      this.#apply(update, BINDING)
     } finally {
       journaled.applied()
     }
-    if (changed) this.#forward(connection, message, frame, receivedAt)
+    if (!appended) await this.durable()
+    if (this.#destroyed) return
+    const frame = encodeUpdate(update)
+    this.#broadcast(frame, null)
+    this.#pubsub.publish(this.#channel, frame)
   }
 
   /**

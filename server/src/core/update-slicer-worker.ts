@@ -8,6 +8,8 @@ import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { PendingLimitError } from '../errors.js'
+import { type ClockRanges, rangesOf } from '../protocol/held-content.js'
+import { checkReservedWrites, type ServerParts } from '../protocol/reserved-writes.js'
 import { checkWhole } from '../protocol/update-guard.js'
 import { scanUpdate } from '../protocol/update-scan.js'
 import { sliceUpdate } from '../protocol/update-slices.js'
@@ -23,8 +25,14 @@ export interface SliceRequest {
 }
 /** The document's own encoding: `same` when it is byte for byte the update itself (no transfer). */
 export type Encoded = Uint8Array | 'same'
+/** What the check found of a client's update, beside its slices: what the room checks against its content. */
+export interface Checked {
+  ranges: ClockRanges
+  sliceRanges: ClockRanges[]
+  server: ServerParts
+}
 export type SliceReply =
-  | { id: number; slices: Uint8Array[]; encoded?: Encoded }
+  | { id: number; slices: Uint8Array[]; encoded?: Encoded; checked?: Checked }
   | { id: number; refused: { pending: boolean; message: string } }
 
 try {
@@ -33,10 +41,13 @@ try {
 } catch {}
 
 parentPort?.on('message', ({ id, update, structsPerSlice, check, encode }: SliceRequest) => {
+  let checked: Omit<Checked, 'sliceRanges'> | undefined
   if (check) {
     try {
       const reached = Y.decodeStateVector(check.stateVector)
-      checkWhole(scanUpdate(update), (client) => reached.get(client) ?? 0)
+      const scanned = scanUpdate(update)
+      checkWhole(scanned, (client) => reached.get(client) ?? 0)
+      checked = { server: checkReservedWrites(scanned), ranges: rangesOf(scanned) }
     } catch (error) {
       const refused = { pending: error instanceof PendingLimitError, message: (error as Error).message }
       parentPort?.postMessage({ id, refused } satisfies SliceReply)
@@ -51,8 +62,15 @@ parentPort?.on('message', ({ id, update, structsPerSlice, check, encode }: Slice
   }
   const encoded = encode ? encodedDocument(update) : undefined
   const transfer = [...slices, ...(encoded instanceof Uint8Array ? [encoded] : [])]
+  // Checked, it integrates whole with no gap: each slice is read as the update was.
+  const sliceRanges = checked && slices.map((slice) => rangesOf(scanUpdate(slice)))
   parentPort?.postMessage(
-    { id, slices, ...(encoded ? { encoded } : {}) } satisfies SliceReply,
+    {
+      id,
+      slices,
+      ...(encoded ? { encoded } : {}),
+      ...(checked && sliceRanges ? { checked: { ...checked, sliceRanges } } : {}),
+    } satisfies SliceReply,
     transfer.map((bytes) => bytes.buffer as ArrayBuffer),
   )
 })

@@ -1,4 +1,5 @@
 import * as Y from 'yjs'
+import { AUTHORS_ROOT } from './update-scan.js'
 
 /** Text items are strings, formatting marks or embeds; list items are values and types. */
 function isText(type: { _start: Y.Item | null }): boolean {
@@ -15,9 +16,9 @@ function isText(type: { _start: Y.Item | null }): boolean {
 }
 
 /**
- * Every top-level shared type of a Yjs update as JSON. An update does not record which kind each
- * root type is, so it is read by shape: keys make a map; items a text when they are strings,
- * otherwise a list.
+ * Every top-level shared type of a Yjs update as JSON, but the server's `AUTHORS_ROOT` (the REST
+ * API answers it at `…/authors`). An update does not record which kind each root type is, so it
+ * is read by shape: keys make a map; items a text when they are strings, otherwise a list.
  */
 export function documentToJson(update: Uint8Array): Record<string, unknown> {
   const doc = new Y.Doc()
@@ -25,6 +26,7 @@ export function documentToJson(update: Uint8Array): Record<string, unknown> {
     Y.applyUpdate(doc, update)
     const json: Record<string, unknown> = {}
     for (const [name, type] of doc.share) {
+      if (name === AUTHORS_ROOT) continue
       if (type._map.size > 0) json[name] = doc.getMap(name).toJSON()
       else if (isText(type)) json[name] = doc.getText(name).toString()
       else json[name] = doc.getArray(name).toJSON()

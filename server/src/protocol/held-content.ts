@@ -167,12 +167,31 @@ function covers(held: number[], ranges: number[], from: number): boolean {
 /** Compares what `sent` and `held` hold at the clocks [from, to), which both cover. */
 function compareUnits(sent: Struct, held: Struct, from: number, to: number): void {
   if (!(sent instanceof Y.Item) || !(held instanceof Y.Item)) return // collected: only lengths
-  const problem = positionDiffers(sent, held, from) ?? contentDiffers(sent, held, from, to)
+  const problem =
+    cutsCharacter(sent, held, from) ??
+    positionDiffers(sent, held, from) ??
+    contentDiffers(sent, held, from, to)
   if (problem) {
     throw new ProtocolError(
       `the update brings other content under ids this room holds (client ${sent.id.client}, clocks ${from}–${to - 1}: ${problem})`,
     )
   }
+}
+
+/**
+ * Whether `sent` starts inside `held` between the two halves of a character (a surrogate pair).
+ * Yjs splits the held item where a struct's origin points, even for a struct it then drops as
+ * held, and a split pair becomes two U+FFFD: the room's copy would differ from every other.
+ * Real clients cut their updates where their own history does, never inside a character.
+ */
+function cutsCharacter(sent: Y.Item, held: Y.Item, clock: number): string | null {
+  if (clock !== sent.id.clock || clock === held.id.clock || !(held.content instanceof Y.ContentString))
+    return null
+  const at = clock - held.id.clock
+  const before = held.content.str.charCodeAt(at - 1)
+  const after = held.content.str.charCodeAt(at)
+  const splits = before >= 0xd800 && before <= 0xdbff && after >= 0xdc00 && after <= 0xdfff
+  return splits ? 'it starts inside a character of held text' : null
 }
 
 /** Where the unit at `clock` was inserted: its origins, and its parent and key when it has no origin. */

@@ -18,7 +18,7 @@ export interface ServerParts {
 
 /**
  * Refuses (`ProtocolError`) a client's update that would write what the server keeps of a room's
- * authors (`core/author-binding.ts`): a struct under `AUTHORS_ROOT`, or one that refers to an item
+ * authors (`core/author-binding.ts`): a struct of its own under `AUTHORS_ROOT`, or one that refers to an item
  * under a server client id (every item there belongs to that root type, so this is every other
  * way into it: a map entry's overwrite has the previous entry as its origin; and an id of the
  * server's that the room has not received yet is refused as well, so nothing can wait for it).
@@ -27,8 +27,10 @@ export interface ServerParts {
  * against what the room holds.
  */
 export function checkReservedWrites(scanned: ScannedUpdate): ServerParts {
-  if (scanned.writesAuthorsRoot) {
-    throw new ProtocolError(`the root type ${AUTHORS_ROOT} is the server's: clients may not write it`)
+  for (const client of scanned.authorsRootWriters) {
+    if (!isServerClient(client)) {
+      throw new ProtocolError(`the root type ${AUTHORS_ROOT} is the server's: clients may not write it`)
+    }
   }
   const structs: ClockRanges = new Map()
   for (const [client, run] of scanned.structs) {

@@ -31,8 +31,8 @@ export interface ScannedUpdate {
   structs: Map<number, ScannedStruct[]>
   /** Each client's deleted ranges, as [clock, length, clock, length, ...]. */
   deletions: Map<number, number[]>
-  /** A struct names `AUTHORS_ROOT` as its parent. */
-  writesAuthorsRoot: boolean
+  /** The clients with a struct that names `AUTHORS_ROOT` as its parent. */
+  authorsRootWriters: Set<number>
 }
 
 /** The root type the server keeps its author bindings in (`core/author-binding.ts`): no client writes it. */
@@ -68,17 +68,20 @@ const TYPE_KINDS = 7
  */
 export function scanUpdate(update: Uint8Array): ScannedUpdate {
   const decoder = decoding.createDecoder(update)
-  const roots = { authors: false }
+  const authorsRootWriters = new Set<number>()
   try {
-    const structs = readStructs(decoder, roots)
-    return { structs, deletions: readDeletions(decoder), writesAuthorsRoot: roots.authors }
+    const structs = readStructs(decoder, authorsRootWriters)
+    return { structs, deletions: readDeletions(decoder), authorsRootWriters }
   } catch (error) {
     if (error instanceof ProtocolError) throw error
     throw new ProtocolError(`unreadable update: ${(error as Error).message}`)
   }
 }
 
-function readStructs(decoder: decoding.Decoder, roots: { authors: boolean }): Map<number, ScannedStruct[]> {
+function readStructs(
+  decoder: decoding.Decoder,
+  authorsRootWriters: Set<number>,
+): Map<number, ScannedStruct[]> {
   const structs = new Map<number, ScannedStruct[]>()
   const clients = readCount(decoder)
   for (let c = 0; c < clients; c++) {
@@ -91,7 +94,7 @@ function readStructs(decoder: decoding.Decoder, roots: { authors: boolean }): Ma
     structs.set(client, run)
     for (let i = 0; i < count; i++) {
       const start = decoder.pos
-      const struct = readStruct(decoder, client, clock, roots)
+      const struct = readStruct(decoder, client, clock, authorsRootWriters)
       checkRange(client, clock, struct.length, 'struct')
       clock += struct.length
       const previous = run[run.length - 1]
@@ -112,7 +115,7 @@ function readStruct(
   decoder: decoding.Decoder,
   client: number,
   clock: number,
-  roots: { authors: boolean },
+  authorsRootWriters: Set<number>,
 ): ScannedStruct {
   const info = readByte(decoder)
   const kind = info & 0x1f
@@ -136,7 +139,7 @@ function readStruct(
   if (info & HAS_RIGHT_ORIGIN) reference()
   if ((info & (HAS_ORIGIN | HAS_RIGHT_ORIGIN)) === 0) {
     if (decoding.readVarUint(decoder) === 1) {
-      if (AUTHORS_ROOT_BYTES.equals(readString(decoder))) roots.authors = true // a root type's name
+      if (AUTHORS_ROOT_BYTES.equals(readString(decoder))) authorsRootWriters.add(client) // a root type's name
     } else reference() // the parent type's id
     if (info & HAS_PARENT_SUB) readString(decoder)
   }

@@ -8,6 +8,7 @@ import {
   type ServerErrorStatus,
 } from '@symphony/client/wire'
 import type { Limits } from '../config.js'
+import { API_SUBJECT } from '../core/author-binding.js'
 import { Connection, type Transport } from '../core/connection.js'
 import type { Room } from '../core/room.js'
 import type { RoomHold, RoomManager } from '../core/room-manager.js'
@@ -59,7 +60,8 @@ const NO_SOCKET: Transport = { send() {}, close() {}, bufferedAmount: 0 }
 
 /**
  * The REST API for an app's backend (`/api/v1/rooms/{room}/…`): read a room as JSON or as a Yjs
- * update, write an update as a client would, delete a room. A room not loaded here is loaded the way a joining
+ * update, write an update as a client would, read which token subject wrote under each client id,
+ * delete a room. A room not loaded here is loaded the way a joining
  * client loads it (from the server holding it, or the stores), so every server of a cluster
  * answers for every room, and a write reaches the clients of the other servers over pub/sub.
  */
@@ -69,7 +71,8 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
     new Connection({
       id: `${deps.serverId}:api`,
       roomName: room,
-      identity: { userId: 'api', name: null, info: null, access: 'rw', expiresAt: null },
+      // Its client ids are bound to API_SUBJECT: no token subject can write under them.
+      identity: { userId: API_SUBJECT, name: null, info: null, access: 'rw', expiresAt: null },
       transport: NO_SOCKET,
       limits: deps.limits,
       metrics: deps.metrics,
@@ -103,6 +106,8 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
     switch (route) {
       case 'GET /document':
         return withRoom(name, (room) => ({ status: 200, json: documentToJson(room.encodeState()) }))
+      case 'GET /authors':
+        return withRoom(name, (room) => ({ status: 200, json: { authors: room.authors() } }))
       case 'GET /update': {
         const stateVector = decodeStateVector(query.get('stateVector'))
         return withRoom(name, (room) => ({ status: 200, bytes: diffFor(room, stateVector) }))

@@ -41,7 +41,12 @@ describe('content under ids a room holds', () => {
     for (let clock = 1; clock < Y.getState(writer.store, 1); clock++) {
       // From mid-item: the first struct's origin is the unit before it, its content the rest.
       const sv = Y.encodeStateVector(new Map([[1, clock]]) as never)
-      held.compare(Y.diffUpdate(Y.encodeStateAsUpdate(writer), sv))
+      const resend = Y.diffUpdate(Y.encodeStateAsUpdate(writer), sv)
+      const copy = room(update).doc
+      Y.applyUpdate(copy, resend)
+      const cutsEmoji = copy.getText('t').toString().includes('\ufffd') // what Yjs would make of it
+      if (cutsEmoji) assert.throws(() => held.compare(resend), refused)
+      else held.compare(resend)
     }
   })
 
@@ -98,11 +103,17 @@ describe('content under ids a room holds', () => {
     assert.throws(() => held.compare(atEnd), refused)
   })
 
-  it('accepts half an emoji resent from mid-pair (Yjs sends U+FFFD for it)', () => {
+  it('refuses a resend that starts inside a character (Yjs would cut the room’s copy of it in two)', () => {
     const { doc: writer, update } = written(1, (d) => d.getText('t').insert(0, 'a😀b'))
     const { held } = room(update)
-    const sv = Y.encodeStateVector(new Map([[1, 2]]) as never) // between the two halves
-    held.compare(Y.diffUpdate(Y.encodeStateAsUpdate(writer), sv))
+    const between = (clock: number) =>
+      Y.diffUpdate(Y.encodeStateAsUpdate(writer), Y.encodeStateVector(new Map([[1, clock]]) as never))
+    assert.throws(() => held.compare(between(2)), refused) // between the emoji's two halves
+    const copy = room(update).doc
+    Y.applyUpdate(copy, between(2))
+    assert.equal(copy.getText('t').toString(), 'a\ufffd\ufffdb', 'what Yjs makes of it')
+    held.compare(between(1))
+    held.compare(between(3))
   })
 
   it('compares against what the room holds waiting, and counts it as held', () => {

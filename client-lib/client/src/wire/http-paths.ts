@@ -6,7 +6,7 @@ import { roomFromPath, roomPath } from './room-name.js'
  *
  * On the sync server's public port:
  * - `GET /rooms/<room>/access`: the access check (`checkAccess`), the token in `Authorization`.
- * - `/api/v1/rooms/<room>`, `…/document`, `…/update`: the REST API (`@symphony/node`'s
+ * - `/api/v1/rooms/<room>`, `…/document`, `…/update`, `…/authors`: the REST API (`@symphony/node`'s
  *   `createRoomsApi`), with `Authorization: Bearer <API_SECRET>`.
  *
  * On its internal port (`INTERNAL_PORT`), which the load balancer never exposes, with
@@ -36,16 +36,16 @@ export function parseAccessCheckPath(path: string): RoomTarget<''> | undefined {
   return segment === undefined ? undefined : { room: roomFromPath(segment), part: '' }
 }
 
-export type ApiRoomPart = '' | 'document' | 'update'
+export type ApiRoomPart = '' | 'document' | 'update' | 'authors'
 
-/** The REST API path of `room`, or of its document or update resource. */
+/** The REST API path of `room`, or of its document, update or authors resource. */
 export function apiRoomPath(room: string, part: ApiRoomPart = ''): string {
   return `${API_ROOMS}${roomPath(room)}${part && `/${part}`}`
 }
 
 /** What a REST API path names, or undefined if it names no room resource. */
 export function parseApiRoomPath(path: string): RoomTarget<ApiRoomPart> | undefined {
-  return parseRoomPath(path, API_ROOMS, ['document', 'update'] as const)
+  return parseRoomPath(path, API_ROOMS, ['document', 'update', 'authors'] as const)
 }
 
 export type InternalRoomPart = '' | 'state'

@@ -1,0 +1,211 @@
+import { randomInt } from 'node:crypto'
+import * as Y from 'yjs'
+import { ProtocolError, ServerBusyError } from '../errors.js'
+import type { ClockRanges, HeldContent } from '../protocol/held-content.js'
+import { encodeMapEntries, type MapEntry } from '../protocol/map-entries.js'
+import { isServerClient, SERVER_CLIENTS_FROM, type ServerParts } from '../protocol/reserved-writes.js'
+import { AUTHORS_ROOT } from '../protocol/update-scan.js'
+import { PEER } from './presence-owners.js'
+import type { RoomMember } from './room-member.js'
+
+/** What the client ids of REST API writes are bound to (the API has no token subject; no token may carry this one). */
+export const API_SUBJECT = 'symphony:api'
+/** Key prefix of a subject's display name in the map (client ids are digits). */
+const NAME_KEY = '@'
+
+/** One binding, as the REST API reports it. */
+export interface Author {
+  clientId: number
+  subject: string
+  /** The subject's display name (the token's `name`) when it last bound a client id; null if none. */
+  name: string | null
+}
+
+/** What the room may do with a client's update, as far as its authors go. */
+export type Authorship =
+  | { kind: 'apply' }
+  /** These client ids are the writer's first writes: bind them (`bind`), then ask again. */
+  | { kind: 'bind'; clients: number[] }
+  /** Bindings of the same subject's are being written: ask again once they settle. */
+  | { kind: 'wait'; until: Promise<unknown> }
+
+const APPLY: Authorship = { kind: 'apply' }
+
+export interface AuthorBindingInit {
+  doc: Y.Doc
+  /** Auth is on. Off (`AUTH=none`) there are no subjects: nothing is bound, and nothing checked against bindings. */
+  enabled: boolean
+  /** Who speaks for an awareness client id now (`PresenceOwners`). */
+  ownerOf(clientId: number): RoomMember | typeof PEER | undefined
+  /**
+   * Journals a binding update, applies it, and sends it to the room's clients and peers once it
+   * is durable; resolves once applied (or the room is gone).
+   */
+  write(update: Uint8Array): Promise<void>
+}
+
+/**
+ * Which token subject each Yjs client id of a room belongs to: the subject that first wrote under
+ * it. Kept in the document itself, in the root map `AUTHORS_ROOT` (client id → subject, and
+ * `@subject` → display name), so a binding is journaled, saved, published and loaded with the
+ * edit that made it, everywhere the room goes. The server writes the map under client ids of its
+ * own (`SERVER_CLIENTS_FROM` and up), never under the document's `clientID`; clients may not
+ * write it (`checkReservedWrites`).
+ *
+ * A binding is written only when a subject first writes under a client id (each browser session
+ * has a new one), and journaled and confirmed before any client or peer sees it: a client that
+ * held a binding the room then lost would resend the server's items with every sync, and they
+ * could never be told from a forgery.
+ */
+export class AuthorBinding {
+  readonly #doc: Y.Doc
+  readonly #map: Y.Map<unknown>
+  readonly #enabled: boolean
+  readonly #ownerOf: AuthorBindingInit['ownerOf']
+  readonly #write: AuthorBindingInit['write']
+  /** The client id this server writes bindings with, chosen at its first. */
+  #writer: number | null = null
+  /** Bindings being written: one at a time, as each takes the writer's next clocks. */
+  #writing: Promise<unknown> = Promise.resolve()
+  /** Client ids whose binding is being written, with its subject. */
+  readonly #pending = new Map<number, { subject: string; written: Promise<unknown> }>()
+
+  constructor({ doc, enabled, ownerOf, write }: AuthorBindingInit) {
+    this.#doc = doc
+    this.#map = doc.getMap(AUTHORS_ROOT)
+    this.#enabled = enabled
+    this.#ownerOf = ownerOf
+    this.#write = write
+  }
+
+  /** The subject `client` is bound to, if any. */
+  subjectOf(client: number): string | undefined {
+    const subject = this.#map.get(String(client))
+    return typeof subject === 'string' ? subject : undefined
+  }
+
+  /**
+   * What the room may do with an update of `writer`'s that brings the clock `ranges`. Every
+   * client id under which it brings clocks the room holds in no form is one it writes: bound to
+   * the writer's subject, it may; bound to another, it is refused (`ProtocolError`, close 1002).
+   * An unbound one is the writer's to bind, unless another connection's presence speaks for it
+   * (`ServerBusyError`, close 1013: its owner may be about to write under it, and a client learns
+   * ids from presence). Resends of what the room holds are the content check's (`HeldContent`).
+   */
+  admit(ranges: ClockRanges, held: HeldContent, writer: RoomMember): Authorship {
+    if (!this.#enabled) return APPLY
+    const subject = writer.identity.userId
+    const unbound: number[] = []
+    const waits: Promise<unknown>[] = []
+    for (const client of held.written(ranges)) {
+      if (isServerClient(client)) continue // `checkServerParts` refused what it writes there
+      const bound = this.subjectOf(client) ?? this.#pending.get(client)?.subject
+      if (bound !== undefined && bound !== subject) {
+        throw new ProtocolError(
+          `client id ${client} belongs to another user: an update may only add to client ids its user wrote under first`,
+        )
+      }
+      const pending = this.#pending.get(client)
+      if (pending) waits.push(pending.written)
+      if (bound !== undefined) continue
+      const owner = this.#ownerOf(client)
+      if (owner !== undefined && owner !== writer && (owner === PEER || owner.identity.userId !== subject)) {
+        throw new ServerBusyError(
+          `client id ${client} is in use by another connection (its presence); try again once it has left`,
+        )
+      }
+      unbound.push(client)
+    }
+    if (unbound.length > 0) return { kind: 'bind', clients: unbound }
+    if (waits.length > 0) return { kind: 'wait', until: Promise.allSettled(waits) }
+    return APPLY
+  }
+
+  /** Binds `clients` to `writer`'s subject; resolves once the binding is applied (or failed). */
+  bind(clients: number[], writer: RoomMember): Promise<unknown> {
+    const { userId: subject, name } = writer.identity
+    const written = this.#writing.then(() => this.#bindNow(clients, subject, name))
+    this.#writing = written.catch(() => {})
+    const pending = { subject, written }
+    for (const client of clients) this.#pending.set(client, pending)
+    return written.finally(() => {
+      for (const client of clients) if (this.#pending.get(client) === pending) this.#pending.delete(client)
+    })
+  }
+
+  /**
+   * Lets through, of what an update holds under the server's client ids, only copies of what the
+   * room holds: structs the room holds (the content check compares them) and deletions of items
+   * it holds deleted. Anything else is refused (`ProtocolError`): only servers write there.
+   */
+  checkServerParts(parts: ServerParts, held: HeldContent): void {
+    const [missing] = held.written(parts.structs)
+    if (missing !== undefined) {
+      throw new ProtocolError(
+        `client id ${missing} is the server's: an update may only resend what the room holds of it`,
+      )
+    }
+    for (const [client, ranges] of parts.deletions) {
+      const structs = this.#doc.store.clients.get(client) as (Y.Item | Y.GC)[] | undefined
+      const state = Y.getState(this.#doc.store, client)
+      for (let i = 0; i < ranges.length; i += 2) {
+        const start = ranges[i] as number
+        const end = start + (ranges[i + 1] as number)
+        if (!structs || end > state || holdsLive(structs, start, end)) {
+          throw new ProtocolError(`client id ${client} is the server's: an update may not delete its items`)
+        }
+      }
+    }
+  }
+
+  /** Every binding, by client id. */
+  authors(): Author[] {
+    const authors: Author[] = []
+    for (const [key, subject] of this.#map.entries()) {
+      if (typeof subject !== 'string' || !/^\d+$/.test(key)) continue
+      const name = this.#map.get(NAME_KEY + subject)
+      authors.push({ clientId: Number(key), subject, name: typeof name === 'string' ? name : null })
+    }
+    return authors.sort((a, b) => a.clientId - b.clientId)
+  }
+
+  async #bindNow(clients: number[], subject: string, name: string | null): Promise<void> {
+    // Bound meanwhile (by a peer, a same-subject write before): asking again tells which way.
+    const entries = clients
+      .filter((client) => this.subjectOf(client) === undefined)
+      .map((c) => this.#entry(`${c}`, subject))
+    if (entries.length === 0) return
+    this.#writer ??= this.#pickWriter()
+    if (name !== null && this.#map.get(NAME_KEY + subject) !== name)
+      entries.push(this.#entry(NAME_KEY + subject, name))
+    const clock = Y.getState(this.#doc.store, this.#writer)
+    await this.#write(encodeMapEntries(AUTHORS_ROOT, this.#writer, clock, entries))
+  }
+
+  #entry(key: string, value: string): MapEntry {
+    const item = this.#map._map.get(key)
+    return {
+      key,
+      value,
+      replaces: item ? { client: item.id.client, clock: item.id.clock, length: item.length } : null,
+    }
+  }
+
+  /** A server client id no one has written under in this room. */
+  #pickWriter(): number {
+    for (;;) {
+      const client = randomInt(SERVER_CLIENTS_FROM, 2 ** 48)
+      if (!this.#doc.store.clients.has(client)) return client
+    }
+  }
+}
+
+/** Whether an item in [start, end) of a client's structs is not deleted. */
+function holdsLive(structs: (Y.Item | Y.GC)[], start: number, end: number): boolean {
+  for (let index = Y.findIndexSS(structs as never, start); index < structs.length; index++) {
+    const struct = structs[index] as Y.Item | Y.GC
+    if (struct.id.clock >= end) return false
+    if (struct instanceof Y.Item && !struct.deleted) return true
+  }
+  return false
+}
