@@ -17,6 +17,8 @@ import { planSchedule } from './fault-suite/schedule.js'
 import { randomFromSeed } from './helpers/seeded-random.js'
 
 const FILE = 'server/test/fault-suite.test.ts'
+/** `SYMPHONY_FAULT_SUITE_AUTH=1`: the seeded runs with auth on, each writer a user (its client ids bound to it). */
+const WITH_AUTH = process.env.SYMPHONY_FAULT_SUITE_AUTH === '1'
 
 /**
  * The fault suite: writers on every server of a real local cluster count an edit as saved once its
@@ -105,11 +107,11 @@ describe('fault suite: what the servers acknowledge survives faults', () => {
   const runs = requestedRuns(process.env)
   const summary: string[] = []
   for (const run of runs) {
-    const replay = `${SEED_VARIABLE}=${run.replay} npm test -- ${FILE}`
+    const replay = `${WITH_AUTH ? 'SYMPHONY_FAULT_SUITE_AUTH=1 ' : ''}${SEED_VARIABLE}=${run.replay} npm test -- ${FILE}`
     it(`seeded fault run ${run.replay}: nothing acknowledged is lost, copies agree, deletions stay (${replay})`, {
       timeout: run.profile.faultMs + 240_000,
     }, async (t) => {
-      const report = await runFaults({ profile: run.profile, seed: run.seed, moto })
+      const report = await runFaults({ profile: run.profile, seed: run.seed, moto, auth: WITH_AUTH })
       const lines = reportLines(report, replay)
       for (const line of lines) t.diagnostic(line)
       summary.push(summaryLine(report, run.replay))

@@ -1,6 +1,7 @@
 import type { MotoService } from '../../../scripts/lib/services.mjs'
 import { eventually, uniqueRoom } from '../helpers/clients.js'
 import { randomFromSeed } from '../helpers/seeded-random.js'
+import { signToken, TEST_SECRET } from '../helpers/tokens.js'
 import { check, type Verdict } from './checker.js'
 import { FaultCluster } from './fault-cluster.js'
 import { FaultInjector } from './fault-injector.js'
@@ -18,6 +19,8 @@ export interface FaultRunOptions {
   moto: MotoService
   /** Takes every server down and up again before the cold check; default: SIGTERM all, start fresh. */
   coldRestart?: (cluster: FaultCluster) => Promise<void>
+  /** Auth on: each writer is a user of its own (client ids bound to it), pins read with a token. */
+  auth?: boolean
 }
 
 export interface FaultRunReport {
@@ -50,6 +53,7 @@ export async function runFaults({
   seed,
   moto,
   coldRestart,
+  auth,
 }: FaultRunOptions): Promise<FaultRunReport> {
   const schedule = planSchedule(randomFromSeed(seed), profile)
   const phases: [string, number][] = []
@@ -58,13 +62,24 @@ export async function runFaults({
     phases.push([name, performance.now() - phaseStart])
     phaseStart = performance.now()
   }
-  const cluster = await FaultCluster.start({ servers: profile.servers, moto, env: profile.serverEnv })
+  const env = { ...profile.serverEnv, ...(auth ? { AUTH: 'jwt', AUTH_SECRET: TEST_SECRET } : {}) }
+  const cluster = await FaultCluster.start({ servers: profile.servers, moto, env })
   const rooms = Array.from({ length: profile.rooms }, (_, i) => uniqueRoom(`fault-${i}`))
   const ledger = new Ledger()
   const urls = Array.from({ length: cluster.size }, (_, i) => cluster.url(i))
-  const pins = new RoomPins(urls, rooms)
+  const tokenFor = (room: string, sub: string, access: 'rw' | 'ro') => signToken({ room, sub, access })
+  const pinTokens = new Map(
+    auth
+      ? await Promise.all(rooms.map(async (room) => [room, await tokenFor(room, 'pin', 'ro')] as const))
+      : [],
+  )
+  const pins = new RoomPins(urls, rooms, pinTokens)
   const writers = rooms.flatMap((room, r) =>
-    urls.map((url, s) => new SessionWriter({ url, room, name: `r${r}s${s}`, ledger, ...profile.writer })),
+    urls.map((url, s) => {
+      const name = `r${r}s${s}`
+      const tokens = auth ? { tokenFor: () => tokenFor(room, name, 'rw') } : {}
+      return new SessionWriter({ url, room, name, ledger, ...profile.writer, ...tokens })
+    }),
   )
   const injector = new FaultInjector({
     cluster,

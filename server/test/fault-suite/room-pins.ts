@@ -15,6 +15,8 @@ export class RoomPins {
   constructor(
     private readonly urls: string[],
     rooms: string[],
+    /** Each room's token, for a cluster with auth on. */
+    private readonly tokens: ReadonlyMap<string, string> = new Map(),
   ) {
     for (const [server] of urls.entries()) for (const room of rooms) this.#pin(server, room)
   }
@@ -37,9 +39,11 @@ export class RoomPins {
     if (this.#closed) return
     const key = `${server}\n${room}`
     const doc = new Y.Doc()
+    const token = this.tokens.get(room)
     const provider = new WebsocketProvider(this.urls[server] ?? '', room, doc, {
       WebSocketPolyfill: WebSocket as unknown as typeof globalThis.WebSocket,
       disableBc: true,
+      params: token ? { token } : {},
     })
     this.#pins.set(key, { provider, doc })
     let opened = false

@@ -15,6 +15,8 @@ export interface SessionWriterOptions extends WriterSettings {
   /** Unique in the run; prefixes its edit ids. */
   name: string
   ledger: Ledger
+  /** A token for each session (a cluster with auth on): the writer is one user, its sessions its tabs. */
+  tokenFor?: () => Promise<string>
 }
 
 /**
@@ -46,8 +48,10 @@ export class SessionWriter {
   async #run(): Promise<void> {
     const { name, ledger, pauseMs } = this.options
     while (this.#running) {
+      const token = await this.options.tokenFor?.()
       const end = await writeSession({
         ...this.options,
+        ...(token ? { token } : {}),
         name: `${name}.${++this.#sessions}`,
         signal: this.#stopping.signal,
       })

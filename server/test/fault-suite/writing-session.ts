@@ -34,6 +34,8 @@ export interface WritingSessionOptions extends TypingSettings {
   ledger: Ledger
   /** Aborting abandons the session. */
   signal: AbortSignal
+  /** The session's token, for a cluster with auth on. */
+  token?: string
 }
 
 /**
@@ -46,12 +48,12 @@ export interface WritingSessionOptions extends TypingSettings {
  * server acknowledged has to be found on the servers.
  */
 export function writeSession(options: WritingSessionOptions): Promise<SessionEnd> {
-  const { url, room, name, ledger, signal } = options
+  const { url, room, name, ledger, signal, token } = options
   const startedAt = performance.now()
   const doc = new Y.Doc()
   const provider = new WebsocketProvider(url, room, doc, {
     WebSocketPolyfill: WebSocket as unknown as typeof globalThis.WebSocket,
-    params: { [SYNC_STATUS_PARAM]: '1' },
+    params: { [SYNC_STATUS_PARAM]: '1', ...(token ? { token } : {}) },
     disableBc: true,
   })
   const ids: string[] = []
