@@ -159,7 +159,10 @@ export class ServerMetrics {
   /** Reports the webhook sender's queue (a slow or absent receiver shows here first). */
   watchWebhooks(stats: () => QueueStats): void {
     this.#watchQueue(stats, {
-      queue: ['symphony_webhooks_queue_length', 'Webhook deliveries waiting or in flight'],
+      queue: [
+        'symphony_webhooks_queue_length',
+        'Webhook events held: waiting, in flight, or waiting for a retry',
+      ],
       dropped: [
         'symphony_webhooks_dropped_total',
         'Webhook events dropped because the queue was full (the receiver slow or unreachable)',

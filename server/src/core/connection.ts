@@ -42,7 +42,7 @@ export interface ConnectionLimits {
 
 /** What a connection is built from: who it is, its socket, its limits, and what it reports to. */
 export interface ConnectionInit {
-  /** Unique on this server (`<serverId>:<n>`): how logs and metadata name the connection. */
+  /** Unique across servers and restarts (`<serverId>:<boot>:<n>`): how logs and metadata name it. */
   id: string
   roomName: string
   /** The incarnation the client's copy belongs to (`?incarnation=`), `none`, or null: not asked. */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import {
@@ -82,7 +83,11 @@ export class WebSocketGateway {
   #onDrained: (() => void) | null = null
 
   private readonly limits: Limits
-  private readonly serverId: string
+  /**
+   * `<serverId>:<boot>:`, `boot` random per start: connection ids (and the webhook events and
+   * metadata sessions named by them) never repeat when a server restarts under the same id.
+   */
+  readonly #idPrefix: string
   private readonly allowedOrigins: ReadonlySet<string>
 
   constructor(
@@ -90,7 +95,7 @@ export class WebSocketGateway {
     { limits, serverId, allowedOrigins = [] }: GatewaySettings,
   ) {
     this.limits = limits
-    this.serverId = serverId
+    this.#idPrefix = `${serverId}:${randomBytes(4).toString('hex')}:`
     this.allowedOrigins = new Set(allowedOrigins)
     this.#server = new WebSocketServer({
       noServer: true,
@@ -200,7 +205,7 @@ export class WebSocketGateway {
       transport.close(CloseCode.RoomFull, 'room at connection capacity')
       return
     }
-    const id = `${this.serverId}:${++this.#nextId}`
+    const id = `${this.#idPrefix}${++this.#nextId}`
     const connection = new Connection({
       id,
       roomName: room,
