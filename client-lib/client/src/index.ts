@@ -22,6 +22,7 @@ export {
   closeCodeName,
   shouldReconnect,
 } from './wire/close-codes.js'
+export type { EventSender } from './wire/event-sender.js'
 export {
   isValidRoomName,
   ROOM_NAME_PATTERN,

@@ -9,6 +9,7 @@ import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
 import { UnsyncedChanges } from './unsynced-changes.js'
 import { CloseCode, closeCodeName, shouldReconnect } from './wire/close-codes.js'
+import { decodeEventSender, type EventSender } from './wire/event-sender.js'
 import {
   BROADCAST_PARAM,
   INCARNATION_PARAM,
@@ -51,8 +52,8 @@ export interface RoomConnectionOptions extends ConnectionSettings {
   onError(error: SymphonyClientError, final: boolean): void
   /** Local edits began or ceased to wait for the server's acknowledgement. */
   onUnsynced(unsynced: boolean): void
-  /** Another client broadcast an event (see `broadcast-protocol.ts`). */
-  onEvent(data: unknown): void
+  /** Another client broadcast an event; `from` as its server stamped it (null: a server too old to). */
+  onEvent(data: unknown, from: EventSender | null): void
   /** The incarnation the document belongs to (null: it never synced); sent with every attempt. */
   incarnation(): number | null
   /** The server named the room's incarnation: the document belongs to it from now on. */
@@ -79,6 +80,8 @@ export class RoomConnection {
   #token: string | null = null
   #tokenErrorReported = false
   #readOnlyReported = false
+  /** The token the server said was read-only: no events are sent with it (the server closes on one). */
+  #readOnlyToken: string | null | undefined
 
   constructor(private readonly options: RoomConnectionOptions) {
     // The provider appends the name to the URL as it is: encoded here, any name survives.
@@ -92,12 +95,18 @@ export class RoomConnection {
     })
     provider.messageHandlers[MESSAGE_BROADCAST] = (_encoder, decoder) => {
       let data: unknown
+      let from: EventSender | null = null
       try {
         data = JSON.parse(new TextDecoder().decode(decoding.readVarUint8Array(decoder)))
+        // Stamped by the server after the payload; servers from before that send none.
+        if (decoding.hasContent(decoder)) {
+          from = decodeEventSender(decoding.readVarString(decoder))
+          if (!from) return
+        }
       } catch {
         return // the server checks events; one that still does not parse is dropped
       }
-      options.onEvent(data)
+      options.onEvent(data, from)
     }
     provider.messageHandlers[MESSAGE_INCARNATION] = (_encoder, decoder) => {
       options.onIncarnation(decoding.readVarUint(decoder))
@@ -132,10 +141,14 @@ export class RoomConnection {
     return this.#status
   }
 
-  /** Sends an event to everyone else in the room now; false when not connected (it is dropped). */
+  /**
+   * Sends an event to everyone else in the room now; false when not connected, or when the token
+   * is read-only (it is dropped).
+   */
   sendEvent(data: unknown): boolean {
     const ws = this.#provider.ws
     if (ws?.readyState !== 1 || !this.#provider.synced) return false
+    if (this.#readOnlyToken === this.#token) return false
     const frame = encoding.createEncoder()
     encoding.writeVarUint(frame, MESSAGE_BROADCAST)
     encoding.writeVarUint8Array(frame, new TextEncoder().encode(JSON.stringify(data)))
@@ -229,6 +242,7 @@ export class RoomConnection {
     clearTimeout(this.#openTimer)
     this.#setStatus('offline')
     if (this.#stopped) return
+    if (event?.code === CloseCode.ReadOnly) this.#readOnly(event.reason || 'read-only access', event.code)
     if (event?.code === CloseCode.RoomDeleted) {
       return this.#fail(
         new SymphonyClientError('ROOM_DELETED', 'the room was deleted', { closeCode: event.code }),
@@ -285,10 +299,15 @@ export class RoomConnection {
     this.#setStatus('offline')
   }
 
-  #readOnly(reason: string): void {
+  #readOnly(reason: string, closeCode?: number): void {
+    this.#readOnlyToken = this.#token
     if (this.#readOnlyReported) return
     this.#readOnlyReported = true
-    this.options.onError(new SymphonyClientError('READ_ONLY', `edits are not saved: ${reason}`), false)
+    const details = closeCode === undefined ? {} : { closeCode }
+    this.options.onError(
+      new SymphonyClientError('READ_ONLY', `edits are not saved: ${reason}`, details),
+      false,
+    )
   }
 
   readonly #online = (): void => {

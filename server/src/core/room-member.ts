@@ -5,6 +5,9 @@ import type { AwarenessEntry } from '../protocol/codec.js'
  * file and `MemberRoom`, so `room.ts` and `connection.ts` never import each other.
  */
 export interface RoomMember {
+  /** The connection's id; with `identity`, what the room stamps on the events it relays. */
+  readonly id: string
+  readonly identity: { readonly userId: string; readonly name: string | null }
   /** The awareness client ids this member spoke for: removed everywhere when it leaves. */
   readonly awarenessClientIds: ReadonlySet<number>
   readonly canWrite: boolean

@@ -14,6 +14,7 @@ import {
   decodeMessage,
   encodeAwarenessEntries,
   encodeDigest,
+  encodeRelayedEvent,
   encodeSyncStatus,
   encodeSyncStep1,
   encodeSyncStep2,
@@ -252,12 +253,25 @@ export class Room implements MemberRoom {
         if (connection.takeRoomRequest()) connection.send(encodeAwarenessEntries(this.presence.present()))
         else connection.close(CloseCode.RateLimited, 'presence queries too frequent')
         return
-      case 'broadcast':
-        // Ephemeral: to the clients here and on the other servers that asked for events, never stored.
+      case 'broadcast': {
+        // Only writers speak to the room: a viewer must not announce "approved" to everyone.
+        if (!connection.canWrite) {
+          connection.close(CloseCode.ReadOnly, 'read-only access: broadcast events are refused')
+          return
+        }
+        // Ephemeral: to the clients here and on the other servers that asked for events, never
+        // stored. Stamped with its sender here; the other servers relay these very bytes.
         checkBroadcast(message.payload, this.#options.maxPresenceBytes)
-        this.#relayEvent(frame, connection)
-        this.#pubsub.publish(this.#channel, frame)
+        const { id: connectionId, identity } = connection
+        const relayed = encodeRelayedEvent(message.payload, {
+          connectionId,
+          userId: identity.userId,
+          name: identity.name,
+        })
+        this.#relayEvent(relayed, connection)
+        this.#pubsub.publish(this.#channel, relayed)
         return
+      }
       case 'sync-status':
         // Frames are handled in order, so every earlier one is applied; answered once durable
         // (journaled and confirmed, or in a saved snapshot): the client shows "saved" on it.
@@ -324,7 +338,7 @@ export class Room implements MemberRoom {
         this.#answerDigest(digest)
         return
       }
-      const message = decodeMessage(frame)
+      const message = decodeMessage(frame, 'peer')
       if (message.kind === 'update' || message.kind === 'sync-step2') {
         // Peers often send what this server already has (anti-entropy answers): then nothing is
         // forwarded and the room is not marked dirty.

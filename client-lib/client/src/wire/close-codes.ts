@@ -38,6 +38,11 @@ export const CloseCode = {
   /** The connection's token expired: reconnect with a fresh one (nothing is lost). */
   TokenExpired: 4006,
   /**
+   * A read-only connection sent what only writers may (a broadcast event). Reconnecting is fine;
+   * sending it again with the same token is closed again. The number mirrors HTTP 403.
+   */
+  ReadOnly: 4403,
+  /**
    * The room was deleted (the REST API's DELETE): its content is gone, do not reconnect. In
    * y-websocket's 4400–4499 range, so its provider does not reconnect either.
    */
