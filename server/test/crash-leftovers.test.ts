@@ -18,6 +18,23 @@ const NEVER = 3_600_000
 /** A test that would wait for the age bound instead fails here. */
 const TIMEOUT = { timeout: 30_000 }
 
+/** A store whose age bounds no test reaches: what it removes, it removed as its owner's gone. */
+const openAfterCrash = (folder: string) =>
+  new FileSnapshotStore(folder, { staleLockMs: NEVER, staleFileMs: NEVER })
+
+/** A new folder, a room, and the path of the room's file there. */
+function scratchRoom(name: string, extension: string) {
+  const folder = mkdtempSync(join(tmpdir(), 'leftovers-'))
+  const room = uniqueRoom(name)
+  return { folder, room, path: roomFilePath(folder, room, extension) }
+}
+
+/** A tag of this process's shape with parts replaced: as another process's files would name it. */
+function forgedTag(parts: { space?: string; boot?: string }): string {
+  const [space, pid, boot, n] = ownerTag().split('-')
+  return [parts.space ?? space, pid, parts.boot ?? boot, n].join('-')
+}
+
 /** Files that are not a room's snapshot: temporary files, locks, locks taken over. */
 const leftovers = (folder: string) => readdirSync(folder).filter((name) => !name.endsWith('.ybin'))
 
@@ -26,21 +43,18 @@ describe('what a snapshot saver killed mid-save leaves', () => {
     'is swept when a store opens the folder: temporary files and locks of a process that is gone',
     TIMEOUT,
     async () => {
-      const folder = mkdtempSync(join(tmpdir(), 'snap-'))
-      const [locked, busy] = [uniqueRoom('locked'), uniqueRoom('busy')]
+      const { folder, room: locked, path } = scratchRoom('locked', '.ybin')
+      const busy = uniqueRoom('busy')
       const saver = await startSaverProcess(folder, locked, busy)
       await saver.kill()
       const left = leftovers(folder)
-      assert.ok(
-        left.includes(`${basename(roomFilePath(folder, locked, '.ybin'))}.lock`),
-        'the kill left a lock',
-      )
+      assert.ok(left.includes(`${basename(path)}.lock`), 'the kill left a lock')
       assert.ok(
         left.some((name) => name.endsWith('.tmp')),
         'the kill left a temporary file',
       )
 
-      const store = new FileSnapshotStore(folder, { staleLockMs: NEVER, staleFileMs: NEVER })
+      const store = openAfterCrash(folder)
       const busyState = await store.load(busy) // the first use waits for the sweep
       assert.deepEqual(leftovers(folder), [])
       assert.equal(busyState?.state.length, 256 * 1024, 'the last whole save of the busy room is intact')
@@ -54,24 +68,22 @@ describe('what a snapshot saver killed mid-save leaves', () => {
     'is taken over at once by a save waiting on the lock of a process that died holding it',
     TIMEOUT,
     async () => {
-      const folder = mkdtempSync(join(tmpdir(), 'snap-'))
-      const [locked, busy] = [uniqueRoom('locked'), uniqueRoom('busy')]
-      const store = new FileSnapshotStore(folder, { staleLockMs: NEVER, staleFileMs: NEVER })
+      const { folder, room: locked, path } = scratchRoom('locked', '.ybin')
+      const store = openAfterCrash(folder)
       await store.load(locked) // swept the empty folder: what follows is found by the save
-      const saver = await startSaverProcess(folder, locked, busy)
+      const saver = await startSaverProcess(folder, locked, uniqueRoom('busy'))
       await saver.kill()
       await store.save(locked, new Uint8Array([7]), null)
       assert.deepEqual((await store.load(locked))?.state, new Uint8Array([7]))
-      assert.equal(existsSync(`${roomFilePath(folder, locked, '.ybin')}.lock`), false)
+      assert.equal(existsSync(`${path}.lock`), false)
     },
   )
 
   it('is never swept, nor its lock taken, while that process lives', TIMEOUT, async () => {
-    const folder = mkdtempSync(join(tmpdir(), 'snap-'))
-    const [locked, busy] = [uniqueRoom('locked'), uniqueRoom('busy')]
-    const saver = await startSaverProcess(folder, locked, busy)
-    const lock = `${roomFilePath(folder, locked, '.ybin')}.lock`
-    const store = new FileSnapshotStore(folder, { staleLockMs: NEVER, staleFileMs: NEVER })
+    const { folder, room: locked, path } = scratchRoom('locked', '.ybin')
+    const saver = await startSaverProcess(folder, locked, uniqueRoom('busy'))
+    const lock = `${path}.lock`
+    const store = openAfterCrash(folder)
     await store.load(locked) // swept
     assert.equal(
       readFileSync(lock, 'utf8').split('-')[1],
@@ -97,17 +109,14 @@ describe('what a snapshot saver killed mid-save leaves', () => {
     'tells this process’s own files from those of an earlier process that had its pid',
     TIMEOUT,
     async () => {
-      const folder = mkdtempSync(join(tmpdir(), 'snap-'))
-      const room = uniqueRoom('pid-reused')
-      const target = roomFilePath(folder, room, '.ybin')
+      const { folder, room, path: target } = scratchRoom('pid-reused', '.ybin')
       // An earlier process with this pid (a restarted container's pid 1): another boot token.
-      const [space, pid, , n] = ownerTag().split('-')
-      const earlier = [space, pid, '0123456789ab', n].join('-')
+      const earlier = forgedTag({ boot: '0123456789ab' })
       writeFileSync(`${target}.lock`, earlier)
       writeFileSync(`${target}.${earlier}.tmp`, 'half a snapshot')
       const mine = `${target}.${ownerTag()}.tmp`
       writeFileSync(mine, 'a save of this process, under way')
-      const store = new FileSnapshotStore(folder, { staleLockMs: NEVER, staleFileMs: NEVER })
+      const store = openAfterCrash(folder)
       await store.load(room)
       assert.deepEqual(leftovers(folder), [basename(mine)])
       writeFileSync(`${target}.lock`, earlier) // left after the sweep: the save takes it over
@@ -117,11 +126,8 @@ describe('what a snapshot saver killed mid-save leaves', () => {
   )
 
   it('of an unknown or remote owner, is removed only past its age bound', TIMEOUT, async () => {
-    const folder = mkdtempSync(join(tmpdir(), 'snap-'))
-    const room = uniqueRoom('remote')
-    const target = roomFilePath(folder, room, '.ybin')
-    const [, pid, boot, n] = ownerTag().split('-')
-    const remote = ['fedcba987654', pid, boot, n].join('-') // another host's pid space
+    const { folder, room, path: target } = scratchRoom('remote', '.ybin')
+    const remote = forgedTag({ space: 'fedcba987654' }) // another host's pid space
     const fresh = [`${target}.${remote}.tmp`, `${target}.0b6c3f9e-2f4c-4a1e-9a57-5f0e9f2d1c3a.tmp`]
     const old = [`${target}.${remote}x.tmp`, `${target}.lock.${remote}.stale`]
     for (const path of [...fresh, ...old]) writeFileSync(path, 'x')
@@ -138,9 +144,7 @@ describe('what a journal trim killed midway leaves', () => {
     'is swept when the journal opens: a gone process’s temporary file, never a live one’s',
     TIMEOUT,
     async () => {
-      const folder = mkdtempSync(join(tmpdir(), 'journal-'))
-      const room = uniqueRoom('trimmed')
-      const path = roomFilePath(folder, room, '.journal')
+      const { folder, room, path } = scratchRoom('trimmed', '.journal')
       const saver = await startSaverProcess(mkdtempSync(join(tmpdir(), 'snap-')), 'a', 'b')
       await saver.kill()
       const gone = `${path}.${saver.tag}.tmp`
