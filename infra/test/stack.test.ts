@@ -319,6 +319,8 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
     assert.ok(dashboard.token && dashboard.internalToken, 'token and internal token from Secrets Manager')
     assert.match(dashboard.databaseUrl, /^postgres:\/\/symphony:secret-x+@/)
     assert.equal(dashboard.snapshots, 's3://sample-storagesnapshotsecd13464/rooms/')
+    // Its listener's name (and loopback ones: SSM port forwarding, health checks, the metrics sidecar).
+    assert.deepEqual(dashboard.allowedHosts, ['sample.internal.example'])
   })
 
   it('keeps /metrics off the internet and outputs what a deployer needs', () => {
