@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
 import type { Socket } from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
 import type WebSocket from 'ws'
 import * as Y from 'yjs'
+import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
 import { FileUpdateJournal } from '../src/adapters/file-update-journal.js'
 import { SLICE_ABOVE_BYTES } from '../src/core/apply-in-slices.js'
 import { BIG_UPDATE_RESERVE_FACTOR } from '../src/core/memory-budget.js'
@@ -12,6 +15,8 @@ import { ALARM_METRICS } from '../src/metric-names.js'
 import { decodeMessage, encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, type TestClient, uniqueRoom } from './helpers/clients.js'
+import { ControlledSnapshotStore } from './helpers/controlled-store.js'
+import { deferred } from './helpers/deferred.js'
 import { closed, collect, openRaw } from './helpers/raw-socket.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
 
@@ -143,6 +148,25 @@ describe('the server-wide memory budget', () => {
       'applied',
     )
     await eventually(() => roomy.server.memory.usedBy('big-update') === 0, 'its reservation returned')
+  })
+
+  it('charges the frames sockets send while their room loads, and sheds the heaviest sender', async () => {
+    const store = new ControlledSnapshotStore(new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))))
+    const gate = deferred()
+    store.loadGate = gate.promise
+    const t = await startTestServer({ adapters: { snapshots: store }, limits: { memoryBudgetBytes: MiB } })
+    const room = uniqueRoom('waiting')
+    const modest = await openRaw(`${t.wsUrl}/${room}`)
+    const heavy = await openRaw(`${t.wsUrl}/${room}`)
+    const heavyGone = closed(heavy)
+    modest.send(new Uint8Array(64 * 1024).fill(3))
+    await eventually(() => t.server.memory.usedBy('waiting') === 64 * 1024, 'charged while the room loads')
+    for (let i = 0; i < 20; i++) heavy.send(new Uint8Array(64 * 1024).fill(3))
+    assert.equal((await heavyGone).code, CloseCode.MemoryBudgetExceeded)
+    assert.equal(modest.readyState, modest.OPEN, 'the lighter one stays')
+    await eventually(() => t.server.memory.usedBy('waiting') === 64 * 1024, 'the heavy one’s frames freed')
+    gate.resolve()
+    await eventually(() => t.server.memory.usedBy('waiting') === 0, 'handled once the room loaded')
   })
 
   it('charges presence to the budget while the room holds it', async () => {

@@ -163,7 +163,10 @@ export class Room implements MemberRoom {
   }: RoomInit) {
     this.#saves = saves ?? ALWAYS_SAVED
     this.#memory = memory ?? UNBOUNDED_MEMORY
-    this.presence = new PresenceTable((bytes) => this.#memory.charge('presence', bytes))
+    // Uncharged whole at destroy: a frame handled after it charges nothing more.
+    this.presence = new PresenceTable((bytes) => {
+      if (!this.#destroyed) this.#memory.charge('presence', bytes)
+    })
     this.#notJournaledHere = loadedFromPeer ? 0 : -1
     this.name = name
     this.#channel = channel ?? name
