@@ -65,6 +65,16 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
     assert.ok(server.StopTimeout <= 120, 'Fargate allows at most 120 s')
   })
 
+  it('sizes the servers’ memory budget from the task’s memory, well inside it', () => {
+    const [task] = props(template, 'AWS::ECS::TaskDefinition').filter((p) =>
+      p.ContainerDefinitions.some((c: Properties) => c.Name === 'server'),
+    )
+    const taskBytes = Number(task?.Memory) * 1024 * 1024
+    const { limits } = parseConfig(sampleEnvironment(containerNamed(template, 'server')))
+    assert.equal(limits.memoryBudgetBytes, 320 * 1024 * 1024, 'small: 1 GiB tasks')
+    assert.ok(limits.memoryBudgetBytes <= taskBytes / 3, `${limits.memoryBudgetBytes} of ${taskBytes}`)
+  })
+
   it('scales the sync service on 50 % CPU between the size’s minimum and maximum', () => {
     template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
       MinCapacity: 1,

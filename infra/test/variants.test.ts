@@ -52,6 +52,8 @@ describe('the stack under other settings', () => {
     })
     template.hasResourceProperties('AWS::RDS::DBInstance', { DBInstanceClass: 'db.m7g.large', MultiAZ: true })
     template.resourceCountIs('AWS::EC2::NatGateway', 2)
+    const budget = sampleEnvironment(containerNamed(template, 'server')).MEMORY_BUDGET_BYTES
+    assert.equal(budget, String(640 * 1024 * 1024), 'the memory budget grows with the 2 GiB task')
   })
 
   it('a throwaway stack with JWKS auth and its own task counts: everything deletable, no generated key', () => {

@@ -17,6 +17,12 @@ export interface Limits {
   /** Largest presence state (JSON bytes) one client may set. */
   maxPresenceBytes: number
   maxBufferedBytes: number
+  /**
+   * What clients may make the server hold, over all connections and rooms: unsent bytes, frames
+   * waiting for their room, big updates being applied, presence. Past it, the connections holding
+   * the most are closed (4013) and big updates refused (1013).
+   */
+  memoryBudgetBytes: number
   maxConnections: number
   maxConnectionsPerRoom: number
   messagesPerSecond: number
@@ -32,6 +38,8 @@ export const DEFAULT_LIMITS: Limits = {
   maxPendingDeleteBytes: 32 * 1024,
   maxPresenceBytes: 16 * 1024,
   maxBufferedBytes: 32 * MiB,
+  // The default AWS task has 1 GiB: a baseline of about 160 MiB, this, and room to spare.
+  memoryBudgetBytes: 320 * MiB,
   maxConnections: 20_000,
   maxConnectionsPerRoom: 2_000,
   messagesPerSecond: 200,

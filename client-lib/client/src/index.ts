@@ -20,6 +20,7 @@ export {
   type CloseCodeName,
   type CloseCodeValue,
   closeCodeName,
+  shouldBackOff,
   shouldReconnect,
 } from './wire/close-codes.js'
 export type { EventSender } from './wire/event-sender.js'

@@ -8,7 +8,7 @@ import { checkAccess } from './access-check.js'
 import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
 import { UnsyncedChanges } from './unsynced-changes.js'
-import { CloseCode, closeCodeName, shouldReconnect } from './wire/close-codes.js'
+import { CloseCode, closeCodeName, shouldBackOff, shouldReconnect } from './wire/close-codes.js'
 import { decodeEventSender, type EventSender } from './wire/event-sender.js'
 import {
   BROADCAST_PARAM,
@@ -72,6 +72,10 @@ export class RoomConnection {
   #status: RoomStatus = 'offline'
   #retryTimer: ReturnType<typeof setTimeout> | undefined
   #openTimer: ReturnType<typeof setTimeout> | undefined
+  /** Resets the backoff once a connection after a back-off close (`shouldBackOff`) has lasted. */
+  #resetTimer: ReturnType<typeof setTimeout> | undefined
+  /** The server's last close asked to come back later: waits keep growing until a connection lasts. */
+  #backingOff = false
   /** Bumped by every attempt and by `stop`, so a late token or probe answer is ignored. */
   #attempt = 0
   #opened = false
@@ -122,7 +126,7 @@ export class RoomConnection {
     provider.on('sync', (synced) => {
       if (!synced || !provider.wsconnected) return
       this.#unsynced.synced()
-      options.schedule.reset()
+      this.#resetBackoffWhenStable()
       this.#tokenErrorReported = false
       this.#setStatus('synced')
     })
@@ -167,6 +171,7 @@ export class RoomConnection {
     this.#stopped = false
     this.#tokenErrorReported = false
     this.#readOnlyReported = false
+    this.#backingOff = false
     this.options.schedule.reset()
     // Other tabs sync over the BroadcastChannel whether or not the server is reachable.
     this.#provider.connectBc()
@@ -236,10 +241,29 @@ export class RoomConnection {
     else this.#retryLater()
   }
 
+  /**
+   * A sync resets the backoff, except after a close that asked to come back later (the server
+   * short of memory, or busy): then only once the connection has lasted the longest wait, so a
+   * crowd of clients the server keeps closing spreads out instead of coming straight back.
+   */
+  #resetBackoffWhenStable(): void {
+    clearTimeout(this.#resetTimer)
+    if (!this.#backingOff) {
+      this.options.schedule.reset()
+      return
+    }
+    this.#resetTimer = setTimeout(() => {
+      this.#backingOff = false
+      this.options.schedule.reset()
+    }, this.options.schedule.maxDelayMs)
+  }
+
   async #closed(event: CloseEvent | null): Promise<void> {
     // The provider would otherwise reconnect by itself after a close it started (its watchdog).
     this.#provider.shouldConnect = false
     clearTimeout(this.#openTimer)
+    clearTimeout(this.#resetTimer)
+    if (event && shouldBackOff(event.code)) this.#backingOff = true
     this.#setStatus('offline')
     if (this.#stopped) return
     if (event?.code === CloseCode.ReadOnly) this.#readOnly(event.reason || 'read-only access', event.code)
@@ -295,6 +319,7 @@ export class RoomConnection {
     this.#attempt++
     clearTimeout(this.#retryTimer)
     clearTimeout(this.#openTimer)
+    clearTimeout(this.#resetTimer)
     if (this.#provider.ws) this.#provider.disconnect()
     this.#setStatus('offline')
   }

@@ -16,6 +16,11 @@ export interface RoomMember {
   /** The client asked for broadcast events (`?broadcast=1`): plain providers never get one. */
   readonly acceptsEvents: boolean
   send(frame: Uint8Array): void
+  /**
+   * Sends a sync answer, built by `answer` when it is sent; while the member's previous answer is
+   * unsent, only its latest request is answered, once that one is sent.
+   */
+  answerSync(answer: () => Uint8Array | null): void
   close(code: number, reason: string): void
   /** False when the client asks for the room's state or presence faster than allowed. */
   takeRoomRequest(): boolean

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
-import { DocumentTooLargeError } from '../errors.js'
+import { DocumentTooLargeError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { PubSub } from '../ports/pubsub.js'
@@ -27,9 +27,11 @@ import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
+import { BIG_UPDATE_RESERVE_FACTOR, type MemoryCharges, UNBOUNDED_MEMORY } from './memory-budget.js'
 import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
+import { SyncAnswers } from './sync-answers.js'
 
 /** Transaction origin of updates that came from another server. */
 const REMOTE = Symbol('remote')
@@ -72,6 +74,8 @@ export interface RoomInit {
   /** The loaded state came from a peer: this server journaled none of it. */
   loadedFromPeer?: boolean
   observer?: RoomObserver
+  /** The server's memory budget: presence and big updates are charged to it. */
+  memory?: MemoryCharges
 }
 
 /** What a room needs of its snapshot writer to acknowledge only what is durable. */
@@ -103,7 +107,7 @@ export class Room implements MemberRoom {
   readonly name: string
   readonly doc: Y.Doc
   readonly connections = new Set<RoomMember>()
-  readonly presence = new PresenceTable()
+  readonly presence: PresenceTable
   /** Grows with every applied change; the snapshot writer compares it with what it saved. */
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
@@ -117,6 +121,8 @@ export class Room implements MemberRoom {
    * (most do) gets it without another encode, which costs O(document) on the event loop.
    */
   #encoded: { version: number; state: Uint8Array } | null = null
+  /** The framed sync answers of this version, shared by the joiners asking the same. */
+  readonly #answers = new SyncAnswers()
   /** The big updates being applied, one after another. */
   #bigUpdates: Promise<void> = Promise.resolve()
   /** Set by the afterTransaction listener: whether the last applied update changed anything. */
@@ -129,6 +135,7 @@ export class Room implements MemberRoom {
   readonly #onChange: () => void
   readonly #observer: RoomObserver
   readonly #saves: RoomSaves
+  readonly #memory: MemoryCharges
   /**
    * The room version a connection joined at, if the room then held unsaved changes: they may be
    * the client's own edits, made durable nowhere yet (it sent them to a server that died, and this
@@ -153,8 +160,14 @@ export class Room implements MemberRoom {
     observer,
     saves,
     loadedFromPeer,
+    memory,
   }: RoomInit) {
     this.#saves = saves ?? ALWAYS_SAVED
+    this.#memory = memory ?? UNBOUNDED_MEMORY
+    // Uncharged whole at destroy: a frame handled after it charges nothing more.
+    this.presence = new PresenceTable((bytes) => {
+      if (!this.#destroyed) this.#memory.charge('presence', bytes)
+    })
     this.#notJournaledHere = loadedFromPeer ? 0 : -1
     this.name = name
     this.#channel = channel ?? name
@@ -221,14 +234,16 @@ export class Room implements MemberRoom {
     receivedAt: number,
   ): Promise<void> | undefined {
     switch (message.kind) {
-      case 'sync-step1':
+      case 'sync-step1': {
         // Each answer encodes the whole difference; a client may not ask in a tight loop.
-        if (connection.takeRoomRequest()) {
-          connection.send(encodeSyncStep2(this.encodeDiff(message.stateVector)))
-        } else {
+        if (!connection.takeRoomRequest()) {
           connection.close(CloseCode.RateLimited, 'sync requests too frequent')
+          return
         }
+        const stateVector = this.#checkedStateVector(message.stateVector)
+        connection.answerSync(() => (this.#destroyed ? null : this.#syncAnswer(stateVector)))
         return
+      }
       case 'sync-step2':
       case 'update':
         // Every client answers our sync step 1, usually with nothing: not a write attempt.
@@ -314,9 +329,30 @@ export class Room implements MemberRoom {
 
   /** What a holder of `stateVector` lacks, as one update. Throws `ProtocolError` for a bad vector. */
   encodeDiff(stateVector: Uint8Array): Uint8Array {
+    return this.#diff(this.#checkedStateVector(stateVector))
+  }
+
+  /** `stateVector`, checked and bounded; throws `ProtocolError` for a bad one. */
+  #checkedStateVector(stateVector: Uint8Array): Uint8Array {
+    return isEmptyStateVector(stateVector) ? stateVector : this.#boundedStateVector(stateVector)
+  }
+
+  /** What a holder of a checked `stateVector` lacks. */
+  #diff(stateVector: Uint8Array): Uint8Array {
     if (isEmptyStateVector(stateVector)) return this.encodeState()
     // Checked and decoded whole by then: whatever the encode throws is the server's fault.
-    return Y.encodeStateAsUpdate(this.doc, this.#boundedStateVector(stateVector))
+    return Y.encodeStateAsUpdate(this.doc, stateVector)
+  }
+
+  /** The sync step 2 answering a checked `stateVector`, shared by every joiner asking the same now. */
+  #syncAnswer(stateVector: Uint8Array): Uint8Array {
+    return this.#answers.answer(stateVector, () => {
+      const diff = this.#diff(stateVector)
+      const answer = encodeSyncStep2(diff)
+      // The answer ends with the whole state: keep that view of it rather than a second copy.
+      if (diff === this.#encoded?.state) this.#encoded.state = answer.subarray(answer.length - diff.length)
+      return answer
+    })
   }
 
   /**
@@ -433,6 +469,8 @@ export class Room implements MemberRoom {
 
   destroy(): void {
     this.#destroyed = true
+    this.#memory.charge('presence', -this.presence.bytes)
+    this.#answers.clear()
     if (this.#antiEntropyTimer) clearInterval(this.#antiEntropyTimer)
     this.doc.destroy()
     this.connections.clear()
@@ -477,7 +515,8 @@ export class Room implements MemberRoom {
    * between. The connection holds its later frames until this settles, keeping its order. Big
    * updates take turns per room, and each reserves its size against the ceiling before it waits,
    * so concurrent ones are checked against each other. It is journaled before its first slice, as
-   * anyone may see that slice from then on.
+   * anyone may see that slice from then on. Its memory is reserved from the server's budget on
+   * arrival, and it is refused (`ServerBusyError`) when the budget cannot take it.
    */
   #applyBigClientUpdate(
     connection: RoomMember,
@@ -485,7 +524,13 @@ export class Room implements MemberRoom {
     frame: Uint8Array,
     receivedAt: number,
   ): Promise<void> {
-    const turn = this.#bigUpdates.then(() => this.#applyBig(connection, message, frame, receivedAt))
+    const reserved = BIG_UPDATE_RESERVE_FACTOR * message.update.length
+    if (!this.#memory.reserve('big-update', reserved)) {
+      throw new ServerBusyError('the server has no memory to spare for an update this big now; retry later')
+    }
+    const turn = this.#bigUpdates
+      .then(() => this.#applyBig(connection, message, frame, receivedAt))
+      .finally(() => this.#memory.charge('big-update', -reserved))
     this.#bigUpdates = turn.catch(() => {})
     return turn
   }
@@ -541,6 +586,7 @@ export class Room implements MemberRoom {
     this.#sizeBound += bytes
     this.version++
     this.#encoded = null
+    this.#answers.clear()
     this.#onChange()
   }
 

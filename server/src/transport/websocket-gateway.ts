@@ -19,6 +19,7 @@ import { selectProtocol, upgradeToken } from '../auth/request-token.js'
 import type { Limits } from '../config.js'
 import { type Admission, admit } from '../core/admission.js'
 import { Connection, type Identity } from '../core/connection.js'
+import type { MemoryBudget } from '../core/memory-budget.js'
 import type { RoomManager } from '../core/room-manager.js'
 import { AuthError } from '../errors.js'
 import type { Logger } from '../logger.js'
@@ -58,6 +59,8 @@ export interface GatewayDeps {
   metadata: MetadataSink
   events: RoomEventSink
   metrics: ServerMetrics
+  /** What each connection's unsent bytes and waiting frames are charged to. */
+  memory?: MemoryBudget
   logger: Logger
 }
 
@@ -215,6 +218,7 @@ export class WebSocketGateway {
       limits: this.limits,
       metrics,
       logger,
+      memory: this.deps.memory,
     })
     if (announceSyncStatus) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     connection.acceptsEvents = acceptsEvents

@@ -21,6 +21,7 @@ export const TEST_LIMITS: Limits = {
   maxPendingDeleteBytes: 32 * 1024,
   maxPresenceBytes: 16 * 1024,
   maxBufferedBytes: 16 * 1024 * 1024,
+  memoryBudgetBytes: 512 * 1024 * 1024,
   maxConnections: 1000,
   maxConnectionsPerRoom: 100,
   messagesPerSecond: 1000,
