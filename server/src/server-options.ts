@@ -10,6 +10,8 @@ const MiB = 1024 * 1024
 export interface Limits {
   maxMessageBytes: number
   maxDocumentBytes: number
+  /** Structs and clients a document may hold (what its memory grows with). */
+  maxDocumentStructs: number
   /** Bytes of updates a room may hold waiting for updates it never received. */
   maxPendingBytes: number
   /** Bytes of deletions of items a room does not have yet (re-read on every update). */
@@ -28,6 +30,9 @@ export interface Limits {
 export const DEFAULT_LIMITS: Limits = {
   maxMessageBytes: 16 * MiB,
   maxDocumentBytes: 64 * MiB,
+  // About 150–300 MB of Yjs objects; a real document of 16 MiB (the message limit) holds 200,000
+  // to 950,000 (18–80 bytes of encoding each), an attacker's 4 MiB can hold this many.
+  maxDocumentStructs: 1_000_000,
   maxPendingBytes: MiB,
   maxPendingDeleteBytes: 32 * 1024,
   maxPresenceBytes: 16 * 1024,

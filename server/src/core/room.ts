@@ -23,6 +23,7 @@ import {
   type Message,
 } from '../protocol/codec.js'
 import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
+import { documentStructs, structsAdded } from '../protocol/update-structs.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
@@ -37,6 +38,11 @@ const STORED = Symbol('stored')
 
 export interface RoomOptions {
   maxDocumentBytes: number
+  /**
+   * Structs and clients the document may hold: what its memory grows with (Yjs keeps each as an
+   * object of 100–300 bytes), where `maxDocumentBytes` counts the encoding (2–20 bytes each).
+   */
+  maxDocumentStructs: number
   /** What the room may hold waiting for missing dependencies. */
   waiting: WaitingBudget
   /** Largest presence state (JSON bytes) a client may set. */
@@ -107,6 +113,12 @@ export class Room implements MemberRoom {
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
   #sizeBound: number
+  /**
+   * An upper bound of the document's structs and clients (`documentStructs`), so the ceiling rarely
+   * needs a count: an update adds at most one per byte (the cheapest struct, client or cut costs
+   * the update at least that).
+   */
+  #structBound: number
   #destroyed = false
   #antiEntropyTimer: NodeJS.Timeout | null = null
   #lastAskedPeersAt = 0
@@ -159,6 +171,7 @@ export class Room implements MemberRoom {
     this.#channel = channel ?? name
     this.doc = doc
     this.#sizeBound = loadedBytes
+    this.#structBound = documentStructs(doc)
     this.#options = options
     this.#pubsub = pubsub
     this.#journal = journal
@@ -430,8 +443,12 @@ export class Room implements MemberRoom {
     frame: Uint8Array,
     receivedAt: number,
   ): void {
-    checkUpdate(message.update, this.doc, this.#options.waiting)
+    const scanned = checkUpdate(message.update, this.doc, this.#options.waiting)
     this.#ensureRoomFor(message.update.length)
+    // Its bytes bound what it adds (a byte at least per struct); close to the ceiling, it is counted.
+    this.#ensureStructsFor(message.update.length, () =>
+      structsAdded(scanned, (client) => Y.getState(this.doc.store, client)),
+    )
     // An update that changes nothing (a client resending what the room has) goes nowhere; what it
     // holds may be durable nowhere yet (a peer's change here), so its answers wait for a save.
     if (!this.#apply(message.update, connection)) {
@@ -485,9 +502,14 @@ export class Room implements MemberRoom {
     const { update } = message
     if (this.#destroyed) return
     this.#ensureRoomFor(update.length)
+    // Refused here, before the worker reads it, when the document has no room for any more structs.
+    const maxStructs = this.#options.maxDocumentStructs - this.#countStructs()
+    this.#ensureStructsFor(1)
     this.#sizeBound += update.length // reserved: an upper bound, corrected at the next encode
-    const slices = await checkAndSlice(update, Y.encodeStateVector(this.doc))
+    const { slices, structs } = await checkAndSlice(update, Y.encodeStateVector(this.doc), maxStructs)
     if (this.#destroyed) return
+    this.#ensureStructsFor(structs) // against what other updates added meanwhile
+    this.#structBound += structs // reserved, as its slices are applied over several turns
     const journaled = this.#journal.recordBeforeApplying(update)
     let changed = false
     try {
@@ -525,6 +547,7 @@ export class Room implements MemberRoom {
 
   #changed(bytes: number): void {
     this.#sizeBound += bytes
+    this.#structBound += bytes
     this.version++
     this.#encoded = null
     this.#onChange()
@@ -542,6 +565,23 @@ export class Room implements MemberRoom {
     if (this.#sizeBound + updateBytes <= max) return
     if (this.encodeState().length + updateBytes <= max) return
     throw new DocumentTooLargeError(`document would exceed ${max} bytes`)
+  }
+
+  /**
+   * Refuses an update that could give the document more than its ceiling of structs: `structs`
+   * bounds what it adds, `exactly` counts it more closely (both counted only when close).
+   */
+  #ensureStructsFor(structs: number, exactly: () => number = () => structs): void {
+    const max = this.#options.maxDocumentStructs
+    if (this.#structBound + structs <= max) return
+    if (this.#countStructs() + Math.min(structs, exactly()) <= max) return
+    throw new DocumentTooLargeError(`document would exceed ${max} structs`)
+  }
+
+  /** The document's structs and clients, counted (O(clients)); the bound is exact again after. */
+  #countStructs(): number {
+    this.#structBound = documentStructs(this.doc)
+    return this.#structBound
   }
 
   #broadcast(frame: Uint8Array, except: RoomMember | null): void {
