@@ -30,9 +30,9 @@ export interface Limits {
 export const DEFAULT_LIMITS: Limits = {
   maxMessageBytes: 16 * MiB,
   maxDocumentBytes: 64 * MiB,
-  // About 150–300 MB of Yjs objects; a real document of 16 MiB (the message limit) holds 200,000
-  // to 950,000 (18–80 bytes of encoding each), an attacker's 4 MiB can hold this many.
-  maxDocumentStructs: 1_000_000,
+  // At most 100–200 MB of Yjs objects, where an attacker's 2 MiB of structs builds this many; a
+  // real document holds one per 18 (text with a long history of scattered edits) to 80 bytes.
+  maxDocumentStructs: 500_000,
   maxPendingBytes: MiB,
   maxPendingDeleteBytes: 32 * 1024,
   maxPresenceBytes: 16 * 1024,

@@ -23,6 +23,7 @@ import {
   type Message,
 } from '../protocol/codec.js'
 import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
+import { STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
 import { documentStructs, structsAdded } from '../protocol/update-structs.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
@@ -115,8 +116,7 @@ export class Room implements MemberRoom {
   #sizeBound: number
   /**
    * An upper bound of the document's structs and clients (`documentStructs`), so the ceiling rarely
-   * needs a count: an update adds at most one per byte (the cheapest struct, client or cut costs
-   * the update at least that).
+   * needs a count: a change adds at most `STRUCTS_PER_BYTE` per byte of it.
    */
   #structBound: number
   #destroyed = false
@@ -445,10 +445,7 @@ export class Room implements MemberRoom {
   ): void {
     const scanned = checkUpdate(message.update, this.doc, this.#options.waiting)
     this.#ensureRoomFor(message.update.length)
-    // Its bytes bound what it adds (a byte at least per struct); close to the ceiling, it is counted.
-    this.#ensureStructsFor(message.update.length, () =>
-      structsAdded(scanned, (client) => Y.getState(this.doc.store, client)),
-    )
+    this.#ensureStructsFor(structsAdded(scanned, (client) => Y.getState(this.doc.store, client)))
     // An update that changes nothing (a client resending what the room has) goes nowhere; what it
     // holds may be durable nowhere yet (a peer's change here), so its answers wait for a save.
     if (!this.#apply(message.update, connection)) {
@@ -547,16 +544,24 @@ export class Room implements MemberRoom {
 
   #changed(bytes: number): void {
     this.#sizeBound += bytes
-    this.#structBound += bytes
+    this.#structBound += bytes * STRUCTS_PER_BYTE
     this.version++
     this.#encoded = null
     this.#onChange()
   }
 
   readonly #recordChange = (transaction: Y.Transaction): void => {
-    this.#lastApplyChanged ||=
-      transaction.deleteSet.clients.size > 0 ||
-      [...transaction.afterState].some(([client, clock]) => transaction.beforeState.get(client) !== clock)
+    if (this.#lastApplyChanged || transaction.deleteSet.clients.size > 0) {
+      this.#lastApplyChanged = true
+      return
+    }
+    // Read in place: a copy of the state vector per transaction is garbage of O(clients).
+    for (const [client, clock] of transaction.afterState) {
+      if (transaction.beforeState.get(client) !== clock) {
+        this.#lastApplyChanged = true
+        return
+      }
+    }
   }
 
   /** Refuses an update that could push the document past the ceiling, measured exactly if close. */
@@ -567,14 +572,11 @@ export class Room implements MemberRoom {
     throw new DocumentTooLargeError(`document would exceed ${max} bytes`)
   }
 
-  /**
-   * Refuses an update that could give the document more than its ceiling of structs: `structs`
-   * bounds what it adds, `exactly` counts it more closely (both counted only when close).
-   */
-  #ensureStructsFor(structs: number, exactly: () => number = () => structs): void {
+  /** Refuses an update that could give the document more than its ceiling of structs, counted exactly if close. */
+  #ensureStructsFor(structs: number): void {
     const max = this.#options.maxDocumentStructs
     if (this.#structBound + structs <= max) return
-    if (this.#countStructs() + Math.min(structs, exactly()) <= max) return
+    if (this.#countStructs() + structs <= max) return
     throw new DocumentTooLargeError(`document would exceed ${max} structs`)
   }
 

@@ -1,11 +1,17 @@
 import type * as Y from 'yjs'
-import { firstEndingAfter, isGarbage, type ScannedStruct, type ScannedUpdate } from './update-scan.js'
+import {
+  CLIENT_STRUCTS,
+  firstEndingAfter,
+  isGarbage,
+  type ScannedStruct,
+  type ScannedUpdate,
+} from './update-scan.js'
 
 /**
  * The most structs (and clients) a room gains by integrating a scanned update: what its memory
  * grows by, at 100–300 bytes of heap each, where the update spends 2–20 bytes on each. Counted
  * without building anything: each struct of the update (a run of garbage-collected ones is one,
- * Yjs merges them), each client new to the room (a map entry and an array), and each struct the
+ * Yjs merges them), each client new to the room (as `CLIENT_STRUCTS`), and each struct the
  * update may cut in two (a reference into the middle of an item, or a deleted range that starts
  * or ends in one). A cut inside the update's own structs is counted only where it falls inside
  * one, so a real document's whole state (whose references and deletions fall on its own
@@ -15,7 +21,7 @@ import { firstEndingAfter, isGarbage, type ScannedStruct, type ScannedUpdate } f
 export function structsAdded(scanned: ScannedUpdate, stateOf: (client: number) => number): number {
   let structs = 0
   for (const [client, run] of scanned.structs) {
-    if (stateOf(client) === 0) structs++
+    if (stateOf(client) === 0) structs += CLIENT_STRUCTS
     for (const struct of run) if (!struct.gap) structs++
   }
   const roomCuts = new Map<number, Set<number>>()
@@ -43,12 +49,11 @@ function holding(run: ScannedStruct[] | undefined, clock: number): ScannedStruct
 }
 
 /**
- * What a document's memory grows with: its structs and its clients (a map entry and an array
- * each), plus a byte's worth for each byte it holds waiting (structs and deletions that will
+ * What a document's memory grows with: its structs and its clients (as `CLIENT_STRUCTS` each), plus a byte's worth for each byte it holds waiting (structs and deletions that will
  * integrate later, unseen by `structsAdded` then). O(clients).
  */
 export function documentStructs(doc: Y.Doc): number {
-  let structs = doc.store.clients.size
+  let structs = doc.store.clients.size * CLIENT_STRUCTS
   for (const run of doc.store.clients.values()) structs += run.length
   return structs + (doc.store.pendingStructs?.update.length ?? 0) + (doc.store.pendingDs?.length ?? 0)
 }

@@ -80,20 +80,20 @@ describe('the structs an update adds to a room', () => {
 
 describe('an update of more structs than the document may gain', () => {
   it('is refused by the scan as it counts them (4004), at one struct past the limit', () => {
-    const update = minimalUpdate('gc-item', { structs: 10_001 }) // and one client
-    assert.throws(() => scanUpdate(update, { maxStructs: 10_001 }), DocumentTooLargeError)
-    assert.equal(scanUpdate(update, { maxStructs: 10_002 }).structs.size, 1)
+    const update = minimalUpdate('gc-item', { structs: 10_001 }) // and one client, counted as 8
+    assert.throws(() => scanUpdate(update, { maxStructs: 10_008 }), DocumentTooLargeError)
+    assert.equal(scanUpdate(update, { maxStructs: 10_009 }).structs.size, 1)
     const clients = minimalUpdate('client-per-struct', { structs: 5_000 }) // a client each
-    assert.throws(() => scanUpdate(clients, { maxStructs: 9_999 }), DocumentTooLargeError)
-    assert.doesNotThrow(() => scanUpdate(clients, { maxStructs: 10_000 }))
+    assert.throws(() => scanUpdate(clients, { maxStructs: 44_999 }), DocumentTooLargeError)
+    assert.doesNotThrow(() => scanUpdate(clients, { maxStructs: 45_000 }))
   })
 
   it('is refused by the check of a big update when the cuts it makes pass the limit', () => {
     const update = minimalUpdate('split-deletes', { structs: 10_000 }) // one string, cut 10,000 times
     const scanned = scanUpdate(update, { maxStructs: 9_000 })
     assert.throws(() => checkWhole(scanned, stateOf(EMPTY), 9_000), DocumentTooLargeError)
-    const { structs } = checkWhole(scanned, stateOf(EMPTY), 10_001)
-    assert.equal(structs, 10_001)
+    const { structs } = checkWhole(scanned, stateOf(EMPTY), 10_008)
+    assert.equal(structs, 10_008, 'the string, its client (8) and 9,999 cuts')
     const state = Y.encodeStateVector(EMPTY)
     assert.throws(() => checkAndCut(update, state, 9_000, 250), DocumentTooLargeError)
   })
@@ -112,8 +112,8 @@ describe('slices of a big update', () => {
     }
     encoding.writeVarUint(encoder, 0) // no deletions
     const update = encoding.toUint8Array(encoder)
-    const { slices, structs } = checkAndCut(update, Y.encodeStateVector(EMPTY), 10, 250)
-    assert.equal(structs, 2, 'one struct and its client')
+    const { slices, structs } = checkAndCut(update, Y.encodeStateVector(EMPTY), 20, 250)
+    assert.equal(structs, 9, 'one struct and its client (8)')
     assert.equal(slices.length, 1)
     const [gc] = Y.decodeUpdate(slices[0] as Uint8Array).structs
     assert.equal(Y.decodeUpdate(slices[0] as Uint8Array).structs.length, 1)
