@@ -168,7 +168,10 @@ export function updatesInARow(
     new Promise<void>((resolve) => {
       let sentAt = 0
       let timer: NodeJS.Timeout | undefined
+      let settled = false
       const settle = (code: number | null, reason: string) => {
+        if (settled) return // the close that terminating it makes
+        settled = true
         clearTimeout(timer)
         if (running)
           outcomes.push({
