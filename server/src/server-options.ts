@@ -10,7 +10,7 @@ const MiB = 1024 * 1024
 export interface Limits {
   maxMessageBytes: number
   maxDocumentBytes: number
-  /** Structs and clients a document may hold (what its memory grows with). */
+  /** Structs a document may hold, a client counting as 8 (what its memory grows with). */
   maxDocumentStructs: number
   /** Bytes of updates a room may hold waiting for updates it never received. */
   maxPendingBytes: number

@@ -40,8 +40,9 @@ const STORED = Symbol('stored')
 export interface RoomOptions {
   maxDocumentBytes: number
   /**
-   * Structs and clients the document may hold: what its memory grows with (Yjs keeps each as an
-   * object of 100–300 bytes), where `maxDocumentBytes` counts the encoding (2–20 bytes each).
+   * Structs the document may hold, a client counting as `CLIENT_STRUCTS`: what its memory grows
+   * with (Yjs keeps each struct as an object of 100–300 bytes), where `maxDocumentBytes` counts
+   * the encoding (2–80 bytes each).
    */
   maxDocumentStructs: number
   /** What the room may hold waiting for missing dependencies. */
