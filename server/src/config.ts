@@ -141,6 +141,7 @@ const environment = z.object({
   PING_INTERVAL_MS: int(100, 600_000, DEFAULT_LIMITS.pingIntervalMs),
   MAX_MESSAGE_BYTES: int(1024, 1024 * MiB, DEFAULT_LIMITS.maxMessageBytes),
   MAX_DOCUMENT_BYTES: int(1024, 4096 * MiB, DEFAULT_LIMITS.maxDocumentBytes),
+  MAX_DOCUMENT_STRUCTS: int(1_000, 1_000_000_000, DEFAULT_LIMITS.maxDocumentStructs),
   MAX_PENDING_BYTES: int(0, 1024 * MiB, DEFAULT_LIMITS.maxPendingBytes),
   MAX_PENDING_DELETE_BYTES: int(0, 64 * MiB, DEFAULT_LIMITS.maxPendingDeleteBytes),
   MAX_PRESENCE_BYTES: int(64, 16 * MiB, DEFAULT_LIMITS.maxPresenceBytes),
@@ -221,6 +222,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     limits: {
       maxMessageBytes: e.MAX_MESSAGE_BYTES,
       maxDocumentBytes: e.MAX_DOCUMENT_BYTES,
+      maxDocumentStructs: e.MAX_DOCUMENT_STRUCTS,
       maxPendingBytes: e.MAX_PENDING_BYTES,
       maxPendingDeleteBytes: e.MAX_PENDING_DELETE_BYTES,
       maxPresenceBytes: e.MAX_PRESENCE_BYTES,

@@ -10,6 +10,8 @@ const MiB = 1024 * 1024
 export interface Limits {
   maxMessageBytes: number
   maxDocumentBytes: number
+  /** Structs a document may hold, a client counting as 8 (what its memory grows with). */
+  maxDocumentStructs: number
   /** Bytes of updates a room may hold waiting for updates it never received. */
   maxPendingBytes: number
   /** Bytes of deletions of items a room does not have yet (re-read on every update). */
@@ -34,6 +36,9 @@ export interface Limits {
 export const DEFAULT_LIMITS: Limits = {
   maxMessageBytes: 16 * MiB,
   maxDocumentBytes: 64 * MiB,
+  // At most 100–200 MB of Yjs objects, where an attacker's 2 MiB of structs builds this many; a
+  // real document holds one per 18 (text with a long history of scattered edits) to 80 bytes.
+  maxDocumentStructs: 500_000,
   maxPendingBytes: MiB,
   maxPendingDeleteBytes: 32 * 1024,
   maxPresenceBytes: 16 * 1024,

@@ -65,6 +65,7 @@ export class SyncServer {
         registryWaitMs: options.registryWaitMs,
         snapshot: options.snapshot,
         maxDocumentBytes: options.limits.maxDocumentBytes,
+        maxDocumentStructs: options.limits.maxDocumentStructs,
         waiting: {
           maxPendingBytes: options.limits.maxPendingBytes,
           maxPendingDeleteBytes: options.limits.maxPendingDeleteBytes,

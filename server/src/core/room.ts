@@ -24,6 +24,8 @@ import {
   type Message,
 } from '../protocol/codec.js'
 import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
+import { STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
+import { documentStructs, structsAdded } from '../protocol/update-structs.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
@@ -40,6 +42,12 @@ const STORED = Symbol('stored')
 
 export interface RoomOptions {
   maxDocumentBytes: number
+  /**
+   * Structs the document may hold, a client counting as `CLIENT_STRUCTS`: what its memory grows
+   * with (Yjs keeps each struct as an object of 100–300 bytes), where `maxDocumentBytes` counts
+   * the encoding (2–80 bytes each).
+   */
+  maxDocumentStructs: number
   /** What the room may hold waiting for missing dependencies. */
   waiting: WaitingBudget
   /** Largest presence state (JSON bytes) a client may set. */
@@ -112,6 +120,11 @@ export class Room implements MemberRoom {
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
   #sizeBound: number
+  /**
+   * An upper bound of the document's structs and clients (`documentStructs`), so the ceiling rarely
+   * needs a count: a change adds at most `STRUCTS_PER_BYTE` per byte of it.
+   */
+  #structBound: number
   #destroyed = false
   #antiEntropyTimer: NodeJS.Timeout | null = null
   #lastAskedPeersAt = 0
@@ -173,6 +186,7 @@ export class Room implements MemberRoom {
     this.#channel = channel ?? name
     this.doc = doc
     this.#sizeBound = loadedBytes
+    this.#structBound = documentStructs(doc)
     this.#options = options
     this.#pubsub = pubsub
     this.#journal = journal
@@ -482,8 +496,9 @@ export class Room implements MemberRoom {
     frame: Uint8Array,
     receivedAt: number,
   ): void {
-    checkUpdate(message.update, this.doc, this.#options.waiting)
+    const scanned = checkUpdate(message.update, this.doc, this.#options.waiting)
     this.#ensureRoomFor(message.update.length)
+    this.#ensureStructsFor(structsAdded(scanned, (client) => Y.getState(this.doc.store, client)))
     // An update that changes nothing (a client resending what the room has) goes nowhere; what it
     // holds may be durable nowhere yet (a peer's change here), so its answers wait for a save.
     if (!this.#apply(message.update, connection)) {
@@ -544,9 +559,14 @@ export class Room implements MemberRoom {
     const { update } = message
     if (this.#destroyed) return
     this.#ensureRoomFor(update.length)
+    // Refused here, before the worker reads it, when the document has no room for any more structs.
+    const maxStructs = this.#options.maxDocumentStructs - this.#countStructs()
+    this.#ensureStructsFor(1)
     this.#sizeBound += update.length // reserved: an upper bound, corrected at the next encode
-    const slices = await checkAndSlice(update, Y.encodeStateVector(this.doc))
+    const { slices, structs } = await checkAndSlice(update, Y.encodeStateVector(this.doc), maxStructs)
     if (this.#destroyed) return
+    this.#ensureStructsFor(structs) // against what other updates added meanwhile
+    this.#structBound += structs // reserved, as its slices are applied over several turns
     const journaled = this.#journal.recordBeforeApplying(update)
     let changed = false
     try {
@@ -584,6 +604,7 @@ export class Room implements MemberRoom {
 
   #changed(bytes: number): void {
     this.#sizeBound += bytes
+    this.#structBound += bytes * STRUCTS_PER_BYTE
     this.version++
     this.#encoded = null
     this.#answers.clear()
@@ -591,9 +612,17 @@ export class Room implements MemberRoom {
   }
 
   readonly #recordChange = (transaction: Y.Transaction): void => {
-    this.#lastApplyChanged ||=
-      transaction.deleteSet.clients.size > 0 ||
-      [...transaction.afterState].some(([client, clock]) => transaction.beforeState.get(client) !== clock)
+    if (this.#lastApplyChanged || transaction.deleteSet.clients.size > 0) {
+      this.#lastApplyChanged = true
+      return
+    }
+    // Read in place: a copy of the state vector per transaction is garbage of O(clients).
+    for (const [client, clock] of transaction.afterState) {
+      if (transaction.beforeState.get(client) !== clock) {
+        this.#lastApplyChanged = true
+        return
+      }
+    }
   }
 
   /** Refuses an update that could push the document past the ceiling, measured exactly if close. */
@@ -602,6 +631,20 @@ export class Room implements MemberRoom {
     if (this.#sizeBound + updateBytes <= max) return
     if (this.encodeState().length + updateBytes <= max) return
     throw new DocumentTooLargeError(`document would exceed ${max} bytes`)
+  }
+
+  /** Refuses an update that could give the document more than its ceiling of structs, counted exactly if close. */
+  #ensureStructsFor(structs: number): void {
+    const max = this.#options.maxDocumentStructs
+    if (this.#structBound + structs <= max) return
+    if (this.#countStructs() + structs <= max) return
+    throw new DocumentTooLargeError(`document would exceed ${max} structs`)
+  }
+
+  /** The document's structs and clients, counted (O(clients)); the bound is exact again after. */
+  #countStructs(): number {
+    this.#structBound = documentStructs(this.doc)
+    return this.#structBound
   }
 
   #broadcast(frame: Uint8Array, except: RoomMember | null): void {

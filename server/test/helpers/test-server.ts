@@ -17,6 +17,7 @@ import type { SyncServer } from '../../src/sync-server.js'
 export const TEST_LIMITS: Limits = {
   maxMessageBytes: 1024 * 1024,
   maxDocumentBytes: 16 * 1024 * 1024,
+  maxDocumentStructs: 1_000_000,
   maxPendingBytes: 1024 * 1024,
   maxPendingDeleteBytes: 32 * 1024,
   maxPresenceBytes: 16 * 1024,
