@@ -11,6 +11,7 @@ import { ApiError } from './app-error.js'
 import type { LiveEvents } from './live-events.js'
 import { DashboardMetrics } from './metrics.js'
 import { type MetadataQueries, ROOM_SORTS } from './queries.js'
+import { type AllowedHosts, checkHost, refuseCrossSite } from './request-guards.js'
 import { deleteRoom, readRoomState, type SnapshotReader } from './room-state.js'
 import { Sessions } from './sessions.js'
 
@@ -19,6 +20,11 @@ export interface DashboardDeps {
   events: LiveEvents
   /** Bearer token every /api request must carry; null: open (development only). */
   token: string | null
+  /**
+   * `Host` names answered besides loopback ones (`DASHBOARD_ALLOWED_HOSTS`). Default: any with a
+   * token (a rebinding page has neither it nor the session cookie); without one, loopback only.
+   */
+  allowedHosts?: AllowedHosts
   /** How long a sign-in on the page lasts. */
   sessionTtlMs: number
   /** The sync servers' INTERNAL_TOKEN, to read live rooms; null: room state unavailable. */
@@ -72,13 +78,23 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
     deps.metrics ?? new DashboardMetrics({ version: VERSION, sseClients: () => deps.events.clientCount })
   app.use(countRequests(metrics))
   // helmet's CSP would upgrade every request to https, breaking a dashboard served over plain
-  // HTTP on a private address; TLS, where used, is the load balancer's job.
-  app.use(helmet({ contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } } }))
+  // HTTP on a private address; TLS, where used, is the load balancer's job. Referrer-Policy
+  // same-origin (not helmet's no-referrer): the page's own form posts then carry its Origin, which
+  // `refuseCrossSite` checks; other sites still learn nothing.
+  app.use(
+    helmet({
+      contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
+      referrerPolicy: { policy: 'same-origin' },
+    }),
+  )
   // For the load balancer: the process answers. Not the database: an outage there shows as 503s on
   // the API, and replacing every dashboard task would not fix it.
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' })
   })
+  // Below /healthz: the load balancer's checks name the task's address.
+  app.use(checkHost(deps.allowedHosts ?? (deps.token ? 'any' : [])))
+  app.use(refuseCrossSite())
   // For Prometheus (the ADOT sidecar scrapes localhost inside the task): loopback callers, or
   // anyone with the dashboard token. Others get a 404, so the load balancer never shows it.
   app.get('/metrics', async (request, response) => {

@@ -1,6 +1,7 @@
 import { SNAPSHOTS_URL } from '@symphony/server/snapshots'
 import { withUrlPassword } from '@symphony/server/url-password'
 import { z } from 'zod'
+import { ALLOWED_HOST, type AllowedHosts } from './request-guards.js'
 
 /** A variable that may be unset; blank counts as unset. */
 const optionalText = z
@@ -20,6 +21,14 @@ const environment = z.object({
     ),
   DATABASE_PASSWORD: optionalText,
   DASHBOARD_TOKEN: optionalText.refine((v) => !v || v.length >= 16, 'must be at least 16 characters'),
+  DASHBOARD_ALLOWED_HOSTS: optionalText
+    .transform((v): AllowedHosts | undefined =>
+      v === '*' ? 'any' : v?.split(',').map((entry) => entry.trim().toLowerCase()),
+    )
+    .refine(
+      (v) => v === undefined || v === 'any' || v.every((entry) => ALLOWED_HOST.test(entry)),
+      'must be * or host names, each with an optional :port, separated by commas',
+    ),
   DASHBOARD_SESSION_HOURS: z.coerce
     .number()
     .min(0.01)
@@ -38,6 +47,8 @@ export interface DashboardConfig {
   databaseUrl: string
   /** Bearer token for the API and the page; null only outside production (then a warning). */
   token: string | null
+  /** `Host` names answered besides loopback ones; undefined: the default (any with a token). */
+  allowedHosts: AllowedHosts | undefined
   /** How long a sign-in on the page lasts. */
   sessionTtlMs: number
   /** The sync servers' INTERNAL_TOKEN, for reading live rooms' documents. */
@@ -65,6 +76,7 @@ export function parseDashboardConfig(env: Record<string, string | undefined>): D
     host: e.DASHBOARD_HOST,
     databaseUrl: withUrlPassword(e.DATABASE_URL, e.DATABASE_PASSWORD),
     token: e.DASHBOARD_TOKEN ?? null,
+    allowedHosts: e.DASHBOARD_ALLOWED_HOSTS,
     sessionTtlMs: e.DASHBOARD_SESSION_HOURS * 3_600_000,
     internalToken: e.INTERNAL_TOKEN ?? null,
     snapshots: e.SNAPSHOTS,

@@ -16,7 +16,12 @@ try {
   logger.fatal(`bad configuration: ${(error as Error).message}`)
   process.exit(1)
 }
-if (!config.token) logger.warn('DASHBOARD_TOKEN is not set: the dashboard is open to anyone who can reach it')
+if (!config.token) {
+  logger.warn(
+    'DASHBOARD_TOKEN is not set: the dashboard is open to anyone who can reach it ' +
+      '(by a loopback name, or one DASHBOARD_ALLOWED_HOSTS lists)',
+  )
+}
 
 const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 8, connectionTimeoutMillis: 5_000 })
 pool.on('error', (error) => logger.warn({ err: error }, 'database connection lost'))
@@ -29,6 +34,7 @@ const app = createDashboardApp({
   queries,
   events,
   token: config.token,
+  allowedHosts: config.allowedHosts,
   sessionTtlMs: config.sessionTtlMs,
   internalToken: config.internalToken,
   snapshots: openSnapshotStore(snapshotsFrom(config.snapshots, config.aws)),

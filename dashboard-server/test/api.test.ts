@@ -269,6 +269,7 @@ describe('dashboard configuration', () => {
         host: '0.0.0.0',
         databaseUrl: url,
         token: DASHBOARD_TOKEN,
+        allowedHosts: undefined,
         sessionTtlMs: 12 * 3_600_000,
         internalToken: null,
         snapshots: 'file://./data/snapshots',

@@ -4,11 +4,38 @@ import { after, before, describe, it } from 'node:test'
 import type { Browser, Page } from 'playwright-core'
 import * as Y from 'yjs'
 import { ARTIFACTS, launchChromium } from '../../server/test/helpers/browser.js'
-import { connectSynced, destroyClients, uniqueRoom } from '../../server/test/helpers/clients.js'
+import { connectSynced, destroyClients, eventually, uniqueRoom } from '../../server/test/helpers/clients.js'
 import { DASHBOARD_TOKEN, type DashboardStack, startDashboardStack } from './helpers/dashboard-stack.js'
 
 /** Where the operations view's screenshot goes, to look at by eye. */
 const SCREENSHOT = '/tmp/symphony-dashboard-operations.png'
+
+/** A name the browser resolves to 127.0.0.1, standing for the load balancer's. */
+const LOAD_BALANCER = 'dashboard.alb.example'
+
+/** A name the browser resolves to 127.0.0.1, as a DNS rebinding attacker's would after the switch. */
+const REBOUND = 'rebound.example'
+
+/**
+ * Puts a client with a document in `room`, opens the room from the list on `page` and deletes it
+ * there, accepting the confirmation: the code the client was closed with, and the dialog's text.
+ */
+async function deleteOnItsPage(page: Page, stack: DashboardStack, room: string) {
+  const client = await connectSynced(stack.sync.wsUrl, room)
+  client.doc.getMap('m').set('k', 'v')
+  const closed = new Promise<number>((resolve) =>
+    client.provider.once('connection-close', (e) => resolve(e?.code ?? 0)),
+  )
+  await page.locator(`a[href="#/rooms/${room}"]`).click()
+  await page.waitForFunction(() => document.querySelector('#room-json')?.textContent?.includes('"v"'))
+  let dialog = ''
+  page.once('dialog', (shown) => {
+    dialog = shown.message()
+    void shown.accept()
+  })
+  await page.click('#room-delete')
+  return { code: await closed, dialog }
+}
 
 /** The dashboard page in Chromium, over real Postgres fed by a real sync server. */
 describe('dashboard page in Chromium', () => {
@@ -17,7 +44,7 @@ describe('dashboard page in Chromium', () => {
 
   before(async () => {
     stack = await startDashboardStack()
-    browser = await launchChromium()
+    browser = await launchChromium([`--host-resolver-rules=MAP ${LOAD_BALANCER} 127.0.0.1`])
   })
   after(async () => {
     destroyClients()
@@ -25,14 +52,31 @@ describe('dashboard page in Chromium', () => {
     await stack.stop()
   })
 
-  async function signIn(token: string): Promise<Page> {
+  async function signIn(token: string, base = stack.base): Promise<Page> {
     const page = await (await browser.newContext({ viewport: { width: 1100, height: 800 } })).newPage()
-    await page.goto(`${stack.base}/`)
+    await page.goto(`${base}/`)
     await page.locator('#login').waitFor()
     await page.fill('#login input[name=token]', token)
     await page.click('#login button[type=submit]')
     return page
   }
+
+  it('signs in and deletes at a name over plain HTTP, as behind the load balancer without a certificate', async () => {
+    // No Sec-Fetch-Site here (plain HTTP, not loopback): the page's own Origin vouches for its posts.
+    const page = await signIn(DASHBOARD_TOKEN, `http://${LOAD_BALANCER}:${new URL(stack.base).port}`)
+    await page.locator('#live[data-state="live"]').waitFor()
+    const room = uniqueRoom('behind-alb')
+    await connectSynced(stack.sync.wsUrl, room)
+    const readable = async () =>
+      (await page.evaluate(async (r) => (await fetch(`/api/rooms/${r}/state`)).status, room)) === 200
+    await eventually(readable, 'the dashboard reads the room')
+    const deleted = await page.evaluate(
+      async (r) => (await fetch(`/api/rooms/${r}`, { method: 'DELETE' })).status,
+      room,
+    )
+    assert.equal(deleted, 204)
+    await page.context().close()
+  })
 
   it('refuses a wrong token on the sign-in form', async () => {
     const page = await signIn('not-the-dashboard-token')
@@ -160,25 +204,73 @@ describe('dashboard page in Chromium', () => {
     const page = await signIn(DASHBOARD_TOKEN)
     await page.locator('#live[data-state="live"]').waitFor()
     const room = uniqueRoom('doomed')
-    const client = await connectSynced(stack.sync.wsUrl, room)
-    client.doc.getMap('m').set('k', 'v')
-    const closed = new Promise<number>((resolve) =>
-      client.provider.once('connection-close', (e) => resolve(e?.code ?? 0)),
-    )
-    const link = page.locator(`a[href="#/rooms/${room}"]`)
-    await link.waitFor()
-    await link.click()
-    await page.waitForFunction(() => document.querySelector('#room-json')?.textContent?.includes('"v"'))
-    const dialogs: string[] = []
-    page.once('dialog', (dialog) => {
-      dialogs.push(dialog.message())
-      void dialog.accept()
-    })
-    await page.click('#room-delete')
-    assert.equal(await closed, 4404, 'the client is closed with RoomDeleted')
+    const { code, dialog } = await deleteOnItsPage(page, stack, room)
+    assert.equal(code, 4404, 'the client is closed with RoomDeleted')
     await page.locator('#overview').waitFor()
-    await link.waitFor({ state: 'detached' })
-    assert.match(dialogs[0] ?? '', /Delete the room/)
+    await page.locator(`a[href="#/rooms/${room}"]`).waitFor({ state: 'detached' })
+    assert.match(dialog, /Delete the room/)
+    await page.context().close()
+  })
+})
+
+/** The token-less dashboard (`npm start`'s) in Chromium: used at localhost, and attacked by DNS rebinding. */
+describe('token-less dashboard page in Chromium', () => {
+  let stack: DashboardStack
+  let browser: Browser
+  let port: string
+
+  before(async () => {
+    stack = await startDashboardStack({}, { token: null })
+    port = new URL(stack.base).port
+    browser = await launchChromium([
+      `--host-resolver-rules=MAP ${REBOUND} 127.0.0.1`,
+      // Chromium's own Local Network Access checks stop this page's requests to a loopback
+      // address; other browsers have none, and Chromium's can be switched off. Test without them.
+      '--disable-features=LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests',
+    ])
+  })
+  after(async () => {
+    destroyClients()
+    await browser.close()
+    await stack.stop()
+  })
+
+  it('works at localhost: no sign-in, rooms live, and a room deleted from its page', async () => {
+    const page = await (await browser.newContext()).newPage()
+    const errors: string[] = []
+    page.on('pageerror', (error) => errors.push(error.message))
+    await page.goto(`http://localhost:${port}/`)
+    await page.locator('#live[data-state="live"]').waitFor()
+    const { code } = await deleteOnItsPage(page, stack, uniqueRoom('local'))
+    assert.equal(code, 4404, 'deleted: its client is closed with RoomDeleted')
+    assert.deepEqual(errors, [])
+    await page.context().close()
+  })
+
+  it('gives a page that rebinds its own name to the dashboard nothing to read or delete', async () => {
+    const room = uniqueRoom('target')
+    const client = await connectSynced(stack.sync.wsUrl, room)
+    let closedBy = 0
+    client.provider.once('connection-close', (e) => {
+      closedBy = e?.code ?? -1
+    })
+    const readable = async () =>
+      (await fetch(`${stack.base}/api/rooms/${encodeURIComponent(room)}/state`)).status === 200
+    await eventually(readable, 'the dashboard reads the room') // a target worth attacking
+    const page = await (await browser.newContext()).newPage()
+    // The attacker's page, served from its own name before the switch; from here on that name
+    // resolves to 127.0.0.1, so its requests reach the dashboard as same-origin ones.
+    const attacker = `http://${REBOUND}:${port}/`
+    await page.route(attacker, (route) => route.fulfill({ contentType: 'text/html', body: '<p>hello</p>' }))
+    await page.goto(attacker)
+    const statuses = await page.evaluate(async (target) => {
+      const read = await fetch('/api/rooms')
+      const deletion = await fetch(`/api/rooms/${encodeURIComponent(target)}`, { method: 'DELETE' })
+      return { read: read.status, deletion: deletion.status, code: (await read.json()).error?.code }
+    }, room)
+    assert.deepEqual(statuses, { read: 421, deletion: 421, code: 'HOST_NOT_ALLOWED' })
+    assert.equal(await readable(), true, 'the room is still there')
+    assert.equal(closedBy, 0, 'its client was never closed')
     await page.context().close()
   })
 })

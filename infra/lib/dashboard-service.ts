@@ -31,6 +31,10 @@ export interface DashboardServiceProps {
   memoryMiB: number
   /** The CloudWatch namespace the metrics sidecar publishes the dashboard's series to. */
   metricsNamespace: string
+  /** The name operators open the dashboard at, if not the load balancer's. */
+  domainName: string | undefined
+  /** More `Host` names it answers (`DASHBOARD_ALLOWED_HOSTS`), comma-separated; `*`: any. */
+  allowedHosts: string | undefined
 }
 
 export const DASHBOARD_PORT = 3000
@@ -67,6 +71,9 @@ export class DashboardService extends Construct {
         NODE_ENV: 'production',
         DASHBOARD_PORT: String(DASHBOARD_PORT),
         DASHBOARD_HOST: '0.0.0.0',
+        // The names of its listener (loopback ones are always answered: SSM port forwarding, the
+        // health checks, the metrics sidecar), so a rebound name reaches nothing even with a token.
+        DASHBOARD_ALLOWED_HOSTS: allowedHostsOf(props),
         DATABASE_URL: database.url,
         SNAPSHOTS: storage.snapshotsUrl,
         AWS_REGION: Stack.of(this).region,
@@ -136,4 +143,13 @@ export class DashboardService extends Construct {
       deregistrationDelay: Duration.seconds(10),
     })
   }
+}
+
+/** The dashboard's `DASHBOARD_ALLOWED_HOSTS`: its listener's names and the deployer's, or `*`. */
+function allowedHostsOf(props: DashboardServiceProps): string {
+  if (props.allowedHosts?.trim() === '*') return '*'
+  const names = [props.listener.loadBalancer.loadBalancerDnsName]
+  if (props.domainName) names.push(props.domainName)
+  if (props.allowedHosts) names.push(...props.allowedHosts.split(',').map((name) => name.trim()))
+  return names.join(',')
 }

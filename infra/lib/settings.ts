@@ -10,8 +10,17 @@ export interface SymphonySettings {
   region: string
   size: SizeName
   sync: { cpu: number; memoryMiB: number; minTasks: number; maxTasks: number }
-  /** `allowedCidr` unset: the dashboard's listener takes no traffic from anywhere (SSM port forwarding instead). */
-  dashboard: { cpu: number; memoryMiB: number; allowedCidr: string | undefined }
+  /**
+   * `allowedCidr` unset: the dashboard's listener takes no traffic from anywhere (SSM port
+   * forwarding instead). `allowedHosts`: more `Host` names it answers besides the load balancer's
+   * and `domainName` (`*`: any).
+   */
+  dashboard: {
+    cpu: number
+    memoryMiB: number
+    allowedCidr: string | undefined
+    allowedHosts: string | undefined
+  }
   redis: { nodeType: string; replicas: number }
   /** Where the update journal lives: beside pub/sub on ElastiCache, or on MemoryDB (see `JournalSettings`). */
   journal: JournalSettings
@@ -102,6 +111,13 @@ const context = z.object({
   minTasks: count(1, 1000),
   maxTasks: count(1, 1000),
   dashboardAllowedCidr: z.cidrv4('must be an IPv4 CIDR such as 203.0.113.0/24').optional(),
+  dashboardAllowedHosts: z
+    .string()
+    .regex(
+      /^(\*|[a-z0-9.-]+(:\d{1,5})?(,\s*[a-z0-9.-]+(:\d{1,5})?)*)$/i,
+      'must be * or comma-separated host names such as ops.example.com',
+    )
+    .optional(),
   redisNodeType: z
     .string()
     .regex(/^cache\.[a-z0-9]+\.[a-z0-9]+$/, 'must be like cache.t4g.micro')
@@ -202,7 +218,12 @@ export function parseSettings(
     region: c.region ?? defaults.region ?? 'us-east-1',
     size: c.size,
     sync: { cpu, memoryMiB, minTasks, maxTasks },
-    dashboard: { cpu: 256, memoryMiB: 512, allowedCidr: c.dashboardAllowedCidr },
+    dashboard: {
+      cpu: 256,
+      memoryMiB: 512,
+      allowedCidr: c.dashboardAllowedCidr,
+      allowedHosts: c.dashboardAllowedHosts,
+    },
     redis: {
       nodeType: c.redisNodeType ?? preset.redis.nodeType,
       replicas: c.redisReplicas ?? preset.redis.replicas,

@@ -93,6 +93,7 @@ export class SymphonyStack extends Stack {
       database: this.database,
       sync: this.sync,
       ...settings.dashboard,
+      domainName: settings.domainName,
       metricsNamespace: metricsNamespace(settings.stackName),
     })
     this.operations = new Operations(this, 'Operations', {

@@ -51,6 +51,14 @@ export const SYNC_PORT = 1234
 export const INTERNAL_PORT = 9234
 
 /**
+ * The server's MEMORY_BUDGET_BYTES in a task of `memoryMiB`: 5/16 of it (320 MiB of the default
+ * 1 GiB), leaving the rest to the process's baseline, the rooms' documents and the metrics sidecar.
+ */
+export function memoryBudgetBytes(memoryMiB: number): number {
+  return Math.floor((memoryMiB * 5) / 16) * 1024 * 1024
+}
+
+/**
  * The sync servers: Fargate tasks behind the load balancer (least outstanding requests, no
  * stickiness), scaling on CPU, fetching live rooms from each other on the internal port.
  */
@@ -103,6 +111,7 @@ export class SyncService extends Construct {
         DATABASE_URL: database.url,
         AWS_REGION: Stack.of(this).region,
         SHUTDOWN_TIMEOUT_MS: String(props.shutdownTimeout.toMilliseconds()),
+        MEMORY_BUDGET_BYTES: String(memoryBudgetBytes(props.memoryMiB)),
         ...(props.authJwksUrl ? { AUTH_JWKS_URL: props.authJwksUrl } : {}),
         ...(props.allowedOrigins ? { ALLOWED_ORIGINS: props.allowedOrigins } : {}),
         ...(props.commit ? { SYMPHONY_COMMIT: props.commit } : {}),

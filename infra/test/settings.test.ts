@@ -58,6 +58,17 @@ describe('infra settings (CDK context)', () => {
     assert.equal(settings.cpuArchitecture, 'arm64')
   })
 
+  it('takes more host names for the dashboard, or *', () => {
+    assert.equal(settingsFrom({}).dashboard.allowedHosts, undefined)
+    const hosts = 'ops.example.com, ops.example.com:8443'
+    assert.equal(settingsFrom({ dashboardAllowedHosts: hosts }).dashboard.allowedHosts, hosts)
+    assert.equal(settingsFrom({ dashboardAllowedHosts: '*' }).dashboard.allowedHosts, '*')
+    assert.throws(
+      () => settingsFrom({ dashboardAllowedHosts: 'https://ops.example.com' }),
+      /dashboardAllowedHosts/,
+    )
+  })
+
   it('loadAgents is a flag; a count above 0, as it once was, still turns it on', () => {
     for (const [value, on] of [
       ['true', true],

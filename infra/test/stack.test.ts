@@ -65,6 +65,16 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
     assert.ok(server.StopTimeout <= 120, 'Fargate allows at most 120 s')
   })
 
+  it('sizes the servers’ memory budget from the task’s memory, well inside it', () => {
+    const [task] = props(template, 'AWS::ECS::TaskDefinition').filter((p) =>
+      p.ContainerDefinitions.some((c: Properties) => c.Name === 'server'),
+    )
+    const taskBytes = Number(task?.Memory) * 1024 * 1024
+    const { limits } = parseConfig(sampleEnvironment(containerNamed(template, 'server')))
+    assert.equal(limits.memoryBudgetBytes, 320 * 1024 * 1024, 'small: 1 GiB tasks')
+    assert.ok(limits.memoryBudgetBytes <= taskBytes / 3, `${limits.memoryBudgetBytes} of ${taskBytes}`)
+  })
+
   it('scales the sync service on 50 % CPU between the size’s minimum and maximum', () => {
     template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
       MinCapacity: 1,
@@ -319,6 +329,8 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
     assert.ok(dashboard.token && dashboard.internalToken, 'token and internal token from Secrets Manager')
     assert.match(dashboard.databaseUrl, /^postgres:\/\/symphony:secret-x+@/)
     assert.equal(dashboard.snapshots, 's3://sample-storagesnapshotsecd13464/rooms/')
+    // Its listener's name (and loopback ones: SSM port forwarding, health checks, the metrics sidecar).
+    assert.deepEqual(dashboard.allowedHosts, ['sample.internal.example'])
   })
 
   it('keeps /metrics off the internet and outputs what a deployer needs', () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { Match } from 'aws-cdk-lib/assertions'
 import * as ec2 from 'aws-cdk-lib/aws-ec2'
+import { parseDashboardConfig } from '../../dashboard-server/src/config.js'
 import { removeSynthesized, synthesize } from './helpers/synthesize.js'
 import { containerNamed, sampleEnvironment } from './helpers/template-values.js'
 
@@ -37,6 +38,8 @@ describe('the stack under other settings', () => {
     const outputs = template.findOutputs('*')
     assert.equal(outputs.WebSocketUrl?.Value, 'wss://collab.example.com')
     assert.equal(outputs.DashboardUrl?.Value, 'https://collab.example.com:8443')
+    const dashboard = parseDashboardConfig(sampleEnvironment(containerNamed(template, 'dashboard')))
+    assert.deepEqual(dashboard.allowedHosts, ['sample.internal.example', 'collab.example.com'])
     template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
       MinCapacity: 6,
       MaxCapacity: 40,
@@ -49,6 +52,8 @@ describe('the stack under other settings', () => {
     })
     template.hasResourceProperties('AWS::RDS::DBInstance', { DBInstanceClass: 'db.m7g.large', MultiAZ: true })
     template.resourceCountIs('AWS::EC2::NatGateway', 2)
+    const budget = sampleEnvironment(containerNamed(template, 'server')).MEMORY_BUDGET_BYTES
+    assert.equal(budget, String(640 * 1024 * 1024), 'the memory budget grows with the 2 GiB task')
   })
 
   it('a throwaway stack with JWKS auth and its own task counts: everything deletable, no generated key', () => {
@@ -59,6 +64,7 @@ describe('the stack under other settings', () => {
       minTasks: '3',
       maxTasks: '5',
       dashboardAllowedCidr: '203.0.113.0/24',
+      dashboardAllowedHosts: 'ops.example.com, Ops2.example.com:8080',
       allowedOrigins: 'https://app.example.com,https://admin.example.com',
     })
     template.hasResource('AWS::RDS::DBInstance', {
@@ -71,6 +77,12 @@ describe('the stack under other settings', () => {
     assert.equal(environment.AUTH_JWKS_URL, 'https://auth.example.com/.well-known/jwks.json')
     assert.equal(environment.AUTH_SECRET, undefined)
     assert.equal(environment.ALLOWED_ORIGINS, 'https://app.example.com,https://admin.example.com')
+    const dashboard = parseDashboardConfig(sampleEnvironment(containerNamed(template, 'dashboard')))
+    assert.deepEqual(dashboard.allowedHosts, [
+      'sample.internal.example',
+      'ops.example.com',
+      'ops2.example.com:8080',
+    ])
     assert.equal(template.findOutputs('AuthSecret').AuthSecret, undefined)
     template.hasResourceProperties('AWS::ApplicationAutoScaling::ScalableTarget', {
       MinCapacity: 3,

@@ -13,8 +13,8 @@ export {
   DynamoRoomRegistry,
   type DynamoRoomRegistryOptions,
 } from './adapters/dynamo-room-registry.js'
-export { FileSnapshotStore } from './adapters/file-snapshot-store.js'
-export { FileUpdateJournal } from './adapters/file-update-journal.js'
+export { FileSnapshotStore, type FileSnapshotStoreOptions } from './adapters/file-snapshot-store.js'
+export { FileUpdateJournal, type FileUpdateJournalOptions } from './adapters/file-update-journal.js'
 export { MemoryBus, MemoryPubSub } from './adapters/memory-pubsub.js'
 export { MemoryRegistryTable, MemoryRoomRegistry } from './adapters/memory-room-registry.js'
 export { MemorySnapshotStore } from './adapters/memory-snapshot-store.js'

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { MEMORY_KINDS, type MemoryBudget } from './core/memory-budget.js'
 import { DependencyHealth } from './dependency-health.js'
 import { HotHistogram } from './hot-histogram.js'
 import { LatencyWindow } from './latency-window.js'
@@ -159,7 +160,10 @@ export class ServerMetrics {
   /** Reports the webhook sender's queue (a slow or absent receiver shows here first). */
   watchWebhooks(stats: () => QueueStats): void {
     this.#watchQueue(stats, {
-      queue: ['symphony_webhooks_queue_length', 'Webhook deliveries waiting or in flight'],
+      queue: [
+        'symphony_webhooks_queue_length',
+        'Webhook events held: waiting, in flight, or waiting for a retry',
+      ],
       dropped: [
         'symphony_webhooks_dropped_total',
         'Webhook events dropped because the queue was full (the receiver slow or unreachable)',
@@ -254,6 +258,23 @@ export class ServerMetrics {
   /** A message from pub/sub could not be handled (dropped): counted, but pub/sub itself works. */
   remoteMessageDropped(): void {
     this.#pubsubErrors.labels('malformed').inc()
+  }
+
+  /** The memory budget: its limit, and what each kind of use holds now, read at scrape time. */
+  watchMemoryBudget(budget: MemoryBudget): void {
+    new Gauge({
+      name: 'symphony_memory_budget_bytes',
+      help: 'What clients make the server hold, by kind (unsent, waiting, big-update, presence); see symphony_memory_budget_limit_bytes',
+      labelNames: ['kind'],
+      registers: [this.registry],
+      collect() {
+        for (const kind of MEMORY_KINDS) this.labels(kind).set(budget.usedBy(kind))
+      },
+    })
+    this.#gauge(
+      'symphony_memory_budget_limit_bytes',
+      'MEMORY_BUDGET_BYTES: past it, the connections holding the most are closed (4013) and big updates refused',
+    ).set(budget.limitBytes)
   }
 
   /** Journaled updates no saved snapshot holds yet, read at scrape time. */

@@ -10,6 +10,8 @@ const MiB = 1024 * 1024
 export interface Limits {
   maxMessageBytes: number
   maxDocumentBytes: number
+  /** Structs a document may hold, a client counting as 8 (what its memory grows with). */
+  maxDocumentStructs: number
   /** Bytes of updates a room may hold waiting for updates it never received. */
   maxPendingBytes: number
   /** Bytes of deletions of items a room does not have yet (re-read on every update). */
@@ -17,6 +19,12 @@ export interface Limits {
   /** Largest presence state (JSON bytes) one client may set. */
   maxPresenceBytes: number
   maxBufferedBytes: number
+  /**
+   * What clients may make the server hold, over all connections and rooms: unsent bytes, frames
+   * waiting for their room, big updates being applied, presence. Past it, the connections holding
+   * the most are closed (4013) and big updates refused (1013).
+   */
+  memoryBudgetBytes: number
   maxConnections: number
   maxConnectionsPerRoom: number
   messagesPerSecond: number
@@ -28,10 +36,15 @@ export interface Limits {
 export const DEFAULT_LIMITS: Limits = {
   maxMessageBytes: 16 * MiB,
   maxDocumentBytes: 64 * MiB,
+  // At most 100–200 MB of Yjs objects, where an attacker's 2 MiB of structs builds this many; a
+  // real document holds one per 18 (text with a long history of scattered edits) to 80 bytes.
+  maxDocumentStructs: 500_000,
   maxPendingBytes: MiB,
   maxPendingDeleteBytes: 32 * 1024,
   maxPresenceBytes: 16 * 1024,
   maxBufferedBytes: 32 * MiB,
+  // The default AWS task has 1 GiB: a baseline of about 160 MiB, this, and room to spare.
+  memoryBudgetBytes: 320 * MiB,
   maxConnections: 20_000,
   maxConnectionsPerRoom: 2_000,
   messagesPerSecond: 200,

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { CloseCode } from '@symphony/client/wire'
 import { openAdapters } from './adapters/select-adapters.js'
 import { createAuthenticator } from './auth/authenticator.js'
+import { MemoryBudget } from './core/memory-budget.js'
 import { RoomManager } from './core/room-manager.js'
 import { type PeerStateFetcher, RoomStateSource } from './core/room-state-source.js'
 import { ServerMetrics } from './metrics.js'
@@ -27,6 +28,8 @@ const MAX_PENDING_CLIENTS = 1_000
 export class SyncServer {
   readonly metrics: ServerMetrics
   readonly manager: RoomManager
+  /** What clients make this server hold, bounded by `limits.memoryBudgetBytes`. */
+  readonly memory: MemoryBudget
   readonly #http: Server
   readonly #gateway: WebSocketGateway
   readonly #adapters: Required<Adapters>
@@ -41,6 +44,8 @@ export class SyncServer {
   ) {
     const { logger } = options
     this.metrics = new ServerMetrics(options.build)
+    this.memory = new MemoryBudget({ limitBytes: options.limits.memoryBudgetBytes, logger })
+    this.metrics.watchMemoryBudget(this.memory)
     this.#adapters = this.#openAdapters(internal?.address ?? '')
     const fetchPeerState: PeerStateFetcher | null = options.internal
       ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
@@ -54,12 +59,13 @@ export class SyncServer {
       logger,
     })
     this.manager = new RoomManager(
-      { ...this.#adapters, stateSource, metrics: this.metrics, logger },
+      { ...this.#adapters, stateSource, metrics: this.metrics, memory: this.memory, logger },
       {
         roomGraceMs: options.roomGraceMs,
         registryWaitMs: options.registryWaitMs,
         snapshot: options.snapshot,
         maxDocumentBytes: options.limits.maxDocumentBytes,
+        maxDocumentStructs: options.limits.maxDocumentStructs,
         waiting: {
           maxPendingBytes: options.limits.maxPendingBytes,
           maxPendingDeleteBytes: options.limits.maxPendingDeleteBytes,
@@ -88,6 +94,7 @@ export class SyncServer {
         metadata: this.#adapters.metadata,
         events: this.#adapters.events,
         metrics: this.metrics,
+        memory: this.memory,
         logger,
       },
       { limits: options.limits, serverId: options.serverId, allowedOrigins: options.allowedOrigins },
@@ -193,6 +200,7 @@ export class SyncServer {
     await this.#gateway.closeAll(CloseCode.GoingAway, 'server shutting down')
     const unsaved = await this.manager.flushAll(deadline)
     await this.manager.unloadAll()
+    this.memory.stop()
     await httpClosed
     if (this.internal) {
       const internalClosed = new Promise((resolve) => this.internal?.server.close(resolve))

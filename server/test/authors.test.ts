@@ -289,4 +289,29 @@ describe('big updates (applied in slices) are bound and compared the same way', 
     assert.equal((await mallory.gone).code, CloseCode.ProtocolError)
     assert.equal(textOn(t, room), 'a'.repeat(300 * 1024))
   })
+
+  it('compares every slice of a big update: a resend passes, one value changed in its last slice does not', async () => {
+    const t = await startTestServer({ auth: AUTH, apiSecret: API_SECRET })
+    const room = uniqueRoom()
+    const entries = (changed: string) => {
+      const doc = new Y.Doc()
+      doc.clientID = 77
+      doc.transact(() => {
+        for (let i = 0; i < 3_000; i++) doc.getMap('m').set(`k${i}`, i === 2_999 ? changed : 'v'.repeat(100))
+      })
+      return Y.encodeStateAsUpdate(doc) // 3,000 structs: a dozen slices
+    }
+    const original = entries('v'.repeat(100))
+    assert.ok(original.length > 256 * 1024)
+    const writer = await rawWriter(t, room, 'alice')
+    writer.socket.send(encodeUpdate(original))
+    writer.socket.send(encodeUpdate(original)) // the same again: nothing to refuse
+    writer.socket.send(encodeSyncStatus(new Uint8Array([1])))
+    await eventually(() => answersIn(writer.frames).length === 1, 'applied, resent and saved')
+    const again = await rawWriter(t, room, 'alice')
+    again.socket.send(encodeUpdate(entries('w'.repeat(100))))
+    assert.equal((await again.gone).code, CloseCode.ProtocolError)
+    const map = t.server.manager.loadedRoom(room)?.doc.getMap('m')
+    assert.equal(map?.get('k2999'), 'v'.repeat(100))
+  })
 })

@@ -3,7 +3,9 @@ import { randomBytes } from 'node:crypto'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
+import { minimalUpdate } from '../../loadtest/src/bench/minimal-structs.js'
 import { encodeUpdate } from '../src/protocol/codec.js'
+import { documentStructs } from '../src/protocol/update-structs.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
 import { closed, openRaw, refusedStatus } from './helpers/raw-socket.js'
@@ -179,5 +181,49 @@ describe('limits', () => {
     const reader = await connectSynced(t.wsUrl, room)
     await eventually(() => reader.doc.getText('t').length === 12 * 1024, 'the stored part is intact')
     assert.equal(reader.doc.getText('u').length, 0)
+  })
+
+  it('refuses updates that would give the document more structs than its ceiling with 4004, and keeps it', async () => {
+    const t = await startTestServer({ limits: { maxDocumentStructs: 5_000 } })
+    const room = uniqueRoom()
+    const doc = () => t.server.manager.loadedRoom(room)?.doc
+    const writer = await openRaw(`${t.wsUrl}/${room}`)
+    writer.send(encodeUpdate(minimalUpdate('gc-item', { structs: 3_001, client: 1 })))
+    await eventually(() => Y.getState((doc() ?? new Y.Doc()).store, 1) > 0, 'the first fits')
+    writer.send(encodeUpdate(minimalUpdate('gc-item', { structs: 1_501, client: 2 })))
+    await eventually(() => Y.getState((doc() ?? new Y.Doc()).store, 2) > 0, 'the second fits')
+    assert.equal(documentStructs(doc() as Y.Doc), 4_518, 'two clients (8 each) of 3,001 and 1,501 structs')
+    const close = closed(writer)
+    writer.send(encodeUpdate(minimalUpdate('gc-item', { structs: 501, client: 3 })))
+    const { code, reason } = await close
+    assert.equal(code, CloseCode.DocumentTooLarge)
+    assert.match(reason, /exceed 5000 structs/)
+    assert.equal(Y.getState((doc() as Y.Doc).store, 3), 0, 'nothing of it applied')
+    assert.equal(documentStructs(doc() as Y.Doc), 4_518)
+  })
+
+  it('refuses a big update of more structs than the document may gain with 4004, and takes one that fits', async () => {
+    const t = await startTestServer({ limits: { maxDocumentStructs: 100_000 } })
+    const room = uniqueRoom()
+    const doc = () => t.server.manager.loadedRoom(room)?.doc
+    const attacker = await openRaw(`${t.wsUrl}/${room}`)
+    const close = closed(attacker)
+    const tooMany = minimalUpdate('gc-item', { structs: 150_001, client: 1 })
+    assert.ok(tooMany.length > 256 * 1024, 'applied in slices')
+    attacker.send(encodeUpdate(tooMany))
+    const { code, reason } = await close
+    assert.equal(code, CloseCode.DocumentTooLarge)
+    assert.match(reason, /structs the document may still gain/)
+    // A real one: 30,000 map entries, 600 KB.
+    const real = updateFrame((d) => {
+      const map = d.getMap('m')
+      for (let i = 0; i < 30_000; i++) map.set(`key-${i}`, `value ${i}`)
+    })
+    assert.ok(real.length > 256 * 1024, 'applied in slices')
+    const writer = await openRaw(`${t.wsUrl}/${room}`)
+    writer.send(real)
+    await eventually(() => doc()?.getMap('m').size === 30_000, 'the real one is taken whole')
+    assert.equal(Y.getState((doc() as Y.Doc).store, 1), 0, 'nothing of the refused one applied')
+    await assertOtherRoomsUnaffected(t)
   })
 })

@@ -8,6 +8,7 @@ import { encodeUpdate } from '../src/protocol/codec.js'
 
 const options = {
   maxDocumentBytes: 1 << 20,
+  maxDocumentStructs: 1_000_000,
   waiting: { maxPendingBytes: 1 << 20, maxPendingDeleteBytes: 1 << 15, maxClients: 1_000 },
   maxPresenceBytes: 16 * 1024,
   antiEntropyIntervalMs: 0,

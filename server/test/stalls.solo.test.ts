@@ -6,6 +6,7 @@ import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
 import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
+import { minimalUpdate } from '../../loadtest/src/bench/minimal-structs.js'
 import { encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
 import { startBystanders } from './helpers/bystander.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
@@ -31,9 +32,17 @@ function p99(values: number[]): number {
 
 /** The server process's peak resident memory so far (Linux). */
 function peakRss(server: ServerProcess): number {
-  const status = readFileSync(`/proc/${server.child.pid}/status`, 'utf8')
-  return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1]) * 1024
+  return statusBytes(server, 'VmHWM')
 }
+
+/** A memory figure of the server process's (Linux), in bytes. */
+function statusBytes(server: ServerProcess, field: 'VmHWM' | 'VmRSS'): number {
+  const status = readFileSync(`/proc/${server.child.pid}/status`, 'utf8')
+  return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1]) * 1024
+}
+
+/** What refusing an update may cost the server, in times its size: its frame, and the worker's copy. */
+const REFUSAL_MEMORY_FACTOR = 10
 
 /** The embedded server as `npm start` runs it (built, its worker thread included). */
 async function startEmbedded(): Promise<ServerProcess> {
@@ -112,5 +121,33 @@ describe('no single message stalls the other rooms', () => {
     assert.ok(peak < PEAK_RSS_BUDGET_BYTES, `peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB`)
     const late = await connectSynced(wsUrl, room)
     assert.equal(late.doc.getMap('m').size, 206_000, 'the whole update is in the room')
+  })
+
+  it('refuses (4004) an update of more structs than a document may hold before building it: the room is unchanged', async () => {
+    // 15 MiB of the smallest structs Yjs can encode: four million, a gigabyte once built.
+    const update = minimalUpdate('gc-item', { bytes: 15 * 1024 * 1024, client: 1 })
+    const server = await startEmbedded()
+    const wsUrl = `ws://127.0.0.1:${server.port}`
+    const room = uniqueRoom('structs')
+    const writer = await connectSynced(wsUrl, room)
+    writer.doc.getText('t').insert(0, 'kept')
+    const bystanders = await startBystanders(wsUrl)
+    const before = statusBytes(server, 'VmRSS')
+    const sender = await openRaw(`${wsUrl}/${room}`)
+    const gone = closed(sender)
+    sender.send(encodeUpdate(update))
+    const { code, reason } = await gone
+    const latencies = await bystanders.stop()
+    assert.equal(code, CloseCode.DocumentTooLarge)
+    assert.match(reason, /structs the document may still gain/)
+    const grew = peakRss(server) - before
+    assert.ok(
+      grew < REFUSAL_MEMORY_FACTOR * update.length,
+      `RSS grew ${(grew / 2 ** 20).toFixed(0)} MiB for a ${(update.length / 2 ** 20).toFixed(1)} MiB update`,
+    )
+    assert.ok(p99(latencies) < BYSTANDER_P99_MS, `bystander p99 ${p99(latencies).toFixed(0)} ms`)
+    const late = await connectSynced(wsUrl, room)
+    assert.equal(late.doc.getText('t').toString(), 'kept')
+    assert.equal(Y.getState(late.doc.store, 1), 0, 'nothing of it is in the room')
   })
 })

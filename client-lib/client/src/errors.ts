@@ -13,7 +13,10 @@ export type ClientErrorCode =
   | 'CLOSED_BY_SERVER'
   /** The browser would not open a WebSocket to the URL at all (e.g. ws:// from an https:// page). */
   | 'CONNECTION_FAILED'
-  /** The token grants read-only access: local edits stay local and are not saved by the server. */
+  /**
+   * The token grants read-only access: local edits stay local and are not saved by the server,
+   * and `broadcast` sends nothing.
+   */
   | 'READ_ONLY'
   /** IndexedDB could not be opened; the room works online only. */
   | 'OFFLINE_STORE_FAILED'

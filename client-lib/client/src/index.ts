@@ -20,8 +20,10 @@ export {
   type CloseCodeName,
   type CloseCodeValue,
   closeCodeName,
+  shouldBackOff,
   shouldReconnect,
 } from './wire/close-codes.js'
+export type { EventSender } from './wire/event-sender.js'
 export {
   isValidRoomName,
   ROOM_NAME_PATTERN,

@@ -8,7 +8,8 @@ import { checkAccess } from './access-check.js'
 import { SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
 import { UnsyncedChanges } from './unsynced-changes.js'
-import { CloseCode, closeCodeName, shouldReconnect } from './wire/close-codes.js'
+import { CloseCode, closeCodeName, shouldBackOff, shouldReconnect } from './wire/close-codes.js'
+import { decodeEventSender, type EventSender } from './wire/event-sender.js'
 import {
   BROADCAST_PARAM,
   INCARNATION_PARAM,
@@ -51,8 +52,8 @@ export interface RoomConnectionOptions extends ConnectionSettings {
   onError(error: SymphonyClientError, final: boolean): void
   /** Local edits began or ceased to wait for the server's acknowledgement. */
   onUnsynced(unsynced: boolean): void
-  /** Another client broadcast an event (see `broadcast-protocol.ts`). */
-  onEvent(data: unknown): void
+  /** Another client broadcast an event; `from` as its server stamped it (null: a server too old to). */
+  onEvent(data: unknown, from: EventSender | null): void
   /** The incarnation the document belongs to (null: it never synced); sent with every attempt. */
   incarnation(): number | null
   /** The server named the room's incarnation: the document belongs to it from now on. */
@@ -71,6 +72,10 @@ export class RoomConnection {
   #status: RoomStatus = 'offline'
   #retryTimer: ReturnType<typeof setTimeout> | undefined
   #openTimer: ReturnType<typeof setTimeout> | undefined
+  /** Resets the backoff once a connection after a back-off close (`shouldBackOff`) has lasted. */
+  #resetTimer: ReturnType<typeof setTimeout> | undefined
+  /** The server's last close asked to come back later: waits keep growing until a connection lasts. */
+  #backingOff = false
   /** Bumped by every attempt and by `stop`, so a late token or probe answer is ignored. */
   #attempt = 0
   #opened = false
@@ -79,6 +84,8 @@ export class RoomConnection {
   #token: string | null = null
   #tokenErrorReported = false
   #readOnlyReported = false
+  /** The token the server said was read-only: no events are sent with it (the server closes on one). */
+  #readOnlyToken: string | null | undefined
 
   constructor(private readonly options: RoomConnectionOptions) {
     // The provider appends the name to the URL as it is: encoded here, any name survives.
@@ -92,12 +99,18 @@ export class RoomConnection {
     })
     provider.messageHandlers[MESSAGE_BROADCAST] = (_encoder, decoder) => {
       let data: unknown
+      let from: EventSender | null = null
       try {
         data = JSON.parse(new TextDecoder().decode(decoding.readVarUint8Array(decoder)))
+        // Stamped by the server after the payload; servers from before that send none.
+        if (decoding.hasContent(decoder)) {
+          from = decodeEventSender(decoding.readVarString(decoder))
+          if (!from) return
+        }
       } catch {
         return // the server checks events; one that still does not parse is dropped
       }
-      options.onEvent(data)
+      options.onEvent(data, from)
     }
     provider.messageHandlers[MESSAGE_INCARNATION] = (_encoder, decoder) => {
       options.onIncarnation(decoding.readVarUint(decoder))
@@ -113,7 +126,7 @@ export class RoomConnection {
     provider.on('sync', (synced) => {
       if (!synced || !provider.wsconnected) return
       this.#unsynced.synced()
-      options.schedule.reset()
+      this.#resetBackoffWhenStable()
       this.#tokenErrorReported = false
       this.#setStatus('synced')
     })
@@ -132,10 +145,14 @@ export class RoomConnection {
     return this.#status
   }
 
-  /** Sends an event to everyone else in the room now; false when not connected (it is dropped). */
+  /**
+   * Sends an event to everyone else in the room now; false when not connected, or when the token
+   * is read-only (it is dropped).
+   */
   sendEvent(data: unknown): boolean {
     const ws = this.#provider.ws
     if (ws?.readyState !== 1 || !this.#provider.synced) return false
+    if (this.#readOnlyToken === this.#token) return false
     const frame = encoding.createEncoder()
     encoding.writeVarUint(frame, MESSAGE_BROADCAST)
     encoding.writeVarUint8Array(frame, new TextEncoder().encode(JSON.stringify(data)))
@@ -154,6 +171,7 @@ export class RoomConnection {
     this.#stopped = false
     this.#tokenErrorReported = false
     this.#readOnlyReported = false
+    this.#backingOff = false
     this.options.schedule.reset()
     // Other tabs sync over the BroadcastChannel whether or not the server is reachable.
     this.#provider.connectBc()
@@ -223,12 +241,32 @@ export class RoomConnection {
     else this.#retryLater()
   }
 
+  /**
+   * A sync resets the backoff, except after a close that asked to come back later (the server
+   * short of memory, or busy): then only once the connection has lasted the longest wait, so a
+   * crowd of clients the server keeps closing spreads out instead of coming straight back.
+   */
+  #resetBackoffWhenStable(): void {
+    clearTimeout(this.#resetTimer)
+    if (!this.#backingOff) {
+      this.options.schedule.reset()
+      return
+    }
+    this.#resetTimer = setTimeout(() => {
+      this.#backingOff = false
+      this.options.schedule.reset()
+    }, this.options.schedule.maxDelayMs)
+  }
+
   async #closed(event: CloseEvent | null): Promise<void> {
     // The provider would otherwise reconnect by itself after a close it started (its watchdog).
     this.#provider.shouldConnect = false
     clearTimeout(this.#openTimer)
+    clearTimeout(this.#resetTimer)
+    if (event && shouldBackOff(event.code)) this.#backingOff = true
     this.#setStatus('offline')
     if (this.#stopped) return
+    if (event?.code === CloseCode.ReadOnly) this.#readOnly(event.reason || 'read-only access', event.code)
     if (event?.code === CloseCode.RoomDeleted) {
       return this.#fail(
         new SymphonyClientError('ROOM_DELETED', 'the room was deleted', { closeCode: event.code }),
@@ -281,14 +319,20 @@ export class RoomConnection {
     this.#attempt++
     clearTimeout(this.#retryTimer)
     clearTimeout(this.#openTimer)
+    clearTimeout(this.#resetTimer)
     if (this.#provider.ws) this.#provider.disconnect()
     this.#setStatus('offline')
   }
 
-  #readOnly(reason: string): void {
+  #readOnly(reason: string, closeCode?: number): void {
+    this.#readOnlyToken = this.#token
     if (this.#readOnlyReported) return
     this.#readOnlyReported = true
-    this.options.onError(new SymphonyClientError('READ_ONLY', `edits are not saved: ${reason}`), false)
+    const details = closeCode === undefined ? {} : { closeCode }
+    this.options.onError(
+      new SymphonyClientError('READ_ONLY', `edits are not saved: ${reason}`, details),
+      false,
+    )
   }
 
   readonly #online = (): void => {

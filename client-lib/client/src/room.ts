@@ -6,6 +6,7 @@ import { Listeners } from './listeners.js'
 import { openOfflineStore } from './offline-store.js'
 import { Presence } from './presence.js'
 import { type ConnectionSettings, RoomConnection, type RoomStatus } from './room-connection.js'
+import type { EventSender } from './wire/event-sender.js'
 
 /**
  * What `room.on` can listen to.
@@ -22,8 +23,12 @@ export interface RoomEvents {
   error: (error: SymphonyClientError) => void
   /** Local edits began (true) or ceased (false) to wait for the server; see `hasUnsyncedChanges`. */
   unsynced: (unsynced: boolean) => void
-  /** Another user in the room broadcast an event (`room.broadcast`). */
-  event: (data: unknown) => void
+  /**
+   * Another user in the room broadcast an event (`room.broadcast`). `from` is who sent it, as
+   * the server knows them from their token (a client cannot claim another's name); null only
+   * from a server older than this client.
+   */
+  event: (data: unknown, from: EventSender | null) => void
 }
 
 type SyncWaiter = { resolve: () => void; reject: (error: SymphonyClientError) => void }
@@ -114,7 +119,7 @@ export class Room<P extends object = Record<string, unknown>> {
         this.#events.emit('error', error)
       },
       onUnsynced: (unsynced) => this.#events.emit('unsynced', unsynced),
-      onEvent: (data) => this.#events.emit('event', data),
+      onEvent: (data, from) => this.#events.emit('event', data, from),
       incarnation: () => this.#incarnation,
       onIncarnation: (incarnation) => {
         // Never lowered: a server behind the store refuses a later copy rather than naming its own.
@@ -136,12 +141,14 @@ export class Room<P extends object = Record<string, unknown>> {
   /**
    * Sends `data` (any JSON) to everyone else in the room, on every server, now: a reaction, a
    * "saved" notice, a ping. Never stored; a user who is not connected misses it. Returns false
-   * (and drops it) while this room is not connected. The server caps an event like a presence
-   * state (16 KiB by default) and closes a connection that sends a bigger one.
+   * (and drops it) while this room is not connected, or once the server said the token is
+   * read-only (only writers may broadcast). The server caps an event like a presence state
+   * (16 KiB by default) and closes a connection that sends a bigger one. Receivers learn who sent
+   * it from the server, never from `data`.
    *
    * @example
    * room.broadcast({ type: 'emoji', emoji: '🎉' })
-   * room.on('event', (event) => showReaction(event))
+   * room.on('event', (event, from) => showReaction(event, from?.name))
    */
   broadcast(data: unknown): boolean {
     return this.#connection.sendEvent(data)

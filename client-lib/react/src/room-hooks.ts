@@ -1,4 +1,4 @@
-import type { Room, RoomStatus, SymphonyClientError } from '@symphony/client'
+import type { EventSender, Room, RoomStatus, SymphonyClientError } from '@symphony/client'
 import { useCallback, useEffect, useRef } from 'react'
 import { useRoomContext } from './context.js'
 import { useRoomStore } from './room-store.js'
@@ -80,15 +80,16 @@ export function useBroadcastEvent(): (data: unknown) => boolean {
 }
 
 /**
- * Calls `listener` with each event another user broadcasts in the room; the latest `listener`
- * is used, so an inline function is fine.
+ * Calls `listener` with each event another user broadcasts in the room, and who sent it (as
+ * the server knows them from their token); the latest `listener` is used, so an inline function
+ * is fine.
  *
  * @example
- * useEventListener((event) => { if (isCheer(event)) confetti() })
+ * useEventListener((event, from) => { if (isCheer(event)) confetti(from?.name) })
  */
-export function useEventListener(listener: (data: unknown) => void): void {
+export function useEventListener(listener: (data: unknown, from: EventSender | null) => void): void {
   const room = useRoomContext()
   const latest = useRef(listener)
   latest.current = listener
-  useEffect(() => room?.on('event', (data) => latest.current(data)), [room])
+  useEffect(() => room?.on('event', (data, from) => latest.current(data, from)), [room])
 }

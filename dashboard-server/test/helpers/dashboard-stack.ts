@@ -13,7 +13,7 @@ import {
   type TestServer,
   type TestServerOverrides,
 } from '../../../server/test/helpers/test-server.js'
-import { createDashboardApp } from '../../src/app.js'
+import { createDashboardApp, type DashboardDeps } from '../../src/app.js'
 import { LiveEvents } from '../../src/live-events.js'
 import { DashboardMetrics } from '../../src/metrics.js'
 import { MetadataQueries } from '../../src/queries.js'
@@ -37,11 +37,17 @@ export interface DashboardStack {
 /** How often the test servers write their samples (production: METADATA_SAMPLE_INTERVAL_MS, 10 s). */
 export const SAMPLE_INTERVAL_MS = 200
 
+/** The dashboard's own settings a test may change (default: `DASHBOARD_TOKEN`, every host). */
+export type DashboardOverrides = Partial<Pick<DashboardDeps, 'token' | 'allowedHosts'>>
+
 /**
  * The whole read path, real at every step: a sync server writing metadata (at the production
  * flush interval, 1 s) to its own schema in the test Postgres, and the dashboard reading it.
  */
-export async function startDashboardStack(syncOverrides: TestServerOverrides = {}): Promise<DashboardStack> {
+export async function startDashboardStack(
+  syncOverrides: TestServerOverrides = {},
+  dashboardOverrides: DashboardOverrides = {},
+): Promise<DashboardStack> {
   const db = await connectIsolatedDatabase()
   await migrate(db.pool) // the sink does it on its first flush; the dashboard may be asked before
   const startSync = async () => {
@@ -87,6 +93,7 @@ export async function startDashboardStack(syncOverrides: TestServerOverrides = {
     internalToken: INTERNAL_TOKEN,
     snapshots,
     metrics,
+    ...dashboardOverrides,
   })
   const dashboard = await new Promise<Server>((resolve) => {
     const server = app.listen(0, '127.0.0.1', () => resolve(server))

@@ -85,6 +85,11 @@ export class LeanWebSocket {
     this.#socket.destroy()
   }
 
+  /** Stops reading from the socket (what the server sends piles up in its buffers): the attack bench's slow reader. */
+  stopReading(): void {
+    this.#socket.pause()
+  }
+
   #receive(chunk: Buffer): void {
     let data = this.#pending ? Buffer.concat([this.#pending, chunk]) : chunk
     this.#pending = null

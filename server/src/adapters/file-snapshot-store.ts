@@ -1,13 +1,25 @@
-import { randomUUID } from 'node:crypto'
-import { type FileHandle, link, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises'
 import { SnapshotConflictError } from '../errors.js'
 import type { SnapshotHead, SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
+import { DEFAULT_STALE_FILE_MS, DEFAULT_STALE_LOCK_MS, sweepLeftovers } from './file-leftovers.js'
+import { withFileLock } from './file-lock.js'
+import { ownerTag } from './file-owner.js'
 import { roomFilePath } from './room-files.js'
 import { decodeSnapshotFile, encodeSnapshotFile, SNAPSHOT_FILE_HEADER_BYTES } from './snapshot-format.js'
 
-/** A lock older than this belongs to a writer that died holding it. */
-const STALE_LOCK_MS = 30_000
-const LOCK_RETRY_MS = 5
+export interface FileSnapshotStoreOptions {
+  /**
+   * A room's lock whose holder is not provably gone (a process on another host sharing the
+   * folder, or an older version's lock) is taken over once it is this old. Default 30 s.
+   */
+  staleLockMs?: number
+  /** A temporary file whose writer is not provably gone is removed at open once it is this old. Default 1 h. */
+  staleFileMs?: number
+}
+
+/** `<room>.ybin.<owner tag>.tmp` (a save's new file), `<room>.ybin.lock.<owner tag>.stale` (a lock taken over). */
+const LEFTOVER = /\.ybin(?:\.lock)?\.([^.]+)\.(?:tmp|stale)$/
+const LOCK = /\.ybin\.lock$/
 
 /**
  * Embedded `SnapshotStore`: one `<room>.ybin` file per room in a folder, the name encoded by
@@ -17,12 +29,27 @@ const LOCK_RETRY_MS = 5
  * renames a new file into place, so each saved version has its own. A save compares and renames
  * under a per-room lock file, so two savers never replace bytes unseen (the embedded server is
  * one process; the lock also keeps processes that share the folder apart).
+ *
+ * A saver killed mid-save leaves its temporary file, and perhaps the room's lock. Both name their
+ * writer (`file-owner.ts`): opening the store sweeps those whose writer is provably gone or that
+ * are past their age bound, before the first read or save, and a save takes over a lock whose
+ * holder is provably gone at once.
  */
 export class FileSnapshotStore implements SnapshotStore {
   readonly #ready: Promise<unknown>
+  readonly #staleLockMs: number
 
-  constructor(private readonly folder: string) {
-    this.#ready = mkdir(folder, { recursive: true })
+  constructor(
+    private readonly folder: string,
+    options: FileSnapshotStoreOptions = {},
+  ) {
+    this.#staleLockMs = options.staleLockMs ?? DEFAULT_STALE_LOCK_MS
+    const rules = {
+      leftovers: LEFTOVER,
+      staleFileMs: options.staleFileMs ?? DEFAULT_STALE_FILE_MS,
+      locks: { names: LOCK, staleMs: this.#staleLockMs },
+    }
+    this.#ready = mkdir(folder, { recursive: true }).then(() => sweepLeftovers(folder, rules))
   }
 
   async load(room: string): Promise<StoredSnapshot | null> {
@@ -95,7 +122,7 @@ export class FileSnapshotStore implements SnapshotStore {
   ): Promise<string> {
     await this.#ready
     const target = this.#path(room)
-    const temporary = `${target}.${randomUUID()}.tmp`
+    const temporary = `${target}.${ownerTag()}.tmp`
     try {
       const file = await open(temporary, 'wx')
       let version: string
@@ -106,7 +133,7 @@ export class FileSnapshotStore implements SnapshotStore {
       } finally {
         await file.close()
       }
-      await this.#locked(target, async () => {
+      await withFileLock(`${target}.lock`, this.#staleLockMs, async () => {
         if (shouldReplace(await this.head(room))) await rename(temporary, target)
       })
       return version
@@ -120,43 +147,6 @@ export class FileSnapshotStore implements SnapshotStore {
 
   #path(room: string): string {
     return roomFilePath(this.folder, room, '.ybin')
-  }
-
-  /**
-   * Runs `critical` holding `<target>.lock`: created exclusively, holding this holder's own token.
-   * A lock older than `STALE_LOCK_MS` belongs to a writer that died holding it; it is taken over by
-   * renaming it away (only one of several waiters can), and a holder removes the lock only while
-   * it still holds its own token.
-   */
-  async #locked<T>(target: string, critical: () => Promise<T>): Promise<T> {
-    const lock = `${target}.lock`
-    const token = randomUUID()
-    for (;;) {
-      try {
-        await writeFile(lock, token, { flag: 'wx' })
-        break
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-        const seen = await stat(lock).catch(() => null)
-        if (seen && Date.now() - seen.mtimeMs > STALE_LOCK_MS) {
-          const stale = `${lock}.${token}.stale`
-          const taken = await rename(lock, stale).then(
-            () => stat(stale),
-            () => null, // another waiter took it over first
-          )
-          // Renamed a fresh lock another waiter had just taken over: give it back.
-          if (taken && taken.ino !== seen.ino) await link(stale, lock).catch(() => {})
-          if (taken) await rm(stale, { force: true })
-        } else {
-          await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS))
-        }
-      }
-    }
-    try {
-      return await critical()
-    } finally {
-      if ((await readFile(lock, 'utf8').catch(() => null)) === token) await rm(lock, { force: true })
-    }
   }
 }
 

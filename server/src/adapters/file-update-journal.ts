@@ -5,12 +5,15 @@ import {
   openSync,
   readFileSync,
   renameSync,
+  rmSync,
   writeFileSync,
   writeSync,
 } from 'node:fs'
 import { readFile, rm } from 'node:fs/promises'
 import { crc32 } from 'node:zlib'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
+import { DEFAULT_STALE_FILE_MS, sweepLeftovers } from './file-leftovers.js'
+import { ownerTag } from './file-owner.js'
 import { roomFilePath } from './room-files.js'
 
 /** The embedded journal has one writer: this process. */
@@ -20,6 +23,8 @@ const MAGIC = 0x314a5953 // "SYJ1"
 const HEADER_BYTES = 12
 /** Each record: payload length, CRC-32 of the payload, payload. */
 const RECORD_HEADER_BYTES = 8
+/** A trim's new file, `<room>.journal.<owner tag>.tmp` (`<room>.journal.tmp` before tags). */
+const LEFTOVER = /\.journal\.(?:([^.]+)\.)?tmp$/
 
 interface ParsedJournal {
   firstSeq: number
@@ -29,6 +34,11 @@ interface ParsedJournal {
   /** Where each record starts, and where the last whole record ends. */
   recordStarts: number[]
   validBytes: number
+}
+
+export interface FileUpdateJournalOptions {
+  /** A trim's temporary file whose writer is not provably gone is removed at open once it is this old. Default 1 h. */
+  staleFileMs?: number
 }
 
 interface OpenJournal {
@@ -43,13 +53,22 @@ interface OpenJournal {
  * synchronous `write`s, so an update is in the operating system's hands before the server
  * forwards it: a killed process loses nothing (a power cut may lose what the disk had not
  * flushed). A torn last record, from a crash mid-write, fails its checksum and is dropped.
- * Only one process may use a folder at a time.
+ * Only one process may use a folder at a time. A trim killed midway leaves its temporary file:
+ * opening the journal sweeps those whose writer is gone (`file-owner.ts`) or older than
+ * `staleFileMs` (1 h), before the first read.
  */
 export class FileUpdateJournal implements UpdateJournal {
   readonly #open = new Map<string, OpenJournal>()
+  readonly #swept: Promise<void>
 
-  constructor(private readonly folder: string) {
+  constructor(
+    private readonly folder: string,
+    options: FileUpdateJournalOptions = {},
+  ) {
     mkdirSync(folder, { recursive: true })
+    const staleFileMs = options.staleFileMs ?? DEFAULT_STALE_FILE_MS
+    // Appends need not wait: the sweep never touches a room's journal, nor this process's files.
+    this.#swept = sweepLeftovers(folder, { leftovers: LEFTOVER, staleFileMs })
   }
 
   append(room: string, update: Uint8Array): Promise<JournalPosition> {
@@ -71,6 +90,7 @@ export class FileUpdateJournal implements UpdateJournal {
   }
 
   async read(room: string): Promise<JournalContents> {
+    await this.#swept
     const bytes = await readFile(this.#path(room)).catch(ignoreMissing)
     const { firstSeq, updates, skipped } = parse(bytes ?? Buffer.alloc(0), room)
     const last = firstSeq + updates.length - 1
@@ -94,12 +114,17 @@ export class FileUpdateJournal implements UpdateJournal {
     const dropped = Math.min(parsed.updates.length, Number(upTo) - parsed.firstSeq + 1)
     if (dropped <= 0) return
     const keptFrom = parsed.recordStarts[dropped] ?? parsed.validBytes
-    const temporary = `${path}.tmp`
-    writeFileSync(
-      temporary,
-      Buffer.concat([header(parsed.firstSeq + dropped), bytes.subarray(keptFrom, parsed.validBytes)]),
-    )
-    renameSync(temporary, path)
+    const temporary = `${path}.${ownerTag()}.tmp`
+    try {
+      writeFileSync(
+        temporary,
+        Buffer.concat([header(parsed.firstSeq + dropped), bytes.subarray(keptFrom, parsed.validBytes)]),
+      )
+      renameSync(temporary, path)
+    } catch (error) {
+      rmSync(temporary, { force: true }) // a full disk: each try has its own name, so leave none behind
+      throw error
+    }
     this.#forget(room)
   }
 

@@ -1,14 +1,9 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
-import { PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
-import { rangesOf } from '../protocol/held-content.js'
-import { checkReservedWrites } from '../protocol/reserved-writes.js'
-import { checkWhole } from '../protocol/update-guard.js'
-import { scanUpdate } from '../protocol/update-scan.js'
-import { sliceUpdate } from '../protocol/update-slices.js'
-import type { SlicedUpdate } from './client-update-checks.js'
-import type { Checked, Encoded, SliceReply, SliceRequest } from './update-slicer-worker.js'
+import { DocumentTooLargeError, PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
+import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
+import type { Encoded, Refusal, SliceReply, SliceRequest } from './update-slicer-worker.js'
 
 /**
  * Run from TypeScript source (the tests, under tsx), a worker thread could not load its entry:
@@ -20,6 +15,16 @@ export const SLICE_ABOVE_BYTES = 256 * 1024
 /** About a millisecond of integration per slice on this project's bench machine. */
 const STRUCTS_PER_SLICE = 250
 const SLICING_TIMEOUT_MS = 5_000
+/**
+ * An idle worker is stopped after this: what its last job left on its heap (a big update's scan,
+ * a loaded document) would otherwise stay in the process's memory until it next runs.
+ */
+const WORKER_IDLE_MS = 1_000
+/**
+ * The worker's young generation, small: a big update's scan keeps an object per struct, and with
+ * V8's default the worker's peak for an update of a million structs was 290 MB; with 8 MB, 150.
+ */
+const WORKER_YOUNG_GENERATION_MB = 8
 
 /**
  * Applies a loaded state to `doc`. A big one (a cold load of a large snapshot) is cut into slices
@@ -58,35 +63,41 @@ export async function applyInSlices(
 }
 
 /**
- * Checks that a client's big update integrates whole against the room's state vector (as the
- * update guard's `checkWhole`) and writes none of the server's parts (`checkReservedWrites`), and
- * cuts it into slices, all on the worker thread: the main thread never reads the whole update.
- * Rejects with `ProtocolError` or `PendingLimitError` as the guard would throw, and with
- * `ServerBusyError` if the worker fails or takes too long (the client retries; doing the work
+ * Checks that a client's big update integrates whole against the room's state vector and adds at
+ * most `maxStructs` structs to it (as the update guard's `checkWhole`), and cuts it into slices,
+ * both on the worker thread: the main thread never reads the whole update. Rejects with
+ * `ProtocolError`, `PendingLimitError` or `DocumentTooLargeError` as the check would throw, and
+ * with `ServerBusyError` if the worker fails or takes too long (the client retries; doing the work
  * here would stall every room for as long as the worker would have taken).
  */
-export async function checkAndSlice(update: Uint8Array, stateVector: Uint8Array): Promise<SlicedUpdate> {
-  if (FROM_SOURCE) {
-    const reached = Y.decodeStateVector(stateVector)
-    const scanned = scanUpdate(update)
-    checkWhole(scanned, (client) => reached.get(client) ?? 0)
-    const server = checkReservedWrites(scanned)
-    const slices = sliceHere(update)
-    return {
-      slices,
-      ranges: rangesOf(scanned),
-      sliceRanges: slices.map((s) => rangesOf(scanUpdate(s))),
-      server,
-    }
-  }
-  let reply: Awaited<ReturnType<Slicer['slice']>>
+export async function checkAndSlice(
+  update: Uint8Array,
+  stateVector: Uint8Array,
+  maxStructs: number,
+): Promise<CutUpdate> {
+  if (FROM_SOURCE) return checkAndCut(update, stateVector, maxStructs, STRUCTS_PER_SLICE)
+  let reply: Sliced
   try {
-    reply = await slicer.slice({ update, check: { stateVector } })
+    reply = await slicer.slice({ update, check: { stateVector, maxStructs } })
   } catch (error) {
     throw new ServerBusyError(`the server could not take a big update now: ${(error as Error).message}`)
   }
-  if ('slices' in reply) return { slices: reply.slices, ...(reply.checked as Checked) }
-  throw reply.pending ? new PendingLimitError(reply.message) : new ProtocolError(reply.message)
+  if ('slices' in reply) return reply as CutUpdate
+  throw refusalError(reply)
+}
+
+/** The error the worker's check threw, as this thread's own. */
+function refusalError({ code, message }: Refusal): Error {
+  switch (code) {
+    case 'PENDING_LIMIT':
+      return new PendingLimitError(message)
+    case 'DOCUMENT_TOO_LARGE':
+      return new DocumentTooLargeError(message)
+    case 'PROTOCOL_ERROR':
+      return new ProtocolError(message)
+    default:
+      return new Error(`the update slicer failed: ${message}`)
+  }
 }
 
 /** A request without a check is never refused: the worker answers with slices (and the encoding). */
@@ -138,9 +149,7 @@ export async function replayInTurns(
   return applied
 }
 
-type Sliced =
-  | { slices: Uint8Array[]; encoded?: Encoded | undefined; checked?: Checked | undefined }
-  | { pending: boolean; message: string }
+type Sliced = { slices: Uint8Array[]; structs?: number; encoded?: Encoded | undefined } | Refusal
 
 interface Waiter {
   resolve: (result: Sliced) => void
@@ -151,6 +160,7 @@ interface Waiter {
 /** One worker for the process, started at the first big load; it keeps the process alive only while it has work. */
 class Slicer {
   #worker: Worker | null = null
+  #idleTimer: NodeJS.Timeout | null = null
   #nextId = 0
   readonly #waiting = new Map<number, Waiter>()
 
@@ -159,11 +169,14 @@ class Slicer {
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
       const worker = this.#started() // may throw (no thread to be had): then nothing waits
+      if (this.#idleTimer) clearTimeout(this.#idleTimer)
       // At nice 19 on a saturated core the worker may hardly run: past this, slice here instead.
-      const timer = setTimeout(
-        () => this.#settle(worker, id)?.reject(new Error('slicing timed out')),
-        SLICING_TIMEOUT_MS,
-      )
+      // The worker is stopped too: it would go on with work nobody waits for, holding its memory
+      // (what else it had queued fails as if it had crashed; the next request starts a new one).
+      const timer = setTimeout(() => {
+        this.#settle(worker, id)?.reject(new Error('slicing timed out'))
+        void worker.terminate()
+      }, SLICING_TIMEOUT_MS)
       timer.unref()
       this.#waiting.set(id, { resolve, reject, timer })
       worker.ref() // only while it has work: an idle slicer must not keep the process alive
@@ -176,14 +189,27 @@ class Slicer {
     const waiter = this.#waiting.get(id)
     if (waiter) clearTimeout(waiter.timer)
     this.#waiting.delete(id)
-    if (this.#waiting.size === 0) worker.unref()
+    if (this.#waiting.size === 0) {
+      worker.unref()
+      this.#idleTimer = setTimeout(() => this.#retire(worker), WORKER_IDLE_MS)
+      this.#idleTimer.unref()
+    }
     return waiter
+  }
+
+  /** Stops `worker` if it is still the idle current one; the next request starts a new one. */
+  #retire(worker: Worker): void {
+    if (this.#worker !== worker || this.#waiting.size > 0) return
+    this.#worker = null
+    void worker.terminate()
   }
 
   #started(): Worker {
     if (this.#worker) return this.#worker
     const entry = new URL('./update-slicer-worker.js', import.meta.url)
-    const worker = new Worker(entry)
+    const worker = new Worker(entry, {
+      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+    })
     worker.on('message', (reply: SliceReply) => {
       // None waits if it timed out.
       this.#settle(worker, reply.id)?.resolve('slices' in reply ? reply : reply.refused)

@@ -2,19 +2,17 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import type * as Y from 'yjs'
 import { ServerBusyError } from '../errors.js'
 import { type ClockRanges, HeldContent, rangesOf } from '../protocol/held-content.js'
-import { checkReservedWrites, type ServerParts } from '../protocol/reserved-writes.js'
+import { checkReservedWrites } from '../protocol/reserved-writes.js'
 import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
+import type { ScannedUpdate } from '../protocol/update-scan.js'
+import type { CutUpdate } from '../protocol/update-slices.js'
 import { AuthorBinding, type AuthorBindingInit, type Authorship } from './author-binding.js'
 import type { RoomMember } from './room-member.js'
 
-/** A big update as the worker checked and cut it (`checkAndSlice`). */
-export interface SlicedUpdate {
-  slices: Uint8Array[]
-  /** The clock ranges of the whole update, and of each slice. */
-  ranges: ClockRanges
-  sliceRanges: ClockRanges[]
-  /** What it holds under the server's client ids. */
-  server: ServerParts
+/** A client's update as checked: what its authors need, and what the guard read of it. */
+export interface CheckedUpdate {
+  authorship: Authorship
+  scanned: ScannedUpdate
 }
 
 export interface ClientUpdateChecksInit extends Omit<AuthorBindingInit, 'doc'> {
@@ -47,13 +45,13 @@ export class ClientUpdateChecks {
    * Checks an update applied in one go. Throws what the checks refuse with; returns what its
    * authors need before it may be applied.
    */
-  check(update: Uint8Array, writer: RoomMember): Authorship {
+  check(update: Uint8Array, writer: RoomMember): CheckedUpdate {
     const scanned = checkUpdate(update, this.#doc, this.#budget)
     this.authors.checkServerParts(checkReservedWrites(scanned), this.#held)
     const ranges = rangesOf(scanned)
     this.#checkNotReserved(ranges)
     if (this.#held.overlaps(ranges)) this.#held.compare(update)
-    return this.authors.admit(ranges, this.#held, writer)
+    return { authorship: this.authors.admit(ranges, this.#held, writer), scanned }
   }
 
   /**
@@ -62,7 +60,7 @@ export class ClientUpdateChecks {
    * the same turn: nothing it was checked against has changed), false if `gone()` meanwhile.
    * Call `reserve` first.
    */
-  async checkSliced(update: SlicedUpdate, writer: RoomMember, gone: () => boolean): Promise<boolean> {
+  async checkSliced(update: CutUpdate, writer: RoomMember, gone: () => boolean): Promise<boolean> {
     for (;;) {
       this.authors.checkServerParts(update.server, this.#held)
       const before = this.#heldOf(update.ranges)

@@ -9,12 +9,17 @@ import {
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
+import type { MemoryBudget, MemoryHolder } from './memory-budget.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { TokenBucket } from './token-bucket.js'
 
 /** The socket under a connection; the core never sees `ws` itself. */
 export interface Transport {
-  send(frame: Uint8Array): void
+  /**
+   * Queues `frame`. `onSent` runs once it has left the process (the kernel took it) or the socket
+   * failed; never if the frame was not queued (the socket is closing).
+   */
+  send(frame: Uint8Array, onSent?: () => void): void
   close(code: number, reason: string): void
   /** Bytes queued for sending that the peer has not taken yet. */
   readonly bufferedAmount: number
@@ -42,7 +47,7 @@ export interface ConnectionLimits {
 
 /** What a connection is built from: who it is, its socket, its limits, and what it reports to. */
 export interface ConnectionInit {
-  /** Unique on this server (`<serverId>:<n>`): how logs and metadata name the connection. */
+  /** Unique across servers and restarts (`<serverId>:<boot>:<n>`): how logs and metadata name it. */
   id: string
   roomName: string
   /** The incarnation the client's copy belongs to (`?incarnation=`), `none`, or null: not asked. */
@@ -52,6 +57,8 @@ export interface ConnectionInit {
   limits: ConnectionLimits
   metrics: ServerMetrics
   logger: Logger
+  /** What the connection's unsent bytes and waiting frames are charged to; it may shed the connection. */
+  memory?: MemoryBudget
 }
 
 export const READ_ONLY_REASON = 'read-only access: document updates are ignored'
@@ -81,7 +88,7 @@ const ROOM_REQUEST_BURST = 10
  * ever syncs against a half-loaded room; so do frames that arrive while the room is still applying
  * this client's previous big update, a slice per turn, so each client's frames apply in order.
  */
-export class Connection implements RoomMember {
+export class Connection implements RoomMember, MemoryHolder {
   readonly id: string
   readonly roomName: string
   readonly incarnation: number | 'none' | null
@@ -97,15 +104,35 @@ export class Connection implements RoomMember {
   /** The room is applying a frame of ours across event-loop turns. */
   #busy = false
   #closed = false
+  /** The socket is gone: nothing of it is charged any more. */
+  #detached = false
   #writeDenied = false
   #pendingSyncStatus = 0
   #expiryTimer: NodeJS.Timeout | null = null
+  /** The transport's unsent bytes as last charged to the budget. */
+  #unsent = 0
+  /** Presence bytes of the awareness clients this connection speaks for (the room's table charges them). */
+  readonly #presenceBytes = new Map<number, number>()
+  /** The sync answer queued and not sent yet: later requests wait for it (see `answerSync`). */
+  #answer: Uint8Array | null = null
+  #nextAnswer: (() => Uint8Array | null) | null = null
+  readonly #memory: MemoryBudget | null
   readonly #transport: Transport
   readonly #limits: ConnectionLimits
   readonly #metrics: ServerMetrics
   readonly #logger: Logger
 
-  constructor({ id, roomName, incarnation, identity, transport, limits, metrics, logger }: ConnectionInit) {
+  constructor({
+    id,
+    roomName,
+    incarnation,
+    identity,
+    transport,
+    limits,
+    metrics,
+    logger,
+    memory,
+  }: ConnectionInit) {
     this.id = id
     this.roomName = roomName
     this.incarnation = incarnation ?? null
@@ -115,7 +142,25 @@ export class Connection implements RoomMember {
     this.#metrics = metrics
     this.#logger = logger
     this.#rate = new TokenBucket(limits.messagesPerSecond, limits.messageBurst)
+    this.#memory = memory ?? null
+    this.#memory?.track(this)
     if (identity.expiresAt !== null) this.#closeAtExpiry(identity.expiresAt)
+  }
+
+  /**
+   * What this connection makes the server hold: unsent bytes (its share of a sync answer other
+   * connections hold too), frames waiting, presence.
+   */
+  get heldBytes(): number {
+    let held = this.#unsent + this.#waitingBytes
+    for (const bytes of this.#presenceBytes.values()) held += bytes
+    if (this.#answer) held += this.#answer.length / Math.max(1, this.#memory?.holders(this.#answer) ?? 1)
+    return held
+  }
+
+  /** The server is over its memory budget and this connection holds among the most. */
+  shed(): void {
+    this.close(CloseCode.MemoryBudgetExceeded, 'the server is short of memory; reconnect later')
   }
 
   get canWrite(): boolean {
@@ -147,10 +192,19 @@ export class Connection implements RoomMember {
   /** The socket closed: leave the room. */
   detach(): void {
     this.#closed = true
+    this.#detached = true
     this.#clearExpiry()
     this.#room?.leave(this)
     this.#room = null
     this.#waiting = []
+    this.#nextAnswer = null
+    // The socket is gone, and with it what it held.
+    this.#releaseAnswer()
+    this.#memory?.charge('waiting', -this.#waitingBytes)
+    this.#memory?.charge('unsent', -this.#unsent)
+    this.#waitingBytes = 0
+    this.#unsent = 0
+    this.#memory?.forget(this)
   }
 
   receive(frame: Uint8Array): void {
@@ -167,11 +221,12 @@ export class Connection implements RoomMember {
     }
     // Held until the room loads (or is done with our last frame): bounded in count by the rate
     // limit, and in bytes here.
-    this.#waitingBytes += frame.length
-    if (this.#waitingBytes > this.#limits.maxBufferedBytes) {
+    if (this.#waitingBytes + frame.length > this.#limits.maxBufferedBytes) {
       this.close(CloseCode.TryAgainLater, 'too much sent before the room could take it')
       return
     }
+    this.#waitingBytes += frame.length
+    this.#memory?.charge('waiting', frame.length)
     this.#waiting.push(frame)
   }
 
@@ -191,23 +246,73 @@ export class Connection implements RoomMember {
       }
       this.awarenessClientIds.add(id)
     }
+    for (const { clientId, state } of entries) this.#presenceBytes.set(clientId, state?.length ?? 0)
   }
 
-  send(frame: Uint8Array): void {
+  send(frame: Uint8Array, onSent: () => void = this.#recountUnsent): void {
     if (this.#closed) return
     if (this.#transport.bufferedAmount > this.#limits.maxBufferedBytes) {
       this.close(CloseCode.SlowConsumer, 'too slow to receive updates')
       return
     }
     try {
-      this.#transport.send(frame)
+      this.#transport.send(frame, onSent)
     } catch (error) {
       // A socket that throws is broken on our side: this connection ends, the room goes on.
       this.#fail(error)
       return
     }
+    this.#recountUnsent()
     this.#metrics.messagesSent.inc()
     this.#metrics.bytesSent.inc(frame.length)
+  }
+
+  /**
+   * Sends the room's answer to a sync request. While the previous answer is still unsent, the
+   * request waits instead, and only the latest waiting one is answered once that is sent: a client
+   * that does not read holds one answer, however often it asks. `answer` runs when the answer is
+   * sent, so it holds the room as it is then; null: nothing to send (the room is gone).
+   */
+  answerSync(answer: () => Uint8Array | null): void {
+    if (this.#answer) {
+      this.#nextAnswer = answer
+      return
+    }
+    const frame = answer()
+    if (!frame || this.#closed) return
+    this.#answer = frame
+    this.#memory?.hold(frame)
+    this.send(frame, this.#answerSent)
+  }
+
+  #releaseAnswer(): void {
+    if (this.#answer) this.#memory?.release(this.#answer)
+    this.#answer = null
+  }
+
+  readonly #answerSent = (): void => {
+    this.#releaseAnswer()
+    this.#recountUnsent()
+    const next = this.#nextAnswer
+    this.#nextAnswer = null
+    if (!next || this.#closed) return
+    try {
+      this.answerSync(next)
+    } catch (error) {
+      this.#fail(error)
+    }
+  }
+
+  /**
+   * Charges the budget with what the socket holds unsent now (O(1): on every send and write done),
+   * less the sync answer in flight, which is charged once for every socket holding it.
+   */
+  readonly #recountUnsent = (): void => {
+    if (!this.#memory || this.#detached) return
+    const unsent = Math.max(0, this.#transport.bufferedAmount - (this.#answer?.length ?? 0))
+    if (unsent === this.#unsent) return
+    this.#memory.charge('unsent', unsent - this.#unsent)
+    this.#unsent = unsent
   }
 
   /** Sends `answer` to a sync-status request once `settled`. Throws `ProtocolError` past the cap. */
@@ -291,6 +396,7 @@ export class Connection implements RoomMember {
     while (next < this.#waiting.length && !this.#busy && !this.#closed) {
       const frame = this.#waiting[next++] as Uint8Array
       this.#waitingBytes -= frame.length
+      this.#memory?.charge('waiting', -frame.length)
       this.#handle(frame)
     }
     this.#waiting = this.#closed ? [] : this.#waiting.slice(next)

@@ -9,6 +9,9 @@ export const PRESENCE_OUTDATED_MS = 30_000
 /** Below this many entries a table is not purged on writes. */
 const PURGE_MIN_CLIENTS = 64
 
+/** What one client's entry costs besides its state's bytes (the map entry and its record). */
+export const PRESENCE_ENTRY_BYTES = 64
+
 /** Node's byte-to-string copy, which works on any Uint8Array. */
 const BYTES = Buffer.prototype as unknown as {
   latin1Slice(this: Uint8Array, start: number, end: number): string
@@ -34,6 +37,24 @@ interface Presence {
 export class PresenceTable {
   readonly #clients = new Map<number, Presence>()
   #purgeAt = PURGE_MIN_CLIENTS
+  #bytes = 0
+  readonly #onBytes: (change: number) => void
+
+  /** `onBytes` is told of every change in what the table holds (the server's memory budget). */
+  constructor(onBytes: (change: number) => void = () => {}) {
+    this.#onBytes = onBytes
+  }
+
+  /** What the table holds: its states' bytes and a fixed cost per client. */
+  get bytes(): number {
+    return this.#bytes
+  }
+
+  #resize(change: number): void {
+    if (change === 0) return
+    this.#bytes += change
+    this.#onBytes(change)
+  }
 
   apply(entries: AwarenessEntry[], now = Date.now()): void {
     // Read (and so purged) on every join; a room nobody joins is purged as its table grows.
@@ -47,6 +68,8 @@ export class PresenceTable {
       if (currentClock < clock || (currentClock === clock && state === null && current?.state)) {
         // The state is a view into a frame about to be dropped: copied, or it would keep the frame.
         const copy = state && BYTES.latin1Slice.call(state, 0, state.length)
+        const entry = current ? 0 : PRESENCE_ENTRY_BYTES
+        this.#resize(entry + (copy?.length ?? 0) - (current?.state?.length ?? 0))
         if (current) {
           current.clock = clock
           current.state = copy
@@ -68,6 +91,7 @@ export class PresenceTable {
     for (const clientId of clientIds) {
       const current = this.#clients.get(clientId)
       if (!current?.state) continue
+      this.#resize(-current.state.length)
       current.state = null
       current.updatedAt = now
       removed.push({ clientId, clock: current.clock, state: null })
@@ -82,6 +106,7 @@ export class PresenceTable {
       if (now - presence.updatedAt >= PRESENCE_OUTDATED_MS) {
         // Gone (or silent) long enough that no delayed update of theirs is still on its way.
         this.#clients.delete(clientId)
+        this.#resize(-PRESENCE_ENTRY_BYTES - (presence.state?.length ?? 0))
       } else if (presence.state) {
         entries.push({ clientId, clock: presence.clock, state: Buffer.from(presence.state, 'latin1') })
       }

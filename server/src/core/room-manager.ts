@@ -14,6 +14,7 @@ import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import { incarnationKey } from './incarnation.js'
+import type { MemoryCharges } from './memory-budget.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
 import { RoomLife, type RoomState } from './room-life.js'
@@ -38,6 +39,8 @@ export interface RoomManagerDeps {
   /** Webhooks: told of local changes and deletions. */
   events: RoomEventSink
   metrics: ServerMetrics
+  /** The server's memory budget: each room charges its presence and big updates to it. */
+  memory?: MemoryCharges
   logger: Logger
 }
 
@@ -436,6 +439,7 @@ export class RoomManager {
       logger,
       onChange: () => writer?.markDirty(),
       observer: metrics,
+      memory: this.deps.memory,
       loadedFromPeer: from.source === 'peer',
       saves: {
         get savedVersion() {

@@ -5,6 +5,8 @@ import type { AwarenessEntry } from '../protocol/codec.js'
  * file and `MemberRoom`, so `room.ts` and `connection.ts` never import each other.
  */
 export interface RoomMember {
+  /** The connection's id; with `identity`, what the room stamps on the events it relays. */
+  readonly id: string
   /** Who it is: `userId` is the token's subject, which the client ids it writes under are bound to. */
   readonly identity: { readonly userId: string; readonly name: string | null }
   /** The awareness client ids this member spoke for: removed everywhere when it leaves. */
@@ -15,6 +17,11 @@ export interface RoomMember {
   /** The client asked for broadcast events (`?broadcast=1`): plain providers never get one. */
   readonly acceptsEvents: boolean
   send(frame: Uint8Array): void
+  /**
+   * Sends a sync answer, built by `answer` when it is sent; while the member's previous answer is
+   * unsent, only its latest request is answered, once that one is sent.
+   */
+  answerSync(answer: () => Uint8Array | null): void
   close(code: number, reason: string): void
   /** False when the client asks for the room's state or presence faster than allowed. */
   takeRoomRequest(): boolean

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
-import { DocumentTooLargeError } from '../errors.js'
+import { DocumentTooLargeError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { PubSub } from '../ports/pubsub.js'
@@ -14,6 +14,7 @@ import {
   decodeMessage,
   encodeAwarenessEntries,
   encodeDigest,
+  encodeRelayedEvent,
   encodeSyncStatus,
   encodeSyncStep1,
   encodeSyncStep2,
@@ -23,15 +24,19 @@ import {
   type Message,
 } from '../protocol/codec.js'
 import type { WaitingBudget } from '../protocol/update-guard.js'
+import { type ScannedUpdate, STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
+import { documentStructs, structsAdded } from '../protocol/update-structs.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
-import type { Author, Authorship } from './author-binding.js'
-import { ClientUpdateChecks } from './client-update-checks.js'
+import type { Author } from './author-binding.js'
+import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
+import { BIG_UPDATE_RESERVE_FACTOR, type MemoryCharges, UNBOUNDED_MEMORY } from './memory-budget.js'
 import { PEER, PresenceOwners } from './presence-owners.js'
 import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
+import { SyncAnswers } from './sync-answers.js'
 
 /** Transaction origin of updates that came from another server. */
 const REMOTE = Symbol('remote')
@@ -42,6 +47,12 @@ const BINDING = Symbol('binding')
 
 export interface RoomOptions {
   maxDocumentBytes: number
+  /**
+   * Structs the document may hold, a client counting as `CLIENT_STRUCTS`: what its memory grows
+   * with (Yjs keeps each struct as an object of 100–300 bytes), where `maxDocumentBytes` counts
+   * the encoding (2–80 bytes each).
+   */
+  maxDocumentStructs: number
   /** What the room may hold waiting for missing dependencies. */
   waiting: WaitingBudget
   /** Largest presence state (JSON bytes) a client may set. */
@@ -78,6 +89,8 @@ export interface RoomInit {
   /** The loaded state came from a peer: this server journaled none of it. */
   loadedFromPeer?: boolean
   observer?: RoomObserver
+  /** The server's memory budget: presence and big updates are charged to it. */
+  memory?: MemoryCharges
 }
 
 /** What a room needs of its snapshot writer to acknowledge only what is durable. */
@@ -109,7 +122,7 @@ export class Room implements MemberRoom {
   readonly name: string
   readonly doc: Y.Doc
   readonly connections = new Set<RoomMember>()
-  readonly presence = new PresenceTable()
+  readonly presence: PresenceTable
   /** Which connection (or peer) speaks for each presence id: what an id's first write is checked against. */
   readonly #presenceOwners = new PresenceOwners<RoomMember>()
   readonly #checks: ClientUpdateChecks
@@ -117,6 +130,11 @@ export class Room implements MemberRoom {
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
   #sizeBound: number
+  /**
+   * An upper bound of the document's structs and clients (`documentStructs`), so the ceiling rarely
+   * needs a count: a change adds at most `STRUCTS_PER_BYTE` per byte of it.
+   */
+  #structBound: number
   #destroyed = false
   #antiEntropyTimer: NodeJS.Timeout | null = null
   #lastAskedPeersAt = 0
@@ -126,6 +144,8 @@ export class Room implements MemberRoom {
    * (most do) gets it without another encode, which costs O(document) on the event loop.
    */
   #encoded: { version: number; state: Uint8Array } | null = null
+  /** The framed sync answers of this version, shared by the joiners asking the same. */
+  readonly #answers = new SyncAnswers()
   /** The big updates being applied, one after another. */
   #bigUpdates: Promise<void> = Promise.resolve()
   /** Set by the afterTransaction listener: whether the last applied update changed anything. */
@@ -138,6 +158,7 @@ export class Room implements MemberRoom {
   readonly #onChange: () => void
   readonly #observer: RoomObserver
   readonly #saves: RoomSaves
+  readonly #memory: MemoryCharges
   /**
    * The room version a connection joined at, if the room then held unsaved changes: they may be
    * the client's own edits, made durable nowhere yet (it sent them to a server that died, and this
@@ -162,13 +183,20 @@ export class Room implements MemberRoom {
     observer,
     saves,
     loadedFromPeer,
+    memory,
   }: RoomInit) {
     this.#saves = saves ?? ALWAYS_SAVED
+    this.#memory = memory ?? UNBOUNDED_MEMORY
+    // Uncharged whole at destroy: a frame handled after it charges nothing more.
+    this.presence = new PresenceTable((bytes) => {
+      if (!this.#destroyed) this.#memory.charge('presence', bytes)
+    })
     this.#notJournaledHere = loadedFromPeer ? 0 : -1
     this.name = name
     this.#channel = channel ?? name
     this.doc = doc
     this.#sizeBound = loadedBytes
+    this.#structBound = documentStructs(doc)
     this.#options = options
     this.#pubsub = pubsub
     this.#journal = journal
@@ -238,14 +266,16 @@ export class Room implements MemberRoom {
     receivedAt: number,
   ): Promise<void> | undefined {
     switch (message.kind) {
-      case 'sync-step1':
+      case 'sync-step1': {
         // Each answer encodes the whole difference; a client may not ask in a tight loop.
-        if (connection.takeRoomRequest()) {
-          connection.send(encodeSyncStep2(this.encodeDiff(message.stateVector)))
-        } else {
+        if (!connection.takeRoomRequest()) {
           connection.close(CloseCode.RateLimited, 'sync requests too frequent')
+          return
         }
+        const stateVector = this.#checkedStateVector(message.stateVector)
+        connection.answerSync(() => (this.#destroyed ? null : this.#syncAnswer(stateVector)))
         return
+      }
       case 'sync-step2':
       case 'update':
         // Every client answers our sync step 1, usually with nothing: not a write attempt.
@@ -273,12 +303,25 @@ export class Room implements MemberRoom {
         if (connection.takeRoomRequest()) connection.send(encodeAwarenessEntries(this.presence.present()))
         else connection.close(CloseCode.RateLimited, 'presence queries too frequent')
         return
-      case 'broadcast':
-        // Ephemeral: to the clients here and on the other servers that asked for events, never stored.
+      case 'broadcast': {
+        // Only writers speak to the room: a viewer must not announce "approved" to everyone.
+        if (!connection.canWrite) {
+          connection.close(CloseCode.ReadOnly, 'read-only access: broadcast events are refused')
+          return
+        }
+        // Ephemeral: to the clients here and on the other servers that asked for events, never
+        // stored. Stamped with its sender here; the other servers relay these very bytes.
         checkBroadcast(message.payload, this.#options.maxPresenceBytes)
-        this.#relayEvent(frame, connection)
-        this.#pubsub.publish(this.#channel, frame)
+        const { id: connectionId, identity } = connection
+        const relayed = encodeRelayedEvent(message.payload, {
+          connectionId,
+          userId: identity.userId,
+          name: identity.name,
+        })
+        this.#relayEvent(relayed, connection)
+        this.#pubsub.publish(this.#channel, relayed)
         return
+      }
       case 'sync-status':
         // Frames are handled in order, so every earlier one is applied; answered once durable
         // (journaled and confirmed, or in a saved snapshot): the client shows "saved" on it.
@@ -321,9 +364,30 @@ export class Room implements MemberRoom {
 
   /** What a holder of `stateVector` lacks, as one update. Throws `ProtocolError` for a bad vector. */
   encodeDiff(stateVector: Uint8Array): Uint8Array {
+    return this.#diff(this.#checkedStateVector(stateVector))
+  }
+
+  /** `stateVector`, checked and bounded; throws `ProtocolError` for a bad one. */
+  #checkedStateVector(stateVector: Uint8Array): Uint8Array {
+    return isEmptyStateVector(stateVector) ? stateVector : this.#boundedStateVector(stateVector)
+  }
+
+  /** What a holder of a checked `stateVector` lacks. */
+  #diff(stateVector: Uint8Array): Uint8Array {
     if (isEmptyStateVector(stateVector)) return this.encodeState()
     // Checked and decoded whole by then: whatever the encode throws is the server's fault.
-    return Y.encodeStateAsUpdate(this.doc, this.#boundedStateVector(stateVector))
+    return Y.encodeStateAsUpdate(this.doc, stateVector)
+  }
+
+  /** The sync step 2 answering a checked `stateVector`, shared by every joiner asking the same now. */
+  #syncAnswer(stateVector: Uint8Array): Uint8Array {
+    return this.#answers.answer(stateVector, () => {
+      const diff = this.#diff(stateVector)
+      const answer = encodeSyncStep2(diff)
+      // The answer ends with the whole state: keep that view of it rather than a second copy.
+      if (diff === this.#encoded?.state) this.#encoded.state = answer.subarray(answer.length - diff.length)
+      return answer
+    })
   }
 
   /**
@@ -345,7 +409,7 @@ export class Room implements MemberRoom {
         this.#answerDigest(digest)
         return
       }
-      const message = decodeMessage(frame)
+      const message = decodeMessage(frame, 'peer')
       if (message.kind === 'update' || message.kind === 'sync-step2') {
         // Peers often send what this server already has (anti-entropy answers): then nothing is
         // forwarded and the room is not marked dirty.
@@ -442,6 +506,8 @@ export class Room implements MemberRoom {
 
   destroy(): void {
     this.#destroyed = true
+    this.#memory.charge('presence', -this.presence.bytes)
+    this.#answers.clear()
     if (this.#antiEntropyTimer) clearInterval(this.#antiEntropyTimer)
     this.doc.destroy()
     this.connections.clear()
@@ -463,10 +529,11 @@ export class Room implements MemberRoom {
     frame: Uint8Array,
     receivedAt: number,
   ): Promise<void> | undefined {
-    const authorship = this.#checks.check(message.update, connection)
-    if (authorship.kind !== 'apply')
-      return this.#applyOnceBound(connection, message, frame, receivedAt, authorship)
-    this.#applyChecked(connection, message, frame, receivedAt)
+    const checked = this.#checks.check(message.update, connection)
+    if (checked.authorship.kind !== 'apply') {
+      return this.#applyOnceBound(connection, message, frame, receivedAt, checked)
+    }
+    this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
   }
 
   async #applyOnceBound(
@@ -474,17 +541,25 @@ export class Room implements MemberRoom {
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
-    first: Authorship,
+    first: CheckedUpdate,
   ): Promise<void> {
-    for (let authorship = first; authorship.kind !== 'apply'; ) {
-      this.#ensureRoomFor(message.update.length) // refused before anything is bound
+    let checked = first
+    while (checked.authorship.kind !== 'apply') {
+      this.#ensureSpaceFor(message.update, checked.scanned) // refused before anything is bound
+      const { authorship } = checked
       await (authorship.kind === 'bind'
         ? this.#checks.authors.bind(authorship.clients, connection)
         : authorship.until)
       if (this.#destroyed) return
-      authorship = this.#checks.check(message.update, connection) // the room changed meanwhile
+      checked = this.#checks.check(message.update, connection) // the room changed meanwhile
     }
-    this.#applyChecked(connection, message, frame, receivedAt)
+    this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
+  }
+
+  /** Refuses an update the document has no room for: bytes, or structs. */
+  #ensureSpaceFor(update: Uint8Array, scanned: ScannedUpdate): void {
+    this.#ensureRoomFor(update.length)
+    this.#ensureStructsFor(structsAdded(scanned, (client) => Y.getState(this.doc.store, client)))
   }
 
   #applyChecked(
@@ -492,8 +567,9 @@ export class Room implements MemberRoom {
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
+    scanned: ScannedUpdate,
   ): void {
-    this.#ensureRoomFor(message.update.length)
+    this.#ensureSpaceFor(message.update, scanned)
     // An update that changes nothing (a client resending what the room has) goes nowhere; what it
     // holds may be durable nowhere yet (a peer's change here), so its answers wait for a save.
     if (!this.#apply(message.update, connection)) {
@@ -525,7 +601,8 @@ export class Room implements MemberRoom {
    * between. The connection holds its later frames until this settles, keeping its order. Big
    * updates take turns per room, and each reserves its size against the ceiling before it waits,
    * so concurrent ones are checked against each other. It is journaled before its first slice, as
-   * anyone may see that slice from then on.
+   * anyone may see that slice from then on. Its memory is reserved from the server's budget on
+   * arrival, and it is refused (`ServerBusyError`) when the budget cannot take it.
    */
   #applyBigClientUpdate(
     connection: RoomMember,
@@ -533,7 +610,13 @@ export class Room implements MemberRoom {
     frame: Uint8Array,
     receivedAt: number,
   ): Promise<void> {
-    const turn = this.#bigUpdates.then(() => this.#applyBig(connection, message, frame, receivedAt))
+    const reserved = BIG_UPDATE_RESERVE_FACTOR * message.update.length
+    if (!this.#memory.reserve('big-update', reserved)) {
+      throw new ServerBusyError('the server has no memory to spare for an update this big now; retry later')
+    }
+    const turn = this.#bigUpdates
+      .then(() => this.#applyBig(connection, message, frame, receivedAt))
+      .finally(() => this.#memory.charge('big-update', -reserved))
     this.#bigUpdates = turn.catch(() => {})
     return turn
   }
@@ -547,19 +630,24 @@ export class Room implements MemberRoom {
     const { update } = message
     if (this.#destroyed) return
     this.#ensureRoomFor(update.length)
+    // Refused here, before the worker reads it, when the document has no room for any more structs.
+    const maxStructs = this.#options.maxDocumentStructs - this.#countStructs()
+    this.#ensureStructsFor(1)
     this.#sizeBound += update.length // reserved: an upper bound, corrected at the next encode
-    const sliced = await checkAndSlice(update, Y.encodeStateVector(this.doc))
+    const cut = await checkAndSlice(update, Y.encodeStateVector(this.doc), maxStructs)
     if (this.#destroyed) return
     // From here until it is applied, no other client writes where it does.
-    const release = this.#checks.reserve(sliced.ranges)
+    const release = this.#checks.reserve(cut.ranges)
     let changed = false
     try {
-      if (!(await this.#checks.checkSliced(sliced, connection, () => this.#destroyed))) return
+      if (!(await this.#checks.checkSliced(cut, connection, () => this.#destroyed))) return
+      this.#ensureStructsFor(cut.structs) // against what other updates added meanwhile
+      this.#structBound += cut.structs // reserved, as its slices are applied over several turns
       const journaled = this.#journal.recordBeforeApplying(update)
       try {
         // Applied to the end even if the client leaves meanwhile: it passed the checks and is
         // journaled, and what is applied must also be forwarded.
-        for (const [index, slice] of sliced.slices.entries()) {
+        for (const [index, slice] of cut.slices.entries()) {
           if (index > 0) await nextTurn()
           if (this.#destroyed) return
           changed = this.#apply(slice, connection) || changed
@@ -615,15 +703,25 @@ export class Room implements MemberRoom {
 
   #changed(bytes: number): void {
     this.#sizeBound += bytes
+    this.#structBound += bytes * STRUCTS_PER_BYTE
     this.version++
     this.#encoded = null
+    this.#answers.clear()
     this.#onChange()
   }
 
   readonly #recordChange = (transaction: Y.Transaction): void => {
-    this.#lastApplyChanged ||=
-      transaction.deleteSet.clients.size > 0 ||
-      [...transaction.afterState].some(([client, clock]) => transaction.beforeState.get(client) !== clock)
+    if (this.#lastApplyChanged || transaction.deleteSet.clients.size > 0) {
+      this.#lastApplyChanged = true
+      return
+    }
+    // Read in place: a copy of the state vector per transaction is garbage of O(clients).
+    for (const [client, clock] of transaction.afterState) {
+      if (transaction.beforeState.get(client) !== clock) {
+        this.#lastApplyChanged = true
+        return
+      }
+    }
   }
 
   /** Refuses an update that could push the document past the ceiling, measured exactly if close. */
@@ -632,6 +730,20 @@ export class Room implements MemberRoom {
     if (this.#sizeBound + updateBytes <= max) return
     if (this.encodeState().length + updateBytes <= max) return
     throw new DocumentTooLargeError(`document would exceed ${max} bytes`)
+  }
+
+  /** Refuses an update that could give the document more than its ceiling of structs, counted exactly if close. */
+  #ensureStructsFor(structs: number): void {
+    const max = this.#options.maxDocumentStructs
+    if (this.#structBound + structs <= max) return
+    if (this.#countStructs() + structs <= max) return
+    throw new DocumentTooLargeError(`document would exceed ${max} structs`)
+  }
+
+  /** The document's structs and clients, counted (O(clients)); the bound is exact again after. */
+  #countStructs(): number {
+    this.#structBound = documentStructs(this.doc)
+    return this.#structBound
   }
 
   #broadcast(frame: Uint8Array, except: RoomMember | null): void {

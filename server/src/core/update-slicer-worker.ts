@@ -7,33 +7,31 @@ import { readlinkSync } from 'node:fs'
 import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
 import * as Y from 'yjs'
-import { PendingLimitError } from '../errors.js'
-import { type ClockRanges, rangesOf } from '../protocol/held-content.js'
-import { checkReservedWrites, type ServerParts } from '../protocol/reserved-writes.js'
-import { checkWhole } from '../protocol/update-guard.js'
-import { scanUpdate } from '../protocol/update-scan.js'
-import { sliceUpdate } from '../protocol/update-slices.js'
+import { SymphonyError } from '../errors.js'
+import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 
 export interface SliceRequest {
   id: number
   update: Uint8Array
   structsPerSlice: number
-  /** A client's update: check it integrates whole against the room's state vector before cutting it. */
-  check?: { stateVector: Uint8Array }
+  /**
+   * A client's update: check it integrates whole against the room's state vector, adding at most
+   * `maxStructs` structs to the room, before cutting it.
+   */
+  check?: { stateVector: Uint8Array; maxStructs: number }
   /** A loaded state: also encode the document it builds, as a joiner would be sent it. */
   encode?: boolean
 }
 /** The document's own encoding: `same` when it is byte for byte the update itself (no transfer). */
 export type Encoded = Uint8Array | 'same'
-/** What the check found of a client's update, beside its slices: what the room checks against its content. */
-export interface Checked {
-  ranges: ClockRanges
-  sliceRanges: ClockRanges[]
-  server: ServerParts
-}
 export type SliceReply =
-  | { id: number; slices: Uint8Array[]; encoded?: Encoded; checked?: Checked }
-  | { id: number; refused: { pending: boolean; message: string } }
+  | ({ id: number; slices: Uint8Array[]; encoded?: Encoded } & Partial<Omit<CutUpdate, 'slices'>>)
+  | { id: number; refused: Refusal }
+/** Why a client's update was refused: the `code` of the error the check threw (`INTERNAL`: not the client's fault). */
+export interface Refusal {
+  code: string
+  message: string
+}
 
 try {
   // A thread's own id is only readable on Linux; elsewhere it just runs at normal priority.
@@ -41,36 +39,30 @@ try {
 } catch {}
 
 parentPort?.on('message', ({ id, update, structsPerSlice, check, encode }: SliceRequest) => {
-  let checked: Omit<Checked, 'sliceRanges'> | undefined
+  let reply: SliceReply
   if (check) {
     try {
-      const reached = Y.decodeStateVector(check.stateVector)
-      const scanned = scanUpdate(update)
-      checkWhole(scanned, (client) => reached.get(client) ?? 0)
-      checked = { server: checkReservedWrites(scanned), ranges: rangesOf(scanned) }
+      reply = { id, ...checkAndCut(update, check.stateVector, check.maxStructs, structsPerSlice) }
     } catch (error) {
-      const refused = { pending: error instanceof PendingLimitError, message: (error as Error).message }
-      parentPort?.postMessage({ id, refused } satisfies SliceReply)
+      const code = error instanceof SymphonyError ? error.code : 'INTERNAL'
+      parentPort?.postMessage({
+        id,
+        refused: { code, message: (error as Error).message },
+      } satisfies SliceReply)
       return
     }
+  } else {
+    try {
+      reply = { id, slices: sliceUpdate(update, structsPerSlice) }
+    } catch {
+      reply = { id, slices: [update] } // cannot be read: left whole, so applying it fails as it always did
+    }
+    const encoded = encode ? encodedDocument(update) : undefined
+    if (encoded) reply.encoded = encoded
   }
-  let slices: Uint8Array[]
-  try {
-    slices = sliceUpdate(update, structsPerSlice)
-  } catch {
-    slices = [update] // cannot be decoded: left whole, so applying it fails as it always did
-  }
-  const encoded = encode ? encodedDocument(update) : undefined
-  const transfer = [...slices, ...(encoded instanceof Uint8Array ? [encoded] : [])]
-  // Checked, it integrates whole with no gap: each slice is read as the update was.
-  const sliceRanges = checked && slices.map((slice) => rangesOf(scanUpdate(slice)))
+  const transfer = [...reply.slices, ...(reply.encoded instanceof Uint8Array ? [reply.encoded] : [])]
   parentPort?.postMessage(
-    {
-      id,
-      slices,
-      ...(encoded ? { encoded } : {}),
-      ...(checked && sliceRanges ? { checked: { ...checked, sliceRanges } } : {}),
-    } satisfies SliceReply,
+    reply,
     transfer.map((bytes) => bytes.buffer as ArrayBuffer),
   )
 })

@@ -19,7 +19,7 @@ export type RoomEvent =
 
 export interface RoomEventSink {
   emit(event: RoomEvent): void
-  /** Deliveries waiting, and events dropped since start because the queue was full. */
+  /** Events held (waiting, in flight or waiting for a retry), and those dropped since start. */
   stats(): { queued: number; dropped: number }
   /** Delivers what is queued (bounded by the adapter's own timeout), then stops. */
   close(): Promise<void>

@@ -1,5 +1,13 @@
 import { isUtf8 } from 'node:buffer'
-import { MAX_SYNC_STATUS_PAYLOAD, MessageType, ServerMessageType, SyncType } from '@symphony/client/wire'
+import {
+  decodeEventSender,
+  type EventSender,
+  encodeEventSender,
+  MAX_SYNC_STATUS_PAYLOAD,
+  MessageType,
+  ServerMessageType,
+  SyncType,
+} from '@symphony/client/wire'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import { MessageTooBigError, ProtocolError } from '../errors.js'
@@ -30,12 +38,26 @@ export type Message =
   /** JSON text, checked by `checkBroadcast` before it goes anywhere. */
   | { kind: 'broadcast'; payload: Uint8Array }
 
-/** Decodes one binary frame; throws `ProtocolError` on anything that is not exactly one message. */
-export function decodeMessage(frame: Uint8Array): Message {
+/**
+ * Decodes one binary frame; throws `ProtocolError` on anything that is not exactly one message.
+ * A peer's broadcast event carries its sender after the payload (`encodeRelayedEvent`); a client's
+ * never does, so a client cannot name one.
+ */
+export function decodeMessage(frame: Uint8Array, from: 'client' | 'peer' = 'client'): Message {
   const decoder = decoding.createDecoder(frame)
   const message = readMessage(decoder)
+  if (message.kind === 'broadcast' && from === 'peer') readEventSender(decoder)
   if (decoding.hasContent(decoder)) throw new ProtocolError('trailing bytes after the message')
   return message
+}
+
+function readEventSender(decoder: decoding.Decoder): EventSender {
+  let sender: EventSender | null = null
+  try {
+    sender = decodeEventSender(decoding.readVarString(decoder))
+  } catch {}
+  if (!sender) throw new ProtocolError('a relayed broadcast event without its sender')
+  return sender
 }
 
 function readMessage(decoder: decoding.Decoder): Message {
@@ -122,6 +144,18 @@ export function checkBroadcast(payload: Uint8Array, maxBytes: number): void {
   }
   const problem = isUtf8(payload) ? jsonTextProblem(payload, MAX_JSON_DEPTH) : 'not UTF-8'
   if (problem) throw new ProtocolError(`a broadcast event that is ${problem}`)
+}
+
+/**
+ * A client's broadcast event as the room relays it, to its clients and its peers: the payload
+ * as it arrived, then who sent it, stamped here and never taken from the client.
+ */
+export function encodeRelayedEvent(payload: Uint8Array, sender: EventSender): Uint8Array {
+  return encodeWith((encoder) => {
+    encoding.writeVarUint(encoder, MessageType.Broadcast)
+    encoding.writeVarUint8Array(encoder, payload)
+    encoding.writeVarString(encoder, encodeEventSender(sender))
+  })
 }
 
 /** The room's incarnation, for a client that asked (`?incarnation=`). */

@@ -1,6 +1,7 @@
 import * as Y from 'yjs'
-import { PendingLimitError } from '../errors.js'
-import { type ScannedUpdate, scanUpdate } from './update-scan.js'
+import { DocumentTooLargeError, PendingLimitError } from '../errors.js'
+import { firstEndingAfter, type ScannedUpdate, scanUpdate } from './update-scan.js'
+import { structsAdded } from './update-structs.js'
 
 /**
  * What a room may hold waiting for missing dependencies. Yjs keeps structs whose dependencies have
@@ -24,7 +25,7 @@ export interface WaitingBudget {
  * the document: what would still wait for missing dependencies afterwards, counted with what the
  * room holds waiting already, must fit the budget. Every update real Yjs produces integrates or
  * waits within it; an update is refused whole, before anything is applied. Throws `ProtocolError`
- * (malformed) or `PendingLimitError` (over the budget). Returns the update as scanned.
+ * (malformed) or `PendingLimitError` (over the budget); returns what it read (`structsAdded` takes it).
  */
 export function checkUpdate(update: Uint8Array, doc: Y.Doc, budget: WaitingBudget): ScannedUpdate {
   const scanned = scanUpdate(update)
@@ -56,13 +57,26 @@ function roomStateOf(doc: Y.Doc): RoomState {
   }
 }
 
+/** A big update that integrates whole, as `checkWhole` found it. */
+export interface WholeUpdate {
+  /** Its structs in an order each can be integrated in: runs of a client's structs, as [client, from, to, ...]. */
+  order: number[]
+  /** The most structs (and clients) the room gains by it (`structsAdded`). */
+  structs: number
+}
+
 /**
  * The check for an update applied in slices across turns (a big one): it may leave nothing
- * waiting at all, as Yjs would re-merge what waits with every later slice, and may have no gap,
- * which keeps an update from being sliced. Needs only the room's state vector, so a worker thread
- * can run it. Throws `PendingLimitError`.
+ * waiting at all, as Yjs would re-merge what waits with every later slice, may have no gap,
+ * which keeps an update from being sliced, and may add at most `maxStructs` structs to the room.
+ * Needs only the room's state vector, so a worker thread can run it. Throws `PendingLimitError`
+ * or `DocumentTooLargeError`.
  */
-export function checkWhole(scanned: ScannedUpdate, stateOf: (client: number) => number): void {
+export function checkWhole(
+  scanned: ScannedUpdate,
+  stateOf: (client: number) => number,
+  maxStructs: number,
+): WholeUpdate {
   const waiting = whatWouldWait(scanned, stateOf)
   const gap = [...scanned.structs.values()].some((run) => run.some((struct) => struct.gap))
   if (waiting.structBytes > 0 || waiting.deleteBytes > 0 || gap) {
@@ -70,6 +84,21 @@ export function checkWhole(scanned: ScannedUpdate, stateOf: (client: number) => 
       'an update this big must integrate whole: it may not have gaps or leave anything waiting for updates the room never received',
     )
   }
+  const structs = structsAdded(scanned, stateOf)
+  if (structs > maxStructs) {
+    throw new DocumentTooLargeError(
+      `the update may add ${structs} structs to the document, which may gain at most ${maxStructs} more`,
+    )
+  }
+  return { order: waiting.order, structs }
+}
+
+/**
+ * An order the update's structs can be integrated in against a room whose history reaches
+ * `stateOf`: what integrates (each struct after what it refers to), then what would wait.
+ */
+export function integrationOrder(scanned: ScannedUpdate, stateOf: (client: number) => number): number[] {
+  return whatWouldWait(scanned, stateOf).order
 }
 
 /** `checkUpdate` on an update already scanned, against a room's state. */
@@ -140,6 +169,8 @@ interface Waiting {
   deleteBytes: number
   /** How far each client's history reaches once the update is applied. */
   reached(client: number): number
+  /** The structs in the order they integrate, then those that would wait, as [client, from, to, ...]. */
+  order: number[]
 }
 
 /**
@@ -159,6 +190,7 @@ function whatWouldWait(update: ScannedUpdate, stateOf: (client: number) => numbe
   // Blocking client → index of the struct in its run that holds the needed id → waiting clients.
   const waitersAt = new Map<number, Map<number, number[]>>()
   const queue = [...update.structs.keys()]
+  const order: number[] = []
   while (queue.length > 0) {
     const client = queue.pop() as number
     const run = update.structs.get(client) ?? []
@@ -181,6 +213,7 @@ function whatWouldWait(update: ScannedUpdate, stateOf: (client: number) => numbe
     }
     next.set(client, index)
     if (index === from) continue
+    order.push(client, from, index)
     reached.set(client, clock)
     const waiters = waitersAt.get(client)
     if (!waiters) continue
@@ -190,9 +223,11 @@ function whatWouldWait(update: ScannedUpdate, stateOf: (client: number) => numbe
       waiters.delete(passed)
     }
   }
-  const waiting: Waiting = { structBytes: 0, clients: new Set(), deleteBytes: 0, reached: reachedBy }
+  const waiting: Waiting = { structBytes: 0, clients: new Set(), deleteBytes: 0, reached: reachedBy, order }
   for (const [client, run] of update.structs) {
-    for (let index = next.get(client) ?? 0; index < run.length; index++) {
+    const stopped = next.get(client) ?? 0
+    if (stopped < run.length) order.push(client, stopped, run.length)
+    for (let index = stopped; index < run.length; index++) {
       const struct = run[index] as (typeof run)[number]
       if (struct.gap) continue
       waiting.structBytes += struct.bytes
@@ -221,14 +256,7 @@ function waitOn(
 ): void {
   const run = update.structs.get(missing.client)
   if (!run) return // nothing in the update can bring it: the waiter waits for good
-  let low = 0
-  let high = run.length
-  while (low < high) {
-    const middle = (low + high) >>> 1
-    const struct = run[middle] as (typeof run)[number]
-    if (struct.clock + struct.length <= missing.clock) low = middle + 1
-    else high = middle
-  }
+  const low = firstEndingAfter(run, missing.clock)
   if (low === run.length) return
   const byIndex = waitersAt.get(missing.client) ?? new Map<number, number[]>()
   waitersAt.set(missing.client, byIndex)

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer'
 import * as decoding from 'lib0/decoding'
-import { ProtocolError } from '../errors.js'
+import { DocumentTooLargeError, ProtocolError } from '../errors.js'
 import { jsonTextProblem } from './json-text.js'
 
 /** Deepest nesting of JSON values in an update or a presence state. */
@@ -16,11 +16,26 @@ export interface ScannedStruct {
   gap: boolean
   /** Other clients' ids it needs to integrate, as [client, clock, client, clock, ...]. */
   needs: number[]
+  /** Where its encoding starts in the update. */
+  start: number
   /** Its encoded size: what it costs to keep if it has to wait. */
   bytes: number
   /** `NO_CONTENT` for GC structs and gaps. */
   content?: typeof NO_CONTENT
 }
+
+/**
+ * What a client costs a document, in structs: its map entry and array hold about four structs'
+ * worth, and every transaction of the room reads each client's state twice (Yjs' state vectors:
+ * with a quarter million clients, 42 ms per slice of a big update, and a peak of 680 MB).
+ */
+export const CLIENT_STRUCTS = 8
+
+/**
+ * The most structs (`CLIENT_STRUCTS` for a client) an update adds per byte it spends: a new
+ * client and its struct take 5 bytes at least, a struct or a cut 1.
+ */
+export const STRUCTS_PER_BYTE = Math.ceil((CLIENT_STRUCTS + 1) / 5)
 
 /** Shared by every struct that refers to no other client, so none allocates an array. */
 const NEEDS_NOTHING: number[] = []
@@ -31,6 +46,12 @@ export interface ScannedUpdate {
   structs: Map<number, ScannedStruct[]>
   /** Each client's deleted ranges, as [clock, length, clock, length, ...]. */
   deletions: Map<number, number[]>
+  /**
+   * Where integrating the update may cut an existing struct in two, as [client, clock, ...]: a
+   * cut before `clock` (after an origin, before a right origin, at either end of a deleted range).
+   * Cuts the scan can see fall between two structs of the update are left out.
+   */
+  cuts: number[]
   /** The clients with a struct that names `AUTHORS_ROOT` as its parent. */
   authorsRootWriters: Set<number>
 }
@@ -38,6 +59,32 @@ export interface ScannedUpdate {
 /** The root type the server keeps its author bindings in (`core/author-binding.ts`): no client writes it. */
 export const AUTHORS_ROOT = 'symphony:authors'
 const AUTHORS_ROOT_BYTES = Buffer.from(AUTHORS_ROOT)
+
+export interface ScanOptions {
+  /**
+   * Refuse (`DocumentTooLargeError`) an update of more structs and clients than this, or more
+   * deleted ranges, as soon as the count passes it: what the scan allocates stays in proportion.
+   */
+  maxStructs?: number
+}
+
+/** The index of the first struct of `run` that ends after `clock` (`run.length` if none): binary search. */
+export function firstEndingAfter(run: ScannedStruct[], clock: number): number {
+  let low = 0
+  let high = run.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    const struct = run[middle] as ScannedStruct
+    if (struct.clock + struct.length <= clock) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+/** A run of garbage-collected structs (one entry however many the update lists): Yjs never cuts one. */
+export function isGarbage(struct: ScannedStruct): boolean {
+  return struct.content === NO_CONTENT && !struct.gap
+}
 
 // Struct and content kinds of the v1 update encoding (Yjs' `contentRefs`).
 const GC = 0
@@ -66,24 +113,36 @@ const TYPE_KINDS = 7
  * content, so the guard paid a second full decode for every update; this reads each byte once and
  * builds only the strings whose length Yjs counts. Throws `ProtocolError`.
  */
-export function scanUpdate(update: Uint8Array): ScannedUpdate {
-  const decoder = decoding.createDecoder(update)
-  const authorsRootWriters = new Set<number>()
+export function scanUpdate(update: Uint8Array, options: ScanOptions = {}): ScannedUpdate {
+  const max = options.maxStructs ?? Number.POSITIVE_INFINITY
   try {
-    const structs = readStructs(decoder, authorsRootWriters)
-    return { structs, deletions: readDeletions(decoder), authorsRootWriters }
+    // Counted first, keeping nothing, so an update past the limit is refused before the scan holds
+    // anything of it (a smaller one cannot pass it).
+    if (update.length * STRUCTS_PER_BYTE > max) read(update, null, max)
+    return read(update, [], max)
   } catch (error) {
-    if (error instanceof ProtocolError) throw error
+    if (error instanceof ProtocolError || error instanceof DocumentTooLargeError) throw error
     throw new ProtocolError(`unreadable update: ${(error as Error).message}`)
   }
 }
 
+/** The update's structs and deletions; with `cuts` null it is only read and counted, and nothing is kept. */
+function read(update: Uint8Array, cuts: number[] | null, max: number): ScannedUpdate {
+  const decoder = decoding.createDecoder(update)
+  const authorsRootWriters = new Set<number>()
+  const structs = readStructs(decoder, cuts, max, authorsRootWriters)
+  return { structs, deletions: readDeletions(decoder, cuts, max), cuts: cuts ?? [], authorsRootWriters }
+}
+
 function readStructs(
   decoder: decoding.Decoder,
+  cuts: number[] | null,
+  max: number,
   authorsRootWriters: Set<number>,
 ): Map<number, ScannedStruct[]> {
   const structs = new Map<number, ScannedStruct[]>()
   const clients = readCount(decoder)
+  let entries = 0
   for (let c = 0; c < clients; c++) {
     const count = readCount(decoder)
     const client = decoding.readVarUint(decoder)
@@ -91,40 +150,58 @@ function readStructs(
     // Yjs keeps only a client's last group of structs: a second one would make it drop the first.
     if (structs.has(client)) throw new ProtocolError(`client ${client} appears twice in the update`)
     const run: ScannedStruct[] = []
-    structs.set(client, run)
+    if (cuts) structs.set(client, run)
+    let previous: ScannedStruct | undefined
     for (let i = 0; i < count; i++) {
       const start = decoder.pos
-      const struct = readStruct(decoder, client, clock, authorsRootWriters)
+      const struct = readStruct(decoder, client, clock, cuts, authorsRootWriters)
       checkRange(client, clock, struct.length, 'struct')
       clock += struct.length
-      const previous = run[run.length - 1]
       if (struct.content === NO_CONTENT && previous?.content === NO_CONTENT && previous.gap === struct.gap) {
         // A run of GC structs (or of gaps) is one struct to the guard: no object per 2 bytes.
         previous.length += struct.length
         previous.bytes += decoder.pos - start
         continue
       }
+      // Each client and each struct may become an object of the room's (100–300 bytes each).
+      if (++entries + (c + 1) * CLIENT_STRUCTS > max) tooManyStructs(max)
+      struct.start = start
       struct.bytes = decoder.pos - start
-      run.push(struct)
+      previous = struct
+      if (cuts) run.push(struct)
     }
   }
   return structs
+}
+
+function tooManyStructs(max: number): never {
+  throw new DocumentTooLargeError(`the update holds more than the ${max} structs the document may still gain`)
 }
 
 function readStruct(
   decoder: decoding.Decoder,
   client: number,
   clock: number,
+  cuts: number[] | null,
   authorsRootWriters: Set<number>,
 ): ScannedStruct {
   const info = readByte(decoder)
   const kind = info & 0x1f
   if (kind === GC || kind === SKIP) {
     const length = decoding.readVarUint(decoder)
-    return { clock, length, gap: kind === SKIP, needs: NEEDS_NOTHING, bytes: 0, content: NO_CONTENT }
+    return {
+      clock,
+      length,
+      gap: kind === SKIP,
+      needs: NEEDS_NOTHING,
+      start: 0,
+      bytes: 0,
+      content: NO_CONTENT,
+    }
   }
   let needs = NEEDS_NOTHING
-  const reference = () => {
+  /** Reads an id the struct refers to; the struct holding it may be cut `cut` clocks after it (null: never). */
+  const reference = (cut: 0 | 1 | null) => {
     const refClient = decoding.readVarUint(decoder)
     const refClock = decoding.readVarUint(decoder)
     checkRange(refClient, refClock, 1, 'reference')
@@ -134,16 +211,20 @@ function readStruct(
     } else if (refClock >= clock) {
       throw new ProtocolError(`struct ${client}:${clock} refers to its own future`)
     }
+    if (cut === null || !cuts) return
+    // Clock 0 and the end of the struct just before this one (typing) are boundaries already.
+    const at = refClock + cut
+    if (at !== 0 && !(refClient === client && at === clock)) cuts.push(refClient, at)
   }
-  if (info & HAS_ORIGIN) reference()
-  if (info & HAS_RIGHT_ORIGIN) reference()
+  if (info & HAS_ORIGIN) reference(1)
+  if (info & HAS_RIGHT_ORIGIN) reference(0)
   if ((info & (HAS_ORIGIN | HAS_RIGHT_ORIGIN)) === 0) {
     if (decoding.readVarUint(decoder) === 1) {
       if (AUTHORS_ROOT_BYTES.equals(readString(decoder))) authorsRootWriters.add(client) // a root type's name
-    } else reference() // the parent type's id
+    } else reference(null) // the parent type's id: never cut
     if (info & HAS_PARENT_SUB) readString(decoder)
   }
-  return { clock, length: readContent(decoder, kind), gap: false, needs, bytes: 0 }
+  return { clock, length: readContent(decoder, kind), gap: false, needs, start: 0, bytes: 0 }
 }
 
 /** Reads an item's content; returns its length as Yjs counts it. */
@@ -186,19 +267,26 @@ function readContent(decoder: decoding.Decoder, kind: number): number {
   }
 }
 
-function readDeletions(decoder: decoding.Decoder): Map<number, number[]> {
+function readDeletions(decoder: decoding.Decoder, cuts: number[] | null, max: number): Map<number, number[]> {
   const deletions = new Map<number, number[]>()
   const clients = readCount(decoder)
+  let total = 0
   for (let c = 0; c < clients; c++) {
     const client = decoding.readVarUint(decoder)
     const count = readCount(decoder)
+    // A deleted range may cut a struct at each end: two objects more for the room.
+    total += count
+    if (total > max) tooManyStructs(max)
     const ranges = deletions.get(client) ?? []
-    deletions.set(client, ranges)
+    if (cuts) deletions.set(client, ranges)
     for (let i = 0; i < count; i++) {
       const clock = decoding.readVarUint(decoder)
       const length = decoding.readVarUint(decoder)
       checkRange(client, clock, length, 'deletion')
+      if (!cuts) continue
       ranges.push(clock, length)
+      if (clock !== 0) cuts.push(client, clock)
+      cuts.push(client, clock + length)
     }
   }
   return deletions

@@ -1,36 +1,148 @@
 import * as encoding from 'lib0/encoding'
-import * as map from 'lib0/map'
 import * as Y from 'yjs'
-
-type Struct = Y.Item | Y.GC | Y.Skip
-type DeleteSet = ReturnType<typeof Y.decodeUpdate>['ds']
+import { type ClockRanges, rangesOf } from './held-content.js'
+import { checkReservedWrites, type ServerParts } from './reserved-writes.js'
+import { checkWhole, integrationOrder } from './update-guard.js'
+import { isGarbage, type ScannedUpdate, scanUpdate } from './update-scan.js'
 
 /**
  * Cuts a (v1) update into a series of smaller updates that, applied in order, build the same
  * document: each slice holds at most `structsPerSlice` structs, ordered so that what a struct
  * points at (origin, right origin, parent) comes in an earlier slice or the same one, and the
  * deletions come last. A big snapshot can then be applied a slice per event-loop turn instead of
- * in one transaction that stalls every other room. Yjs still parks anything out of order as
- * pending, so the order is a matter of speed, not of correctness.
+ * in one transaction that stalls every other room. Structs that would wait for a client the state
+ * lacks come after the rest (Yjs parks them as pending), and a state with a gap is left whole: Yjs
+ * would re-merge its pending structs on every later slice. Throws on an update that cannot be read.
  */
 export function sliceUpdate(update: Uint8Array, structsPerSlice: number): Uint8Array[] {
-  const { structs, ds } = Y.decodeUpdate(update)
-  // A gap (a Skip) means structs that will wait for what is missing: Yjs re-merges its whole
-  // pending update on every later slice, so slicing such a state would cost far more than it saves.
-  if (structs.some((struct) => struct instanceof Y.Skip)) return [update]
-  const ordered = causalOrder(byClient(structs))
+  const scanned = scanUpdate(update)
+  if ([...scanned.structs.values()].some((run) => run.some((struct) => struct.gap))) return [update]
+  return sliceInOrder(
+    update,
+    scanned,
+    integrationOrder(scanned, () => 0),
+    structsPerSlice,
+  )
+}
+
+/** A client's big update, checked (`checkWhole`) and cut: its slices, and the most structs it adds to the room. */
+export interface CutUpdate {
+  slices: Uint8Array[]
+  structs: number
+  /** The clock ranges of the whole update, and of each slice: what the room compares with what it holds. */
+  ranges: ClockRanges
+  sliceRanges: ClockRanges[]
+  /** What it holds under the server's client ids (`checkReservedWrites`). */
+  server: ServerParts
+}
+
+/**
+ * Checks that a client's update integrates whole against a room whose history reaches
+ * `stateVector`, adds at most `maxStructs` structs and writes none of the server's parts
+ * (`checkReservedWrites`), then cuts it. Reads the update once and
+ * builds none of its structs: a slice copies their bytes (a run of garbage-collected structs is
+ * written as one). Throws `ProtocolError`, `PendingLimitError` or `DocumentTooLargeError`.
+ */
+export function checkAndCut(
+  update: Uint8Array,
+  stateVector: Uint8Array,
+  maxStructs: number,
+  structsPerSlice: number,
+): CutUpdate {
+  const reached = Y.decodeStateVector(stateVector)
+  const stateOf = (client: number) => reached.get(client) ?? 0
+  const scanned = scanUpdate(update, { maxStructs })
+  const { order, structs } = checkWhole(scanned, stateOf, maxStructs)
+  const server = checkReservedWrites(scanned)
+  const sliceRanges: ClockRanges[] = []
+  const slices = sliceInOrder(update, scanned, order, structsPerSlice, sliceRanges)
+  return { slices, structs, ranges: rangesOf(scanned), sliceRanges, server }
+}
+
+/**
+ * Slices of the update's structs in `order` (runs [client, from, to, ...]), then of its deletions;
+ * each slice's clock ranges go to `sliceRanges` when given.
+ */
+function sliceInOrder(
+  update: Uint8Array,
+  scanned: ScannedUpdate,
+  order: number[],
+  structsPerSlice: number,
+  sliceRanges?: ClockRanges[],
+): Uint8Array[] {
   const slices: Uint8Array[] = []
-  for (let start = 0; start < ordered.length; start += structsPerSlice) {
-    slices.push(encodeStructs(ordered.slice(start, start + structsPerSlice)))
+  /** This slice's structs: each client's run of them, by index (consecutive, as `order` goes through each run in turn). */
+  let runs = new Map<number, { from: number; to: number }>()
+  let count = 0
+  for (let i = 0; i < order.length; i += 3) {
+    const client = order[i] as number
+    const to = order[i + 2] as number
+    for (let at = order[i + 1] as number; at < to; ) {
+      const take = Math.min(to - at, structsPerSlice - count)
+      const run = runs.get(client)
+      if (run) run.to = at + take
+      else runs.set(client, { from: at, to: at + take })
+      at += take
+      count += take
+      if (count === structsPerSlice) {
+        slices.push(encodeStructs(update, scanned, runs))
+        sliceRanges?.push(clockRangesOf(scanned, runs))
+        runs = new Map()
+        count = 0
+      }
+    }
   }
-  for (const ranges of deletionChunks(ds, structsPerSlice * DELETED_CLOCKS_PER_STRUCT)) {
+  if (count > 0) {
+    slices.push(encodeStructs(update, scanned, runs))
+    sliceRanges?.push(clockRangesOf(scanned, runs))
+  }
+  for (const ranges of deletionChunks(scanned.deletions, structsPerSlice * DELETED_CLOCKS_PER_STRUCT)) {
     slices.push(encodeDeletions(ranges))
+    sliceRanges?.push(new Map())
   }
   return slices
 }
 
+/** The clocks a slice's runs of structs cover (an update checked whole has no gaps). */
+function clockRangesOf(scanned: ScannedUpdate, runs: Map<number, { from: number; to: number }>): ClockRanges {
+  const ranges: ClockRanges = new Map()
+  for (const [client, { from, to }] of runs) {
+    const run = scanned.structs.get(client) ?? []
+    const last = run[to - 1]
+    if (run[from] && last) ranges.set(client, [run[from].clock, last.clock + last.length])
+  }
+  return ranges
+}
+
 /** A deleted clock costs less than a struct: one struct may span many clocks. */
 const DELETED_CLOCKS_PER_STRUCT = 8
+const GC = 0
+
+/** One client per run (a client listed twice would replace its first run), its structs' bytes as they came. */
+function encodeStructs(
+  update: Uint8Array,
+  scanned: ScannedUpdate,
+  runs: Map<number, { from: number; to: number }>,
+): Uint8Array {
+  const encoder = encoding.createEncoder()
+  encoding.writeVarUint(encoder, runs.size)
+  for (const [client, { from, to }] of runs) {
+    const structs = scanned.structs.get(client) ?? []
+    encoding.writeVarUint(encoder, to - from)
+    encoding.writeVarUint(encoder, client)
+    encoding.writeVarUint(encoder, structs[from]?.clock ?? 0)
+    for (const struct of structs.slice(from, to)) {
+      if (isGarbage(struct)) {
+        encoding.writeUint8(encoder, GC)
+        encoding.writeVarUint(encoder, struct.length)
+      } else {
+        encoding.writeUint8Array(encoder, update.subarray(struct.start, struct.start + struct.bytes))
+      }
+    }
+  }
+  encoding.writeVarUint(encoder, 0) // no deletions
+  return encoding.toUint8Array(encoder)
+}
 
 interface DeletedRange {
   client: number
@@ -43,13 +155,14 @@ interface DeletedRange {
  * split a deleted emoji's two UTF-16 halves: harmless with Yjs's default `gc: true`, which drops
  * deleted content, but a document kept with `gc: false` would see the halves replaced.
  */
-function deletionChunks(ds: DeleteSet, clocksPerChunk: number): DeletedRange[][] {
+function deletionChunks(deletions: Map<number, number[]>, clocksPerChunk: number): DeletedRange[][] {
   const chunks: DeletedRange[][] = []
   let chunk: DeletedRange[] = []
   let room = clocksPerChunk
-  for (const [client, items] of ds.clients) {
-    for (const item of items) {
-      for (let clock = item.clock, end = item.clock + item.len; clock < end; ) {
+  for (const [client, ranges] of deletions) {
+    for (let i = 0; i < ranges.length; i += 2) {
+      const start = ranges[i] as number
+      for (let clock = start, end = start + (ranges[i + 1] as number); clock < end; ) {
         const len = Math.min(end - clock, room)
         chunk.push({ client, clock, len })
         clock += len
@@ -66,89 +179,23 @@ function deletionChunks(ds: DeleteSet, clocksPerChunk: number): DeletedRange[][]
   return chunks
 }
 
-function byClient(structs: Struct[]): Map<number, Struct[]> {
-  const clients = new Map<number, Struct[]>()
-  for (const struct of structs) map.setIfUndefined(clients, struct.id.client, (): Struct[] => []).push(struct)
-  for (const list of clients.values()) list.sort((a, b) => a.id.clock - b.id.clock)
-  return clients
-}
-
-/**
- * Every client's structs in clock order, each preceded by the structs of other clients it
- * points at. A depth-first walk with an explicit stack, so a long chain cannot overflow.
- */
-function causalOrder(clients: Map<number, Struct[]>): Struct[] {
-  const next = new Map<number, number>([...clients.keys()].map((client) => [client, 0]))
-  const ordered: Struct[] = []
-  const onStack = new Set<Struct>()
-  /** The next unplaced struct of `id`'s client if `id` is not placed yet. */
-  const unplaced = (id: Y.ID | null): Struct | null => {
-    if (id === null) return null
-    const list = clients.get(id.client)
-    const at = next.get(id.client) ?? 0
-    const head = list?.[at]
-    return head && head.id.clock <= id.clock ? head : null
-  }
-  for (const [client, list] of clients) {
-    while ((next.get(client) ?? 0) < list.length) {
-      const stack = [list[next.get(client) ?? 0] as Struct]
-      onStack.add(stack[0] as Struct)
-      while (stack.length > 0) {
-        const top = stack[stack.length - 1] as Struct
-        const needed = dependencies(top)
-          .map(unplaced)
-          .find((dep) => dep !== null && dep !== top && !onStack.has(dep))
-        if (needed) {
-          stack.push(needed)
-          onStack.add(needed)
-          continue
-        }
-        stack.pop()
-        onStack.delete(top)
-        if (unplaced(top.id) === top) {
-          ordered.push(top)
-          next.set(top.id.client, (next.get(top.id.client) ?? 0) + 1)
-        }
-      }
-    }
-  }
-  return ordered
-}
-
-function dependencies(struct: Struct): (Y.ID | null)[] {
-  if (!(struct instanceof Y.Item)) return []
-  const parent = struct.parent instanceof Y.ID ? struct.parent : null
-  return [struct.origin, struct.rightOrigin, parent]
-}
-
-function encodeStructs(structs: Struct[]): Uint8Array {
-  const encoder = new Y.UpdateEncoderV1()
-  const clients = byClient(structs) // one run per client: a client listed twice would replace its first run
-  encoding.writeVarUint(encoder.restEncoder, clients.size)
-  for (const [client, list] of clients) {
-    encoding.writeVarUint(encoder.restEncoder, list.length)
-    encoder.writeClient(client)
-    encoding.writeVarUint(encoder.restEncoder, (list[0] as Struct).id.clock)
-    for (const struct of list) struct.write(encoder, 0)
-  }
-  encoding.writeVarUint(encoder.restEncoder, 0) // no deletions
-  return encoder.toUint8Array()
-}
-
 function encodeDeletions(ranges: DeletedRange[]): Uint8Array {
-  const encoder = new Y.UpdateEncoderV1()
-  encoding.writeVarUint(encoder.restEncoder, 0) // no structs
+  const encoder = encoding.createEncoder()
+  encoding.writeVarUint(encoder, 0) // no structs
   const clients = new Map<number, DeletedRange[]>()
-  for (const range of ranges) map.setIfUndefined(clients, range.client, (): DeletedRange[] => []).push(range)
-  encoding.writeVarUint(encoder.restEncoder, clients.size)
+  for (const range of ranges) {
+    const list = clients.get(range.client)
+    if (list) list.push(range)
+    else clients.set(range.client, [range])
+  }
+  encoding.writeVarUint(encoder, clients.size)
   for (const [client, items] of clients) {
-    encoder.resetDsCurVal()
-    encoding.writeVarUint(encoder.restEncoder, client)
-    encoding.writeVarUint(encoder.restEncoder, items.length)
+    encoding.writeVarUint(encoder, client)
+    encoding.writeVarUint(encoder, items.length)
     for (const { clock, len } of items) {
-      encoder.writeDsClock(clock)
-      encoder.writeDsLen(len)
+      encoding.writeVarUint(encoder, clock)
+      encoding.writeVarUint(encoder, len)
     }
   }
-  return encoder.toUint8Array()
+  return encoding.toUint8Array(encoder)
 }

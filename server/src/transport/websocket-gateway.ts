@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import {
@@ -18,6 +19,7 @@ import { selectProtocol, upgradeToken } from '../auth/request-token.js'
 import type { Limits } from '../config.js'
 import { type Admission, admit } from '../core/admission.js'
 import { Connection, type Identity } from '../core/connection.js'
+import type { MemoryBudget } from '../core/memory-budget.js'
 import type { RoomManager } from '../core/room-manager.js'
 import { AuthError } from '../errors.js'
 import type { Logger } from '../logger.js'
@@ -57,6 +59,8 @@ export interface GatewayDeps {
   metadata: MetadataSink
   events: RoomEventSink
   metrics: ServerMetrics
+  /** What each connection's unsent bytes and waiting frames are charged to. */
+  memory?: MemoryBudget
   logger: Logger
 }
 
@@ -82,7 +86,11 @@ export class WebSocketGateway {
   #onDrained: (() => void) | null = null
 
   private readonly limits: Limits
-  private readonly serverId: string
+  /**
+   * `<serverId>:<boot>:`, `boot` random per start: connection ids (and the webhook events and
+   * metadata sessions named by them) never repeat when a server restarts under the same id.
+   */
+  readonly #idPrefix: string
   private readonly allowedOrigins: ReadonlySet<string>
 
   constructor(
@@ -90,7 +98,7 @@ export class WebSocketGateway {
     { limits, serverId, allowedOrigins = [] }: GatewaySettings,
   ) {
     this.limits = limits
-    this.serverId = serverId
+    this.#idPrefix = `${serverId}:${randomBytes(4).toString('hex')}:`
     this.allowedOrigins = new Set(allowedOrigins)
     this.#server = new WebSocketServer({
       noServer: true,
@@ -200,7 +208,7 @@ export class WebSocketGateway {
       transport.close(CloseCode.RoomFull, 'room at connection capacity')
       return
     }
-    const id = `${this.serverId}:${++this.#nextId}`
+    const id = `${this.#idPrefix}${++this.#nextId}`
     const connection = new Connection({
       id,
       roomName: room,
@@ -210,6 +218,7 @@ export class WebSocketGateway {
       limits: this.limits,
       metrics,
       logger,
+      memory: this.deps.memory,
     })
     if (announceSyncStatus) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     connection.acceptsEvents = acceptsEvents

@@ -2,7 +2,7 @@ import type { Socket } from 'node:net'
 import { WebSocket } from 'ws'
 import type { Transport } from '../core/connection.js'
 import { corkUntilTurnEnds } from '../cork-until-turn-ends.js'
-import { binaryFrame } from './outgoing-frames.js'
+import { binaryFrame, binaryFrameHeader, UNCOPIED_PAYLOAD_BYTES } from './outgoing-frames.js'
 
 /** How long a peer gets to answer our close frame before its socket is destroyed. */
 const CLOSE_HANDSHAKE_MS = 2_000
@@ -12,8 +12,9 @@ const MAX_REASON_BYTES = 123
 /**
  * Adapts a `ws` socket to the core's `Transport`. Data frames bypass `ws`'s sender: they are
  * framed once per broadcast (`outgoing-frames.ts`) and written straight to the TCP socket,
- * corked per event-loop turn (`cork-until-turn-ends.ts`). Control frames (ping, close) still go
- * through `ws`; every write is a whole frame, so the two never interleave mid-frame.
+ * corked per event-loop turn (`cork-until-turn-ends.ts`); a big payload follows its header as it is,
+ * shared by every socket it is queued on. Control frames (ping, close) still go through `ws`; a
+ * frame's writes are made together, so the two never interleave mid-frame.
  */
 export class WsTransport implements Transport {
   readonly #tcp: Socket
@@ -27,11 +28,16 @@ export class WsTransport implements Transport {
     return this.socket.bufferedAmount
   }
 
-  send(frame: Uint8Array): void {
+  send(frame: Uint8Array, onSent?: () => void): void {
     // After a close frame (ours or the peer's) nothing more may be sent.
     if (this.socket.readyState !== WebSocket.OPEN) return
     corkUntilTurnEnds(this.#tcp)
-    this.#tcp.write(binaryFrame(frame))
+    if (frame.length < UNCOPIED_PAYLOAD_BYTES) {
+      this.#tcp.write(binaryFrame(frame), onSent)
+      return
+    }
+    this.#tcp.write(binaryFrameHeader(frame.length))
+    this.#tcp.write(frame, onSent)
   }
 
   close(code: number, reason: string): void {

@@ -17,10 +17,12 @@ import type { SyncServer } from '../../src/sync-server.js'
 export const TEST_LIMITS: Limits = {
   maxMessageBytes: 1024 * 1024,
   maxDocumentBytes: 16 * 1024 * 1024,
+  maxDocumentStructs: 1_000_000,
   maxPendingBytes: 1024 * 1024,
   maxPendingDeleteBytes: 32 * 1024,
   maxPresenceBytes: 16 * 1024,
   maxBufferedBytes: 16 * 1024 * 1024,
+  memoryBudgetBytes: 512 * 1024 * 1024,
   maxConnections: 1000,
   maxConnectionsPerRoom: 100,
   messagesPerSecond: 1000,

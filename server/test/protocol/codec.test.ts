@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { MESSAGE_BROADCAST } from '@symphony/client/wire'
 import * as encoding from 'lib0/encoding'
 import * as awarenessProtocol from 'y-protocols/awareness'
 import * as syncProtocol from 'y-protocols/sync'
@@ -9,6 +10,7 @@ import {
   decodeMessage,
   encodeAwareness,
   encodePermissionDenied,
+  encodeRelayedEvent,
   encodeSyncStatus,
   encodeSyncStep1,
   encodeSyncStep2,
@@ -109,5 +111,26 @@ describe('codec', () => {
       payload: new Uint8Array(0),
     })
     assert.throws(() => decodeMessage(encodeSyncStatus(new Uint8Array(17))), ProtocolError)
+  })
+
+  it('reads the sender of a relayed event only from a peer, and requires it there', () => {
+    const payload = new TextEncoder().encode('{"type":"cheer"}')
+    const sender = { connectionId: 'a:1f2e3d4c:7', userId: 'u-ada', name: null }
+    const relayed = encodeRelayedEvent(payload, sender)
+    const message = decodeMessage(relayed, 'peer')
+    assert.deepEqual(message.kind === 'broadcast' && [...message.payload], [...payload])
+    assert.throws(() => decodeMessage(relayed), ProtocolError, 'a client cannot send a sender')
+    const bare = referenceFrame((e) => {
+      encoding.writeVarUint(e, MESSAGE_BROADCAST)
+      encoding.writeVarUint8Array(e, payload)
+    })
+    assert.equal(decodeMessage(bare).kind, 'broadcast')
+    assert.throws(() => decodeMessage(bare, 'peer'), ProtocolError, 'a peer must name one')
+    const badSender = referenceFrame((e) => {
+      encoding.writeVarUint(e, MESSAGE_BROADCAST)
+      encoding.writeVarUint8Array(e, payload)
+      encoding.writeVarString(e, '{"userId":1}')
+    })
+    assert.throws(() => decodeMessage(badSender, 'peer'), ProtocolError)
   })
 })

@@ -38,6 +38,17 @@ export const CloseCode = {
   /** The connection's token expired: reconnect with a fresh one (nothing is lost). */
   TokenExpired: 4006,
   /**
+   * The server was over its memory budget (`MEMORY_BUDGET_BYTES`) and closed the connections
+   * holding the most: unsent updates, frames waiting, presence. Reconnect later, backing off:
+   * nothing is lost, the client sends what the server lacks when it syncs again.
+   */
+  MemoryBudgetExceeded: 4013,
+  /**
+   * A read-only connection sent what only writers may (a broadcast event). Reconnecting is fine;
+   * sending it again with the same token is closed again. The number mirrors HTTP 403.
+   */
+  ReadOnly: 4403,
+  /**
    * The room was deleted (the REST API's DELETE): its content is gone, do not reconnect. In
    * y-websocket's 4400–4499 range, so its provider does not reconnect either.
    */
@@ -80,6 +91,24 @@ const FINAL_CODES: ReadonlySet<number> = new Set([
  */
 export function shouldReconnect(code: number): boolean {
   return !FINAL_CODES.has(code)
+}
+
+/** Codes that say the server is short of something now: coming straight back would only add to it. */
+const BACK_OFF_CODES: ReadonlySet<number> = new Set([
+  CloseCode.TryAgainLater,
+  CloseCode.SlowConsumer,
+  CloseCode.MemoryBudgetExceeded,
+])
+
+/**
+ * Whether a client closed with `code` should keep backing off after it syncs again, rather than
+ * start over from short waits: the server asked it to come back later.
+ *
+ * @example
+ * if (!shouldBackOff(lastCloseCode)) schedule.reset() // once synced
+ */
+export function shouldBackOff(code: number): boolean {
+  return BACK_OFF_CODES.has(code)
 }
 
 /**

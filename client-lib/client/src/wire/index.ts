@@ -9,6 +9,7 @@
  */
 export * from './close-codes.js'
 export * from './error-codes.js'
+export * from './event-sender.js'
 export * from './http-paths.js'
 export * from './message-types.js'
 export * from './metadata-channel.js'

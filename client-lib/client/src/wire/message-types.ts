@@ -62,10 +62,17 @@ export const MAX_SYNC_STATUS_PAYLOAD = 16
 /**
  * Broadcast events: ephemeral JSON messages from one client to everyone else in the room, on
  * every server, never stored. Opt-in like the sync-status message: a client that adds
- * `?broadcast=1` to its URL receives them (and may send them); plain providers never see one.
+ * `?broadcast=1` to its URL receives them (and writers may send them); plain providers never see
+ * one.
  *
- * Frame: `varUint(MESSAGE_BROADCAST) varUint8Array(JSON text in UTF-8)`, at most the server's
- * presence limit (`MAX_PRESENCE_BYTES`, 16 KiB by default), and counted by its message rate limit.
+ * - A client sends `varUint(MESSAGE_BROADCAST) varUint8Array(JSON text in UTF-8)`, at most the
+ *   server's presence limit (`MAX_PRESENCE_BYTES`, 16 KiB by default), counted by its message
+ *   rate limit. Anything after the payload is a protocol error (1002): a client cannot name a
+ *   sender. A read-only connection that sends one is closed with 4403 `ReadOnly`.
+ * - The server relays `varUint(MESSAGE_BROADCAST) varUint8Array(the same JSON)
+ *   varUint8Array(sender JSON)`, the sender (`EventSender`) stamped by the server the event came
+ *   in through; other servers get and relay the same bytes over pub/sub. A reader that stops after
+ *   the payload (clients from before the sender) still reads the event.
  */
 export const MESSAGE_BROADCAST = MessageType.Broadcast
 

@@ -18,21 +18,34 @@ export interface Closed {
 /**
  * The server's end of an in-process socket pair: what the connection sends lands in the client
  * at once (as bytes on a socket would, in order), and `close` is recorded. Tests may make the
- * socket look backed up (`bufferedAmount`) or broken (`failSends`).
+ * socket look backed up (`bufferedAmount`, `holdSends`) or broken (`failSends`).
  */
 export class TestTransport implements Transport {
   bufferedAmount = 0
   failSends = false
+  /** Frames are delivered but never reported sent (a peer that stopped reading), until `release`. */
+  holdSends = false
   closed: Closed | null = null
+  #held: (() => void)[] = []
 
   constructor(
     private readonly deliver: (frame: Uint8Array) => void,
     private readonly onClose: (closed: Closed) => void,
   ) {}
 
-  send(frame: Uint8Array): void {
+  send(frame: Uint8Array, onSent?: () => void): void {
     if (this.failSends) throw new Error('injected socket failure')
-    if (!this.closed) this.deliver(frame)
+    if (this.closed) return
+    this.deliver(frame)
+    if (!onSent) return
+    if (this.holdSends) this.#held.push(onSent)
+    else queueMicrotask(onSent) // as a socket's write callback, never within the send
+  }
+
+  /** The peer reads again: every held frame is reported sent. */
+  release(): void {
+    this.holdSends = false
+    for (const onSent of this.#held.splice(0)) onSent()
   }
 
   close(code: number, reason: string): void {

@@ -19,6 +19,7 @@ export const OPTIONS: RoomManagerOptions = {
   roomGraceMs: 5_000,
   snapshot: { intervalMs: 1_000, retryBaseMs: 100, retryMaxMs: 800 },
   maxDocumentBytes: 1 << 20,
+  maxDocumentStructs: 1_000_000,
   waiting: { maxPendingBytes: 1 << 20, maxPendingDeleteBytes: 1 << 15, maxClients: 1_000 },
   maxPresenceBytes: 16 * 1024,
   antiEntropyIntervalMs: 0,

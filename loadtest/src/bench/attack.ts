@@ -1,0 +1,249 @@
+/**
+ * `npm run bench:attack`: the memory an attacker holding one token can make our server use, and
+ * what it costs everyone else. The built server runs as `npm start` runs it (auth on, PGlite in its
+ * own process), pinned to CPU 0; this process (CPU 1) keeps bystanders editing in rooms of their
+ * own, first alone, then while one read-write token for `attack/*` runs every attack at once on
+ * loopback:
+ * - sockets that ask a 2 MiB room for its whole state within the sync-request limit and never read;
+ * - a sync flood: sockets that each ask past the burst, are closed (4002) and come back;
+ * - presence at its caps: sockets holding the most presence states, each as big as allowed;
+ * - the largest updates the limits allow, of minimal structs, several in a row in each of a few
+ *   rooms at once: as big as a message may be, and as many structs as a document may hold.
+ * The server's RSS is sampled from /proc (VmRSS, and VmHWM for the peak) against the 768 MiB
+ * target, and the bystanders' round trip under attack is compared with the same without it.
+ */
+import { randomBytes } from 'node:crypto'
+import { existsSync, readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { parseArgs } from 'node:util'
+import { SignJWT } from 'jose'
+import * as Y from 'yjs'
+import { summarize } from '../measurement/histogram.js'
+import { LeanWebSocket } from '../virtual-users/lean-websocket.js'
+import { readFrame, SYNC_STEP2, syncStep1, syncUpdate } from '../virtual-users/wire.js'
+import {
+  bystanders,
+  CloseTally,
+  nonReaders,
+  presenceAtCaps,
+  type Running,
+  syncFlooders,
+  type UpdateOutcome,
+  updatesInARow,
+} from './attack-clients.js'
+import { whiteboard } from './documents.js'
+import { MINIMAL_KINDS, minimalUpdate } from './minimal-structs.js'
+import { cpuPinning, startSymphony } from './servers.js'
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '30' },
+    quiet: { type: 'string', default: '10' },
+    'room-mib': { type: 'string', default: '2' },
+    'non-readers': { type: 'string', default: '40' },
+    'sync-per-second': { type: 'string', default: '1.5' },
+    flooders: { type: 'string', default: '4' },
+    'presence-sockets': { type: 'string', default: '20' },
+    'presence-ms': { type: 'string', default: '1000' },
+    'update-rooms': { type: 'string', default: '2' },
+    'update-wait': { type: 'string', default: '15' },
+    structs: { type: 'string' },
+    env: { type: 'string', multiple: true, default: [] },
+    'bystander-rooms': { type: 'string', default: '10' },
+    'probe-ms': { type: 'string', default: '100' },
+  },
+})
+const MiB = 2 ** 20
+/** Server settings (`--env NAME=value`, repeatable) on top of `npm start`'s. */
+const serverEnv = Object.fromEntries(
+  (values.env ?? []).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+)
+/** As many structs as a document may hold: the server's `MAX_DOCUMENT_STRUCTS` (default 500,000). */
+const atCeiling = Number(values.structs ?? serverEnv.MAX_DOCUMENT_STRUCTS ?? 500_000)
+const TARGET_RSS_MIB = 768
+/** The server's defaults, which this bench runs against. */
+const MAX_MESSAGE_BYTES = 16 * MiB
+const MAX_PRESENCE_BYTES = 16 * 1024
+const AWARENESS_CLIENTS_PER_CONNECTION = 8
+/** The sync-request limit's burst: a flooder asks for more at once. */
+const SYNC_BURST = 10
+
+const pinning = cpuPinning()
+const secret = randomBytes(32).toString('hex')
+const token = (room: string, subject: string) =>
+  new SignJWT({ room, access: 'rw' })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(subject)
+    .setExpirationTime('2h')
+    .sign(new TextEncoder().encode(secret))
+
+console.log('attack: making the documents and updates')
+const room = whiteboard(Number(values['room-mib']) * MiB)
+const lanes = Number(values['update-rooms'])
+// Each send carries ids of its own, so none repeats what a room holds already.
+const updates = Array.from({ length: lanes }, (_, lane) => [
+  ...MINIMAL_KINDS.map((kind, k) => {
+    const client = kind === 'client-per-struct' ? (lane * 8 + k + 1) * 2 ** 24 : lane * 8 + k + 1
+    return {
+      label: `${kind}, message limit`,
+      update: minimalUpdate(kind, { bytes: MAX_MESSAGE_BYTES - 16, client }),
+    }
+  }),
+  {
+    // Its structs and its client (the server counts one as 8): as many as an empty document may gain.
+    label: `gc-item, ${atCeiling - 9} structs`,
+    update: minimalUpdate('gc-item', { structs: atCeiling - 9, client: lane * 8 + 7 }),
+  },
+])
+for (const { label, update } of updates[0] ?? [])
+  console.log(`  ${label}: ${(update.length / MiB).toFixed(2)} MiB`)
+
+const server = await startSymphony({ cpus: pinning?.server, env: { ...serverEnv, AUTH_SECRET: secret } })
+const attacker = await token('attack/*', 'attacker')
+const attackUrl = (name: string) => `${server.url}/${encodeURIComponent(name)}?token=${attacker}`
+const rss = rssSampler(server.pid)
+try {
+  await fill(attackUrl('attack/big'), room)
+  const bystanderUrls = await Promise.all(
+    Array.from({ length: Number(values['bystander-rooms']) }, async (_, i) => {
+      const name = `bystander-${i}`
+      return `${server.url}/${name}?token=${await token(name, `bystander-${i}`)}`
+    }),
+  )
+  const timing = await bystanders(bystanderUrls, Number(values['probe-ms']))
+  await sleep(Number(values.quiet) * 1000)
+  const quietRss = rss.now()
+  const tally = new CloseTally()
+  const outcomes: UpdateOutcome[] = []
+  const big = attackUrl('attack/big')
+  timing.phase = 'attack'
+  console.log(`attack: ${values.duration} s, server RSS before ${quietRss.toFixed(0)} MiB`)
+  const attacks: Running[] = [
+    nonReaders(Number(values['non-readers']), big, Number(values['sync-per-second']), tally),
+    syncFlooders(Number(values.flooders), big, SYNC_BURST + 2, tally),
+    presenceAtCaps(
+      Number(values['presence-sockets']),
+      big,
+      {
+        clients: AWARENESS_CLIENTS_PER_CONNECTION,
+        stateBytes: MAX_PRESENCE_BYTES,
+        intervalMs: Number(values['presence-ms']),
+      },
+      tally,
+    ),
+    ...updates.map((list, lane) =>
+      updatesInARow(
+        attackUrl(`attack/updates-${lane}`),
+        list,
+        Number(values['update-wait']) * 1000,
+        outcomes,
+      ),
+    ),
+  ]
+  await sleep(Number(values.duration) * 1000)
+  timing.phase = 'after'
+  await Promise.all(attacks.map((attack) => attack.stop()))
+  await timing.stop()
+  const quiet = summarize(timing.histograms.quiet)
+  const attacked = summarize(timing.histograms.attack)
+  const peak = rss.peak()
+  const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : 'n/a')
+  console.log(
+    `\nserver RSS: before the attack ${quietRss.toFixed(0)} MiB, peak ${peak.toFixed(0)} MiB (VmHWM)`,
+  )
+  console.log(
+    `  target ≤ ${TARGET_RSS_MIB} MiB: ${peak <= TARGET_RSS_MIB ? 'met' : 'NOT met'}${rss.exited() ? ' (the server exited during the run)' : ''}`,
+  )
+  console.log(`  RSS by second (max): ${rss.bySecond().join(' ')}`)
+  console.log(
+    `bystanders (${bystanderUrls.length} rooms, an edit every ${values['probe-ms']} ms): ` +
+      `quiet p50 ${quiet.p50} ms, p99 ${quiet.p99} ms (${quiet.count}); ` +
+      `under attack p50 ${attacked.p50} ms, p99 ${attacked.p99} ms (${attacked.count}); ` +
+      `ratio p50 ${ratio(attacked.p50, quiet.p50)}, p99 ${ratio(attacked.p99, quiet.p99)}; lost ${timing.lost}`,
+  )
+  console.log(
+    `attacker's sockets closed with: ${tally} (1005/1006: a reset, no close frame read: the non-readers read none)`,
+  )
+  console.log('big updates (how each ended, how often, median seconds):')
+  for (const [how, seconds] of byOutcome(outcomes)) {
+    const sorted = seconds.sort((a, b) => a - b)
+    console.log(`  ${how}: ${seconds.length} × ${(sorted[Math.floor(sorted.length / 2)] ?? 0).toFixed(1)} s`)
+  }
+} finally {
+  rss.stop()
+  await server.stop()
+}
+
+/** The updates' outcomes grouped by update and by how each ended, with the seconds each took. */
+function byOutcome(outcomes: UpdateOutcome[]): Map<string, number[]> {
+  const groups = new Map<string, number[]>()
+  for (const o of outcomes) {
+    const how = o.code === null ? 'kept open (taken)' : `closed ${o.code} ${o.reason}`
+    const key = `${o.label} (${(o.bytes / MiB).toFixed(2)} MiB): ${how}`
+    groups.set(key, [...(groups.get(key) ?? []), o.seconds])
+  }
+  return groups
+}
+
+/** Writes `state` into the room and waits until a fresh client is sent at least as much. */
+async function fill(url: string, state: Uint8Array): Promise<void> {
+  const writer = await openSocket(url)
+  writer.send(syncUpdate(state))
+  for (;;) {
+    const size = await new Promise<number>((resolve) => {
+      const socket: LeanWebSocket = new LeanWebSocket(url, {
+        open: () => socket.send(syncStep1(Y.encodeStateVector(new Y.Doc()))),
+        message: (data) => {
+          const frame = readFrame(data)
+          if (frame.type !== 'sync' || frame.kind !== SYNC_STEP2) return
+          socket.close()
+          resolve(frame.payload.length)
+        },
+        refused: () => resolve(0),
+        close: () => resolve(0),
+      })
+    })
+    if (size >= state.length * 0.9) break
+    await sleep(200)
+  }
+  writer.close()
+}
+
+function openSocket(url: string): Promise<LeanWebSocket> {
+  return new Promise((resolve, reject) => {
+    const socket: LeanWebSocket = new LeanWebSocket(url, {
+      open: () => resolve(socket),
+      message: () => {},
+      refused: (status, reason) => reject(new Error(`refused: ${status} ${reason}`)),
+      close: () => {},
+    })
+  })
+}
+
+/** Samples a process's resident memory every 100 ms (Linux). */
+function rssSampler(pid: number) {
+  const status = `/proc/${pid}/status`
+  const read = (field: string) => {
+    try {
+      return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(status, 'utf8'))?.[1] ?? 0) / 1024
+    } catch {
+      return 0
+    }
+  }
+  let peak = 0
+  const started = performance.now()
+  const seconds: number[] = []
+  const timer = setInterval(() => {
+    const now = read('VmRSS')
+    const second = Math.floor((performance.now() - started) / 1000)
+    seconds[second] = Math.max(seconds[second] ?? 0, now)
+    peak = Math.max(peak, read('VmHWM'), now)
+  }, 100)
+  return {
+    now: () => read('VmRSS'),
+    peak: () => Math.max(peak, read('VmHWM')),
+    exited: () => !existsSync(status),
+    bySecond: () => [...seconds].map((mib) => (mib === undefined ? '-' : mib.toFixed(0))),
+    stop: () => clearInterval(timer),
+  }
+}

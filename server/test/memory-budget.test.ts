@@ -1,0 +1,182 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import type { Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/wire'
+import type WebSocket from 'ws'
+import * as Y from 'yjs'
+import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
+import { FileUpdateJournal } from '../src/adapters/file-update-journal.js'
+import { SLICE_ABOVE_BYTES } from '../src/core/apply-in-slices.js'
+import { BIG_UPDATE_RESERVE_FACTOR } from '../src/core/memory-budget.js'
+import { ALARM_METRICS } from '../src/metric-names.js'
+import { decodeMessage, encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
+import { cleanUpAfterTest } from './helpers/cleanup.js'
+import { connectSynced, eventually, type TestClient, uniqueRoom } from './helpers/clients.js'
+import { ControlledSnapshotStore } from './helpers/controlled-store.js'
+import { deferred } from './helpers/deferred.js'
+import { closed, collect, openRaw } from './helpers/raw-socket.js'
+import { startTestServer, type TestServer } from './helpers/test-server.js'
+
+afterEach(cleanUpAfterTest)
+
+const MiB = 1024 * 1024
+const SYNC_REQUEST = encodeSyncStep1(new Uint8Array([0]))
+
+/** Fills the writer's room with `bytes` of text, in updates small enough to apply whole. */
+async function fill(t: TestServer, room: string, writer: TestClient, bytes: number): Promise<void> {
+  const text = writer.doc.getText('t')
+  for (let written = 0; written < bytes; written += 200 * 1024) text.insert(0, 'x'.repeat(200 * 1024))
+  await eventually(() => (t.server.manager.loadedRoom(room)?.doc.getText('t').length ?? 0) >= bytes, 'filled')
+}
+
+/** A socket that never reads what the server sends (its kernel buffers fill, then the server's). */
+async function nonReading(url: string): Promise<WebSocket> {
+  const socket = await openRaw(url)
+  ;(socket as unknown as { _socket: Socket })._socket.pause()
+  return socket
+}
+
+/** Sync requests the server has handled so far. */
+async function syncRequestsHandled(t: TestServer): Promise<number> {
+  const metric = t.server.metrics.registry.getSingleMetric(ALARM_METRICS.messagesReceivedByType)
+  const values = (await metric?.get())?.values ?? []
+  return values.find((v) => v.labels.type === 'sync-step1')?.value ?? 0
+}
+
+async function closedWith(t: TestServer, name: string): Promise<number> {
+  const closes = await t.server.metrics.connectionsClosed.get()
+  return closes.values.find((v) => v.labels.code === name)?.value ?? 0
+}
+
+describe('the server-wide memory budget', () => {
+  it('closes the non-reading sockets holding the most with 4013 once past it; a writer keeps syncing', async () => {
+    const limit = 8 * MiB
+    const t = await startTestServer({ limits: { memoryBudgetBytes: limit } })
+    const room = uniqueRoom('budget')
+    const writer = await connectSynced(t.wsUrl, room)
+    await fill(t, room, writer, 2 * MiB)
+    const attackers: WebSocket[] = []
+    const codes: number[] = []
+    for (let i = 0; i < 10; i++) {
+      // A version of its own: each answer is another 2 MiB, not one shared buffer.
+      const version = t.server.manager.loadedRoom(room)?.version ?? 0
+      writer.doc.getMap('m').set('i', i)
+      await eventually(() => (t.server.manager.loadedRoom(room)?.version ?? 0) > version, 'a new version')
+      const socket = await nonReading(`${t.wsUrl}/${room}`)
+      socket.on('close', (code) => codes.push(code))
+      for (let request = 0; request < 10; request++) socket.send(SYNC_REQUEST) // within the burst
+      attackers.push(socket)
+    }
+    await eventually(async () => (await closedWith(t, 'MemoryBudgetExceeded')) > 0, 'the heaviest are closed')
+    await eventually(() => t.server.memory.usedBytes <= limit, 'back under the budget')
+    const shed = await closedWith(t, 'MemoryBudgetExceeded')
+    assert.ok(shed < attackers.length, `${shed} closed: only as many as needed`)
+    for (const socket of attackers) (socket as unknown as { _socket: Socket })._socket.resume()
+    await eventually(() => codes.length >= shed, 'the closed sockets see their close')
+    // A close frame waits behind all its socket did not read: it may be cut off before reaching it.
+    assert.ok(
+      codes.every((code) => code === CloseCode.MemoryBudgetExceeded || code === 1006),
+      `closed with ${codes}`,
+    )
+
+    assert.equal(writer.provider.wsconnected, true, 'the writer, who reads, is never closed')
+    writer.doc.getMap('m').set('after', 'the attack')
+    const reader = await connectSynced(t.wsUrl, room)
+    await eventually(() => reader.doc.getMap('m').get('after') === 'the attack', 'the room still syncs')
+    const metrics = await (await fetch(`${t.httpUrl}/metrics`)).text()
+    assert.match(metrics, /symphony_memory_budget_bytes\{kind="unsent"\} \d+/)
+    assert.match(metrics, new RegExp(`symphony_memory_budget_limit_bytes ${limit}`))
+  })
+
+  it('queues no second sync answer behind one the socket has not taken', async () => {
+    const t = await startTestServer()
+    const room = uniqueRoom('in-flight')
+    const writer = await connectSynced(t.wsUrl, room)
+    // More than the kernel buffers of a loopback socket pair take.
+    await fill(t, room, writer, 12 * MiB)
+    const socket = await nonReading(`${t.wsUrl}/${room}`)
+    const received = collect(socket)
+    const sentBefore = t.server.metrics.bytesSent.value
+    const handledBefore = await syncRequestsHandled(t)
+    for (let request = 0; request < 6; request++) socket.send(SYNC_REQUEST)
+    await eventually(
+      async () => (await syncRequestsHandled(t)) === handledBefore + 6,
+      'the server handled every request',
+    )
+    const sent = t.server.metrics.bytesSent.value - sentBefore
+    assert.ok(
+      sent < 2 * 12 * MiB + MiB,
+      `${(sent / MiB).toFixed(1)} MiB queued: one answer (two if the first left)`,
+    )
+    assert.equal(socket.readyState, socket.OPEN, 'not closed as a slow consumer')
+    ;(socket as unknown as { _socket: Socket })._socket.resume()
+    const answers = () => received.filter((frame) => decodeMessage(frame).kind === 'sync-step2').length
+    await eventually(() => answers() >= 2, 'the requests that waited are answered once the first is sent')
+    socket.send(new Uint8Array([3])) // a presence query: answered after anything queued before it
+    await eventually(() => received.some((frame) => decodeMessage(frame).kind === 'awareness'), 'answered')
+    assert.ok(answers() <= 3, `${answers()} answers to 6 requests`)
+  })
+
+  it('refuses a big update it cannot reserve memory for up front (1013): nothing applied or journaled', async () => {
+    const doc = new Y.Doc()
+    doc.getText('t').insert(0, 'b'.repeat(SLICE_ABOVE_BYTES + 50 * 1024))
+    const frame = encodeUpdate(Y.encodeStateAsUpdate(doc))
+    const reservation = BIG_UPDATE_RESERVE_FACTOR * frame.length
+    const t = await startTestServer({ limits: { memoryBudgetBytes: reservation - 1024 } })
+    const room = uniqueRoom('refused-big')
+    const sender = await openRaw(`${t.wsUrl}/${room}`)
+    const gone = closed(sender)
+    sender.send(frame)
+    const { code, reason } = await gone
+    assert.equal(code, CloseCode.TryAgainLater)
+    assert.match(reason, /memory/)
+    assert.equal(t.server.manager.loadedRoom(room)?.doc.getText('t').length ?? 0, 0, 'nothing applied')
+    assert.equal(t.server.manager.loadedRoom(room)?.version ?? 0, 0)
+    const journal = new FileUpdateJournal(join(t.snapshotFolder, 'journal'))
+    assert.equal((await journal.read(room)).updates.length, 0, 'nothing journaled')
+    assert.equal(t.server.memory.usedBy('big-update'), 0)
+
+    // With room in the budget, the same update is taken.
+    const roomy = await startTestServer({ limits: { memoryBudgetBytes: reservation + MiB } })
+    const taker = await openRaw(`${roomy.wsUrl}/${room}`)
+    taker.send(frame)
+    await eventually(
+      () => roomy.server.manager.loadedRoom(room)?.doc.getText('t').length === SLICE_ABOVE_BYTES + 50 * 1024,
+      'applied',
+    )
+    await eventually(() => roomy.server.memory.usedBy('big-update') === 0, 'its reservation returned')
+  })
+
+  it('charges the frames sockets send while their room loads, and sheds the heaviest sender', async () => {
+    const store = new ControlledSnapshotStore(new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))))
+    const gate = deferred()
+    store.loadGate = gate.promise
+    const t = await startTestServer({ adapters: { snapshots: store }, limits: { memoryBudgetBytes: MiB } })
+    const room = uniqueRoom('waiting')
+    const modest = await openRaw(`${t.wsUrl}/${room}`)
+    const heavy = await openRaw(`${t.wsUrl}/${room}`)
+    const heavyGone = closed(heavy)
+    modest.send(new Uint8Array(64 * 1024).fill(3))
+    await eventually(() => t.server.memory.usedBy('waiting') === 64 * 1024, 'charged while the room loads')
+    for (let i = 0; i < 20; i++) heavy.send(new Uint8Array(64 * 1024).fill(3))
+    assert.equal((await heavyGone).code, CloseCode.MemoryBudgetExceeded)
+    assert.equal(modest.readyState, modest.OPEN, 'the lighter one stays')
+    await eventually(() => t.server.memory.usedBy('waiting') === 64 * 1024, 'the heavy one’s frames freed')
+    gate.resolve()
+    await eventually(() => t.server.memory.usedBy('waiting') === 0, 'handled once the room loaded')
+  })
+
+  it('charges presence to the budget while the room holds it', async () => {
+    const t = await startTestServer()
+    const room = uniqueRoom('presence')
+    const client = await connectSynced(t.wsUrl, room)
+    client.provider.awareness.setLocalState({ name: 'x'.repeat(4_000) })
+    await eventually(() => t.server.memory.usedBy('presence') > 4_000, 'charged')
+    client.destroy()
+    await eventually(() => t.server.manager.loadedRoom(room) === undefined, 'the room unloads')
+    assert.equal(t.server.memory.usedBy('presence'), 0)
+  })
+})

@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { eventually } from '../../src/contracts/eventually.js'
+import { MemoryBudget, type MemoryHolder } from '../../src/core/memory-budget.js'
+import { PRESENCE_ENTRY_BYTES, PresenceTable } from '../../src/core/presence-table.js'
+import { type LogEntry, recordingLogger } from '../helpers/recording-logger.js'
+
+/** A connection holding `heldBytes`, charged to `budget` as 'unsent'. */
+class Holder implements MemoryHolder {
+  shedAt: number | null = null
+  static sheds = 0
+
+  constructor(
+    private readonly budget: MemoryBudget,
+    public heldBytes: number,
+  ) {
+    budget.track(this)
+    budget.charge('unsent', heldBytes)
+  }
+
+  shed(): void {
+    this.shedAt = Holder.sheds++
+  }
+
+  /** Its socket is gone. */
+  gone(): void {
+    this.budget.charge('unsent', -this.heldBytes)
+    this.budget.forget(this)
+  }
+}
+
+function budgetOf(limitBytes: number, logs: LogEntry[] = []) {
+  return new MemoryBudget({ limitBytes, logger: recordingLogger(logs) })
+}
+
+describe('the memory budget', () => {
+  it('closes the connections holding the most until the rest fit, and no more', async () => {
+    const logs: LogEntry[] = []
+    const budget = budgetOf(1_000, logs)
+    const small = [1, 2, 3].map(() => new Holder(budget, 100))
+    const big = new Holder(budget, 400)
+    assert.equal(budget.usedBytes, 700)
+    const bigger = new Holder(budget, 500) // 1,200: over
+    await eventually(() => bigger.shedAt !== null, 'the heaviest is shed')
+    assert.equal(big.shedAt, null, 'shedding the heaviest brought it under: nobody else')
+    for (const holder of small) assert.equal(holder.shedAt, null)
+    assert.match(String(logs.at(-1)?.message), /over the memory budget/)
+
+    // What a shed connection holds is about to be freed: a later round does not shed for it again.
+    const huge = new Holder(budget, 600) // 1,800, of which 500 leaving: 300 to shed
+    await eventually(() => huge.shedAt !== null, 'the heaviest left is shed')
+    assert.equal(big.shedAt, null, 'the one leaving counted as gone')
+    huge.gone()
+    bigger.gone()
+    assert.equal(budget.usedBytes, 700)
+    budget.stop()
+  })
+
+  it('refuses a reservation that does not fit, charging nothing', () => {
+    const budget = budgetOf(1_000)
+    assert.equal(budget.reserve('big-update', 800), true)
+    assert.equal(budget.reserve('big-update', 300), false)
+    assert.equal(budget.usedBy('big-update'), 800)
+    budget.charge('big-update', -800)
+    assert.equal(budget.reserve('big-update', 300), true)
+    budget.stop()
+  })
+
+  it('charges a buffer queued on many sockets once, and frees it with the last', () => {
+    const budget = budgetOf(1_000)
+    const answer = new Uint8Array(600)
+    for (let i = 0; i < 5; i++) budget.hold(answer)
+    assert.equal(budget.usedBy('unsent'), 600)
+    assert.equal(budget.holders(answer), 5)
+    for (let i = 0; i < 4; i++) budget.release(answer)
+    assert.equal(budget.usedBy('unsent'), 600)
+    budget.release(answer)
+    assert.equal(budget.usedBy('unsent'), 0)
+    budget.release(answer) // a late callback: nothing more to free
+    assert.equal(budget.usedBy('unsent'), 0)
+    budget.stop()
+  })
+
+  it('charges presence as the table grows and shrinks', () => {
+    const budget = budgetOf(1_000_000)
+    const table = new PresenceTable((bytes) => budget.charge('presence', bytes))
+    const state = (text: string) => new TextEncoder().encode(JSON.stringify({ text }))
+    table.apply([{ clientId: 1, clock: 1, state: state('a'.repeat(100)) }], 0)
+    const first = PRESENCE_ENTRY_BYTES + state('a'.repeat(100)).length
+    assert.equal(budget.usedBy('presence'), first)
+    table.apply([{ clientId: 1, clock: 2, state: state('b') }], 0)
+    assert.equal(budget.usedBy('presence'), PRESENCE_ENTRY_BYTES + state('b').length)
+    table.remove([1], 0)
+    assert.equal(budget.usedBy('presence'), PRESENCE_ENTRY_BYTES, 'the clock is kept a while')
+    table.present(60_000) // long gone: forgotten
+    assert.equal(budget.usedBy('presence'), 0)
+    assert.equal(table.bytes, 0)
+    budget.stop()
+  })
+})
