@@ -63,6 +63,40 @@ describe('presence table', () => {
     assert.deepEqual(states(table.present(PRESENCE_OUTDATED_MS + 1)), { 1: { a: 2 }, 2: { b: 1 } })
   })
 
+  it('gives joiners everyone present as one awareness message, shared until the table changes', () => {
+    const table = new PresenceTable()
+    assert.equal(table.presentFrame(0), null, 'nobody present: nothing to send')
+    const big = { name: 'é ✓ 😀', cursor: 'x'.repeat(300) } // multi-byte UTF-8, lengths past one varint byte
+    table.apply([entry(1, 2, big), entry(200_000, 1, { b: 1 }), entry(3, 1, { c: 1 })], 0)
+    table.apply([entry(3, 1, null)], 0)
+    const frame = table.presentFrame(1)
+    assert.ok(frame)
+    const reader = new Awareness(new Y.Doc())
+    const message = decodeMessage(frame)
+    assert.equal(message.kind, 'awareness')
+    if (message.kind === 'awareness') applyAwarenessUpdate(reader, message.update, null)
+    const received = reader.getStates()
+    reader.destroy()
+    assert.deepEqual(received.get(1), big)
+    assert.deepEqual(received.get(200_000), { b: 1 })
+    assert.equal(received.has(3), false, 'the removed client is not sent')
+    assert.deepEqual(
+      new Uint8Array(frame),
+      encodeAwarenessEntries(table.present(1)),
+      'the same bytes as the entries encoded',
+    )
+    assert.equal(table.presentFrame(2), frame, 'unchanged: the same buffer')
+    table.apply([entry(1, 2, { stale: true })], 3) // refused (older clock): still the same
+    assert.equal(table.presentFrame(3), frame)
+    table.apply([entry(200_000, 2, { b: 2 })], 4)
+    const renewed = table.presentFrame(4)
+    assert.notEqual(renewed, frame, 'a renewal makes a new message')
+    table.remove([1])
+    assert.notEqual(table.presentFrame(5), renewed, 'so does a removal')
+    const outdated = table.presentFrame(PRESENCE_OUTDATED_MS + 4)
+    assert.equal(outdated, null, 'and a state outdating: the kept message is not sent past it')
+  })
+
   it('stores a copy, not a view into the frame it came in', () => {
     const table = new PresenceTable()
     const update = encoding.encode((e) => {

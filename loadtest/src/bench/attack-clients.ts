@@ -1,10 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Histogram } from 'hdr-histogram-js'
 import * as encoding from 'lib0/encoding'
+import * as Y from 'yjs'
 import { newHistogram, recordMs } from '../measurement/histogram.js'
 import { EditEncoder } from '../virtual-users/edit-encoder.js'
 import { LeanWebSocket } from '../virtual-users/lean-websocket.js'
-import { MESSAGE_AWARENESS, readFrame, SYNC_UPDATE, syncStep1, syncUpdate } from '../virtual-users/wire.js'
+import { isEditRecord, LOG } from '../virtual-users/records.js'
+import { MESSAGE_AWARENESS, readFrame, SYNC_STEP1, syncStep1, syncUpdate } from '../virtual-users/wire.js'
 
 /** The clients of `npm run bench:attack`: each attack, and the bystanders that time their edits. */
 
@@ -242,7 +244,7 @@ export async function bystanders(urls: string[], intervalMs: number): Promise<Ru
 }
 
 async function bystanderPair(url: string, index: number, intervalMs: number, times: BystanderTimes) {
-  const sent: { at: number; phase: BystanderTimes['phase'] }[] = []
+  const sent: BystanderTimes['phase'][] = []
   let received = 0
   const open = (onMessage: (data: Buffer) => void) =>
     new Promise<LeanWebSocket>((resolve, reject) => {
@@ -253,17 +255,27 @@ async function bystanderPair(url: string, index: number, intervalMs: number, tim
         close: () => {},
       })
     })
+  // The reader applies what it is sent and times each record by its own sequence number: frames
+  // are not edits one to one (the server's own writes, such as author bindings, arrive too).
+  const replica = new Y.Doc()
+  replica.getArray<unknown>(LOG).observe((event) => {
+    for (const item of event.changes.added)
+      for (const record of item.content.getContent()) {
+        if (!isEditRecord(record) || record.u !== index) continue
+        received++
+        const phase = sent[record.s - 1]
+        if (phase && phase !== 'after') recordMs(times.histograms[phase], performance.now() - record.t)
+      }
+  })
   const reader = await open((data) => {
     const frame = readFrame(data)
-    if (frame.type !== 'sync' || frame.kind !== SYNC_UPDATE) return
-    const edit = sent[received++]
-    if (edit && edit.phase !== 'after') recordMs(times.histograms[edit.phase], performance.now() - edit.at)
+    if (frame.type === 'sync' && frame.kind !== SYNC_STEP1) Y.applyUpdate(replica, frame.payload)
   })
   const writer = await open(() => {})
   const encoder = new EditEncoder(2_000_000 + index, 'append')
   let sequence = 0
   const timer = setInterval(() => {
-    sent.push({ at: performance.now(), phase: times.phase })
+    sent.push(times.phase)
     const record = { u: index, s: ++sequence, t: performance.now(), x: sequence, y: index }
     writer.send(syncUpdate(encoder.encode(record)))
   }, intervalMs)

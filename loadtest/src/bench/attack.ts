@@ -1,9 +1,9 @@
 /**
  * `npm run bench:attack`: the memory an attacker holding one token can make our server use, and
  * what it costs everyone else. The built server runs as `npm start` runs it (auth on, PGlite in its
- * own process), pinned to CPU 0; this process (CPU 1) keeps bystanders editing in rooms of their
- * own, first alone, then while one read-write token for `attack/*` runs every attack at once on
- * loopback:
+ * own process), pinned to CPU 0; on CPU 1 a process of their own keeps bystanders editing in rooms
+ * of their own, first alone, then while this process, with one read-write token for `attack/*`,
+ * runs every attack at once on loopback:
  * - sockets that ask a 2 MiB room for its whole state within the sync-request limit and never read;
  * - a sync flood: sockets that each ask past the burst, are closed (4002) and come back;
  * - presence at its caps: sockets holding the most presence states, each as big as allowed;
@@ -12,17 +12,18 @@
  * The server's RSS is sampled from /proc (VmRSS, and VmHWM for the peak) against the 768 MiB
  * target, and the bystanders' round trip under attack is compared with the same without it.
  */
+import { type ChildProcess, fork } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { SignJWT } from 'jose'
 import * as Y from 'yjs'
-import { summarize } from '../measurement/histogram.js'
+import { addEncoded, newHistogram, summarize } from '../measurement/histogram.js'
 import { LeanWebSocket } from '../virtual-users/lean-websocket.js'
 import { readFrame, SYNC_STEP2, syncStep1, syncUpdate } from '../virtual-users/wire.js'
+import type { BystanderCommand, BystanderReport } from './attack-bystanders.js'
 import {
-  bystanders,
   CloseTally,
   nonReaders,
   presenceAtCaps,
@@ -110,13 +111,13 @@ try {
       return `${server.url}/${name}?token=${await token(name, `bystander-${i}`)}`
     }),
   )
-  const timing = await bystanders(bystanderUrls, Number(values['probe-ms']))
+  const timing = await startBystanders(bystanderUrls, Number(values['probe-ms']))
   await sleep(Number(values.quiet) * 1000)
   const quietRss = rss.now()
   const tally = new CloseTally()
   const outcomes: UpdateOutcome[] = []
   const big = attackUrl('attack/big')
-  timing.phase = 'attack'
+  timing.phase('attack')
   console.log(`attack: ${values.duration} s, server RSS before ${quietRss.toFixed(0)} MiB`)
   const attacks: Running[] = [
     nonReaders(Number(values['non-readers']), big, Number(values['sync-per-second']), tally),
@@ -141,11 +142,11 @@ try {
     ),
   ]
   await sleep(Number(values.duration) * 1000)
-  timing.phase = 'after'
+  timing.phase('after')
   await Promise.all(attacks.map((attack) => attack.stop()))
-  await timing.stop()
-  const quiet = summarize(timing.histograms.quiet)
-  const attacked = summarize(timing.histograms.attack)
+  const measured = await timing.stop()
+  const quiet = summarize(measured.quiet)
+  const attacked = summarize(measured.attack)
   const peak = rss.peak()
   const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : 'n/a')
   console.log(
@@ -159,7 +160,7 @@ try {
     `bystanders (${bystanderUrls.length} rooms, an edit every ${values['probe-ms']} ms): ` +
       `quiet p50 ${quiet.p50} ms, p99 ${quiet.p99} ms (${quiet.count}); ` +
       `under attack p50 ${attacked.p50} ms, p99 ${attacked.p99} ms (${attacked.count}); ` +
-      `ratio p50 ${ratio(attacked.p50, quiet.p50)}, p99 ${ratio(attacked.p99, quiet.p99)}; lost ${timing.lost}`,
+      `ratio p50 ${ratio(attacked.p50, quiet.p50)}, p99 ${ratio(attacked.p99, quiet.p99)}; lost ${measured.lost}`,
   )
   console.log(
     `attacker's sockets closed with: ${tally} (1005/1006: a reset, no close frame read: the non-readers read none)`,
@@ -183,6 +184,36 @@ function byOutcome(outcomes: UpdateOutcome[]): Map<string, number[]> {
     groups.set(key, [...(groups.get(key) ?? []), o.seconds])
   }
   return groups
+}
+
+/** Starts the bystanders' process (see attack-bystanders.ts) and resolves once they edit. */
+async function startBystanders(urls: string[], intervalMs: number) {
+  const child: ChildProcess = fork(new URL('./attack-bystanders.js', import.meta.url))
+  const command = (message: BystanderCommand) => child.send(message)
+  const next = () =>
+    new Promise<BystanderReport>((resolve, reject) => {
+      child.once('message', (report: BystanderReport) =>
+        'failed' in report ? reject(new Error(`bystanders: ${report.failed}`)) : resolve(report),
+      )
+      child.once('exit', (code) => reject(new Error(`the bystanders' process exited (${code})`)))
+    })
+  const started = next()
+  command({ start: { urls, intervalMs } })
+  await started
+  return {
+    phase: (phase: 'attack' | 'after') => command({ phase }),
+    stop: async () => {
+      const stopped = next()
+      command({ stop: true })
+      const report = await stopped
+      if (!('lost' in report)) throw new Error('bystanders: no report')
+      const quiet = newHistogram()
+      const attack = newHistogram()
+      addEncoded(quiet, report.quiet)
+      addEncoded(attack, report.attack)
+      return { quiet, attack, lost: report.lost }
+    },
+  }
 }
 
 /** Writes `state` into the room and waits until a fresh client is sent at least as much. */

@@ -85,11 +85,26 @@ function verificationKey(config: Extract<AuthConfig, { mode: 'jwt' }>): {
   key: Uint8Array | KeyObject | JWTVerifyGetKey
   algorithms: string[]
 } {
-  if (config.secret) return { key: new TextEncoder().encode(config.secret), algorithms: ['HS256'] }
+  if (config.secret) return { key: hmacKey(config.secret), algorithms: ['HS256'] }
   if (config.publicKeyPem)
     return { key: createPublicKey(config.publicKeyPem), algorithms: ASYMMETRIC_ALGORITHMS }
   if (config.jwksUrl) return { key: remoteKeys(new URL(config.jwksUrl)), algorithms: ASYMMETRIC_ALGORITHMS }
   throw new Error('jwt auth needs a secret, a public key or a JWKS URL')
+}
+
+/**
+ * The shared secret imported once: given the raw bytes, jose imports a key for every token, which
+ * doubles the cost of each connection (and a reconnecting crowd makes many).
+ */
+function hmacKey(secret: string): JWTVerifyGetKey {
+  const key = crypto.subtle.importKey(
+    'raw',
+    new TextEncoder().encode(secret),
+    { name: 'HMAC', hash: 'SHA-256' },
+    false,
+    ['verify'],
+  )
+  return () => key
 }
 
 /** The identity provider's key set could not be fetched: nothing is known about the token yet. */

@@ -1,4 +1,4 @@
-import type { AwarenessEntry } from '../protocol/codec.js'
+import { type AwarenessEntry, encodeAwarenessTexts } from '../protocol/codec.js'
 
 /**
  * y-protocols' `outdatedTimeout`: clients renew their presence every 15 s, so a state not renewed
@@ -38,6 +38,8 @@ export class PresenceTable {
   readonly #clients = new Map<number, Presence>()
   #purgeAt = PURGE_MIN_CLIENTS
   #bytes = 0
+  /** Everyone present as one awareness message, until the table changes or a state in it outdates. */
+  #frame: { bytes: Uint8Array; until: number } | null = null
   readonly #onBytes: (change: number) => void
 
   /** `onBytes` is told of every change in what the table holds (the server's memory budget). */
@@ -70,6 +72,7 @@ export class PresenceTable {
         const copy = state && BYTES.latin1Slice.call(state, 0, state.length)
         const entry = current ? 0 : PRESENCE_ENTRY_BYTES
         this.#resize(entry + (copy?.length ?? 0) - (current?.state?.length ?? 0))
+        this.#frame = null
         if (current) {
           current.clock = clock
           current.state = copy
@@ -92,6 +95,7 @@ export class PresenceTable {
       const current = this.#clients.get(clientId)
       if (!current?.state) continue
       this.#resize(-current.state.length)
+      this.#frame = null
       current.state = null
       current.updatedAt = now
       removed.push({ clientId, clock: current.clock, state: null })
@@ -106,12 +110,32 @@ export class PresenceTable {
       if (now - presence.updatedAt >= PRESENCE_OUTDATED_MS) {
         // Gone (or silent) long enough that no delayed update of theirs is still on its way.
         this.#clients.delete(clientId)
+        this.#frame = null
         this.#resize(-PRESENCE_ENTRY_BYTES - (presence.state?.length ?? 0))
       } else if (presence.state) {
         entries.push({ clientId, clock: presence.clock, state: Buffer.from(presence.state, 'latin1') })
       }
     }
     return entries
+  }
+
+  /**
+   * Everyone present as one awareness message (null if nobody is), kept until the table changes:
+   * joiners share one buffer, instead of each copying every state (a room's presence may hold
+   * megabytes, and a reconnecting crowd joins many times a second).
+   */
+  presentFrame(now = Date.now()): Uint8Array | null {
+    if (this.#frame && now < this.#frame.until) return this.#frame.bytes
+    if (this.present(now).length === 0) return null
+    const texts: { clientId: number; clock: number; text: string }[] = []
+    let oldest = now
+    for (const [clientId, { clock, state, updatedAt }] of this.#clients) {
+      if (state === null) continue
+      texts.push({ clientId, clock, text: state })
+      oldest = Math.min(oldest, updatedAt)
+    }
+    this.#frame = { bytes: encodeAwarenessTexts(texts), until: oldest + PRESENCE_OUTDATED_MS }
+    return this.#frame.bytes
   }
 
   /** Clients the table holds anything for, present or recently gone. */

@@ -224,8 +224,8 @@ export class Room implements MemberRoom {
     this.connections.add(connection)
     this.#holdAnswersForUnsaved(connection)
     connection.send(encodeSyncStep1(Y.encodeStateVector(this.doc)))
-    const present = this.presence.present()
-    if (present.length > 0) connection.send(encodeAwarenessEntries(present))
+    const present = this.presence.presentFrame()
+    if (present) connection.send(present)
   }
 
   /** Removes a connection and, everywhere, the presence it owned (no ghost cursors). */
@@ -300,7 +300,8 @@ export class Room implements MemberRoom {
         return
       }
       case 'query-awareness':
-        if (connection.takeRoomRequest()) connection.send(encodeAwarenessEntries(this.presence.present()))
+        if (connection.takeRoomRequest())
+          connection.send(this.presence.presentFrame() ?? encodeAwarenessEntries([]))
         else connection.close(CloseCode.RateLimited, 'presence queries too frequent')
         return
       case 'broadcast': {

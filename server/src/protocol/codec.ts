@@ -13,6 +13,7 @@ import * as encoding from 'lib0/encoding'
 import { MessageTooBigError, ProtocolError } from '../errors.js'
 import { isJsonNull, jsonTextProblem } from './json-text.js'
 import { MAX_JSON_DEPTH } from './update-scan.js'
+import { varUintSize, writeVarUint } from './var-uint.js'
 
 /** Tells the other servers holding a room that it was deleted: close its clients, save nothing. */
 export const ROOM_DELETED_FRAME = new Uint8Array([ServerMessageType.RoomDeleted])
@@ -239,6 +240,32 @@ export function encodeAwarenessEntries(entries: AwarenessEntry[]): Uint8Array {
 }
 
 const JSON_NULL = new TextEncoder().encode('null')
+
+/**
+ * An awareness message of states kept as JSON texts of one byte per character (latin1), written
+ * into one buffer of the exact size: lib0's encoder would grow and copy it twice, and this
+ * message (everyone's presence, for each joiner) can hold megabytes.
+ */
+export function encodeAwarenessTexts(
+  entries: { clientId: number; clock: number; text: string }[],
+): Uint8Array {
+  let updateBytes = varUintSize(entries.length)
+  for (const { clientId, clock, text } of entries)
+    updateBytes += varUintSize(clientId) + varUintSize(clock) + varUintSize(text.length) + text.length
+  const frame = Buffer.allocUnsafe(
+    varUintSize(MessageType.Awareness) + varUintSize(updateBytes) + updateBytes,
+  )
+  let at = writeVarUint(frame, 0, MessageType.Awareness)
+  at = writeVarUint(frame, at, updateBytes)
+  at = writeVarUint(frame, at, entries.length)
+  for (const { clientId, clock, text } of entries) {
+    at = writeVarUint(frame, at, clientId)
+    at = writeVarUint(frame, at, clock)
+    at = writeVarUint(frame, at, text.length)
+    at += frame.write(text, at, 'latin1')
+  }
+  return frame
+}
 
 /** Anti-entropy: what a server holds of a room, as its state vector and a hash of its deletions. */
 export interface Digest {

@@ -2,6 +2,7 @@ import * as Y from 'yjs'
 import { DocumentTooLargeError, PendingLimitError } from '../errors.js'
 import { firstEndingAfter, type ScannedUpdate, scanUpdate } from './update-scan.js'
 import { structsAdded } from './update-structs.js'
+import { varUintSize } from './var-uint.js'
 
 /**
  * What a room may hold waiting for missing dependencies. Yjs keeps structs whose dependencies have
@@ -275,11 +276,4 @@ function firstMissing(
     if (clock >= reachedBy(client)) return { client, clock }
   }
   return null
-}
-
-/** Bytes of a number in lib0's variable-length encoding. */
-function varUintSize(value: number): number {
-  let bytes = 1
-  for (let rest = value; rest >= 128; rest = Math.floor(rest / 128)) bytes++
-  return bytes
 }
