@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { CloseCode } from '@symphony/client/wire'
 import { openAdapters } from './adapters/select-adapters.js'
 import { createAuthenticator } from './auth/authenticator.js'
+import { documentMemory } from './core/document-memory.js'
 import { MemoryBudget } from './core/memory-budget.js'
 import { RoomManager } from './core/room-manager.js'
 import { type PeerStateFetcher, RoomStateSource } from './core/room-state-source.js'
@@ -45,6 +46,14 @@ export class SyncServer {
     const { logger } = options
     this.metrics = new ServerMetrics(options.build)
     this.memory = new MemoryBudget({ limitBytes: options.limits.memoryBudgetBytes, logger })
+    const largest = documentMemory(options.limits.maxDocumentStructs, options.limits.maxDocumentBytes)
+    if (largest > this.memory.documentsLimitBytes) {
+      // A room at the ceilings would be unloaded as soon as it loaded: one or the other is wrong.
+      logger.warn(
+        { largestDocumentBytes: largest, documentsLimitBytes: this.memory.documentsLimitBytes },
+        'a document at MAX_DOCUMENT_STRUCTS and MAX_DOCUMENT_BYTES would not fit the memory budget: raise MEMORY_BUDGET_BYTES or lower the ceilings',
+      )
+    }
     this.metrics.watchMemoryBudget(this.memory)
     this.#adapters = this.#openAdapters(internal?.address ?? '')
     const fetchPeerState: PeerStateFetcher | null = options.internal

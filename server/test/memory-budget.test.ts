@@ -169,6 +169,97 @@ describe('the server-wide memory budget', () => {
     await eventually(() => t.server.memory.usedBy('waiting') === 0, 'handled once the room loaded')
   })
 
+  it('charges each loaded document, and refuses a big edit past the documents’ share (1013): nothing of it applied', async () => {
+    const limit = 16 * MiB
+    const t = await startTestServer({ limits: { memoryBudgetBytes: limit } })
+    const share = t.server.memory.documentsLimitBytes
+    const first = uniqueRoom('documents')
+    const writer = await connectSynced(t.wsUrl, first)
+    await fill(t, first, writer, 6 * MiB)
+    const charged = t.server.memory.usedBy('documents')
+    assert.ok(charged >= 12 * MiB && charged < share, `6 MiB of text charged ${charged} bytes`)
+
+    // Bigger than the share has left, small enough for the big-update reservation.
+    const size = Math.ceil((share - charged) / 2) + 20 * 1024
+    assert.ok(size > SLICE_ABOVE_BYTES && charged + BIG_UPDATE_RESERVE_FACTOR * size < limit)
+    const second = uniqueRoom('documents')
+    const sender = await openRaw(`${t.wsUrl}/${second}`)
+    const gone = closed(sender)
+    const doc = new Y.Doc()
+    doc.getText('t').insert(0, 'y'.repeat(size))
+    sender.send(encodeUpdate(Y.encodeStateAsUpdate(doc)))
+    const { code, reason } = await gone
+    assert.equal(code, CloseCode.TryAgainLater)
+    assert.match(reason, /memory for documents/)
+    assert.equal(t.server.manager.loadedRoom(second)?.doc.getText('t').length ?? 0, 0, 'nothing applied')
+    assert.ok(t.server.memory.usedBy('documents') <= share)
+
+    // Small edits go on (everyone's typing), and deleting is never refused.
+    const length = writer.doc.getText('t').length
+    writer.doc.getText('t').insert(0, 'typing')
+    writer.doc.getText('t').delete(10, 100)
+    await eventually(
+      () => t.server.manager.loadedRoom(first)?.doc.getText('t').length === length - 94,
+      'applied',
+    )
+    writer.destroy()
+    await eventually(
+      () => !t.server.manager.loadedRoom(first) && !t.server.manager.loadedRoom(second),
+      'both rooms unload',
+    )
+    assert.equal(t.server.memory.usedBy('documents'), 0, 'and are no longer charged')
+  })
+
+  it('unloads the room holding the most (4013) when the documents pass their share, and loads no room meanwhile (1013)', async () => {
+    const roomy = await startTestServer()
+    const [large, small, other] = [uniqueRoom('large'), uniqueRoom('small'), uniqueRoom('other')]
+    for (const [room, bytes] of [
+      [large, 2 * MiB],
+      [small, 200 * 1024],
+    ] as const) {
+      const writer = await connectSynced(roomy.wsUrl, room)
+      await fill(roomy, room, writer, bytes)
+      writer.destroy()
+      await eventually(() => roomy.server.manager.loadedRoom(room) === undefined, 'saved and unloaded')
+    }
+    await roomy.stop()
+
+    // The large room cannot save, so it stays loaded (unloading) and the documents over their share.
+    const store = new ControlledSnapshotStore(roomy.snapshots)
+    // Both documents (about 4.5 and 0.4 MiB charged) pass the share (4.4 MiB), not the whole budget.
+    const t = await startTestServer({
+      adapters: { snapshots: store },
+      limits: { memoryBudgetBytes: 5.5 * MiB },
+    })
+    const stays = await connectSynced(t.wsUrl, small)
+    const smallCharge = t.server.memory.usedBy('documents')
+    assert.ok(smallCharge > 0)
+    const saves = deferred()
+    store.saveGate = saves.promise
+    const socket = await openRaw(`${t.wsUrl}/${large}`)
+    const gone = closed(socket)
+    const edit = new Y.Doc()
+    edit.getText('t').insert(0, 'unsaved') // so its unload waits for a save
+    socket.send(encodeUpdate(Y.encodeStateAsUpdate(edit)))
+    assert.equal((await gone).code, CloseCode.MemoryBudgetExceeded)
+    assert.equal(t.server.memory.documents(), 'over-share')
+
+    for (const room of [other, large]) {
+      const refused = await openRaw(`${t.wsUrl}/${room}`)
+      const { code, reason } = await closed(refused)
+      assert.equal(code, CloseCode.TryAgainLater, `${room} is not loaded or joined meanwhile`)
+      assert.match(reason, /memory for documents/)
+    }
+    saves.resolve()
+    await eventually(() => t.server.manager.loadedRoom(large) === undefined, 'the large room unloads')
+    assert.equal(t.server.memory.usedBy('documents'), smallCharge, 'its document is no longer charged')
+    assert.equal(t.server.memory.documents(), 'within')
+    assert.equal(stays.provider.wsconnected, true, 'the small room is served on')
+    assert.equal(await closedWith(t, 'MemoryBudgetExceeded'), 1)
+    const welcome = await connectSynced(t.wsUrl, other)
+    assert.equal(welcome.provider.wsconnected, true, 'rooms load again once the documents fit')
+  })
+
   it('charges presence to the budget while the room holds it', async () => {
     const t = await startTestServer()
     const room = uniqueRoom('presence')

@@ -144,6 +144,21 @@ export function presenceAtCaps(
   })
 }
 
+/**
+ * A socket in each of `urls`' rooms that writes `update` (a document at the struct ceiling) once
+ * connected and stays, keeping the room loaded; when closed, it comes back and writes it again.
+ */
+export function documentHolders(urls: string[], update: Uint8Array, tally: CloseTally): Running {
+  const frame = syncUpdate(update)
+  const running = urls.map((url) =>
+    keepConnected(1, url, tally, (socket) => {
+      socket.send(frame)
+      return undefined
+    }),
+  )
+  return { stop: async () => void (await Promise.all(running.map((r) => r.stop()))) }
+}
+
 /** One big update sent on its own connection: how it ended. */
 export interface UpdateOutcome {
   label: string

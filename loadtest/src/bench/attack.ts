@@ -8,7 +8,8 @@
  * - a sync flood: sockets that each ask past the burst, are closed (4002) and come back;
  * - presence at its caps: sockets holding the most presence states, each as big as allowed;
  * - the largest updates the limits allow, of minimal structs, several in a row in each of a few
- *   rooms at once: as big as a message may be, and as many structs as a document may hold.
+ *   rooms at once: as big as a message may be, and as many structs as a document may hold;
+ * - rooms kept loaded, each holding as many structs as a document may (`--document-rooms`).
  * The server's RSS is sampled from /proc (VmRSS, and VmHWM for the peak) against the 768 MiB
  * target, and the bystanders' round trip under attack is compared with the same without it.
  */
@@ -25,6 +26,7 @@ import { readFrame, SYNC_STEP2, syncStep1, syncUpdate } from '../virtual-users/w
 import type { BystanderCommand, BystanderReport } from './attack-bystanders.js'
 import {
   CloseTally,
+  documentHolders,
   nonReaders,
   presenceAtCaps,
   type Running,
@@ -48,6 +50,7 @@ const { values } = parseArgs({
     'presence-ms': { type: 'string', default: '1000' },
     'update-rooms': { type: 'string', default: '2' },
     'update-wait': { type: 'string', default: '15' },
+    'document-rooms': { type: 'string', default: '6' },
     structs: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
     'bystander-rooms': { type: 'string', default: '10' },
@@ -130,6 +133,11 @@ try {
         stateBytes: MAX_PRESENCE_BYTES,
         intervalMs: Number(values['presence-ms']),
       },
+      tally,
+    ),
+    documentHolders(
+      Array.from({ length: Number(values['document-rooms']) }, (_, i) => attackUrl(`attack/document-${i}`)),
+      minimalUpdate('gc-item', { structs: atCeiling - 9, client: 1 }),
       tally,
     ),
     ...updates.map((list, lane) =>

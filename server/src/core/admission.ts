@@ -1,4 +1,5 @@
 import { CloseCode } from '@symphony/client/wire'
+import { ServerBusyError } from '../errors.js'
 import { encodeIncarnation } from '../protocol/codec.js'
 import type { Connection } from './connection.js'
 import type { RoomManager } from './room-manager.js'
@@ -34,7 +35,11 @@ export function admit(rooms: Pick<RoomManager, 'acquire'>, connection: Connectio
       if (claimed !== null) connection.send(encodeIncarnation(hold.generation))
       connection.attach(hold.room)
     },
-    () => connection.close(CloseCode.TryAgainLater, 'the room could not be loaded; retry'),
+    (error) =>
+      connection.close(
+        CloseCode.TryAgainLater,
+        error instanceof ServerBusyError ? error.message : 'the room could not be loaded; retry',
+      ),
   )
   let left = false
   return {

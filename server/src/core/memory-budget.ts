@@ -1,7 +1,7 @@
 import type { Logger } from '../logger.js'
 
 /** What the budget is spent on, as labelled in `symphony_memory_budget_bytes{kind}`. */
-export const MEMORY_KINDS = ['unsent', 'waiting', 'big-update', 'presence'] as const
+export const MEMORY_KINDS = ['unsent', 'waiting', 'big-update', 'presence', 'documents'] as const
 export type MemoryKind = (typeof MEMORY_KINDS)[number]
 
 /**
@@ -10,6 +10,13 @@ export type MemoryKind = (typeof MEMORY_KINDS)[number]
  */
 export const BIG_UPDATE_RESERVE_FACTOR = 8
 
+/**
+ * The share of the budget the loaded documents may hold (`documents`): past it, edits that add to
+ * a document are refused and the largest rooms unloaded. The rest stays for the traffic, which
+ * shedding connections frees at once, where a document is freed only when its room unloads.
+ */
+export const DOCUMENTS_SHARE = 4 / 5
+
 /** The shortest time between two looks at every connection while the server is over budget. */
 const CHECK_INTERVAL_MS = 100
 
@@ -17,9 +24,22 @@ const CHECK_INTERVAL_MS = 100
 export interface MemoryCharges {
   /** Adds `bytes` (negative: frees them) to what `kind` holds. O(1): called on every frame sent. */
   charge(kind: MemoryKind, bytes: number): void
-  /** Charges `bytes` to `kind` if the budget can take them; false (nothing charged) if it cannot. */
+  /**
+   * Charges `bytes` to `kind` if the budget can take them (for `documents`: if their share can);
+   * false (nothing charged) if it cannot.
+   */
   reserve(kind: MemoryKind, bytes: number): boolean
+  /** `holder` may be shed from now on, until `forget` (a room: when its documents are over their share). */
+  track(holder: MemoryHolder, as?: 'connection' | 'room'): void
+  forget(holder: MemoryHolder): void
+  /**
+   * Where the loaded documents stand: within their share; over it (rooms are being unloaded, and
+   * no room loads); or past the whole budget (no edit adds to a document).
+   */
+  documents(): DocumentsState
 }
+
+export type DocumentsState = 'within' | 'over-share' | 'full'
 
 /** One buffer queued on several sockets (a room's sync answer): charged once, however many hold it. */
 export interface SharedCharges {
@@ -31,11 +51,11 @@ export interface SharedCharges {
   holders(buffer: Uint8Array): number
 }
 
-/** A connection the budget may close to get back under its limit. */
+/** A connection (or a room) the budget may close to get back under its limit. */
 export interface MemoryHolder {
-  /** What it holds now (unsent bytes, frames waiting, presence); read only when over budget. */
+  /** What it holds now (a connection: unsent bytes, frames waiting, presence; a room: its document); read only when over budget. */
   readonly heldBytes: number
-  /** Closes it; what it holds is freed, and uncharged, once its socket is gone. */
+  /** Closes it (a room: all its connections, so it unloads); what it holds is freed, and uncharged, once it is gone. */
   shed(): void
 }
 
@@ -53,13 +73,24 @@ export interface MemoryBudgetOptions {
  * broadcast shares count once for each socket that has not sent them. Charging is O(1); crossing
  * the limit schedules one look at every connection (at most every `CHECK_INTERVAL_MS`), which
  * closes the ones holding the most until the rest fit. New big work asks first (`reserve`) and is
- * refused while the budget cannot take it.
+ * refused while the budget cannot take it. The loaded documents are charged too, by estimate, and
+ * kept to their share of the budget: an edit that would pass it is refused, and past it the rooms
+ * holding the most are unloaded (their connections closed), as a document cannot be freed otherwise.
  */
 export class MemoryBudget implements MemoryCharges, SharedCharges {
   readonly limitBytes: number
+  /** What the loaded documents may hold: `DOCUMENTS_SHARE` of the limit. */
+  readonly documentsLimitBytes: number
   #used = 0
-  readonly #byKind: Record<MemoryKind, number> = { unsent: 0, waiting: 0, 'big-update': 0, presence: 0 }
+  readonly #byKind: Record<MemoryKind, number> = {
+    unsent: 0,
+    waiting: 0,
+    'big-update': 0,
+    presence: 0,
+    documents: 0,
+  }
   readonly #holders = new Set<MemoryHolder>()
+  readonly #rooms = new Set<MemoryHolder>()
   readonly #shared = new Map<Uint8Array, number>()
   /** Holders shed whose sockets are not gone yet: what they hold is about to be freed. */
   readonly #shedding = new Set<MemoryHolder>()
@@ -70,6 +101,7 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
 
   constructor({ limitBytes, logger, onShed }: MemoryBudgetOptions) {
     this.limitBytes = limitBytes
+    this.documentsLimitBytes = Math.floor(limitBytes * DOCUMENTS_SHARE)
     this.#logger = logger
     this.#onShed = onShed ?? (() => {})
   }
@@ -85,11 +117,15 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
   charge(kind: MemoryKind, bytes: number): void {
     this.#byKind[kind] += bytes
     this.#used += bytes
-    if (bytes > 0 && this.#used > this.limitBytes) this.#scheduleCheck()
+    if (bytes > 0 && (this.#used > this.limitBytes || this.#documentsExcess() > 0)) this.#scheduleCheck()
   }
 
   reserve(kind: MemoryKind, bytes: number): boolean {
-    if (this.#used + bytes > this.limitBytes) return false
+    // A big edit is held to the documents' share alone: traffic past the limit is the shedding's
+    // to free, and must not stop the writers of a room whose readers lag.
+    const fits =
+      kind === 'documents' ? this.#documentsExcess() + bytes <= 0 : this.#used + bytes <= this.limitBytes
+    if (!fits) return false
     this.charge(kind, bytes)
     return true
   }
@@ -114,14 +150,29 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
     return this.#shared.get(buffer) ?? 0
   }
 
-  /** `holder` may be shed from now on, until `forget`. */
-  track(holder: MemoryHolder): void {
-    this.#holders.add(holder)
+  /**
+   * `holder` may be shed from now on, until `forget`: a connection when the budget is over its
+   * limit, a room when the documents are over their share. Tracking a holder being shed again
+   * (a room someone rejoined) makes it sheddable once more.
+   */
+  track(holder: MemoryHolder, as: 'connection' | 'room' = 'connection'): void {
+    ;(as === 'room' ? this.#rooms : this.#holders).add(holder)
+    this.#shedding.delete(holder)
   }
 
   forget(holder: MemoryHolder): void {
     this.#holders.delete(holder)
+    this.#rooms.delete(holder)
     this.#shedding.delete(holder)
+  }
+
+  documents(): DocumentsState {
+    if (this.#byKind.documents > this.limitBytes) return 'full'
+    return this.#documentsExcess() > 0 ? 'over-share' : 'within'
+  }
+
+  #documentsExcess(): number {
+    return this.#byKind.documents - this.documentsLimitBytes
   }
 
   /** Stops the pending look (at shutdown). */
@@ -137,34 +188,63 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
     this.#checkTimer.unref()
   }
 
-  /** Closes the holders holding the most until what the others hold fits the limit. */
+  /**
+   * Unloads the largest rooms until the other documents fit their share, then closes the
+   * connections holding the most until what the others hold fits the limit.
+   */
   #check(): void {
     this.#checkTimer = null
     this.#lastCheckAt = performance.now()
-    let excess = this.#used - this.limitBytes
-    for (const holder of this.#shedding) excess -= holder.heldBytes
-    if (excess <= 0) return
-    const heaviest = [...this.#holders]
+    const shedRooms = [...this.#shedding].filter((holder) => this.#rooms.has(holder))
+    const rooms = this.#shedHeaviest(this.#rooms, this.#documentsExcess(), shedRooms)
+    if (rooms.shed > 0) {
+      this.#logger.warn(
+        { documentsLimitBytes: this.documentsLimitBytes, documentsBytes: this.#byKind.documents, ...rooms },
+        'documents over their share of the memory budget: unloading the largest rooms',
+      )
+    }
+    // What every holder being shed holds is about to be freed: rooms' documents count in the total too.
+    const connections = this.#shedHeaviest(this.#holders, this.#used - this.limitBytes, this.#shedding)
+    if (connections.shed > 0) {
+      this.#logger.warn(
+        {
+          limitBytes: this.limitBytes,
+          usedBytes: this.#used,
+          connections: connections.shed,
+          freedBytes: connections.freed,
+        },
+        'over the memory budget: closed the connections holding the most',
+      )
+    }
+  }
+
+  /** Sheds the heaviest of `holders` until `excess`, less what `beingShed` hold, is gone. */
+  #shedHeaviest(
+    holders: Set<MemoryHolder>,
+    excess: number,
+    beingShed: Iterable<MemoryHolder>,
+  ): { shed: number; freed: number } {
+    let left = excess
+    for (const holder of beingShed) left -= holder.heldBytes
+    let shed = 0
+    let freed = 0
+    if (left <= 0) return { shed, freed }
+    const heaviest = [...holders]
       .filter((holder) => !this.#shedding.has(holder))
       .map((holder) => ({ holder, bytes: holder.heldBytes }))
       .filter(({ bytes }) => bytes > 0)
       .sort((a, b) => b.bytes - a.bytes)
-    let shed = 0
-    let freed = 0
     for (const { holder, bytes } of heaviest) {
-      if (excess <= 0) break
+      if (left <= 0) break
       this.#shedding.add(holder)
       holder.shed()
       this.#onShed(bytes)
-      excess -= bytes
+      left -= bytes
       freed += bytes
       shed++
     }
-    if (shed === 0) return // nothing a connection holds: big updates wait, and are refused meanwhile
-    this.#logger.warn(
-      { limitBytes: this.limitBytes, usedBytes: this.#used, connections: shed, freedBytes: freed },
-      'over the memory budget: closed the connections holding the most',
-    )
+    // With nothing a connection holds, big updates wait, and are refused meanwhile.
+    return { shed, freed }
   }
 }
 
@@ -172,4 +252,7 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
 export const UNBOUNDED_MEMORY: MemoryCharges = {
   charge() {},
   reserve: () => true,
+  track() {},
+  forget() {},
+  documents: () => 'within',
 }

@@ -2,7 +2,7 @@ import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { within } from '../deadline.js'
 import { deferred } from '../deferred.js'
-import { isOutOfSpace } from '../errors.js'
+import { isOutOfSpace, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
@@ -196,6 +196,7 @@ export class RoomManager {
   async acquire(name: string): Promise<RoomHold> {
     for (;;) {
       let life = this.#lives.get(name)
+      this.#ensureMemoryToJoin(life)
       if (life && !life.admits) {
         await this.#waitFor(life)
         continue
@@ -225,6 +226,16 @@ export class RoomManager {
         },
       }
     }
+  }
+
+  /**
+   * Refuses (`ServerBusyError`) to load a room, or to join one unloading to free memory, while the
+   * loaded documents are over their share of the server's memory budget.
+   */
+  #ensureMemoryToJoin(life: RoomLife<Loaded> | undefined): void {
+    if ((this.deps.memory?.documents() ?? 'within') === 'within') return
+    if (life?.loaded && !life.loaded.room.shedding) return
+    throw new ServerBusyError("the server's memory for documents is full: retry later")
   }
 
   async #waitFor(life: RoomLife<Loaded>): Promise<void> {

@@ -31,7 +31,13 @@ import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slic
 import { applySentUpdate } from './apply-sent-update.js'
 import type { Author } from './author-binding.js'
 import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
-import { BIG_UPDATE_RESERVE_FACTOR, type MemoryCharges, UNBOUNDED_MEMORY } from './memory-budget.js'
+import { DocumentMemory } from './document-memory.js'
+import {
+  BIG_UPDATE_RESERVE_FACTOR,
+  type MemoryCharges,
+  type MemoryHolder,
+  UNBOUNDED_MEMORY,
+} from './memory-budget.js'
 import { PEER, PresenceOwners } from './presence-owners.js'
 import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
@@ -118,7 +124,7 @@ const ASK_PEERS_MIN_INTERVAL_MS = 1_000
  * a client sends is applied here and forwarded as the very bytes that arrived, to the other local
  * connections and once to the other servers.
  */
-export class Room implements MemberRoom {
+export class Room implements MemberRoom, MemoryHolder {
   readonly name: string
   readonly doc: Y.Doc
   readonly connections = new Set<RoomMember>()
@@ -135,6 +141,11 @@ export class Room implements MemberRoom {
    * needs a count: a change adds at most `STRUCTS_PER_BYTE` per byte of it.
    */
   #structBound: number
+  /** The bound when last counted exactly: it is counted again once it drifts too far (`#changed`). */
+  #structsCounted = 0
+  /** The document, charged to the server's memory budget by estimate. */
+  readonly #documentMemory: DocumentMemory
+  #shedding = false
   #destroyed = false
   #antiEntropyTimer: NodeJS.Timeout | null = null
   #lastAskedPeersAt = 0
@@ -197,6 +208,10 @@ export class Room implements MemberRoom {
     this.doc = doc
     this.#sizeBound = loadedBytes
     this.#structBound = documentStructs(doc)
+    this.#structsCounted = this.#structBound
+    this.#documentMemory = new DocumentMemory(this.#memory)
+    this.#chargeDocument()
+    this.#memory.track(this, 'room')
     this.#options = options
     this.#pubsub = pubsub
     this.#journal = journal
@@ -222,6 +237,11 @@ export class Room implements MemberRoom {
   /** Starts syncing a connection: our state vector, so it sends what we lack, and who is here. */
   join(connection: RoomMember): void {
     this.connections.add(connection)
+    if (this.#shedding) {
+      // Unloading to free memory, and let in again (the documents fit by now): sheddable again.
+      this.#shedding = false
+      this.#memory.track(this, 'room')
+    }
     this.#holdAnswersForUnsaved(connection)
     connection.send(encodeSyncStep1(Y.encodeStateVector(this.doc)))
     const present = this.presence.presentFrame()
@@ -468,6 +488,7 @@ export class Room implements MemberRoom {
   adoptEncodedState(state: Uint8Array): void {
     this.#encoded = { version: this.version, state }
     this.#sizeBound = state.length
+    this.#chargeDocument()
   }
 
   /** The whole state, including updates still waiting for missing dependencies (so they count). */
@@ -476,6 +497,7 @@ export class Room implements MemberRoom {
     const state = Y.encodeStateAsUpdate(this.doc)
     this.#sizeBound = state.length
     this.#encoded = { version: this.version, state }
+    this.#chargeDocument()
     return state
   }
 
@@ -508,6 +530,8 @@ export class Room implements MemberRoom {
   destroy(): void {
     this.#destroyed = true
     this.#memory.charge('presence', -this.presence.bytes)
+    this.#documentMemory.release()
+    this.#memory.forget(this)
     this.#answers.clear()
     if (this.#antiEntropyTimer) clearInterval(this.#antiEntropyTimer)
     this.doc.destroy()
@@ -557,10 +581,12 @@ export class Room implements MemberRoom {
     this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
   }
 
-  /** Refuses an update the document has no room for: bytes, or structs. */
+  /** Refuses an update the document has no room for: bytes, structs, or the server's memory. */
   #ensureSpaceFor(update: Uint8Array, scanned: ScannedUpdate): void {
     this.#ensureRoomFor(update.length)
-    this.#ensureStructsFor(structsAdded(scanned, (client) => Y.getState(this.doc.store, client)))
+    const structs = structsAdded(scanned, (client) => Y.getState(this.doc.store, client))
+    this.#ensureStructsFor(structs)
+    this.#ensureMemoryFor(structs, update.length, false)
   }
 
   #applyChecked(
@@ -574,6 +600,7 @@ export class Room implements MemberRoom {
     // An update that changes nothing (a client resending what the room has) goes nowhere; what it
     // holds may be durable nowhere yet (a peer's change here), so its answers wait for a save.
     if (!this.#apply(message.update, connection)) {
+      this.#chargeDocument() // what it reserved
       this.#holdAnswersForUnsaved(connection)
       return
     }
@@ -643,6 +670,7 @@ export class Room implements MemberRoom {
     try {
       if (!(await this.#checks.checkSliced(cut, connection, () => this.#destroyed))) return
       this.#ensureStructsFor(cut.structs) // against what other updates added meanwhile
+      this.#ensureMemoryFor(cut.structs, update.length, true)
       this.#structBound += cut.structs // reserved, as its slices are applied over several turns
       const journaled = this.#journal.recordBeforeApplying(update)
       try {
@@ -705,6 +733,11 @@ export class Room implements MemberRoom {
   #changed(bytes: number): void {
     this.#sizeBound += bytes
     this.#structBound += bytes * STRUCTS_PER_BYTE
+    // The bound grows by the bytes, the memory charged with it: counted again (O(clients)) once it
+    // drifts an eighth past the last count, so the count costs O(1) per struct added.
+    if (this.#structBound - this.#structsCounted > Math.max(1024, this.#structsCounted / 8))
+      this.#countStructs()
+    else this.#chargeDocument()
     this.version++
     this.#encoded = null
     this.#answers.clear()
@@ -744,7 +777,42 @@ export class Room implements MemberRoom {
   /** The document's structs and clients, counted (O(clients)); the bound is exact again after. */
   #countStructs(): number {
     this.#structBound = documentStructs(this.doc)
+    this.#structsCounted = this.#structBound
+    this.#chargeDocument()
     return this.#structBound
+  }
+
+  /**
+   * Refuses (`ServerBusyError`) an edit adding `structs` the loaded documents have no memory for
+   * (`DocumentMemory.reserveGrowth`); the budget meanwhile unloads the largest rooms.
+   */
+  #ensureMemoryFor(structs: number, bytes: number, big: boolean): void {
+    if (this.#documentMemory.reserveGrowth(structs, bytes, big)) return
+    throw new ServerBusyError("the server's memory for documents is full: the edit is refused; retry later")
+  }
+
+  #chargeDocument(): void {
+    this.#documentMemory.update(this.#structBound, this.#sizeBound)
+  }
+
+  /** What the room's document is charged: the budget unloads the rooms holding the most first. */
+  get heldBytes(): number {
+    return this.#documentMemory.bytes
+  }
+
+  /** Unloading to free the server's memory: no one joins while the documents are over their share. */
+  get shedding(): boolean {
+    return this.#shedding
+  }
+
+  /** Closes every connection, so the room saves and unloads, freeing its document. */
+  shed(): void {
+    this.#shedding = true
+    for (const connection of [...this.connections])
+      connection.close(
+        CloseCode.MemoryBudgetExceeded,
+        'the server is short of memory: this room unloads; reconnect later',
+      )
   }
 
   #broadcast(frame: Uint8Array, except: RoomMember | null): void {

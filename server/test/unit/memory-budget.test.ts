@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { eventually } from '../../src/contracts/eventually.js'
-import { MemoryBudget, type MemoryHolder } from '../../src/core/memory-budget.js'
+import { DocumentMemory, documentMemory } from '../../src/core/document-memory.js'
+import { DOCUMENTS_SHARE, MemoryBudget, type MemoryHolder } from '../../src/core/memory-budget.js'
 import { PRESENCE_ENTRY_BYTES, PresenceTable } from '../../src/core/presence-table.js'
 import { type LogEntry, recordingLogger } from '../helpers/recording-logger.js'
 
@@ -13,9 +14,10 @@ class Holder implements MemoryHolder {
   constructor(
     private readonly budget: MemoryBudget,
     public heldBytes: number,
+    private readonly kind: 'unsent' | 'documents' = 'unsent',
   ) {
-    budget.track(this)
-    budget.charge('unsent', heldBytes)
+    budget.track(this, kind === 'documents' ? 'room' : 'connection')
+    budget.charge(kind, heldBytes)
   }
 
   shed(): void {
@@ -24,7 +26,7 @@ class Holder implements MemoryHolder {
 
   /** Its socket is gone. */
   gone(): void {
-    this.budget.charge('unsent', -this.heldBytes)
+    this.budget.charge(this.kind, -this.heldBytes)
     this.budget.forget(this)
   }
 }
@@ -63,6 +65,61 @@ describe('the memory budget', () => {
     assert.equal(budget.usedBy('big-update'), 800)
     budget.charge('big-update', -800)
     assert.equal(budget.reserve('big-update', 300), true)
+    budget.stop()
+  })
+
+  it(`keeps the documents to ${DOCUMENTS_SHARE * 100}% of it: past that, edits are refused and the largest rooms unloaded, not connections`, async () => {
+    const logs: LogEntry[] = []
+    const budget = budgetOf(1_000, logs)
+    assert.equal(budget.documentsLimitBytes, 1_000 * DOCUMENTS_SHARE)
+    const reader = new Holder(budget, 150) // a connection holding more than the small room
+    const small = new Holder(budget, 100, 'documents')
+    const large = new Holder(budget, 500, 'documents')
+    assert.equal(budget.reserve('documents', budget.documentsLimitBytes - 600), true, 'up to the share')
+    assert.equal(budget.reserve('documents', 1), false, 'an edit past the share is refused')
+    assert.equal(budget.reserve('big-update', 50), true, 'the rest of the budget is the traffic’s')
+    budget.charge('big-update', -50)
+    budget.charge('documents', -(budget.documentsLimitBytes - 600))
+
+    budget.charge('documents', 250) // a room loaded: 850 in documents, past the share of 800
+    await eventually(() => large.shedAt !== null, 'the largest room unloads')
+    assert.equal(small.shedAt, null)
+    assert.equal(reader.shedAt, null, 'connections are not shed for documents: the total is under the limit')
+    assert.match(String(logs.at(-1)?.message), /documents over their share/)
+
+    // Someone joined it before it unloaded: it may be shed again.
+    budget.track(large, 'room')
+    budget.charge('documents', 1)
+    const firstShed = large.shedAt
+    await eventually(() => large.shedAt !== firstShed, 'shed again')
+    large.gone()
+    assert.equal(budget.usedBy('documents'), 351)
+    budget.stop()
+  })
+
+  it('lets small edits grow a document until the documents hold the whole budget; big ones only within their share', () => {
+    const budget = budgetOf(1_000_000)
+    const room = new DocumentMemory(budget)
+    room.update(0, 0)
+    const structs = 1_000 // 250,000 bytes charged a time, with 0 bytes of encoding
+    assert.equal(room.reserveGrowth(structs, 0, true), true)
+    assert.equal(room.reserveGrowth(structs, 0, true), true)
+    assert.equal(room.reserveGrowth(structs, 0, true), true)
+    assert.equal(budget.documents(), 'within')
+    assert.equal(room.reserveGrowth(structs, 0, true), false, 'a big edit past the share (800,000)')
+    assert.equal(room.reserveGrowth(structs, 0, false), true, 'a small one passes')
+    assert.equal(budget.documents(), 'over-share')
+    assert.equal(room.reserveGrowth(structs, 0, false), true)
+    assert.equal(budget.documents(), 'full')
+    assert.equal(room.reserveGrowth(1, 0, false), false, 'past the whole budget, none')
+    assert.equal(room.reserveGrowth(0, 500, false), true, 'a deletion always')
+    assert.equal(budget.usedBy('documents'), 1_250_000)
+    room.update(10, 100) // the edits applied: charged as counted
+    assert.equal(budget.usedBy('documents'), documentMemory(10, 100))
+    room.release()
+    assert.equal(budget.usedBy('documents'), 0)
+    assert.equal(room.reserveGrowth(structs, 0, true), true, 'an unloaded room charges nothing more')
+    assert.equal(budget.usedBy('documents'), 0)
     budget.stop()
   })
 
