@@ -258,6 +258,10 @@ describe('the server-wide memory budget', () => {
     assert.equal(await closedWith(t, 'MemoryBudgetExceeded'), 1)
     const welcome = await connectSynced(t.wsUrl, other)
     assert.equal(welcome.provider.wsconnected, true, 'rooms load again once the documents fit')
+    // The large room would be shed again at once: it is not loaded while it does not fit.
+    const again = await openRaw(`${t.wsUrl}/${large}`)
+    assert.equal((await closed(again)).code, CloseCode.TryAgainLater)
+    assert.equal(t.server.manager.loadedRoom(large), undefined)
   })
 
   it('charges presence to the budget while the room holds it', async () => {

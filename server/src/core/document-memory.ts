@@ -35,17 +35,18 @@ export class DocumentMemory {
   }
 
   /**
-   * Reserves what an edit adding `structs` in `bytes` may add, before it is applied (the next
-   * `update` settles it); false, with nothing charged, if it may not grow the document now. A big
-   * edit (`big`, sliced on the worker) must fit the documents' share; a small one, what the users
-   * of every room send, is refused only once the documents hold the whole budget, so that one
-   * writer of large rooms does not stop everyone's typing: the budget unloads the largest rooms.
+   * Whether an edit adding `structs` in `bytes` may grow the document now. A big edit (`big`,
+   * applied in slices over several turns) must fit the documents' share, and what it may add is
+   * charged at once (the next `update` settles it); a small one, what the users of every room
+   * send, is applied at once and charged by the `update` after it, and is refused only once the
+   * documents hold the whole budget, so that one writer of large rooms does not stop everyone's
+   * typing: the budget unloads the largest rooms meanwhile.
    */
   reserveGrowth(structs: number, bytes: number, big: boolean): boolean {
     if (this.#released || structs === 0) return true // deletions free memory, never refused
+    if (!big) return this.memory.documents() !== 'full'
     const growth = documentMemory(structs, bytes)
-    if (big ? !this.memory.reserve('documents', growth) : this.memory.documents() === 'full') return false
-    if (!big) this.memory.charge('documents', growth)
+    if (!this.memory.reserve('documents', growth)) return false
     this.#charged += growth
     return true
   }

@@ -66,6 +66,8 @@ export class RoomLife<Loaded> {
   #holders = 0
   #loaded: Loaded | null = null
   #graceTimer: NodeJS.Timeout | null = null
+  /** Shed to free memory (`unloadWhenFree`): the next grace period is none. */
+  #withoutGrace = false
   #queue: Promise<void> = Promise.resolve()
   #deletion: Promise<void> | null = null
   #changeWaiters: (() => void)[] = []
@@ -107,13 +109,27 @@ export class RoomLife<Loaded> {
 
   hold(): void {
     this.#holders++
+    this.#withoutGrace = false
     this.#cancelGrace()
   }
 
   /** One holder left; the last one starts the grace period. */
   unhold(): void {
     this.#holders = Math.max(0, this.#holders - 1)
-    if (this.#holders === 0 && this.#state === 'live') this.#startGrace(this.#options.graceMs)
+    if (this.#holders === 0 && this.#state === 'live') this.#startGrace(this.#graceMs())
+  }
+
+  /**
+   * Unloads (saving first, as always) as soon as nobody holds the room, with no grace period: the
+   * server needs its memory. A later hold gives the room its grace back.
+   */
+  unloadWhenFree(): void {
+    this.#withoutGrace = true
+    if (this.#holders === 0 && this.#state === 'live') this.#startGrace(0)
+  }
+
+  #graceMs(): number {
+    return this.#withoutGrace ? 0 : this.#options.graceMs
   }
 
   /**
@@ -165,7 +181,7 @@ export class RoomLife<Loaded> {
     }
     if (this.#state === 'loading') {
       this.#enter('live')
-      if (this.#holders === 0) this.#startGrace(this.#options.graceMs)
+      if (this.#holders === 0) this.#startGrace(this.#graceMs())
     }
     return this.#loaded
   }

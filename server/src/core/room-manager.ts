@@ -29,6 +29,9 @@ export interface RoomManagerOptions extends RoomOptions {
   snapshot: SnapshotPolicy
 }
 
+/** How many shed rooms' sizes are kept (a few dozen bytes each). */
+const SHED_SIZES_KEPT = 1_000
+
 export interface RoomManagerDeps {
   pubsub: PubSub
   registry: RoomRegistry
@@ -83,6 +86,8 @@ export class RoomManager {
   readonly #lives = new Map<string, RoomLife<Loaded>>()
   /** Acquirers waiting for an instance to unload or be deleted before they load the room again. */
   readonly #waiting = new Map<string, number>()
+  /** What the rooms the memory budget shed held then, the latest `SHED_SIZES_KEPT`, oldest first. */
+  readonly #shedSizes = new Map<string, number>()
 
   constructor(
     private readonly deps: RoomManagerDeps,
@@ -196,7 +201,7 @@ export class RoomManager {
   async acquire(name: string): Promise<RoomHold> {
     for (;;) {
       let life = this.#lives.get(name)
-      this.#ensureMemoryToJoin(life)
+      this.#ensureMemoryToJoin(name, life)
       if (life && !life.admits) {
         await this.#waitFor(life)
         continue
@@ -232,10 +237,23 @@ export class RoomManager {
    * Refuses (`ServerBusyError`) to load a room, or to join one unloading to free memory, while the
    * loaded documents are over their share of the server's memory budget.
    */
-  #ensureMemoryToJoin(life: RoomLife<Loaded> | undefined): void {
-    if ((this.deps.memory?.documents() ?? 'within') === 'within') return
-    if (life?.loaded && !life.loaded.room.shedding) return
+  #ensureMemoryToJoin(name: string, life: RoomLife<Loaded> | undefined): void {
+    const memory = this.deps.memory
+    if (!memory || (life?.loaded && !life.loaded.room.shedding)) return
+    // A room unloaded to free memory comes back only if it fits: loading it to shed it again
+    // would cost a whole load every time its clients retry.
+    const shedAt = life ? 0 : (this.#shedSizes.get(name) ?? 0)
+    if (memory.documents() === 'within' && memory.fitsDocument(shedAt)) return
     throw new ServerBusyError("the server's memory for documents is full: retry later")
+  }
+
+  /** The budget shed `room`: remembered with its size (see `#ensureMemoryToJoin`), and unloaded at once. */
+  #shed(room: Room, life: RoomLife<Loaded>): void {
+    this.#shedSizes.delete(room.name) // re-inserted as the newest
+    this.#shedSizes.set(room.name, room.heldBytes)
+    if (this.#shedSizes.size > SHED_SIZES_KEPT)
+      this.#shedSizes.delete(this.#shedSizes.keys().next().value as string)
+    life.unloadWhenFree()
   }
 
   async #waitFor(life: RoomLife<Loaded>): Promise<void> {
@@ -358,6 +376,7 @@ export class RoomManager {
     const { pubsub, registry, stateSource, logger } = this.deps
     const buffered: Uint8Array[] = []
     let room: Room | null = null
+    let created: Loaded | null = null
     // Which incarnation is current decides the channel and the journal streams.
     const incarnation = await stateSource.incarnation(name)
     const channel = incarnationKey(name, incarnation.generation)
@@ -383,6 +402,7 @@ export class RoomManager {
         source,
         life,
       })
+      created = loaded
       if (encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(encoded)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
       room = loaded.room // from here on frames go straight to the room, also while registering
@@ -401,6 +421,9 @@ export class RoomManager {
       this.deps.metadata.record({ type: 'room-loaded', room: name, bytes: state?.length ?? 0 })
       return loaded
     } catch (error) {
+      // Built and never handed out: its timers and its charge to the memory budget go with it.
+      created?.writer.stop()
+      created?.room.destroy()
       await pubsub.unsubscribe(channel).catch(() => {})
       throw error
     }
@@ -440,6 +463,7 @@ export class RoomManager {
     })
     let writer: SnapshotWriter | null = null
     const room = new Room({
+      onShed: () => this.#shed(room, life),
       name,
       channel: key,
       doc,

@@ -95,8 +95,10 @@ export interface RoomInit {
   /** The loaded state came from a peer: this server journaled none of it. */
   loadedFromPeer?: boolean
   observer?: RoomObserver
-  /** The server's memory budget: presence and big updates are charged to it. */
+  /** The server's memory budget: presence, big updates and the document are charged to it. */
   memory?: MemoryCharges
+  /** The budget shed the room (its connections are closed): unload it as soon as it is free. */
+  onShed?: () => void
 }
 
 /** What a room needs of its snapshot writer to acknowledge only what is durable. */
@@ -143,6 +145,10 @@ export class Room implements MemberRoom, MemoryHolder {
   #structBound: number
   /** The bound when last counted exactly: it is counted again once it drifts too far (`#changed`). */
   #structsCounted = 0
+  /** Structs of big updates reserved and not all applied yet: a count does not drop them. */
+  #bigStructsInFlight = 0
+  /** Bytes of big updates reserved and not all applied yet: an encode does not drop them. */
+  #bigBytesInFlight = 0
   /** The document, charged to the server's memory budget by estimate. */
   readonly #documentMemory: DocumentMemory
   #shedding = false
@@ -167,6 +173,7 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly #journal: RoomInit['journal']
   readonly #logger: Logger
   readonly #onChange: () => void
+  readonly #onShed: () => void
   readonly #observer: RoomObserver
   readonly #saves: RoomSaves
   readonly #memory: MemoryCharges
@@ -191,6 +198,7 @@ export class Room implements MemberRoom, MemoryHolder {
     journal,
     logger,
     onChange,
+    onShed,
     observer,
     saves,
     loadedFromPeer,
@@ -217,6 +225,7 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#journal = journal
     this.#logger = logger
     this.#onChange = onChange
+    this.#onShed = onShed ?? (() => {})
     this.#observer = observer ?? UNOBSERVED
     this.#checks = new ClientUpdateChecks({
       doc,
@@ -236,12 +245,16 @@ export class Room implements MemberRoom, MemoryHolder {
 
   /** Starts syncing a connection: our state vector, so it sends what we lack, and who is here. */
   join(connection: RoomMember): void {
-    this.connections.add(connection)
     if (this.#shedding) {
-      // Unloading to free memory, and let in again (the documents fit by now): sheddable again.
-      this.#shedding = false
+      // Unloading to free memory: held before it was shed, so not refused on the way in.
+      if (this.#memory.documents() !== 'within') {
+        connection.close(CloseCode.TryAgainLater, "the server's memory for documents is full: retry later")
+        return
+      }
+      this.#shedding = false // let in again, as the documents fit by now: sheddable again
       this.#memory.track(this, 'room')
     }
+    this.connections.add(connection)
     this.#holdAnswersForUnsaved(connection)
     connection.send(encodeSyncStep1(Y.encodeStateVector(this.doc)))
     const present = this.presence.presentFrame()
@@ -487,7 +500,7 @@ export class Room implements MemberRoom, MemoryHolder {
   /** Takes `state` as the encoding of the document as it is now, made elsewhere (off this thread). */
   adoptEncodedState(state: Uint8Array): void {
     this.#encoded = { version: this.version, state }
-    this.#sizeBound = state.length
+    this.#sizeBound = state.length + this.#bigBytesInFlight
     this.#chargeDocument()
   }
 
@@ -495,7 +508,7 @@ export class Room implements MemberRoom, MemoryHolder {
   encodeState(): Uint8Array {
     if (this.#encoded?.version === this.version) return this.#encoded.state
     const state = Y.encodeStateAsUpdate(this.doc)
-    this.#sizeBound = state.length
+    this.#sizeBound = state.length + this.#bigBytesInFlight
     this.#encoded = { version: this.version, state }
     this.#chargeDocument()
     return state
@@ -600,7 +613,6 @@ export class Room implements MemberRoom, MemoryHolder {
     // An update that changes nothing (a client resending what the room has) goes nowhere; what it
     // holds may be durable nowhere yet (a peer's change here), so its answers wait for a save.
     if (!this.#apply(message.update, connection)) {
-      this.#chargeDocument() // what it reserved
       this.#holdAnswersForUnsaved(connection)
       return
     }
@@ -661,33 +673,45 @@ export class Room implements MemberRoom, MemoryHolder {
     // Refused here, before the worker reads it, when the document has no room for any more structs.
     const maxStructs = this.#options.maxDocumentStructs - this.#countStructs()
     this.#ensureStructsFor(1)
-    this.#sizeBound += update.length // reserved: an upper bound, corrected at the next encode
-    const cut = await checkAndSlice(update, Y.encodeStateVector(this.doc), maxStructs)
-    if (this.#destroyed) return
-    // From here until it is applied, no other client writes where it does.
-    const release = this.#checks.reserve(cut.ranges)
-    let changed = false
+    // Reserved against the ceiling (and charged) while it waits and applies; returned after, as
+    // each slice counts its own bytes when applied.
+    this.#bigBytesInFlight += update.length
+    this.#sizeBound += update.length
     try {
-      if (!(await this.#checks.checkSliced(cut, connection, () => this.#destroyed))) return
-      this.#ensureStructsFor(cut.structs) // against what other updates added meanwhile
-      this.#ensureMemoryFor(cut.structs, update.length, true)
-      this.#structBound += cut.structs // reserved, as its slices are applied over several turns
-      const journaled = this.#journal.recordBeforeApplying(update)
+      const cut = await checkAndSlice(update, Y.encodeStateVector(this.doc), maxStructs)
+      if (this.#destroyed) return
+      // From here until it is applied, no other client writes where it does.
+      const release = this.#checks.reserve(cut.ranges)
+      let changed = false
       try {
-        // Applied to the end even if the client leaves meanwhile: it passed the checks and is
-        // journaled, and what is applied must also be forwarded.
-        for (const [index, slice] of cut.slices.entries()) {
-          if (index > 0) await nextTurn()
-          if (this.#destroyed) return
-          changed = this.#apply(slice, connection) || changed
+        if (!(await this.#checks.checkSliced(cut, connection, () => this.#destroyed))) return
+        this.#ensureStructsFor(cut.structs) // against what other updates added meanwhile
+        this.#ensureMemoryFor(cut.structs, update.length, true)
+        // Reserved too, as its slices are applied over several turns.
+        this.#bigStructsInFlight += cut.structs
+        this.#structBound += cut.structs
+        const journaled = this.#journal.recordBeforeApplying(update)
+        try {
+          // Applied to the end even if the client leaves meanwhile: it passed the checks and is
+          // journaled, and what is applied must also be forwarded.
+          for (const [index, slice] of cut.slices.entries()) {
+            if (index > 0) await nextTurn()
+            if (this.#destroyed) return
+            changed = this.#apply(slice, connection) || changed
+          }
+        } finally {
+          journaled.applied()
+          this.#bigStructsInFlight -= cut.structs
         }
       } finally {
-        journaled.applied()
+        release()
       }
+      if (changed) this.#forward(connection, message, frame, receivedAt)
     } finally {
-      release()
+      this.#bigBytesInFlight -= update.length
+      this.#sizeBound -= update.length
+      this.#chargeDocument() // what was reserved for it: settled
     }
-    if (changed) this.#forward(connection, message, frame, receivedAt)
   }
 
   /**
@@ -733,9 +757,10 @@ export class Room implements MemberRoom, MemoryHolder {
   #changed(bytes: number): void {
     this.#sizeBound += bytes
     this.#structBound += bytes * STRUCTS_PER_BYTE
-    // The bound grows by the bytes, the memory charged with it: counted again (O(clients)) once it
-    // drifts an eighth past the last count, so the count costs O(1) per struct added.
-    if (this.#structBound - this.#structsCounted > Math.max(1024, this.#structsCounted / 8))
+    // The bound grows by the bytes, the memory charged with it: counted again (O(clients), and a
+    // document of C clients counts 8C) once it drifts an eighth, or 64, past the last count, so a
+    // count costs O(1) per struct added, and a room is overcharged 16 KB at most past an eighth.
+    if (this.#structBound - this.#structsCounted > Math.max(64, this.#structsCounted / 8))
       this.#countStructs()
     else this.#chargeDocument()
     this.version++
@@ -776,7 +801,7 @@ export class Room implements MemberRoom, MemoryHolder {
 
   /** The document's structs and clients, counted (O(clients)); the bound is exact again after. */
   #countStructs(): number {
-    this.#structBound = documentStructs(this.doc)
+    this.#structBound = documentStructs(this.doc) + this.#bigStructsInFlight
     this.#structsCounted = this.#structBound
     this.#chargeDocument()
     return this.#structBound
@@ -805,9 +830,10 @@ export class Room implements MemberRoom, MemoryHolder {
     return this.#shedding
   }
 
-  /** Closes every connection, so the room saves and unloads, freeing its document. */
+  /** Closes every connection, so the room saves and unloads at once, freeing its document. */
   shed(): void {
     this.#shedding = true
+    this.#onShed()
     for (const connection of [...this.connections])
       connection.close(
         CloseCode.MemoryBudgetExceeded,

@@ -148,6 +148,7 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
     try {
       hold = await deps.manager.acquire(name)
     } catch (error) {
+      if (error instanceof ServerBusyError) throw new ApiRefusal(503, 'SERVER_BUSY', error.message)
       throw new ApiRefusal(
         503,
         'ROOM_UNAVAILABLE',

@@ -123,6 +123,31 @@ describe('a room’s life: one transition each', () => {
     assert.deepEqual(transitions, ['loading→live', 'live→unloading', 'unloading→gone'])
   })
 
+  it('live → unloading at once when shed to free memory: no grace once the last holder leaves; a new holder restores it', async (t) => {
+    const tick = fakeTime(t)
+    const { life, steps, pending } = controlledLife()
+    life.hold()
+    life.hold()
+    pending.load.resolve('room')
+    await life.ready
+    life.unloadWhenFree()
+    life.unhold()
+    await tick(0)
+    assert.equal(life.state, 'live', 'still held')
+    life.hold() // someone came back: the grace is theirs again
+    life.unhold()
+    life.unhold()
+    await tick(GRACE_MS - 1)
+    assert.equal(life.state, 'live', 'within the restored grace period')
+    life.unloadWhenFree() // shed again, nobody holding it
+    await tick(0)
+    assert.equal(life.state, 'unloading', 'saved and freed at once')
+    pending.save?.resolve()
+    await settle()
+    assert.equal(life.state, 'gone')
+    assert.deepEqual(steps, ['load', 'save', 'free room'])
+  })
+
   it('unloading → live: a failed final save keeps the room, and unloading is tried again later', async (t) => {
     const tick = fakeTime(t)
     const { life, steps, transitions, pending } = controlledLife()
