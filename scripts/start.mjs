@@ -98,6 +98,9 @@ run('../server/dist/main.js', 'sync', env, (line) => {
 
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
+    // Windows has no SIGTERM: kill() ends a process at once, unsaved. Ctrl-C reaches the children
+    // there too (one console), and they save and stop on their own.
+    if (process.platform === 'win32' && signal === 'SIGINT') return
     for (const child of children) child.kill('SIGTERM')
   })
 }

@@ -7,10 +7,17 @@ import { spawn } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { ensureDebianPackage } from './lib/debian-package.mjs'
 import { runOnPinnedNode } from './lib/pinned-node.mjs'
 import { REDIS_SERVER, startMoto, startPostgres, startRedis } from './lib/services.mjs'
+import { ensureTestRequirements } from './lib/test-requirements.mjs'
 
+const unit = process.argv.includes('--unit')
+// Redis, Postgres, Chromium, Python for moto: installed when missing (Debian), else a stop that says
+// how to run the suite on this machine, before anything is fetched or started. The unit tests need none.
+if (!unit && !process.env.SYMPHONY_TEST_REQUIREMENTS_MET) {
+  ensureTestRequirements()
+  process.env.SYMPHONY_TEST_REQUIREMENTS_MET = '1' // not again in the re-run on the pinned Node
+}
 // The tests run on the Node the images ship (package.json devEngines), whatever this machine's is.
 await runOnPinnedNode(import.meta.url)
 
@@ -39,7 +46,6 @@ function testFiles(folder) {
   })
 }
 
-const unit = process.argv.includes('--unit')
 const named = process.argv.slice(2).filter((arg) => arg !== '--unit')
 const files = unit
   ? testFiles(join(root, 'server', 'test', 'unit'))
@@ -58,9 +64,6 @@ if (unit) {
   })
   process.exit(await new Promise((resolve) => run.once('exit', (code) => resolve(code ?? 1))))
 }
-// The browser tests drive Debian's Chromium through playwright-core.
-ensureDebianPackage('chromium', '/usr/bin/chromium')
-
 const services = []
 let stopping
 const stopServices = () => {

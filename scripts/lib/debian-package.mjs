@@ -1,6 +1,7 @@
 // Installs a Debian package the tests need when its binary is missing (CI machines start bare).
 import { execFileSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
 
 let updated = false
 
@@ -22,4 +23,12 @@ export function ensureDebianPackage(name, binary) {
     throw new Error(`could not install ${name} (needs root or passwordless sudo): ${error.message}`)
   }
   if (!existsSync(binary)) throw new Error(`installed ${name} but ${binary} is still missing`)
+}
+
+/** The newest Debian PostgreSQL server's bin folder (`/usr/lib/postgresql/<version>/bin`), or null. */
+export function debianPostgresBin(exists = existsSync, list = readdirSync) {
+  const base = '/usr/lib/postgresql'
+  const versions = exists(base) ? list(base).filter((v) => exists(join(base, v, 'bin', 'postgres'))) : []
+  const newest = versions.sort((a, b) => Number(b) - Number(a))[0]
+  return newest ? join(base, newest, 'bin') : null
 }

