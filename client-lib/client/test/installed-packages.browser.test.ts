@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { extname, join, normalize } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -14,16 +13,14 @@ import { launchChromium } from '../../../server/test/helpers/browser.js'
 import { uniqueRoom } from '../../../server/test/helpers/clients.js'
 import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
+import { docFile } from './helpers/doc-examples.js'
+import { scratchApp, TSC } from './helpers/scratch-app.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
-/** The first ```lang block under "## Quick start" in a package's README, as a developer copies it. */
-function quickStart(packageDir: string, lang: string): string {
-  const readme = readFileSync(join(ROOT, packageDir, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('## Quick start'))
-  const code = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(section)?.[1]
-  assert.ok(code, `${packageDir}/README.md has a ${lang} quick start`)
-  return code
+/** A file of the documentation's examples (`docs/development.md`), as a developer copies it. */
+function quickStart(marker: string): string {
+  return docFile(ROOT, marker).code
 }
 
 /** Replaces `from` (which must be there) with `to`, so a README change that breaks the test is loud. */
@@ -32,22 +29,9 @@ function swap(code: string, from: string, to: string): string {
   return code.replace(from, to)
 }
 
-/**
- * A new app outside the repository that installs the packed tarballs of the three packages, as a
- * developer would before they are on the registry: nothing resolves from the workspace.
- */
-function scratchApp(): string {
-  const app = mkdtempSync(join(tmpdir(), 'symphony-app-'))
-  const packed = execFileSync('node', [join(ROOT, 'scripts/pack-packages.mjs'), join(app, 'tarballs')], {
-    encoding: 'utf8',
-  })
-  const tarballs = packed.trim().split('\n')
-  assert.equal(tarballs.length, 3, 'client, react and node')
-  writeFileSync(
-    join(app, 'package.json'),
-    JSON.stringify({ name: 'scratch-app', private: true, type: 'module' }),
-  )
-  const others = [
+/** The app: the tarballs, and what the README's examples and this test's builds use. */
+function installedApp(): string {
+  return scratchApp([
     'yjs@^13.6.33',
     'react@^19',
     'react-dom@^19',
@@ -55,12 +39,7 @@ function scratchApp(): string {
     '@types/node@^20',
     'express@^5',
     'vite@^7',
-  ]
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, ...others], {
-    cwd: app,
-    stdio: 'pipe',
-  })
-  return app
+  ])
 }
 
 /** Bundles `source` with esbuild from the app's folder; returns the code and the files it took. */
@@ -124,7 +103,7 @@ async function serveFolder(folder: string, backend: string): Promise<{ url: stri
 
 /** The node README's express route, run as the app's backend with the server's secret. */
 async function startBackend(app: string): Promise<{ child: ChildProcess; url: string }> {
-  writeFileSync(join(app, 'backend.mjs'), quickStart('client-lib/node', 'js'))
+  writeFileSync(join(app, 'backend.mjs'), quickStart('token-route/backend.mjs'))
   const port = await freePort()
   const child = spawn(process.execPath, ['backend.mjs'], {
     cwd: app,
@@ -151,7 +130,7 @@ describe('the packed packages, installed into an app outside the repository', ()
   let browser: Browser
   const pages: Server[] = []
   before(async () => {
-    app = scratchApp()
+    app = installedApp()
     open = await startTestServer()
     secured = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
     backend = await startBackend(app)
@@ -190,7 +169,6 @@ describe('the packed packages, installed into an app outside the repository', ()
         'export const used = [unsynced, token, CloseCode.GoingAway, isValidRoomName, MESSAGE_SYNC_STATUS, MAX_INFO_BYTES]',
       ].join('\n'),
     )
-    const tsc = join(ROOT, 'node_modules/typescript/bin/tsc')
     const options = [
       '--noEmit',
       '--strict',
@@ -201,7 +179,7 @@ describe('the packed packages, installed into an app outside the repository', ()
       '--jsx',
       'react-jsx',
     ]
-    execFileSync('node', [tsc, ...options, '--target', 'es2022', '--lib', 'es2022,dom', 'check.tsx'], {
+    execFileSync('node', [TSC, ...options, '--target', 'es2022', '--lib', 'es2022,dom', 'check.tsx'], {
       cwd: app,
       stdio: 'pipe',
     })
@@ -216,7 +194,7 @@ describe('the packed packages, installed into an app outside the repository', ()
 
   it("runs the client README's quick start, bundled with esbuild, in two Chromium pages", async () => {
     const room = uniqueRoom('installed')
-    let source = swap(quickStart('client-lib/client', 'js'), "'ws://localhost:1234'", `'${open.wsUrl}'`)
+    let source = swap(quickStart('client-quick-start/app.js'), "'ws://localhost:1234'", `'${open.wsUrl}'`)
     source = swap(source, "'my-room'", `'${room}'`)
     const { code, inputs } = await bundleIn(app, source, 'js')
     assert.ok(
@@ -237,7 +215,7 @@ describe('the packed packages, installed into an app outside the repository', ()
   function reactQuickStart(room: string): string {
     const getToken = `getToken: async () => (await (await fetch('/api/symphony-token?room=' + encodeURIComponent('${room}'))).json()).token`
     const source = swap(
-      quickStart('client-lib/react', 'tsx'),
+      quickStart('react-quick-start/app.tsx'),
       "{ url: 'ws://localhost:1234' }",
       `{ url: '${secured.wsUrl}', ${getToken} }`,
     )

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
@@ -9,17 +8,14 @@ import type { Browser, Page } from 'playwright-core'
 import { launchChromium } from '../../../server/test/helpers/browser.js'
 import { uniqueRoom } from '../../../server/test/helpers/clients.js'
 import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
+import { docFile } from './helpers/doc-examples.js'
 
-const README = fileURLToPath(new URL('../README.md', import.meta.url))
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const CLIENT_LIB = fileURLToPath(new URL('..', import.meta.url))
 
 /** The package README's quick start, exactly as a developer would paste it. */
 function quickStartFromReadme(): string {
-  const readme = readFileSync(README, 'utf8')
-  const section = readme.slice(readme.indexOf('## Quick start'))
-  const code = /```js\n([\s\S]*?)```/.exec(section)?.[1]
-  assert.ok(code, 'the README has a quick start code block')
-  return code
+  return docFile(ROOT, 'client-quick-start/app.js').code
 }
 
 /** Bundles `source` the way an app's bundler would resolve `@symphony/client`. */
