@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict'
+import { rmSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from '../../../server/test/helpers/browser.js'
 import { type DocExample, docExamples, fencedBlocks, repositoryPages } from './helpers/doc-examples.js'
-import { exampleDependencies, runExample, typeCheckExamples } from './helpers/run-doc-example.js'
+import { runExample } from './helpers/run-doc-example.js'
 import { scratchApp } from './helpers/scratch-app.js'
+import { exampleDependencies, typeCheckExamples } from './helpers/type-check-doc-examples.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
@@ -178,6 +180,7 @@ describe("the documentation's code, type-checked and run from the packed package
   })
   after(async () => {
     await browser?.close()
+    if (app) rmSync(app, { recursive: true, force: true })
   })
 
   it('every file type-checks against the installed packages', () => {

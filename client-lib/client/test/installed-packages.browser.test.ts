@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { extname, join, normalize } from 'node:path'
@@ -142,6 +142,7 @@ describe('the packed packages, installed into an app outside the repository', ()
     await browser?.close()
     await open?.stop()
     await secured?.stop()
+    if (app) rmSync(app, { recursive: true, force: true })
   })
 
   const errors: string[] = []

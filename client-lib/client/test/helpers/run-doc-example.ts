@@ -1,12 +1,10 @@
-// Runs the documentation's examples (doc-examples.ts finds them) in an app outside the repository
-// that installed the packed packages: type-checks every file, then runs each example against a
-// sync server of its own. docs/development.md ("Code blocks that run") says what each role does.
+// Runs the documentation's examples (doc-examples.ts finds them, type-check-doc-examples.ts writes
+// them into the app) against a sync server of each example's own. docs/development.md ("Code
+// blocks that run") says what each role does.
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, writeFileSync } from 'node:fs'
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
-import { isBuiltin } from 'node:module'
+import { writeFileSync } from 'node:fs'
 import { createConnection } from 'node:net'
 import { dirname, join } from 'node:path'
 import { build, type Plugin } from 'esbuild'
@@ -17,127 +15,14 @@ import { eventually } from '../../../../server/test/helpers/clients.js'
 import { startTestServer, type TestServer } from '../../../../server/test/helpers/test-server.js'
 import { TEST_SECRET } from '../../../../server/test/helpers/tokens.js'
 import type { DocExample, DocFile } from './doc-examples.js'
-import { repositoryVersion, TSC } from './scratch-app.js'
+import { type Delivery, type ExampleOrigin, startOrigin } from './example-origin.js'
+import { fileIn } from './type-check-doc-examples.js'
 
 /** The secrets an example's processes get in their environment, as a deployment would set them. */
 export const EXAMPLE_SECRETS = {
   AUTH_SECRET: TEST_SECRET,
   API_SECRET: `api-${randomBytes(24).toString('hex')}`,
   WEBHOOK_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
-}
-
-/** The published packages: they come from the tarballs, never the registry. */
-const PACKED = new Set(['@symphony/client', '@symphony/react', '@symphony/node'])
-
-/** The packages the examples import (and their types), at the versions the repository has. */
-export function exampleDependencies(examples: DocExample[]): string[] {
-  const names = new Set(['yjs', '@types/node'])
-  const specifier = /\bfrom\s+['"]([^'"]+)['"]|\bimport\s*\(?\s*['"]([^'"]+)['"]/g
-  for (const file of examples.flatMap((example) => example.files)) {
-    for (const match of file.code.matchAll(specifier)) {
-      const spec = match[1] ?? match[2] ?? ''
-      if (spec.startsWith('.') || spec.startsWith('/') || isBuiltin(spec)) continue
-      const parts = spec.split('/')
-      const name = spec.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? spec)
-      if (!PACKED.has(name)) names.add(name)
-    }
-  }
-  for (const name of [...names]) {
-    const types = `@types/${name.replace(/^@([^/]+)\//, '$1__')}`
-    if (repositoryVersion(types) !== types) names.add(types)
-  }
-  return [...names].sort().map(repositoryVersion)
-}
-
-/** What an app's own setup declares and the blocks take for granted. */
-const APP_DECLARATIONS = `// The signed-in user, as a sign-in middleware (Passport, a session) sets it.
-declare global {
-  namespace Express {
-    interface Request {
-      user?: { id: string; name: string }
-    }
-  }
-}
-export {}
-`
-
-/** Where an example's file sits in the app. */
-function fileIn(app: string, example: DocExample, file: DocFile): string {
-  return join(app, 'examples', example.name, ...file.path.split('/'))
-}
-
-/** The page and line a line of an example's file came from, when the file is one block. */
-function sourceOf(file: DocFile, line: number): string {
-  const at = /^(.*):(\d+)$/.exec(file.sources[0] ?? '')
-  if (file.sources.length > 1 || !at) return file.sources.join(', ')
-  return `${at[1]}:${Number(at[2]) + line}`
-}
-
-/**
- * Writes every example's files into the app as the pages give them and type-checks them against
- * the installed packages: TypeScript strictly, JavaScript as an editor's checkJs would. Throws
- * with the compiler's errors, each with the page and line it points at.
- */
-export function typeCheckExamples(app: string, examples: DocExample[]): void {
-  mkdirSync(join(app, 'harness'), { recursive: true })
-  writeFileSync(join(app, 'harness', 'app.d.ts'), APP_DECLARATIONS)
-  const located = new Map<string, DocFile>()
-  for (const example of examples) {
-    for (const file of example.files) {
-      const path = fileIn(app, example, file)
-      mkdirSync(dirname(path), { recursive: true })
-      writeFileSync(path, file.code)
-      located.set(`examples/${example.name}/${file.path}`, file)
-    }
-  }
-  const options = {
-    noEmit: true,
-    module: 'esnext',
-    moduleResolution: 'bundler',
-    target: 'es2022',
-    lib: ['es2022', 'dom', 'dom.iterable'],
-    jsx: 'react-jsx',
-    types: ['node'],
-    moduleDetection: 'force',
-    skipLibCheck: true,
-  }
-  const projects = {
-    'tsconfig.examples-ts.json': {
-      strict: true,
-      include: ['examples/**/*.ts', 'examples/**/*.mts', 'examples/**/*.tsx'],
-    },
-    'tsconfig.examples-js.json': {
-      strict: false,
-      allowJs: true,
-      checkJs: true,
-      include: ['examples/**/*.js', 'examples/**/*.mjs', 'examples/**/*.cjs', 'examples/**/*.jsx'],
-    },
-  }
-  const errors: string[] = []
-  for (const [name, { include, ...compilerOptions }] of Object.entries(projects)) {
-    const files = [...located.keys()].filter((path) =>
-      include.some((glob) => path.endsWith(glob.slice(glob.lastIndexOf('.')))),
-    )
-    if (files.length === 0) continue
-    writeFileSync(
-      join(app, name),
-      JSON.stringify({
-        compilerOptions: { ...options, ...compilerOptions },
-        include: [...include, 'harness/*.d.ts'],
-      }),
-    )
-    try {
-      execFileSync('node', [TSC, '-p', name], { cwd: app, encoding: 'utf8', stdio: 'pipe' })
-    } catch (error) {
-      const output = String((error as { stdout?: string }).stdout ?? error)
-      for (const line of output.split('\n').filter((l) => l.trim() !== '')) {
-        const at = /^(examples\/[^(]+)\((\d+),\d+\)/.exec(line)
-        const file = at ? located.get(at[1] ?? '') : undefined
-        errors.push(file && at ? `${sourceOf(file, Number(at[2]))}: ${line}` : line)
-      }
-    }
-  }
-  assert.deepEqual(errors, [], `the documentation's code blocks type-check:\n${errors.join('\n')}`)
 }
 
 /** Placeholders a block may use for the sync server, replaced by the running server's address. */
@@ -148,66 +33,6 @@ function withServer(code: string, server: TestServer): string {
     .replaceAll('<WebSocketUrl>', server.wsUrl)
     .replaceAll('https://sync.example.com', server.httpUrl)
     .replaceAll('http://localhost:1234', server.httpUrl)
-}
-
-interface Delivery {
-  path: string
-  headers: IncomingHttpHeaders
-  body: Buffer
-  status: number
-}
-
-/**
- * The app's origin, as a browser sees it: the page at `/`, its script at `/example.js`, and every
- * other path passed to the example's backend (its routes, and the webhooks, which it records).
- */
-async function startOrigin() {
-  const state = { html: '', script: '', backend: null as string | null, deliveries: [] as Delivery[] }
-  const server: Server = createServer(async (request, response) => {
-    const path = new URL(request.url ?? '/', 'http://origin').pathname
-    if (request.method === 'GET' && (path === '/' || path === '/example.js')) {
-      const [type, body] = path === '/' ? ['text/html', state.html] : ['text/javascript', state.script]
-      response.writeHead(200, { 'Content-Type': type }).end(body)
-      return
-    }
-    if (!state.backend) {
-      response.writeHead(404).end()
-      return
-    }
-    const chunks: Buffer[] = []
-    for await (const chunk of request) chunks.push(chunk as Buffer)
-    const body = Buffer.concat(chunks)
-    const headers = Object.fromEntries(
-      Object.entries(request.headers).filter(
-        ([name]) => !['host', 'connection', 'content-length'].includes(name),
-      ),
-    ) as Record<string, string>
-    try {
-      const answer = await fetch(`${state.backend}${request.url}`, {
-        method: request.method ?? 'GET',
-        headers,
-        ...(body.length > 0 ? { body: new Blob([new Uint8Array(body)]) } : {}),
-      })
-      if (request.method === 'POST')
-        state.deliveries.push({ path, headers: request.headers, body, status: answer.status })
-      const type = answer.headers.get('content-type')
-      response.writeHead(answer.status, type ? { 'Content-Type': type } : {})
-      response.end(Buffer.from(await answer.arrayBuffer()))
-    } catch (error) {
-      response.writeHead(502).end(String(error))
-    }
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
-  return {
-    url,
-    state,
-    close: () => {
-      server.closeAllConnections()
-      server.close()
-    },
-  }
 }
 
 /** The environment an example's Node processes get: PATH, the secrets and, for a backend, PORT. */
@@ -346,7 +171,7 @@ async function runInBrowser(
   app: string,
   path: string,
   file: DocFile,
-  origin: Awaited<ReturnType<typeof startOrigin>>,
+  origin: ExampleOrigin,
 ) {
   const bundled = await build({
     entryPoints: [path],
@@ -427,12 +252,7 @@ async function runInBrowser(
  * The server's webhooks reach the backend at its `webhook=` path and are answered 2xx; the same
  * delivery with a forged signature is refused: the receiver verifies.
  */
-async function checkWebhooks(
-  server: TestServer,
-  backendUrl: string,
-  file: DocFile,
-  origin: Awaited<ReturnType<typeof startOrigin>>,
-) {
+async function checkWebhooks(server: TestServer, backendUrl: string, file: DocFile, origin: ExampleOrigin) {
   const where = file.sources.join(', ')
   const doc = new Y.Doc()
   doc.getMap('docs').set('checked', true)
