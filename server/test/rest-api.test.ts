@@ -264,7 +264,7 @@ describe('REST API: deleting a room', () => {
     assert.equal((await api(t, room, '', { method: 'DELETE' })).status, 204)
     assert.equal(await closed, CloseCode.RoomDeleted)
     await eventually(() => errors.some((e) => e.code === 'ROOM_DELETED'), 'our client is told')
-    assert.equal(ours.status, 'offline')
+    assert.equal(ours.status, 'failed')
     assert.equal(await storedState(t.snapshots, room), null, 'the snapshot is gone')
     assert.deepEqual((await t.server.manager.loadedRoom(room)) ?? null, null)
     const fresh = await connectSynced(t.wsUrl, encodeURIComponent(room))
