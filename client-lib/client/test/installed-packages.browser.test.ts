@@ -252,6 +252,40 @@ describe('the packed packages, installed into an app outside the repository', ()
     assert.equal(refused.status, 403, "the route's own rule")
   })
 
+  it("stops with AUTH_DENIED when the node README's route refuses a room (403), through the client README's getToken", async () => {
+    const block = quickStart('auth-denied/app.js')
+    const forRoom = (room: string) =>
+      `${swap(block, "'ws://localhost:1234'", `'${secured.wsUrl}'`).replaceAll('my-room', room)}\nwindow.room = room`
+    type Seen = { status: string; sync: string; error?: string }
+    const seen = (page: Page) =>
+      page.evaluate(() => {
+        const { room } = window as unknown as {
+          room: { status: string; syncStatus: string; error: { code: string } | null }
+        }
+        return { status: room.status, sync: room.syncStatus, error: room.error?.code } as Seen
+      })
+    const refusedRoom = uniqueRoom('not-team-7') // the route answers 403 outside team-7/
+    const allowedRoom = `team-7/${uniqueRoom('allowed')}`
+    const pagesByRoom = await Promise.all(
+      [refusedRoom, allowedRoom].map(async (room) => {
+        const page = await serveApp((await bundleIn(app, forRoom(room), 'js')).code, backend.url)
+        pages.push(page.server)
+        return tab(page.url)
+      }),
+    )
+    const [refused, allowed] = pagesByRoom as [Page, Page]
+    await refused.waitForFunction(
+      () => document.querySelector('#status')?.textContent === 'Sign in again to keep editing',
+    )
+    assert.deepEqual(await seen(refused), { status: 'failed', sync: 'synchronizing', error: 'AUTH_DENIED' })
+    await allowed.waitForFunction(
+      () => (window as unknown as { room?: { status: string } }).room?.status === 'synced',
+    )
+    assert.deepEqual(await seen(allowed), { status: 'synced', sync: 'synchronized', error: undefined })
+    assert.deepEqual(errors, [])
+    await Promise.all([refused.context().close(), allowed.context().close()])
+  })
+
   it('builds the same app with Vite, and it runs', async () => {
     const site = join(app, 'vite-app')
     mkdirSync(site)

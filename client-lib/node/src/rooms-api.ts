@@ -1,4 +1,10 @@
-import { type ApiRoomPart, apiRoomPath, type ServerErrorCode } from '@symphony/client/wire'
+import {
+  type ApiRoomPart,
+  apiRoomPath,
+  isValidRoomName,
+  ROOM_NAME_RULE,
+  type ServerErrorCode,
+} from '@symphony/client/wire'
 
 /** Who wrote under a Yjs client id of a room: the token subject that first wrote under it. */
 export interface RoomAuthor {
@@ -46,7 +52,8 @@ export interface RoomsApi {
 
 /**
  * A client for the server's REST API (`API_SECRET` set on the server). Rejects with
- * `SymphonyApiError` when the server refuses.
+ * `SymphonyApiError` when the server refuses, and with its 400 `ROOM_NAME_INVALID` for an invalid
+ * room name without sending anything.
  *
  * @example
  * const api = createRoomsApi({ url: 'https://sync.example.com', secret: process.env.API_SECRET })
@@ -64,6 +71,11 @@ export function createRoomsApi(options: RoomsApiOptions): RoomsApi {
     init: RequestInit = {},
     query = '',
   ): Promise<Response> => {
+    // Refused here as the server would: a URL parser resolves `.` and `..` as path steps, so
+    // `rooms/../document` would reach another route (404) instead of naming a room.
+    if (!isValidRoomName(room)) {
+      throw new SymphonyApiError(400, 'ROOM_NAME_INVALID', `${JSON.stringify(room)}: ${ROOM_NAME_RULE}`)
+    }
     const url = new URL(`${apiRoomPath(room, part)}${query}`, base)
     const response = await fetchImpl(url, {
       ...init,
