@@ -11,6 +11,11 @@ import { requireTestServices, uniqueName } from './services.js'
  * concurrently) never see each other's metadata.
  */
 export async function connectIsolatedDatabase(): Promise<DatabaseConnection> {
+  return connectDatabase({ kind: 'postgres', url: await isolatedDatabaseUrl() }, silentLogger)
+}
+
+/** A URL of the test Postgres whose tables live in a new schema of their own (`DATABASE_URL`). */
+export async function isolatedDatabaseUrl(): Promise<string> {
   const schema = uniqueName('t').replaceAll('-', '_')
   const admin = new pg.Client(requireTestServices().databaseUrl)
   await admin.connect()
@@ -18,7 +23,7 @@ export async function connectIsolatedDatabase(): Promise<DatabaseConnection> {
   await admin.end()
   const url = new URL(requireTestServices().databaseUrl)
   url.searchParams.set('options', `-c search_path=${schema}`)
-  return connectDatabase({ kind: 'postgres', url: url.toString() }, silentLogger)
+  return url.toString()
 }
 
 /** A metadata database a test opens and cleans up after. */
