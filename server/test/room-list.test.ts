@@ -13,7 +13,7 @@ import { silentLogger } from '../src/logger.js'
 import { cursorAfter } from '../src/transport/room-list-route.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { deferred } from './helpers/deferred.js'
-import { METADATA_BACKENDS } from './helpers/test-database.js'
+import { METADATA_BACKENDS, testMetadataSink } from './helpers/test-database.js'
 import { startTestServer, stopTestServers, type TestServer } from './helpers/test-server.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
@@ -78,12 +78,7 @@ for (const backend of METADATA_BACKENDS) {
         `SELECT collname FROM pg_collation WHERE collname IN ('und-x-icu', 'en_US.utf8', 'en_US') ORDER BY collname DESC LIMIT 1`,
       )
       collation = rows[0]?.collname
-      await new PgMetadataSink({
-        serverId: uniqueRoom('migrating'),
-        address: '127.0.0.1:0',
-        connect: async () => ({ pool: db.pool, close: async () => {} }),
-        logger: silentLogger,
-      }).close()
+      await testMetadataSink(uniqueRoom('migrating'), db.pool).close()
       if (collation)
         await db.pool.query(`ALTER TABLE rooms ALTER COLUMN name TYPE text COLLATE "${collation}"`)
     })
@@ -99,13 +94,7 @@ for (const backend of METADATA_BACKENDS) {
     /** A server recording its metadata in this test's database, with the REST API on. */
     async function serverWithMetadata(overrides: Parameters<typeof startTestServer>[0] = {}) {
       const serverId = uniqueRoom('server')
-      const sink = new PgMetadataSink({
-        serverId,
-        address: '127.0.0.1:0',
-        connect: async () => ({ pool: db.pool, close: async () => {} }),
-        logger: silentLogger,
-        flushIntervalMs: 50,
-      })
+      const sink = testMetadataSink(serverId, db.pool)
       await sink.flush() // migrated, so tests may write rows of their own
       return startTestServer({
         serverId,

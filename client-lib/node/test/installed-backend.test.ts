@@ -7,11 +7,8 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { freePort } from '../../../scripts/lib/services.mjs'
-import { connectDatabase } from '../../../server/src/adapters/postgres/connect.js'
-import { PgMetadataSink } from '../../../server/src/adapters/postgres/pg-metadata-sink.js'
-import { silentLogger } from '../../../server/src/logger.js'
 import { connectSynced, destroyClients, uniqueRoom } from '../../../server/test/helpers/clients.js'
-import { isolatedDatabaseUrl } from '../../../server/test/helpers/test-database.js'
+import { isolatedDatabaseUrl, testMetadataSink } from '../../../server/test/helpers/test-database.js'
 import { startTestServer, stopTestServers } from '../../../server/test/helpers/test-server.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
@@ -140,15 +137,7 @@ describe('@symphony/node installed from its tarball into a backend outside the r
           debounceMs: 50,
         },
       },
-      adapters: {
-        metadata: new PgMetadataSink({
-          serverId,
-          address: '127.0.0.1:0',
-          connect: () => connectDatabase({ kind: 'postgres', url }, silentLogger),
-          logger: silentLogger,
-          flushIntervalMs: 50,
-        }),
-      },
+      adapters: { metadata: testMetadataSink(serverId, url) },
     })
     const prefix = `${uniqueRoom('app')}/`
     const user = await connectSynced(t.wsUrl, encodeURIComponent(`${prefix}todos`)) // the room stays loaded

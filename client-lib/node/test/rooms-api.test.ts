@@ -1,9 +1,6 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { connectDatabase } from '../../../server/src/adapters/postgres/connect.js'
-import { PgMetadataSink } from '../../../server/src/adapters/postgres/pg-metadata-sink.js'
-import { silentLogger } from '../../../server/src/logger.js'
 import {
   connectClient,
   connectSynced,
@@ -12,7 +9,7 @@ import {
   synced,
   uniqueRoom,
 } from '../../../server/test/helpers/clients.js'
-import { isolatedDatabaseUrl } from '../../../server/test/helpers/test-database.js'
+import { isolatedDatabaseUrl, testMetadataSink } from '../../../server/test/helpers/test-database.js'
 import { startTestServer, stopTestServers } from '../../../server/test/helpers/test-server.js'
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import { createRoomsApi, createToken, SymphonyApiError } from '../src/index.js'
@@ -75,13 +72,7 @@ describe('createRoomsApi against a real server', () => {
   it('lists rooms page by page, with their connections and last change, from the metadata database', async () => {
     const url = await isolatedDatabaseUrl()
     const serverId = uniqueRoom('server')
-    const metadata = new PgMetadataSink({
-      serverId,
-      address: '127.0.0.1:0',
-      connect: () => connectDatabase({ kind: 'postgres', url }, silentLogger),
-      logger: silentLogger,
-      flushIntervalMs: 50,
-    })
+    const metadata = testMetadataSink(serverId, url)
     const t = await startTestServer({
       serverId,
       apiSecret: API_SECRET,

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { connectDatabase, type DatabaseConnection } from '../../src/adapters/postgres/connect.js'
+import { PgMetadataSink, type PgMetadataSinkOptions } from '../../src/adapters/postgres/pg-metadata-sink.js'
 import { silentLogger } from '../../src/logger.js'
 import { requireTestServices, uniqueName } from './services.js'
 
@@ -44,3 +45,25 @@ export const METADATA_BACKENDS: { name: string; open(): Promise<TestDatabase> }[
     },
   },
 ]
+
+/**
+ * A metadata sink for `serverId` on `database`: a pool the test keeps (never closed by the sink),
+ * or a URL it connects to. Writes every 50 ms unless `options` say otherwise.
+ */
+export function testMetadataSink(
+  serverId: string,
+  database: pg.Pool | string,
+  options: Partial<PgMetadataSinkOptions> = {},
+): PgMetadataSink {
+  return new PgMetadataSink({
+    serverId,
+    address: '127.0.0.1:0',
+    connect:
+      typeof database === 'string'
+        ? () => connectDatabase({ kind: 'postgres', url: database }, silentLogger)
+        : async () => ({ pool: database, close: async () => {} }),
+    logger: silentLogger,
+    flushIntervalMs: 50,
+    ...options,
+  })
+}
