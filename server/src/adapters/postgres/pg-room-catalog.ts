@@ -48,8 +48,9 @@ export class PgRoomCatalog implements RoomCatalog {
         `WITH page AS (
            SELECT r.name, r.bytes, r.changed_at FROM rooms r WHERE ${where.join(' AND ')}
            ORDER BY ${name} LIMIT ${limit + 1})
-         SELECT p.name, p.bytes::float8 AS bytes, p.changed_at AS "updatedAt",
-           (SELECT count(*)::int FROM (${LIVE_SESSIONS} AND s.room = p.name) live) AS connections
+         SELECT p.name, p.bytes::float8 AS bytes,
+           (SELECT count(*)::int FROM (${LIVE_SESSIONS} AND s.room = p.name) live) AS connections,
+           p.changed_at AS "updatedAt"
          FROM page p ORDER BY p.name COLLATE "C"`,
         params,
       )
