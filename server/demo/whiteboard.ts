@@ -141,12 +141,15 @@ const STATUS_TEXT: Record<RoomStatus, string> = {
   connected: 'catching up…',
   synced: 'online',
   offline: 'offline',
+  failed: 'stopped',
 }
 function renderStatus(): void {
   statusEl.textContent = STATUS_TEXT[room.status]
   statusEl.dataset.status = room.status
   statusEl.title =
-    room.status === 'offline' ? 'Offline: edits are kept on this device and sync when the server is back' : ''
+    room.status === 'offline'
+      ? 'Offline: edits are kept on this device and sync when the server is back'
+      : (room.error?.message ?? '')
 }
 room.on('status', renderStatus)
 

@@ -246,7 +246,7 @@ describe('demo whiteboard in Chromium', () => {
     const notice = page.locator('#notice[data-code="AUTH_REFUSED"]')
     await notice.waitFor()
     assert.equal(await notice.textContent(), 'the server refused the token: the token has expired')
-    assert.equal(await page.locator('#status').getAttribute('data-status'), 'offline')
+    assert.equal(await page.locator('#status').getAttribute('data-status'), 'failed')
     // A client that kept retrying (first backoff < 0.5 s, the next < 1 s) would knock again here.
     await page.waitForTimeout(2_000)
     assert.equal(sockets, 1, 'one WebSocket attempt')

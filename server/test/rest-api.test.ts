@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { request as httpRequest } from 'node:http'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
@@ -40,6 +41,27 @@ function post(t: TestServer, room: string, update: Uint8Array, headers: Record<s
   })
 }
 
+/** A request with `target` exactly as given (no URL parser resolves `.` or `..` in it). */
+function rawRequest(
+  t: TestServer,
+  method: string,
+  target: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      { host: '127.0.0.1', port: t.server.port, method, path: target, headers: auth },
+      (response) => {
+        let body = ''
+        response.setEncoding('utf8')
+        response.on('data', (chunk: string) => (body += chunk))
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }))
+      },
+    )
+    request.on('error', reject)
+    request.end()
+  })
+}
+
 /** An update that sets `key` in the map `m`, as a separate client would make it. */
 function updateSetting(key: string, value: unknown): Uint8Array {
   const doc = new Y.Doc()
@@ -66,6 +88,31 @@ describe('REST API', () => {
     assert.equal(notUtf8.status, 400, 'escapes that are not UTF-8 name no room')
     assert.equal((await api(on, 'r', '/nothing')).status, 404)
     assert.equal((await api(on, 'r', '/document', { method: 'PUT' })).status, 405)
+  })
+
+  it('refuses an invalid room name with 400 ROOM_NAME_INVALID on every route, sent as it is', async () => {
+    const t = await startTestServer({ apiSecret: API_SECRET })
+    // Raw targets (fetch would resolve `..` and `.`), each method of each route.
+    const routes = [
+      ['GET', '/document'],
+      ['GET', '/update'],
+      ['POST', '/update'],
+      ['GET', '/authors'],
+      ['DELETE', ''],
+    ]
+    for (const segment of ['', '..', '.', '%2E%2E', '%2e', '%00', '%ED%A0%80', 'x'.repeat(129)]) {
+      for (const [method, rest] of routes) {
+        if (segment === '' && rest === '') continue // `/api/v1/rooms/` names the collection, no room
+        const target = `/api/v1/rooms/${segment}${rest}`
+        const { status, body } = await rawRequest(t, method as string, target)
+        assert.deepEqual(
+          [status, JSON.parse(body).error.code],
+          [400, 'ROOM_NAME_INVALID'],
+          `${method} ${target}`,
+        )
+      }
+    }
+    assert.equal(t.server.manager.loadedRoom(''), undefined)
   })
 
   it('reads a room as JSON and as a Yjs update (whole, or what a state vector lacks), loaded or not', async () => {
@@ -217,7 +264,7 @@ describe('REST API: deleting a room', () => {
     assert.equal((await api(t, room, '', { method: 'DELETE' })).status, 204)
     assert.equal(await closed, CloseCode.RoomDeleted)
     await eventually(() => errors.some((e) => e.code === 'ROOM_DELETED'), 'our client is told')
-    assert.equal(ours.status, 'offline')
+    assert.equal(ours.status, 'failed')
     assert.equal(await storedState(t.snapshots, room), null, 'the snapshot is gone')
     assert.deepEqual((await t.server.manager.loadedRoom(room)) ?? null, null)
     const fresh = await connectSynced(t.wsUrl, encodeURIComponent(room))

@@ -48,7 +48,12 @@ export function createHistory(
   localOrigins: ReadonlySet<unknown>,
   onDestroy: () => void,
 ): History {
-  const manager = new Y.UndoManager(scope, { trackedOrigins: new Set(localOrigins) })
+  const manager = new Y.UndoManager(scope, {
+    trackedOrigins: new Set(localOrigins),
+    // A history of the whole document takes any transaction of a tracked origin for a step, even
+    // one that changed nothing: its own clear(), or a type first read as a Y.XmlFragment.
+    captureTransaction: (transaction) => transaction.changed.size > 0,
+  })
   return {
     undo: () => manager.undo() !== null,
     redo: () => manager.redo() !== null,

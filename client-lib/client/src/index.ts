@@ -9,11 +9,11 @@
  */
 export { type AccessVerdict, checkAccess } from './access-check.js'
 export { type ClientOptions, createClient, SymphonyClient } from './client.js'
-export { type ClientErrorCode, SymphonyClientError } from './errors.js'
+export { AuthDeniedError, type ClientErrorCode, SymphonyClientError } from './errors.js'
 export type { History, SharedType } from './history.js'
 export { type Peer, Presence } from './presence.js'
 export { type ReconnectOptions, ReconnectSchedule } from './reconnect-schedule.js'
-export { Room, type RoomEvents } from './room.js'
+export { Room, type RoomEvents, type SyncStatus } from './room.js'
 export type { RoomStatus } from './room-connection.js'
 export {
   CloseCode,

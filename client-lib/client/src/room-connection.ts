@@ -5,7 +5,7 @@ import type { Awareness } from 'y-protocols/awareness'
 import { messageAuth, WebsocketProvider } from 'y-websocket'
 import type * as Y from 'yjs'
 import { checkAccess } from './access-check.js'
-import { SymphonyClientError } from './errors.js'
+import { isAuthDenied, SymphonyClientError } from './errors.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
 import { UnsyncedChanges } from './unsynced-changes.js'
 import { CloseCode, closeCodeName, shouldBackOff, shouldReconnect } from './wire/close-codes.js'
@@ -21,13 +21,15 @@ import { roomPath } from './wire/room-name.js'
 import { offeredProtocols } from './wire/token-protocol.js'
 
 /**
- * Where a room stands with the server: `'connecting'`, `'connected'` (open, catching up),
- * `'synced'` or `'offline'` (waiting to retry, stopped, or the browser is offline).
+ * Where a room stands with the server: `'connecting'` (also before the first attempt),
+ * `'connected'` (open, catching up), `'synced'`, `'offline'` (waiting to retry, or the browser
+ * is offline) or `'failed'` (connecting stopped for good after an error, `room.error`, until
+ * `room.reconnect()`).
  *
  * @example
  * room.on('status', (status: RoomStatus) => badge.classList.toggle('live', status === 'synced'))
  */
-export type RoomStatus = 'connecting' | 'connected' | 'synced' | 'offline'
+export type RoomStatus = 'connecting' | 'connected' | 'synced' | 'offline' | 'failed'
 
 /** Returns the token for the next connection attempt, or null to connect without one. */
 export type TokenSource = () => Promise<string | null>
@@ -69,7 +71,10 @@ export interface RoomConnectionOptions extends ConnectionSettings {
 export class RoomConnection {
   readonly #provider: WebsocketProvider
   readonly #unsynced: UnsyncedChanges
-  #status: RoomStatus = 'offline'
+  // A room connects as soon as its offline copy is loaded: it is not offline meanwhile.
+  #status: RoomStatus = 'connecting'
+  /** What stopped connecting for good (status `'failed'`), until `start`. */
+  #error: SymphonyClientError | null = null
   #retryTimer: ReturnType<typeof setTimeout> | undefined
   #openTimer: ReturnType<typeof setTimeout> | undefined
   /** Resets the backoff once a connection after a back-off close (`shouldBackOff`) has lasted. */
@@ -145,6 +150,11 @@ export class RoomConnection {
     return this.#status
   }
 
+  /** The error that stopped connecting for good, while the status is `'failed'`. */
+  get error(): SymphonyClientError | null {
+    return this.#error
+  }
+
   /**
    * Sends an event to everyone else in the room now; false when not connected, or when the token
    * is read-only (it is dropped).
@@ -169,6 +179,7 @@ export class RoomConnection {
   start(): void {
     if (this.#destroyed) return
     this.#stopped = false
+    this.#error = null
     this.#tokenErrorReported = false
     this.#readOnlyReported = false
     this.#backingOff = false
@@ -180,7 +191,7 @@ export class RoomConnection {
 
   destroy(): void {
     this.#destroyed = true
-    this.#stop()
+    this.#stop('offline')
     globalThis.removeEventListener?.('online', this.#online)
     globalThis.removeEventListener?.('offline', this.#offline)
     this.#unsynced.destroy()
@@ -202,6 +213,16 @@ export class RoomConnection {
     } catch (error) {
       if (attempt !== this.#attempt) return
       clearTimeout(this.#openTimer)
+      if (isAuthDenied(error)) {
+        const reason = (error as Error).message
+        const denied = new SymphonyClientError(
+          'AUTH_DENIED',
+          `getToken denied access: ${reason}`,
+          {},
+          { cause: error },
+        )
+        return this.#fail(denied)
+      }
       if (!this.#tokenErrorReported) {
         this.#tokenErrorReported = true
         const reason = error instanceof Error ? error.message : String(error)
@@ -264,10 +285,13 @@ export class RoomConnection {
     clearTimeout(this.#openTimer)
     clearTimeout(this.#resetTimer)
     if (event && shouldBackOff(event.code)) this.#backingOff = true
-    this.#setStatus('offline')
+    // Stopped: #stop says what the status is (a close it caused lands here at once).
     if (this.#stopped) return
+    this.#setStatus('offline')
     if (event?.code === CloseCode.ReadOnly) this.#readOnly(event.reason || 'read-only access', event.code)
     if (event?.code === CloseCode.RoomDeleted) {
+      // Its content is cleared next: nothing made here is waiting for a server any more.
+      this.#unsynced.discard()
       return this.#fail(
         new SymphonyClientError('ROOM_DELETED', 'the room was deleted', { closeCode: event.code }),
       )
@@ -309,19 +333,21 @@ export class RoomConnection {
     this.#retryTimer = setTimeout(() => void this.#connect(), this.options.schedule.nextDelay())
   }
 
+  /** Stops for good: status `'failed'` with `error` readable before anyone hears of either. */
   #fail(error: SymphonyClientError): void {
-    this.#stop()
+    this.#error = error
+    this.#stop('failed')
     this.options.onError(error, true)
   }
 
-  #stop(): void {
+  #stop(status: 'offline' | 'failed'): void {
     this.#stopped = true
     this.#attempt++
     clearTimeout(this.#retryTimer)
     clearTimeout(this.#openTimer)
     clearTimeout(this.#resetTimer)
     if (this.#provider.ws) this.#provider.disconnect()
-    this.#setStatus('offline')
+    this.#setStatus(status)
   }
 
   #readOnly(reason: string, closeCode?: number): void {
@@ -342,13 +368,14 @@ export class RoomConnection {
   }
 
   readonly #offline = (): void => {
+    if (this.#stopped) return // not connecting: nothing to drop, and a failed room stays 'failed'
     // Browsers keep a dead socket open for a long while after the network goes; drop it now.
     clearTimeout(this.#retryTimer)
     clearTimeout(this.#openTimer)
     this.#attempt++
     if (this.#provider.ws) this.#provider.disconnect()
     // disconnect() also leaves the BroadcastChannel; tabs keep syncing with each other offline.
-    if (!this.#stopped) this.#provider.connectBc()
+    this.#provider.connectBc()
     this.#setStatus('offline')
   }
 

@@ -1,5 +1,6 @@
 import { Awareness, removeAwarenessStates } from 'y-protocols/awareness'
 import * as Y from 'yjs'
+import { clearDocument } from './clear-document.js'
 import { SymphonyClientError } from './errors.js'
 import { createHistory, type History, type SharedType } from './history.js'
 import { Listeners } from './listeners.js'
@@ -32,6 +33,18 @@ export interface RoomEvents {
 }
 
 type SyncWaiter = { resolve: () => void; reject: (error: SymphonyClientError) => void }
+
+/**
+ * `'synchronized'` once the room has synced with the server and it holds every edit made here;
+ * `'synchronizing'` before the first sync (whatever stopped it) and while edits wait for the server.
+ *
+ * @example
+ * const badge: SyncStatus = room.syncStatus
+ */
+export type SyncStatus = 'synchronizing' | 'synchronized'
+
+/** The origin of the transaction that empties a deleted room: no history tracks it. */
+const ROOM_DELETED_ORIGIN = Symbol('room deleted')
 
 /** How a client opens a room; built by `createClient`. */
 export interface RoomSetup extends ConnectionSettings {
@@ -68,8 +81,10 @@ export class Room<P extends object = Record<string, unknown>> {
   /** The room incarnation this copy belongs to (null: it never synced), kept with the offline copy. */
   #incarnation: number | null = null
   #keepIncarnation: (incarnation: number) => Promise<void> = async () => {}
-  /** The error that ended connecting, until `reconnect()`; `whenSynced` rejects with it. */
-  #finalError: SymphonyClientError | null = null
+  /** `ROOM_LEFT`, once the room is left; `error` and `whenSynced` give it from then on. */
+  #leftError: SymphonyClientError | null = null
+  /** The room synced with the server at least once. */
+  #everSynced = false
   #left = false
   readonly #waiters = new Set<SyncWaiter>()
 
@@ -102,20 +117,15 @@ export class Room<P extends object = Record<string, unknown>> {
       doc: this.doc,
       awareness: this.#awareness,
       onStatus: (status) => {
+        if (status === 'synced') this.#everSynced = true
         this.#events.emit('status', status)
         if (status !== 'synced') return
         this.#settleWaiters((waiter) => waiter.resolve())
         this.#events.emit('synced')
       },
       onError: (error, final) => {
-        if (error.code === 'ROOM_DELETED') {
-          this.#deleted = true
-          void this.#clearStore().catch(() => {})
-        }
-        if (final) {
-          this.#finalError = error
-          this.#settleWaiters((waiter) => waiter.reject(error))
-        }
+        if (error.code === 'ROOM_DELETED') this.#clearDeleted()
+        if (final) this.#settleWaiters((waiter) => waiter.reject(error))
         this.#events.emit('error', error)
       },
       onUnsynced: (unsynced) => this.#events.emit('unsynced', unsynced),
@@ -133,9 +143,36 @@ export class Room<P extends object = Record<string, unknown>> {
     })
   }
 
-  /** `'connecting'`, `'connected'` (open, catching up), `'synced'` or `'offline'`. */
+  /**
+   * `'connecting'`, `'connected'` (open, catching up), `'synced'`, `'offline'` (waiting to
+   * retry, or the browser is offline) or `'failed'` (stopped for good: see `error`).
+   */
   get status(): RoomStatus {
     return this.#connection.status
+  }
+
+  /**
+   * The error that stopped connecting for good (`AUTH_DENIED`, `AUTH_REFUSED`, `ROOM_DELETED`…,
+   * and `ROOM_LEFT` once left), or null while the room connects or retries.
+   *
+   * @example
+   * if (room.status === 'failed' && room.error?.code === 'AUTH_DENIED') showSignIn()
+   */
+  get error(): SymphonyClientError | null {
+    return this.#leftError ?? this.#connection.error
+  }
+
+  /**
+   * `'synchronized'` once the room has synced and the server holds every edit made here, else
+   * `'synchronizing'`: before the first sync (so a room whose token is refused, or that never
+   * reached the server, never says synchronized) and while edits wait (`hasUnsyncedChanges()`).
+   * It changes with a `'status'` or an `'unsynced'` event.
+   *
+   * @example
+   * room.on('unsynced', () => (badge.textContent = room.syncStatus === 'synchronized' ? 'Saved' : 'Saving…'))
+   */
+  get syncStatus(): SyncStatus {
+    return this.#everSynced && !this.hasUnsyncedChanges() ? 'synchronized' : 'synchronizing'
   }
 
   /**
@@ -245,8 +282,21 @@ export class Room<P extends object = Record<string, unknown>> {
    */
   whenSynced(): Promise<void> {
     if (this.status === 'synced') return Promise.resolve()
-    if (this.#finalError) return Promise.reject(this.#finalError)
+    const error = this.error
+    if (error) return Promise.reject(error)
     return new Promise((resolve, reject) => this.#waiters.add({ resolve, reject }))
+  }
+
+  /**
+   * The room was deleted on the server: its offline copy goes, the document is emptied (the app's
+   * types and observers see an empty room), and no history can bring the content back.
+   */
+  #clearDeleted(): void {
+    this.#deleted = true
+    // First: the store stops recording at once, so the emptying below is never stored.
+    void this.#clearStore().catch(() => {})
+    clearDocument(this.doc, ROOM_DELETED_ORIGIN)
+    for (const history of this.#histories) history.clear()
   }
 
   #settleWaiters(settle: (waiter: SyncWaiter) => void): void {
@@ -265,7 +315,6 @@ export class Room<P extends object = Record<string, unknown>> {
    */
   reconnect(): void {
     if (this.#left || this.#deleted) return
-    this.#finalError = null
     this.#connection.start()
   }
 
@@ -274,7 +323,7 @@ export class Room<P extends object = Record<string, unknown>> {
     if (this.#left) return
     this.#left = true
     const error = new SymphonyClientError('ROOM_LEFT', `room "${this.id}" was left`)
-    this.#finalError = error
+    this.#leftError = error
     this.#settleWaiters((waiter) => waiter.reject(error))
     // Peers drop this user's cursor now rather than after the 30 s awareness timeout.
     removeAwarenessStates(this.#awareness, [this.doc.clientID], 'left')

@@ -47,6 +47,13 @@ export class UnsyncedChanges {
     this.#ask()
   }
 
+  /** The room was deleted on the server: nothing here waits for it any more, now or later. */
+  discard(): void {
+    this.destroy()
+    this.#inFlight = null
+    this.#set(false)
+  }
+
   destroy(): void {
     this.doc.off('update', this.#changed)
   }

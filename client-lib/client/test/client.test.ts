@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import WebSocket from 'ws'
+import * as Y from 'yjs'
 import { eventually, uniqueRoom } from '../../../server/test/helpers/clients.js'
 import { serveJwks } from '../../../server/test/helpers/jwks.js'
 import { TcpLink } from '../../../server/test/helpers/tcp-link.js'
@@ -11,7 +12,7 @@ import {
   type TestServer,
 } from '../../../server/test/helpers/test-server.js'
 import { signToken, TEST_SECRET } from '../../../server/test/helpers/tokens.js'
-import { createClient, type SymphonyClientError } from '../src/index.js'
+import { AuthDeniedError, createClient, type SymphonyClientError } from '../src/index.js'
 import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 
 afterEach(async () => {
@@ -52,8 +53,10 @@ describe('@symphony/client against a real server', () => {
     room.on('status', (status) => statuses.push(status))
     let syncedEvents = 0
     room.on('synced', () => syncedEvents++)
+    assert.equal(room.syncStatus, 'synchronizing', 'not synchronized before the first sync')
     await room.whenSynced()
-    assert.deepEqual(statuses, ['offline', 'connecting', 'connected', 'synced'])
+    assert.deepEqual(statuses, ['connecting', 'connected', 'synced'])
+    assert.equal(room.syncStatus, 'synchronized')
     assert.equal(syncedEvents, 1)
     await room.whenSynced() // at once when already synced
   })
@@ -195,6 +198,76 @@ describe('@symphony/client against a real server', () => {
     }
   })
 
+  it('stops for good when getToken throws AuthDeniedError: AUTH_DENIED once, status failed, never synchronized; reconnect() resumes', async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const name = uniqueRoom('denied')
+    let denied = true
+    let calls = 0
+    const room = client(t.wsUrl, {
+      getToken: () => {
+        calls++
+        if (denied) throw new AuthDeniedError('your backend answered 403', { cause: 'not a member' })
+        return signToken({ room: name, access: 'rw' })
+      },
+    }).enter(name)
+    const errors = recordErrors(room)
+    const statuses: string[] = []
+    room.on('status', (status) => statuses.push(`${status}${room.error ? `:${room.error.code}` : ''}`))
+    await assert.rejects(room.whenSynced(), (error: SymphonyClientError) => {
+      assert.equal(error.code, 'AUTH_DENIED')
+      assert.match(error.message, /your backend answered 403/)
+      assert.ok(error.cause instanceof AuthDeniedError)
+      return true
+    })
+    assert.equal(room.status, 'failed')
+    assert.equal(room.error?.code, 'AUTH_DENIED')
+    assert.equal(room.syncStatus, 'synchronizing', 'never synchronized')
+    assert.equal(statuses.at(-1), 'failed:AUTH_DENIED', 'status listeners find the error')
+
+    // A getToken that fails otherwise (its service is down) is retried: once it has been asked
+    // several times, a retrying denied room would have been asked again too.
+    let outageCalls = 0
+    const outage = client(t.wsUrl, {
+      getToken: () => {
+        outageCalls++
+        throw new Error('token service down')
+      },
+    }).enter(name)
+    const outageErrors = recordErrors(outage)
+    await eventually(() => outageCalls >= 3, 'the outage is retried')
+    assert.deepEqual(
+      outageErrors.map((e) => e.code),
+      ['TOKEN_UNAVAILABLE'],
+    )
+    assert.notEqual(outage.status, 'failed')
+    assert.equal(
+      outage.syncStatus,
+      'synchronizing',
+      'an outage before the first sync is not synchronized either',
+    )
+    assert.equal(calls, 1, 'denied: never asked again')
+    assert.deepEqual(
+      errors.map((e) => e.code),
+      ['AUTH_DENIED'],
+    )
+
+    // Another copy of the package (a second bundle) throws its own class: the name is enough.
+    const copy = client(t.wsUrl, {
+      getToken: () => {
+        throw Object.assign(new Error('denied by a copy'), { name: 'AuthDeniedError' })
+      },
+    }).enter(name)
+    await assert.rejects(copy.whenSynced(), { code: 'AUTH_DENIED' })
+
+    denied = false // the user signed in again
+    room.reconnect()
+    assert.equal(room.error, null)
+    await room.whenSynced()
+    assert.equal(room.status, 'synced')
+    assert.equal(room.syncStatus, 'synchronized')
+    assert.equal(calls, 2)
+  })
+
   it('stops on an expired token: one clear error, whenSynced rejects, no reconnect storm', async () => {
     const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
     const name = uniqueRoom('expired')
@@ -214,7 +287,9 @@ describe('@symphony/client against a real server', () => {
       errors.map((e) => e.code),
       ['AUTH_REFUSED'],
     )
-    assert.equal(room.status, 'offline')
+    assert.equal(room.status, 'failed')
+    assert.equal(room.error?.code, 'AUTH_REFUSED')
+    assert.equal(room.syncStatus, 'synchronizing', 'never synchronized')
   })
 
   it('does not retry when getToken hands out a token for another room, and can resume later', async () => {
@@ -234,6 +309,7 @@ describe('@symphony/client against a real server', () => {
     )
     assert.equal(error.details.status, 403)
     assert.equal(error.details.serverCode, 'ROOM_FORBIDDEN')
+    assert.equal(room.status, 'failed')
     assert.equal(calls, 1)
     grant = name // the user signs in again
     room.reconnect()
@@ -291,7 +367,7 @@ describe('@symphony/client against a real server', () => {
       await eventually(() => errors.length > 0, 'the close is reported')
       assert.equal(errors[0]?.code, 'CLOSED_BY_SERVER')
       assert.equal(errors[0]?.details.closeCode, closeCode)
-      assert.equal(room.status, 'offline')
+      assert.equal(room.status, 'failed')
       await assert.rejects(room.whenSynced(), { code: 'CLOSED_BY_SERVER' })
       const closes = (await t.server.metrics.connectionsClosed.get()).values.reduce(
         (sum, v) => sum + v.value,
@@ -331,7 +407,7 @@ describe('@symphony/client against a real server', () => {
       return true
     })
     assert.equal(constructed, 1)
-    assert.equal(room.status, 'offline')
+    assert.equal(room.status, 'failed')
   })
 
   it('keeps working when an app listener throws', async () => {
@@ -378,6 +454,9 @@ describe('@symphony/client against a real server', () => {
     assert.equal(history.undo(), true)
     assert.equal(history.undo(), false, 'nothing of a’s is left to undo')
     assert.deepEqual(a.list('todos').toJSON(), ['theirs'])
+    history.redo()
+    history.clear()
+    assert.equal(history.canUndo() || history.canRedo(), false, 'clearing is not a step of its own')
   })
 
   it('stops tracking a destroyed history', async () => {
@@ -416,6 +495,50 @@ describe('@symphony/client against a real server', () => {
     assert.throws(() => client('ws://x').enter('x'.repeat(129)), /1-128 Unicode characters/)
     assert.throws(() => client('ws://x', { reconnect: { baseDelayMs: -1 } }), RangeError)
     assert.throws(() => client('ws://x', { connectTimeoutMs: 0 }), /connectTimeoutMs/)
+  })
+
+  it('clears the document and the undo history when the room is deleted on the server', async () => {
+    const apiSecret = 'api-secret-for-tests-0123456789abcdef'
+    const t = await startTestServer({ apiSecret })
+    const name = uniqueRoom('deleted')
+    const room = client(t.wsUrl).enter(name)
+    const peer = client(t.wsUrl).enter(name)
+    await Promise.all([room.whenSynced(), peer.whenSynced()])
+    const history = room.history()
+    let stackChanges = 0
+    history.subscribe(() => stackChanges++)
+    room.list<string>('todos').push(['mine'])
+    room.text('title').insert(0, 'Plans')
+    peer.map('settings').set('theme', 'dark')
+    peer.doc.getMap('never-read-here').set('k', 'v') // a type this copy holds but never asked for
+    peer.doc.getXmlFragment('prose').insert(0, [new Y.XmlText('hello')])
+    await eventually(() => room.map('settings').get('theme') === 'dark', 'the peer’s edits arrive')
+    await eventually(() => room.doc.share.has('prose'), 'the peer’s prose arrives')
+    await eventually(() => !room.hasUnsyncedChanges(), 'the server holds this copy’s edits')
+    const todosEvents: number[] = []
+    room.list('todos').observe(() => todosEvents.push(room.list('todos').length))
+    assert.equal(history.canUndo(), true)
+    const errors = recordErrors(room)
+
+    const deleted = await fetch(`${t.httpUrl}/api/v1/rooms/${encodeURIComponent(name)}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${apiSecret}` },
+    })
+    assert.equal(deleted.status, 204)
+    await eventually(() => errors.some((e) => e.code === 'ROOM_DELETED'), 'the room is told')
+    assert.equal(room.status, 'failed')
+    assert.equal(room.list('todos').length, 0)
+    assert.deepEqual(todosEvents, [0], 'observers hear the list emptied')
+    assert.equal(room.text('title').toString(), '')
+    assert.equal(room.map('settings').size, 0)
+    assert.equal(room.map('never-read-here').size, 0)
+    assert.equal(room.doc.getXmlFragment('prose').length, 0)
+    assert.equal(history.canUndo() || history.canRedo(), false, 'nothing to undo')
+    assert.ok(stackChanges > 0, 'history subscribers hear it')
+    assert.equal(room.history().canUndo(), false)
+    assert.equal(room.hasUnsyncedChanges(), false, 'the deleted room’s content waits for no server')
+    room.list<string>('todos').push(['after']) // edits still work locally, and are never sent
+    assert.equal(room.list('todos').length, 1)
   })
 
   it('leaves cleanly: whenSynced rejects, and the doc is destroyed', async () => {

@@ -19,10 +19,16 @@ const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
 /** The first ```lang block under "## Quick start" in a package's README, as a developer copies it. */
 function quickStart(packageDir: string, lang: string): string {
+  return readmeBlock(packageDir, '## Quick start', lang)
+}
+
+/** The first ```lang block under `heading` in a package's README. */
+function readmeBlock(packageDir: string, heading: string, lang: string): string {
   const readme = readFileSync(join(ROOT, packageDir, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('## Quick start'))
+  assert.ok(readme.includes(heading), `${packageDir}/README.md has ${heading}`)
+  const section = readme.slice(readme.indexOf(heading))
   const code = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(section)?.[1]
-  assert.ok(code, `${packageDir}/README.md has a ${lang} quick start`)
+  assert.ok(code, `${packageDir}/README.md has a ${lang} block under ${heading}`)
   return code
 }
 
@@ -271,6 +277,40 @@ describe('the packed packages, installed into an app outside the repository', ()
     await assertTodoListWorks(page.url)
     const refused = await fetch(`${backend.url}/api/symphony-token?room=other`)
     assert.equal(refused.status, 403, "the route's own rule")
+  })
+
+  it("stops with AUTH_DENIED when the node README's route refuses a room (403), through the client README's getToken", async () => {
+    const block = readmeBlock('client-lib/client', '### Auth failures', 'js')
+    const forRoom = (room: string) =>
+      `${swap(block, "'ws://localhost:1234'", `'${secured.wsUrl}'`).replaceAll('my-room', room)}\nwindow.room = room`
+    type Seen = { status: string; sync: string; error?: string }
+    const seen = (page: Page) =>
+      page.evaluate(() => {
+        const { room } = window as unknown as {
+          room: { status: string; syncStatus: string; error: { code: string } | null }
+        }
+        return { status: room.status, sync: room.syncStatus, error: room.error?.code } as Seen
+      })
+    const refusedRoom = uniqueRoom('not-team-7') // the route answers 403 outside team-7/
+    const allowedRoom = `team-7/${uniqueRoom('allowed')}`
+    const pagesByRoom = await Promise.all(
+      [refusedRoom, allowedRoom].map(async (room) => {
+        const page = await serveApp((await bundleIn(app, forRoom(room), 'js')).code, backend.url)
+        pages.push(page.server)
+        return tab(page.url)
+      }),
+    )
+    const [refused, allowed] = pagesByRoom as [Page, Page]
+    await refused.waitForFunction(
+      () => document.querySelector('#status')?.textContent === 'Sign in again to keep editing',
+    )
+    assert.deepEqual(await seen(refused), { status: 'failed', sync: 'synchronizing', error: 'AUTH_DENIED' })
+    await allowed.waitForFunction(
+      () => (window as unknown as { room?: { status: string } }).room?.status === 'synced',
+    )
+    assert.deepEqual(await seen(allowed), { status: 'synced', sync: 'synchronized', error: undefined })
+    assert.deepEqual(errors, [])
+    await Promise.all([refused.context().close(), allowed.context().close()])
   })
 
   it('builds the same app with Vite, and it runs', async () => {

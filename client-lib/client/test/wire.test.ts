@@ -30,21 +30,10 @@ describe('the wire contract', () => {
   })
 
   it('names nothing for paths that are not room paths of their kind', () => {
-    for (const path of [
-      '/internal/rooms/',
-      '/internal/rooms//state',
-      '/internal/rooms/a/b',
-      '/rooms/a',
-      '/',
-    ]) {
+    for (const path of ['/internal/rooms/', '/internal/rooms/a/b', '/rooms/a', '/']) {
       assert.equal(parseInternalRoomPath(path), undefined, path)
     }
-    for (const path of [
-      '/api/v1/rooms/',
-      '/api/v1/rooms//update',
-      '/api/v1/rooms/a/state',
-      '/api/v1/rooms/a/b/c',
-    ]) {
+    for (const path of ['/api/v1/rooms/', '/api/v1/rooms/a/state', '/api/v1/rooms/a/b/c']) {
       assert.equal(parseApiRoomPath(path), undefined, path)
     }
     for (const path of ['/rooms/access', '/rooms/a/b/access', '/rooms/a/access/x', '/a/access']) {
@@ -54,6 +43,8 @@ describe('the wire contract', () => {
 
   it('hands an empty or undecodable room segment on, for the server to refuse as a bad name', () => {
     assert.deepEqual(parseAccessCheckPath('/rooms//access'), { room: '', part: '' })
+    assert.deepEqual(parseApiRoomPath('/api/v1/rooms//update'), { room: '', part: 'update' })
+    assert.deepEqual(parseInternalRoomPath('/internal/rooms//state'), { room: '', part: 'state' })
     assert.deepEqual(parseApiRoomPath('/api/v1/rooms/%ED%A0%80'), { room: null, part: '' })
   })
 

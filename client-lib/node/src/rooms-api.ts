@@ -2,6 +2,8 @@ import {
   API_ROOM_LIST_PATH,
   type ApiRoomPart,
   apiRoomPath,
+  isValidRoomName,
+  ROOM_NAME_RULE,
   type ServerErrorCode,
 } from '@symphony/client/wire'
 import type * as Y from 'yjs'
@@ -83,7 +85,8 @@ export interface RoomsApi {
 
 /**
  * A client for the server's REST API (`API_SECRET` set on the server). Rejects with
- * `SymphonyApiError` when the server refuses.
+ * `SymphonyApiError` when the server refuses, and with its 400 `ROOM_NAME_INVALID` for an invalid
+ * room name without sending anything.
  *
  * @example
  * const api = createRoomsApi({ url: 'https://sync.example.com', secret: process.env.API_SECRET })
@@ -111,8 +114,14 @@ export function createRoomsApi(options: RoomsApiOptions): RoomsApi {
       body?.error?.message ?? `${response.status} ${response.statusText}`,
     )
   }
-  const call = (room: string, part: ApiRoomPart, init: RequestInit = {}, query = '') =>
-    request(`${apiRoomPath(room, part)}${query}`, init)
+  const call = async (room: string, part: ApiRoomPart, init: RequestInit = {}, query = '') => {
+    // Refused here as the server would: a URL parser resolves `.` and `..` as path steps, so
+    // `rooms/../document` would reach another route (404) instead of naming a room.
+    if (!isValidRoomName(room)) {
+      throw new SymphonyApiError(400, 'ROOM_NAME_INVALID', `${JSON.stringify(room)}: ${ROOM_NAME_RULE}`)
+    }
+    return request(`${apiRoomPath(room, part)}${query}`, init)
+  }
   const api: RoomsApi = {
     async getDocument(room) {
       return (await (await call(room, 'document')).json()) as Record<string, unknown>

@@ -131,4 +131,29 @@ describe('createRoomsApi against a real server', () => {
     })
     assert.throws(() => createRoomsApi({ url: t.httpUrl, secret: 'short' }), TypeError)
   })
+
+  it('refuses an invalid room name with ROOM_NAME_INVALID from every route, and loads no room', async () => {
+    const t = await startTestServer({ apiSecret: API_SECRET })
+    const api = createRoomsApi({ url: t.httpUrl, secret: API_SECRET })
+    const update = Y.encodeStateAsUpdate(new Y.Doc())
+    const calls: Record<string, (room: string) => Promise<unknown>> = {
+      getDocument: (room) => api.getDocument(room),
+      getUpdate: (room) => api.getUpdate(room),
+      postUpdate: (room) => api.postUpdate(room, update),
+      authors: (room) => api.authors(room),
+      deleteRoom: (room) => api.deleteRoom(room),
+    }
+    // `.` and `..` would be resolved as path steps by any URL parser: `rooms/../document`.
+    for (const room of ['..', '.', '', 'a\nb', 'x'.repeat(129)]) {
+      for (const [method, call] of Object.entries(calls)) {
+        await assert.rejects(call(room), (error: unknown) => {
+          assert.ok(error instanceof SymphonyApiError, `${method}(${JSON.stringify(room)})`)
+          assert.equal(error.status, 400, `${method}(${JSON.stringify(room)})`)
+          assert.equal(error.code, 'ROOM_NAME_INVALID', `${method}(${JSON.stringify(room)})`)
+          return true
+        })
+      }
+    }
+    assert.equal(t.server.manager.loadedRoom('document'), undefined, 'no room named after a route part')
+  })
 })

@@ -1,4 +1,4 @@
-import type { EventSender, Room, RoomStatus, SymphonyClientError } from '@symphony/client'
+import type { EventSender, Room, RoomStatus, SymphonyClientError, SyncStatus } from '@symphony/client'
 import { useCallback, useEffect, useRef } from 'react'
 import { useRoomContext } from './context.js'
 import { useRoomStore } from './room-store.js'
@@ -17,7 +17,9 @@ export function useRoom<P extends object = Record<string, unknown>>(): Room<P> |
 }
 
 /**
- * `'connecting'`, `'connected'`, `'synced'` or `'offline'`; re-renders when it changes.
+ * `'connecting'` (also before the room is entered, and in server rendering), `'connected'`,
+ * `'synced'`, `'offline'` or `'failed'` (stopped for good: `useRoom()?.error` says why);
+ * re-renders when it changes.
  *
  * @example
  * const status = useStatus()
@@ -27,7 +29,7 @@ export function useStatus(): RoomStatus {
   return useRoomStore(useRoomContext(), 'status', {
     subscribe: (room, changed) => room.on('status', changed),
     read: (room) => room.status,
-    empty: 'offline',
+    empty: 'connecting',
   })
 }
 
@@ -37,17 +39,23 @@ export function useSynced(): boolean {
 }
 
 /**
- * `'synchronizing'` while edits made here wait for the server (`room.hasUnsyncedChanges()`),
- * else `'synchronized'`: for a "Saving…" badge.
+ * `room.syncStatus`: `'synchronized'` once the room has synced and the server holds every edit
+ * made here, else `'synchronizing'` (before the first sync, whatever stopped it, and while edits
+ * wait for the server): for a "Saving…" badge.
  *
  * @example
  * const saving = useSyncStatus() === 'synchronizing'
  */
-export function useSyncStatus(): 'synchronizing' | 'synchronized' {
-  return useRoomStore(useRoomContext(), 'unsynced', {
-    subscribe: (room, changed) => room.on('unsynced', changed),
-    read: (room) => (room.hasUnsyncedChanges() ? 'synchronizing' : 'synchronized'),
-    empty: 'synchronized',
+export function useSyncStatus(): SyncStatus {
+  return useRoomStore(useRoomContext(), 'sync', {
+    subscribe: (room, changed) => {
+      const stops = [room.on('unsynced', changed), room.on('status', changed)]
+      return () => {
+        for (const stop of stops) stop()
+      }
+    },
+    read: (room) => room.syncStatus,
+    empty: 'synchronizing',
   })
 }
 

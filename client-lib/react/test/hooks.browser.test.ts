@@ -9,6 +9,7 @@ import { launchChromium } from '../../../server/test/helpers/browser.js'
 import { uniqueRoom } from '../../../server/test/helpers/clients.js'
 import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
 
+const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 const APP = fileURLToPath(new URL('./fixtures/hooks-app.tsx', import.meta.url))
 
 /** The fixture app, bundled as an app's bundler would, served on its own origin. */
@@ -36,7 +37,7 @@ describe('@symphony/react hooks in real React (StrictMode) in Chromium against a
   let browser: Browser
   let app: { url: string; server: Server }
   before(async () => {
-    t = await startTestServer()
+    t = await startTestServer({ apiSecret: API_SECRET })
     browser = await launchChromium()
     app = await serveApp(t.wsUrl)
   })
@@ -140,9 +141,35 @@ describe('@symphony/react hooks in real React (StrictMode) in Chromium against a
     await Promise.all([ada.context().close(), bob.context().close()])
   })
 
-  it('reports room errors through useErrorListener', async () => {
+  it('reports room errors through useErrorListener, and never says synchronized before a first sync', async () => {
     const page = await open(uniqueRoom('react errors'), 'ada')
-    await text(page, '#errors', 'TOKEN_UNAVAILABLE')
+    await text(page, '#failing-errors', 'TOKEN_UNAVAILABLE')
+    const failing = page.locator('#failing-status')
+    assert.notEqual(await failing.getAttribute('data-status'), 'failed', 'a getToken outage is retried')
+    assert.equal(await failing.getAttribute('data-sync'), 'synchronizing')
+    await text(page, '#denied-errors', 'AUTH_DENIED')
+    await page.waitForSelector('#denied-status[data-status="failed"][data-synced="false"]')
+    assert.equal(await page.locator('#denied-status').getAttribute('data-sync'), 'synchronizing')
     await page.context().close()
+  })
+
+  it('shows an empty room with Undo disabled once the room is deleted on the server', async () => {
+    const room = uniqueRoom('react deleted')
+    const ada = await open(room, 'ada')
+    await ada.click('#add')
+    await ada.click('#add')
+    await text(ada, '#todos', 'ada-0ada-1')
+    await ada.waitForSelector('#status[data-sync="synchronized"]')
+    assert.equal(await ada.locator('#undo').isDisabled(), false)
+    const deleted = await fetch(`${t.httpUrl}/api/v1/rooms/${encodeURIComponent(room)}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${API_SECRET}` },
+    })
+    assert.equal(deleted.status, 204)
+    await ada.waitForSelector('#status[data-status="failed"]')
+    await text(ada, '#todos', '')
+    await ada.waitForSelector('#undo:disabled')
+    assert.deepEqual(errors, [])
+    await ada.context().close()
   })
 })

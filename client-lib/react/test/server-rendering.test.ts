@@ -47,5 +47,5 @@ it('imports, makes a client and renders a room on the server without touching br
     cwd: PACKAGE,
     encoding: 'utf8',
   })
-  assert.equal(html, '<p>offline false synchronized 0 0 &quot;&quot; 0 null false null</p>')
+  assert.equal(html, '<p>connecting false synchronizing 0 0 &quot;&quot; 0 null false null</p>')
 })

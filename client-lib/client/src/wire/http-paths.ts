@@ -69,7 +69,10 @@ export function internalAuthorization(token: string): string {
   return `Bearer ${token}`
 }
 
-/** `<prefix><segment>[/<part>]`, the segment not empty. */
+/**
+ * `<prefix><segment>[/<part>]`. With a part, an empty segment names the room '' (the server
+ * refuses it as a bad name); without one, only a segment that is not empty names a room.
+ */
 function parseRoomPath<Part extends string>(
   path: string,
   prefix: string,
@@ -77,7 +80,7 @@ function parseRoomPath<Part extends string>(
 ): RoomTarget<'' | Part> | undefined {
   for (const part of parts) {
     const segment = segmentOf(path, prefix, `/${part}`)
-    if (segment) return { room: roomFromPath(segment), part }
+    if (segment !== undefined) return { room: roomFromPath(segment), part }
   }
   const segment = segmentOf(path, prefix, '')
   return segment ? { room: roomFromPath(segment), part: '' } : undefined
