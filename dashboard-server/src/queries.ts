@@ -1,16 +1,5 @@
+import { IS_LIVE, LIVE_SESSIONS } from '@symphony/server/metadata-sql'
 import type { Pool, QueryResult, QueryResultRow } from 'pg'
-
-/** A server whose heartbeat is older than this is shown as gone, and its sessions are not counted. */
-export const LIVE_WITHIN_SECONDS = 30
-
-/** Whether the server row `alias` has sent a heartbeat recently. */
-const IS_LIVE = (alias: string) =>
-  `${alias}.last_heartbeat_at > now() - interval '${LIVE_WITHIN_SECONDS} seconds'`
-
-/** Open sessions on servers that are still alive (a crashed server leaves its sessions open). */
-const LIVE_SESSIONS = `
-  SELECT s.* FROM connection_sessions s JOIN servers v ON v.id = s.server_id
-  WHERE s.closed_at IS NULL AND ${IS_LIVE('v')}`
 
 /** Whether a live server holds the room now (rooms.active may lag when servers hand a room over). */
 const HELD_LIVE = (room: string) => `EXISTS (

@@ -16,6 +16,7 @@ import type { SnapshotPolicy } from './core/snapshot-writer.js'
 import { ConfigError } from './errors.js'
 import type { LogLevel } from './logger.js'
 import {
+  DEFAULT_API_MAX_LIST_LIMIT,
   DEFAULT_LIMITS,
   DEFAULT_SNAPSHOT_POLICY,
   DEFAULT_TIMINGS,
@@ -137,6 +138,7 @@ const environment = z.object({
   ROOM_GRACE_MS: int(0, 3_600_000, DEFAULT_TIMINGS.roomGraceMs),
   SHUTDOWN_TIMEOUT_MS: int(1_000, 600_000, DEFAULT_TIMINGS.shutdownTimeoutMs),
   API_SAVE_WAIT_MS: int(100, 600_000, DEFAULT_TIMINGS.apiSaveWaitMs),
+  API_MAX_LIST_LIMIT: int(1, 100_000, DEFAULT_API_MAX_LIST_LIMIT),
   REGISTRY_WAIT_MS: int(50, 600_000, DEFAULT_TIMINGS.registryWaitMs),
   PING_INTERVAL_MS: int(100, 600_000, DEFAULT_LIMITS.pingIntervalMs),
   MAX_MESSAGE_BYTES: int(1024, 1024 * MiB, DEFAULT_LIMITS.maxMessageBytes),
@@ -214,6 +216,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     devTokenSecret: devTokenSecretFrom(e),
     apiSecret: e.API_SECRET ?? null,
     apiSaveWaitMs: e.API_SAVE_WAIT_MS,
+    apiMaxListLimit: e.API_MAX_LIST_LIMIT,
     registryWaitMs: e.REGISTRY_WAIT_MS,
     allowedOrigins: e.ALLOWED_ORIGINS,
     snapshot: { ...DEFAULT_SNAPSHOT_POLICY, intervalMs: e.SNAPSHOT_INTERVAL_MS },

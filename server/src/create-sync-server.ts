@@ -4,6 +4,7 @@ import { resolve } from 'node:path'
 import type { Backends } from './backends.js'
 import { silentLogger } from './logger.js'
 import {
+  DEFAULT_API_MAX_LIST_LIMIT,
   DEFAULT_LIMITS,
   DEFAULT_SNAPSHOT_POLICY,
   DEFAULT_TIMINGS,
@@ -36,6 +37,7 @@ async function resolveOptions(options: SyncServerOptions): Promise<ResolvedServe
     metadataSampleIntervalMs: DEFAULT_TIMINGS.metadataSampleIntervalMs,
     shutdownTimeoutMs: DEFAULT_TIMINGS.shutdownTimeoutMs,
     apiSaveWaitMs: DEFAULT_TIMINGS.apiSaveWaitMs,
+    apiMaxListLimit: DEFAULT_API_MAX_LIST_LIMIT,
     registryWaitMs: DEFAULT_TIMINGS.registryWaitMs,
     build: { version: SERVER_VERSION, commit: 'unknown' },
     logger: silentLogger,

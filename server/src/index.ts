@@ -58,6 +58,7 @@ export type { AdapterContext, AdapterProbes, Adapters } from './ports/adapters.j
 export { type Dependency, type DependencyOutcomes, IGNORED_OUTCOMES } from './ports/dependency-outcomes.js'
 export type { MetadataEvent, MetadataSink, MetadataSinkStats, ServerSample } from './ports/metadata-sink.js'
 export type { PubSub, RoomMessageHandler } from './ports/pubsub.js'
+export type { CatalogPage, CatalogQuery, CatalogRoom, RoomCatalog } from './ports/room-catalog.js'
 export { NO_ROOM_EVENTS, type RoomEvent, type RoomEventSink } from './ports/room-events.js'
 export type { PeerServer, RoomRegistry } from './ports/room-registry.js'
 export type { SnapshotHead, SnapshotStore, StoredSnapshot } from './ports/snapshot-store.js'

@@ -59,6 +59,9 @@ export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicy = {
   retryMaxMs: 30_000,
 }
 
+/** The most rooms one page of `GET /api/v1/rooms` may ask for (the environment's default too). */
+export const DEFAULT_API_MAX_LIST_LIMIT = 1_000
+
 /** Default durations, in ms (the environment's defaults too). */
 export const DEFAULT_TIMINGS = {
   roomGraceMs: 5_000,
@@ -144,6 +147,8 @@ export interface SyncServerOptions {
    * `UPDATE_NOT_SAVED` (it is applied, and saved once the stores answer). Default 30 000 ms.
    */
   apiSaveWaitMs?: number
+  /** The most rooms one page of `GET /api/v1/rooms` may ask for (`limit`). Default 1 000. */
+  apiMaxListLimit?: number
   /**
    * The longest a room's load, unload or deletion waits for the room registry (its failures are
    * tolerated: a lease refresh registers later, a lease expires). Default 2 000 ms.

@@ -122,6 +122,7 @@ export class SyncServer {
               manager: this.manager,
               limits: options.limits,
               saveWaitMs: options.apiSaveWaitMs,
+              list: { catalog: this.#adapters.metadata.catalog ?? null, maxLimit: options.apiMaxListLimit },
               metrics: this.metrics,
               logger,
             })

@@ -229,6 +229,9 @@ describe('configuration', () => {
   it('turns the REST API on with a secret of at least 32 characters', () => {
     assert.equal(parseConfig({ AUTH: 'none' }).apiSecret, null)
     assert.equal(parseConfig({ AUTH: 'none', API_SECRET: secret }).apiSecret, secret)
+    assert.equal(parseConfig({ AUTH: 'none' }).apiMaxListLimit, 1_000)
+    assert.equal(parseConfig({ AUTH: 'none', API_MAX_LIST_LIMIT: '50' }).apiMaxListLimit, 50)
+    assert.match(errorFor({ AUTH: 'none', API_MAX_LIST_LIMIT: '0' }), /^API_MAX_LIST_LIMIT: /)
     assert.match(
       errorFor({ AUTH: 'none', API_SECRET: 'short' }),
       /^API_SECRET: must be at least 32 characters/,

@@ -3,10 +3,10 @@ import { after, afterEach, before, describe, it } from 'node:test'
 import pg from 'pg'
 import { connectDatabase, type DatabaseConnection } from '../src/adapters/postgres/connect.js'
 import { migrate } from '../src/adapters/postgres/migrations.js'
-import { PgMetadataSink } from '../src/adapters/postgres/pg-metadata-sink.js'
 import { silentLogger } from '../src/logger.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { requireTestServices } from './helpers/services.js'
+import { testMetadataSink } from './helpers/test-database.js'
 import { startTestServer, stopTestServers } from './helpers/test-server.js'
 
 /** A real sync server writing its metadata to real Postgres, driven by real clients. */
@@ -24,13 +24,7 @@ describe('metadata from a running server to Postgres', () => {
 
   it('records sessions, holders and samples while clients come and go, and reports the queue in /metrics', async () => {
     const serverId = `e2e-${process.pid}-${Date.now()}`
-    const sink = new PgMetadataSink({
-      serverId,
-      address: '127.0.0.1:0',
-      connect: async () => ({ pool: db.pool, close: async () => {} }),
-      logger: silentLogger,
-      flushIntervalMs: 50,
-    })
+    const sink = testMetadataSink(serverId, db.pool)
     const t = await startTestServer({ serverId, adapters: { metadata: sink }, metadataSampleIntervalMs: 50 })
     const room = uniqueRoom('meta')
     const a = await connectSynced(t.wsUrl, room)

@@ -1,5 +1,6 @@
 /**
- * @symphony/node: what an app's backend needs from Symphony: room tokens, and the REST API.
+ * @symphony/node: what an app's backend needs from Symphony: room tokens, the REST API (reads,
+ * writes, `mutate`, the room listing), and webhook verification.
  *
  * @example
  * import { createToken } from '@symphony/node'
@@ -12,13 +13,17 @@ export {
   type SecretTokenOptions,
   type TokenOptions,
 } from './create-token.js'
+export type { MutateOptions } from './room-mutations.js'
 export {
   createRoomsApi,
+  type ListRoomsOptions,
   type RoomAuthor,
+  type RoomList,
+  type RoomSummary,
   type RoomsApi,
   type RoomsApiOptions,
-  SymphonyApiError,
 } from './rooms-api.js'
+export { SymphonyApiError } from './symphony-api-error.js'
 export {
   infoClaimProblem,
   MAX_INFO_BYTES,
@@ -27,3 +32,12 @@ export {
   RESERVED_SUBJECT_PREFIX,
   subjectClaimProblem,
 } from './token-claims.js'
+export {
+  type VerifyWebhookOptions,
+  verifyWebhook,
+  type WebhookEvent,
+  type WebhookHeaders,
+  type WebhookUser,
+  type WebhookVerificationCode,
+  WebhookVerificationError,
+} from './verify-webhook.js'

@@ -1,10 +1,14 @@
 import {
+  API_ROOM_LIST_PATH,
   type ApiRoomPart,
   apiRoomPath,
   isValidRoomName,
   ROOM_NAME_RULE,
   type ServerErrorCode,
 } from '@symphony/client/wire'
+import type * as Y from 'yjs'
+import { type MutateOptions, RoomMutations } from './room-mutations.js'
+import { SymphonyApiError } from './symphony-api-error.js'
 
 /** Who wrote under a Yjs client id of a room: the token subject that first wrote under it. */
 export interface RoomAuthor {
@@ -14,17 +18,32 @@ export interface RoomAuthor {
   /** The subject's display name (the token's `name`) when it last bound a client id; null if none. */
   name: string | null
 }
-/** An error answer of the REST API: its HTTP status and the server's `{ error: { code, message } }`. */
-export class SymphonyApiError extends Error {
-  constructor(
-    readonly status: number,
-    /** The server's error code, or `HTTP_ERROR` when its answer carried none (a proxy's error page). */
-    readonly code: ServerErrorCode | 'HTTP_ERROR',
-    message: string,
-  ) {
-    super(message)
-    this.name = 'SymphonyApiError'
-  }
+
+/** One room of a listing, from the metadata the servers record (seconds behind the rooms). */
+export interface RoomSummary {
+  name: string
+  /** The document's size as last recorded (an estimate of its encoded size, in bytes). */
+  bytes: number
+  /** Open connections to it, over every live server. */
+  connections: number
+  /** When a client or the REST API last changed it (ISO 8601), or null if no change was recorded. */
+  updatedAt: string | null
+}
+
+/** A page of rooms, in name order (by Unicode code point). */
+export interface RoomList {
+  rooms: RoomSummary[]
+  /** Pass it as `cursor` for the next page; null on the last. */
+  nextCursor: string | null
+}
+
+export interface ListRoomsOptions {
+  /** Only rooms whose name starts with this (at most 128 characters). */
+  prefix?: string
+  /** Rooms per page: 1 to the server's `API_MAX_LIST_LIMIT` (1 000). Default 100. */
+  limit?: number
+  /** The previous page's `nextCursor`. */
+  cursor?: string | null
 }
 
 export interface RoomsApiOptions {
@@ -48,6 +67,20 @@ export interface RoomsApi {
   authors(room: string): Promise<RoomAuthor[]>
   /** Deletes the room: its clients are closed, its stored state removed. */
   deleteRoom(room: string): Promise<void>
+  /**
+   * A page of rooms in name order, with their size, connections and last change (needs the
+   * server's metadata database: 501 `METADATA_OFF` with `DATABASE_URL=none`).
+   */
+  list(options?: ListRoomsOptions): Promise<RoomList>
+  /**
+   * Changes a room from your backend: reads its state into a local `Y.Doc`, runs `change` on it,
+   * and posts only the difference (as `postUpdate`: applied as a client's edit, resolved once
+   * saved). Resolves with what `change` returns; nothing is posted if it changed nothing. Not a
+   * lock: edits made meanwhile merge with it as two users' edits do. This object's mutations of
+   * one room run one at a time, under one Yjs client id of its own (never a user's); a read or
+   * post that fails on the way is retried with the same bytes, so nothing is applied twice.
+   */
+  mutate<T>(room: string, change: (doc: Y.Doc) => T | Promise<T>, options?: MutateOptions): Promise<T>
 }
 
 /**
@@ -65,18 +98,8 @@ export function createRoomsApi(options: RoomsApiOptions): RoomsApi {
   }
   const base = new URL(options.url)
   const fetchImpl = options.fetch ?? fetch
-  const call = async (
-    room: string,
-    part: ApiRoomPart,
-    init: RequestInit = {},
-    query = '',
-  ): Promise<Response> => {
-    // Refused here as the server would: a URL parser resolves `.` and `..` as path steps, so
-    // `rooms/../document` would reach another route (404) instead of naming a room.
-    if (!isValidRoomName(room)) {
-      throw new SymphonyApiError(400, 'ROOM_NAME_INVALID', `${JSON.stringify(room)}: ${ROOM_NAME_RULE}`)
-    }
-    const url = new URL(`${apiRoomPath(room, part)}${query}`, base)
+  const request = async (path: string, init: RequestInit = {}): Promise<Response> => {
+    const url = new URL(path, base)
     const response = await fetchImpl(url, {
       ...init,
       headers: { authorization: `Bearer ${options.secret}`, ...(init.headers as Record<string, string>) },
@@ -91,7 +114,15 @@ export function createRoomsApi(options: RoomsApiOptions): RoomsApi {
       body?.error?.message ?? `${response.status} ${response.statusText}`,
     )
   }
-  return {
+  const call = async (room: string, part: ApiRoomPart, init: RequestInit = {}, query = '') => {
+    // Refused here as the server would: a URL parser resolves `.` and `..` as path steps, so
+    // `rooms/../document` would reach another route (404) instead of naming a room.
+    if (!isValidRoomName(room)) {
+      throw new SymphonyApiError(400, 'ROOM_NAME_INVALID', `${JSON.stringify(room)}: ${ROOM_NAME_RULE}`)
+    }
+    return request(`${apiRoomPath(room, part)}${query}`, init)
+  }
+  const api: RoomsApi = {
     async getDocument(room) {
       return (await (await call(room, 'document')).json()) as Record<string, unknown>
     },
@@ -114,5 +145,16 @@ export function createRoomsApi(options: RoomsApiOptions): RoomsApi {
     async deleteRoom(room) {
       await call(room, '', { method: 'DELETE' })
     },
+    async list({ prefix, limit, cursor } = {}) {
+      const query = new URLSearchParams()
+      if (prefix !== undefined) query.set('prefix', prefix)
+      if (limit !== undefined) query.set('limit', String(limit))
+      if (cursor != null) query.set('cursor', cursor)
+      const path = query.size > 0 ? `${API_ROOM_LIST_PATH}?${query}` : API_ROOM_LIST_PATH
+      return (await (await request(path)).json()) as RoomList
+    },
+    mutate: (room, change, mutateOptions) => mutations.mutate(room, change, mutateOptions),
   }
+  const mutations = new RoomMutations(api)
+  return api
 }

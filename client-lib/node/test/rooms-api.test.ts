@@ -9,6 +9,7 @@ import {
   synced,
   uniqueRoom,
 } from '../../../server/test/helpers/clients.js'
+import { isolatedDatabaseUrl, testMetadataSink } from '../../../server/test/helpers/test-database.js'
 import { startTestServer, stopTestServers } from '../../../server/test/helpers/test-server.js'
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import { createRoomsApi, createToken, SymphonyApiError } from '../src/index.js'
@@ -66,6 +67,52 @@ describe('createRoomsApi against a real server', () => {
     assert.deepEqual(await api.authors(room), [
       { clientId: client.doc.clientID, subject: 'u-7', name: 'Ada' },
     ])
+  })
+
+  it('lists rooms page by page, with their connections and last change, from the metadata database', async () => {
+    const url = await isolatedDatabaseUrl()
+    const serverId = uniqueRoom('server')
+    const metadata = testMetadataSink(serverId, url)
+    const t = await startTestServer({
+      serverId,
+      apiSecret: API_SECRET,
+      adapters: { metadata },
+      metadataSampleIntervalMs: 50,
+    })
+    const api = createRoomsApi({ url: t.httpUrl, secret: API_SECRET })
+    const prefix = `${uniqueRoom('team')}/`
+    const names = ['a', 'b b', 'c/ü'].map((n) => prefix + n)
+    const clients = await Promise.all(names.map((name) => connectSynced(t.wsUrl, encodeURIComponent(name))))
+    clients[0]?.doc.getText('t').insert(0, 'changed')
+    await eventually(async () => {
+      const { rooms } = await api.list({ prefix })
+      return rooms.length === 3 && rooms[0]?.updatedAt !== null
+    }, 'three rooms, the first changed')
+
+    const seen: string[] = []
+    let cursor: string | null = null
+    do {
+      const page: Awaited<ReturnType<typeof api.list>> = await api.list({ prefix, limit: 2, cursor })
+      assert.ok(page.rooms.length <= 2)
+      seen.push(...page.rooms.map((room) => room.name))
+      cursor = page.nextCursor
+    } while (cursor)
+    assert.deepEqual(seen, names)
+    const { rooms } = await api.list({ prefix })
+    assert.deepEqual(
+      rooms.map(({ name, connections }) => ({ name, connections })),
+      names.map((name) => ({ name, connections: 1 })),
+    )
+    assert.ok(rooms[0]?.bytes && rooms[0].bytes > 0)
+    assert.equal(rooms[1]?.updatedAt, null)
+    await assert.rejects(api.list({ prefix, limit: 1001 }), { status: 400, code: 'LIMIT_INVALID' })
+    await assert.rejects(api.list({ cursor: 'nope!' }), { status: 400, code: 'CURSOR_INVALID' })
+
+    const off = await startTestServer({ apiSecret: API_SECRET })
+    await assert.rejects(createRoomsApi({ url: off.httpUrl, secret: API_SECRET }).list(), {
+      status: 501,
+      code: 'METADATA_OFF',
+    })
   })
 
   it('rejects with SymphonyApiError carrying the status and the server’s code', async () => {

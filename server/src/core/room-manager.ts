@@ -67,6 +67,8 @@ interface Loaded {
   journal: RoomJournal
   /** The room's incarnation (see `incarnationKey`). */
   generation: number
+  /** When a client or the REST API last changed it here (ms), if one did since it loaded. */
+  changedAt(): number | undefined
 }
 
 /** A hold on one loaded room instance: released exactly once, on that instance. */
@@ -163,6 +165,7 @@ export class RoomManager {
         room: name,
         connections: room.connections.size,
         bytes: room.approximateBytes,
+        changedAt: life.loaded?.changedAt(),
       })
     }
   }
@@ -452,6 +455,7 @@ export class RoomManager {
     const { loadedBytes, replayed, storedVersion, generation, life } = from
     const { pubsub, snapshots, journal, metrics, logger } = this.deps
     const key = incarnationKey(name, generation)
+    let changedAt: number | undefined
     const roomJournal = new RoomJournal({
       journal,
       room: name,
@@ -459,7 +463,10 @@ export class RoomManager {
       replayed: { position: replayed, updates: from.replayedUpdates },
       outcomes: this.#journalOutcomes,
       onAppendFailed: () => writer?.saveSoon(),
-      onRecord: () => this.deps.events.emit({ type: 'document.updated', room: name, at: Date.now() }),
+      onRecord: () => {
+        changedAt = Date.now()
+        this.deps.events.emit({ type: 'document.updated', room: name, at: changedAt })
+      },
     })
     let writer: SnapshotWriter | null = null
     const room = new Room({
@@ -501,7 +508,7 @@ export class RoomManager {
         void life.delete()
       },
     })
-    return { room, writer, journal: roomJournal, generation }
+    return { room, writer, journal: roomJournal, generation, changedAt: () => changedAt }
   }
 
   async #free(name: string, loaded: Loaded): Promise<void> {
@@ -520,7 +527,7 @@ export class RoomManager {
     loaded.writer.forget()
     metrics.outOfSpace('journal', name, false)
     metrics.rooms.dec()
-    metadata.record({ type: 'room-unloaded', room: name, bytes })
+    metadata.record({ type: 'room-unloaded', room: name, bytes, changedAt: loaded.changedAt() })
     logger.info({ room: name }, 'room unloaded')
   }
 

@@ -1,9 +1,15 @@
-/** What the server reports about itself for the operators' dashboard. */
+import type { RoomCatalog } from './room-catalog.js'
+
+/**
+ * What the server reports about itself for the operators' dashboard and the room listing.
+ * `changedAt` (ms since the epoch): when a client or the REST API last changed the room's
+ * document on this server since it loaded there; absent if none did.
+ */
 export type MetadataEvent =
   | { type: 'room-loaded'; room: string; bytes: number }
-  | { type: 'room-unloaded'; room: string; bytes: number }
+  | { type: 'room-unloaded'; room: string; bytes: number; changedAt?: number }
   /** Sampled now and then for every loaded room: the time series behind the dashboard's charts. */
-  | { type: 'room-sample'; room: string; connections: number; bytes: number }
+  | { type: 'room-sample'; room: string; connections: number; bytes: number; changedAt?: number }
   | {
       type: 'connection-opened'
       room: string
@@ -31,6 +37,8 @@ export interface MetadataSinkStats {
  */
 export interface MetadataSink {
   record(event: MetadataEvent): void
+  /** The rooms the store holds, for the REST API's listing; absent when nothing is kept. */
+  readonly catalog?: RoomCatalog
   stats(): MetadataSinkStats
   /** Writes what is queued (bounded by the adapter's own timeout), then releases resources. */
   close(): Promise<void>

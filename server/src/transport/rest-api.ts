@@ -1,12 +1,6 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import {
-  isValidRoomName,
-  parseApiRoomPath,
-  ROOM_NAME_RULE,
-  type ServerErrorCode,
-  type ServerErrorStatus,
-} from '@symphony/client/wire'
+import { API_ROOM_LIST_PATH, isValidRoomName, parseApiRoomPath, ROOM_NAME_RULE } from '@symphony/client/wire'
 import type { Limits } from '../config.js'
 import { API_SUBJECT } from '../core/author-binding.js'
 import { Connection, type Transport } from '../core/connection.js'
@@ -24,6 +18,8 @@ import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import { encodeUpdate } from '../protocol/codec.js'
 import { documentToJson } from '../protocol/document-json.js'
+import { ApiRefusal } from './api-refusal.js'
+import { listRooms, type RoomListDeps } from './room-list-route.js'
 
 export interface RestApiDeps {
   /** `API_SECRET`: callers send `Authorization: Bearer <secret>`. */
@@ -35,6 +31,8 @@ export interface RestApiDeps {
   saveWaitMs: number
   metrics: ServerMetrics
   logger: Logger
+  /** `GET /api/v1/rooms`: the metadata store's rooms (null: none kept), and the largest page. */
+  list: Omit<RoomListDeps, 'logger'>
 }
 
 export type ApiHandler = (
@@ -44,24 +42,13 @@ export type ApiHandler = (
   query: URLSearchParams,
 ) => void
 
-/** An answer the API sends as `{ "error": { "code", "message" } }`. */
-class ApiRefusal<C extends ServerErrorCode = ServerErrorCode> extends Error {
-  constructor(
-    readonly status: ServerErrorStatus<C>,
-    readonly code: C,
-    message: string,
-  ) {
-    super(message)
-  }
-}
-
 /** A socket for the API's writes: nobody listens to what the room would send back. */
 const NO_SOCKET: Transport = { send() {}, close() {}, bufferedAmount: 0 }
 
 /**
  * The REST API for an app's backend (`/api/v1/rooms/{room}/…`): read a room as JSON or as a Yjs
  * update, write an update as a client would, read which token subject wrote under each client id,
- * delete a room. A room not loaded here is loaded the way a joining
+ * delete a room; and list rooms (`/api/v1/rooms`, room-list-route.ts). A room not loaded here is loaded the way a joining
  * client loads it (from the server holding it, or the stores), so every server of a cluster
  * answers for every room, and a write reaches the clients of the other servers over pub/sub.
  */
@@ -97,6 +84,12 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
     const presented = Buffer.from(request.headers.authorization ?? '')
     if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
       throw new ApiRefusal(401, 'UNAUTHORIZED', 'send Authorization: Bearer <API_SECRET>')
+    }
+    if (path === API_ROOM_LIST_PATH) {
+      if (request.method !== 'GET') {
+        throw new ApiRefusal(405, 'METHOD_NOT_ALLOWED', `${request.method} is not a method of this route`)
+      }
+      return { status: 200, json: await listRooms({ ...deps.list, logger: deps.logger }, query) }
     }
     const target = parseApiRoomPath(path)
     if (!target) throw new ApiRefusal(404, 'NOT_FOUND', 'no such API route')

@@ -14,6 +14,12 @@ export const SERVER_ERROR_CODES = {
   UPDATE_INVALID: 400,
   /** 400: a REST `stateVector` that is not base64 of a state vector. */
   STATE_VECTOR_INVALID: 400,
+  /** 400: a room listing's `prefix` is over 128 characters or holds a control character. */
+  PREFIX_INVALID: 400,
+  /** 400: a room listing's `limit` is not a whole number from 1 to the server's maximum. */
+  LIMIT_INVALID: 400,
+  /** 400: a room listing's `cursor` is not one the server gave as `nextCursor`. */
+  CURSOR_INVALID: 400,
   /** 400: the development token route was given an unusable display name. */
   NAME_INVALID: 400,
   /** 401: auth is on and no token was sent. */
@@ -46,6 +52,8 @@ export const SERVER_ERROR_CODES = {
   METRICS_FAILED: 500,
   /** 500: the server failed; it logged the error. */
   INTERNAL_ERROR: 500,
+  /** 501: the room listing reads the metadata database, and the server keeps none (`DATABASE_URL=none`). */
+  METADATA_OFF: 501,
   /** 503 with `Retry-After`: the key set (JWKS) could not be fetched; retry. */
   AUTH_UNAVAILABLE: 503,
   /** 503: the server is shutting down; the load balancer sends the retry elsewhere. */
@@ -54,6 +62,8 @@ export const SERVER_ERROR_CODES = {
   ROOM_UNAVAILABLE: 503,
   /** 503: a REST update is applied but not yet durable (the stores are failing); sending it again is harmless. */
   UPDATE_NOT_SAVED: 503,
+  /** 503: the metadata database did not answer the room listing; retry. */
+  METADATA_UNAVAILABLE: 503,
   /** 503: the server is too busy for this request right now; retry. */
   SERVER_BUSY: 503,
 } as const

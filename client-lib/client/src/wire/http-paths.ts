@@ -7,7 +7,8 @@ import { roomFromPath, roomPath } from './room-name.js'
  * On the sync server's public port:
  * - `GET /rooms/<room>/access`: the access check (`checkAccess`), the token in `Authorization`.
  * - `/api/v1/rooms/<room>`, `…/document`, `…/update`, `…/authors`: the REST API (`@symphony/node`'s
- *   `createRoomsApi`), with `Authorization: Bearer <API_SECRET>`.
+ *   `createRoomsApi`), with `Authorization: Bearer <API_SECRET>`; `GET /api/v1/rooms` lists rooms
+ *   (`API_ROOM_LIST_PATH`).
  *
  * On its internal port (`INTERNAL_PORT`), which the load balancer never exposes, with
  * `internalAuthorization(INTERNAL_TOKEN)`:
@@ -35,6 +36,9 @@ export function parseAccessCheckPath(path: string): RoomTarget<''> | undefined {
   const segment = segmentOf(path, ACCESS.prefix, ACCESS.suffix)
   return segment === undefined ? undefined : { room: roomFromPath(segment), part: '' }
 }
+
+/** The REST API's room listing: `GET /api/v1/rooms?prefix=&limit=&cursor=`. */
+export const API_ROOM_LIST_PATH = '/api/v1/rooms'
 
 export type ApiRoomPart = '' | 'document' | 'update' | 'authors'
 

@@ -84,6 +84,16 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX IF NOT EXISTS connection_sessions_closed_at ON connection_sessions (closed_at) WHERE closed_at IS NOT NULL;
     `,
   },
+  {
+    version: 4,
+    name: 'the room listing: when a room last changed, and names in code point order',
+    sql: `
+      ALTER TABLE rooms ADD COLUMN IF NOT EXISTS changed_at timestamptz;
+      -- The listing pages by name in byte order (UTF-8: code point order), whatever the database's
+      -- collation, so a page is a range of this index.
+      CREATE INDEX IF NOT EXISTS rooms_name_c ON rooms (name COLLATE "C");
+    `,
+  },
 ]
 
 /** Any constant: every server migrating at once takes turns on it. */

@@ -7,7 +7,9 @@ import type {
   MetadataSinkStats,
   ServerSample,
 } from '../../ports/metadata-sink.js'
+import type { RoomCatalog } from '../../ports/room-catalog.js'
 import { migrate } from './migrations.js'
+import { PgRoomCatalog } from './pg-room-catalog.js'
 import { type PruneResult, pruneMetadata } from './retention.js'
 import { insertServerSamples, SampleDeltas, type ServerSampleRow } from './server-samples.js'
 import { HEARTBEAT_SQL, type TimedEvent, writeBatch } from './write-batch.js'
@@ -48,6 +50,8 @@ const MAX_QUEUED_SAMPLES = 360
  * contact, retried until the database answers.
  */
 export class PgMetadataSink implements MetadataSink {
+  /** Reads the rooms on this sink's connection, once the schema is migrated. */
+  readonly catalog: RoomCatalog = new PgRoomCatalog(() => this.#database())
   readonly #queue: TimedEvent[] = []
   readonly #maxQueued: number
   readonly #timer: NodeJS.Timeout
@@ -56,6 +60,8 @@ export class PgMetadataSink implements MetadataSink {
   #droppedSinceLog = 0
   #connection: Promise<{ pool: Pool; close(): Promise<void> }> | null = null
   #registered = false
+  /** The registration under way, so a read and a write never register (and close sessions) twice. */
+  #registering: Promise<void> | null = null
   #flushing: Promise<void> = Promise.resolve()
   #writing = false
   #closed = false
@@ -238,9 +244,23 @@ export class PgMetadataSink implements MetadataSink {
     return this.#connection
   }
 
+  /** The pool, connected and migrated. */
+  async #database(): Promise<Pool> {
+    const { pool } = await this.#connect()
+    await this.#register(pool)
+    return pool
+  }
+
   /** Migrates and (re)announces this server, closing what a previous run with its id left open. */
-  async #register(pool: Pool): Promise<void> {
-    if (this.#registered) return
+  #register(pool: Pool): Promise<void> {
+    if (this.#registered) return Promise.resolve()
+    this.#registering ??= this.#announce(pool).finally(() => {
+      this.#registering = null
+    })
+    return this.#registering
+  }
+
+  async #announce(pool: Pool): Promise<void> {
     const applied = await migrate(pool)
     if (applied.length > 0) this.options.logger.info({ versions: applied }, 'metadata schema migrated')
     const { serverId, address } = this.options

@@ -52,12 +52,17 @@ export async function writeBatch(
     event.type === 'connection-closed' ? [{ ...event, at }] : [],
   )
   const samples = batch.flatMap(({ event, at }) => (event.type === 'room-sample' ? [{ ...event, at }] : []))
-  // The newest size and activity per room.
-  const rooms = new Map<string, { bytes: number | null; at: Date }>()
+  // The newest size, activity and change per room.
+  const rooms = new Map<string, { bytes: number | null; at: Date; changedAt: number | null }>()
   const created = new Set<string>()
   for (const { event, at } of batch) {
-    const bytes = 'bytes' in event ? event.bytes : (rooms.get(event.room)?.bytes ?? null)
-    rooms.set(event.room, { bytes, at })
+    const before = rooms.get(event.room)
+    const bytes = 'bytes' in event ? event.bytes : (before?.bytes ?? null)
+    const changedAt = Math.max(
+      ('changedAt' in event ? event.changedAt : undefined) ?? -1,
+      before?.changedAt ?? -1,
+    )
+    rooms.set(event.room, { bytes, at, changedAt: changedAt < 0 ? null : changedAt })
     if (CREATING.has(event.type)) created.add(event.room)
   }
   const holders = new Map<string, { held: boolean; at: Date }>()
@@ -89,6 +94,15 @@ export async function writeBatch(
        WHERE rooms.name = t.name AND t.bytes IS NOT NULL`,
       [names, bytes],
     )
+    // Servers holding the same room each report their own clients' changes: the latest wins.
+    const changed = names.filter((n) => rooms.get(n)?.changedAt != null)
+    if (changed.length > 0) {
+      await db.query(
+        `UPDATE rooms SET changed_at = greatest(rooms.changed_at, t.changed_at)
+         FROM unnest($1::text[], $2::timestamptz[]) AS t(name, changed_at) WHERE rooms.name = t.name`,
+        [changed, changed.map((n) => new Date(rooms.get(n)?.changedAt as number))],
+      )
+    }
   }
   const held = [...holders].filter(([, h]) => h.held)
   const released = [...holders].filter(([, h]) => !h.held).map(([room]) => room)
