@@ -1,102 +1,34 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { type ChildProcess, execFileSync } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { extname, join, normalize } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
 import type { Browser, Page } from 'playwright-core'
-import { freePort } from '../../../scripts/lib/services.mjs'
 import { launchChromium } from '../../../server/test/helpers/browser.js'
 import { uniqueRoom } from '../../../server/test/helpers/clients.js'
 import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
+import {
+  bundleIn,
+  quickStart,
+  scratchApp,
+  serveApp,
+  startBackend,
+  swap,
+  typeCheck,
+} from './helpers/scratch-app.js'
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-
-/** The first ```lang block under "## Quick start" in a package's README, as a developer copies it. */
-function quickStart(packageDir: string, lang: string): string {
-  const readme = readFileSync(join(ROOT, packageDir, 'README.md'), 'utf8')
-  const section = readme.slice(readme.indexOf('## Quick start'))
-  const code = new RegExp(`\`\`\`${lang}\\n([\\s\\S]*?)\`\`\``).exec(section)?.[1]
-  assert.ok(code, `${packageDir}/README.md has a ${lang} quick start`)
-  return code
-}
-
-/** Replaces `from` (which must be there) with `to`, so a README change that breaks the test is loud. */
-function swap(code: string, from: string, to: string): string {
-  assert.ok(code.includes(from), `the quick start still has ${from}`)
-  return code.replace(from, to)
-}
-
-/**
- * A new app outside the repository that installs the packed tarballs of the three packages, as a
- * developer would before they are on the registry: nothing resolves from the workspace.
- */
-function scratchApp(): string {
-  const app = mkdtempSync(join(tmpdir(), 'symphony-app-'))
-  const packed = execFileSync('node', [join(ROOT, 'scripts/pack-packages.mjs'), join(app, 'tarballs')], {
-    encoding: 'utf8',
-  })
-  const tarballs = packed.trim().split('\n')
-  assert.equal(tarballs.length, 3, 'client, react and node')
-  writeFileSync(
-    join(app, 'package.json'),
-    JSON.stringify({ name: 'scratch-app', private: true, type: 'module' }),
-  )
-  const others = [
-    'yjs@^13.6.33',
-    'react@^19',
-    'react-dom@^19',
-    '@types/react@^19',
-    '@types/node@^20',
-    'express@^5',
-    'vite@^7',
-  ]
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, ...others], {
-    cwd: app,
-    stdio: 'pipe',
-  })
-  return app
-}
-
-/** Bundles `source` with esbuild from the app's folder; returns the code and the files it took. */
-async function bundleIn(app: string, source: string, loader: 'js' | 'tsx') {
-  const result = await build({
-    stdin: { contents: source, resolveDir: app, loader },
-    bundle: true,
-    format: 'esm',
-    jsx: 'automatic',
-    define: { 'process.env.NODE_ENV': '"production"' },
-    minify: true,
-    write: false,
-    metafile: true,
-    logLevel: 'silent',
-  })
-  return { code: result.outputFiles[0]?.text ?? '', inputs: Object.keys(result.metafile.inputs) }
-}
-
-/** Serves the app's page on its own origin; `/api/…` goes to the app's backend at `backend`. */
-async function serveApp(script: string, backend?: string): Promise<{ url: string; server: Server }> {
-  const html = `<!doctype html><div id="root"></div><p id="status"></p><p id="todos"></p><p id="people"></p><script type="module">${script}</script>`
-  const server = createServer(async (request, response) => {
-    if (backend && request.url?.startsWith('/api/')) {
-      const answer = await fetch(`${backend}${request.url}`)
-      response.writeHead(answer.status, {
-        'Content-Type': answer.headers.get('content-type') ?? 'text/plain',
-      })
-      response.end(await answer.text())
-      return
-    }
-    response.writeHead(200, { 'Content-Type': 'text/html' })
-    response.end(html)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
-}
+const APP_PACKAGES = [
+  'yjs@^13.6.33',
+  'react@^19',
+  'react-dom@^19',
+  '@types/react@^19',
+  '@types/node@^20',
+  'express@^5',
+  'vite@^7',
+]
 
 /** Serves a built app folder (Vite's `dist/`); `/api/…` goes to the app's backend at `backend`. */
 async function serveFolder(folder: string, backend: string): Promise<{ url: string; server: Server }> {
@@ -122,27 +54,6 @@ async function serveFolder(folder: string, backend: string): Promise<{ url: stri
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
 }
 
-/** The node README's express route, run as the app's backend with the server's secret. */
-async function startBackend(app: string): Promise<{ child: ChildProcess; url: string }> {
-  writeFileSync(join(app, 'backend.mjs'), quickStart('client-lib/node', 'js'))
-  const port = await freePort()
-  const child = spawn(process.execPath, ['backend.mjs'], {
-    cwd: app,
-    env: { PATH: process.env.PATH ?? '', PORT: String(port), AUTH_SECRET: TEST_SECRET },
-    stdio: 'ignore',
-  })
-  const url = `http://127.0.0.1:${port}`
-  for (;;) {
-    const up = await fetch(`${url}/api/symphony-token?room=team-7/probe`).then(
-      (response) => response.ok,
-      () => false,
-    )
-    if (up) return { child, url }
-    if (child.exitCode !== null) throw new Error(`the backend exited with ${child.exitCode}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
-
 describe('the packed packages, installed into an app outside the repository', () => {
   let app: string
   let open: TestServer
@@ -151,7 +62,7 @@ describe('the packed packages, installed into an app outside the repository', ()
   let browser: Browser
   const pages: Server[] = []
   before(async () => {
-    app = scratchApp()
+    app = scratchApp(APP_PACKAGES)
     open = await startTestServer()
     secured = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
     backend = await startBackend(app)
@@ -190,21 +101,7 @@ describe('the packed packages, installed into an app outside the repository', ()
         'export const used = [unsynced, token, CloseCode.GoingAway, isValidRoomName, MESSAGE_SYNC_STATUS, MAX_INFO_BYTES]',
       ].join('\n'),
     )
-    const tsc = join(ROOT, 'node_modules/typescript/bin/tsc')
-    const options = [
-      '--noEmit',
-      '--strict',
-      '--module',
-      'esnext',
-      '--moduleResolution',
-      'bundler',
-      '--jsx',
-      'react-jsx',
-    ]
-    execFileSync('node', [tsc, ...options, '--target', 'es2022', '--lib', 'es2022,dom', 'check.tsx'], {
-      cwd: app,
-      stdio: 'pipe',
-    })
+    typeCheck(app, ['check.tsx'])
   })
 
   it('imports in Node without touching browser globals', () => {
@@ -266,7 +163,7 @@ describe('the packed packages, installed into an app outside the repository', ()
       inputs.some((input) => input.includes('node_modules/@symphony/react/dist/')),
       'from the tarball',
     )
-    const page = await serveApp(code, backend.url)
+    const page = await serveApp(code, { backend: backend.url })
     pages.push(page.server)
     await assertTodoListWorks(page.url)
     const refused = await fetch(`${backend.url}/api/symphony-token?room=other`)

@@ -1,0 +1,259 @@
+import assert from 'node:assert/strict'
+import { rmSync, writeFileSync } from 'node:fs'
+import type { Server } from 'node:http'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import type { Browser, Page } from 'playwright-core'
+import { launchChromium } from '../../../server/test/helpers/browser.js'
+import { uniqueRoom } from '../../../server/test/helpers/clients.js'
+import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
+import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
+import {
+  bundleIn,
+  codeBlock,
+  pinned,
+  scratchApp,
+  serveApp,
+  startBackend,
+  swap,
+  typeCheck,
+} from './helpers/scratch-app.js'
+
+const GUIDE = 'docs/editors.md'
+
+/** What the app installs beside the tarballs: the editors at the versions the repository pins. */
+const APP_PACKAGES = [
+  ...pinned(
+    '@tiptap/core',
+    '@tiptap/pm',
+    '@tiptap/starter-kit',
+    '@tiptap/extension-collaboration',
+    '@tiptap/extension-collaboration-caret',
+    '@tiptap/y-tiptap',
+    'codemirror',
+    '@codemirror/state',
+    '@codemirror/view',
+    'y-codemirror.next',
+    'monaco-editor',
+    'y-monaco',
+    'lexical',
+    '@lexical/react',
+    '@lexical/yjs',
+  ),
+  'yjs@^13.6.33',
+  'react@^19',
+  'react-dom@^19',
+  '@types/react@^19',
+  '@types/react-dom@^19',
+  'express@^5',
+]
+
+/** One editor of the guide: its page script, and how a test reads the page. */
+interface EditorPage {
+  heading: string
+  lang: 'ts' | 'tsx'
+  /** The guide's room, replaced by a new room per test. */
+  room: string
+  /** Where the guide names the user 'Ada': the page takes the name from `?name=` instead. */
+  name: [from: string, to: string]
+  /** Whether the guide gives CSS for the carets. */
+  css: boolean
+  /** The element one types into. */
+  editable: string
+  /** The blocks of text (paragraphs, lines) in the editable. */
+  blocks: string
+  /** Others' carets in the page (the caret DOM element), and the label with the name in one. */
+  caret: string
+  label: string
+  /** Carets drawn inside the text, whose labels are not part of it. */
+  inText?: string
+}
+
+const FROM_QUERY = "new URLSearchParams(location.search).get('name') ?? 'Ada'"
+
+const EDITORS: Record<string, EditorPage> = {
+  Tiptap: {
+    heading: '## Tiptap',
+    lang: 'ts',
+    room: "'team-7/notes'",
+    name: ["name: 'Ada'", `name: ${FROM_QUERY}`],
+    css: true,
+    editable: '#editor .ProseMirror',
+    blocks: '#editor .ProseMirror p',
+    caret: '#editor .collaboration-carets__caret',
+    label: '.collaboration-carets__label',
+    inText: '.collaboration-carets__caret',
+  },
+  CodeMirror: {
+    heading: '## CodeMirror 6',
+    lang: 'ts',
+    room: "'team-7/code'",
+    name: ["name: 'Ada'", `name: ${FROM_QUERY}`],
+    css: false,
+    editable: '#editor .cm-content',
+    blocks: '#editor .cm-line',
+    caret: '#editor .cm-ySelectionCaret',
+    label: '.cm-ySelectionInfo',
+    inText: '.cm-ySelectionCaret',
+  },
+  Lexical: {
+    heading: '## Lexical',
+    lang: 'tsx',
+    room: "'team-7/story'",
+    name: ['username="Ada"', `username={${FROM_QUERY}}`],
+    css: false,
+    editable: '#editor [contenteditable]',
+    blocks: '#editor [contenteditable] p',
+    // Lexical draws carets in a layer of its own at the end of the page, styled inline.
+    caret: 'body > div:not(#editor) > span:has(> span)',
+    label: 'span',
+  },
+}
+
+describe(`the editors of ${GUIDE}, bound through the packed @symphony/client in Chromium`, () => {
+  let app: string
+  let server: TestServer
+  let backend: Awaited<ReturnType<typeof startBackend>>
+  let browser: Browser
+  const sites: Server[] = []
+  const errors: string[] = []
+  before(async () => {
+    app = scratchApp(APP_PACKAGES)
+    server = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    backend = await startBackend(app)
+    browser = await launchChromium()
+  })
+  after(async () => {
+    for (const site of sites) site.close()
+    backend?.child.kill()
+    await browser?.close()
+    await server?.stop()
+    if (app) rmSync(app, { recursive: true, force: true }) // the editors take 150 MB
+  })
+
+  /** A page of its own browser profile (its own IndexedDB, no tab to share with) at `url`. */
+  async function open(url: string): Promise<Page> {
+    const page = await (await browser.newContext()).newPage()
+    page.on('pageerror', (error) => errors.push(`${url}: ${error.message}`))
+    page.on('console', (message) => {
+      if (message.type() === 'error') errors.push(`${url}: ${message.text()}`)
+    })
+    await page.goto(url)
+    return page
+  }
+
+  it('type-checks every editor page of the guide against the packages’ declarations', () => {
+    const pages: [heading: string, lang: 'ts' | 'tsx'][] = [
+      ...Object.values(EDITORS).map(({ heading, lang }): [string, 'ts' | 'tsx'] => [heading, lang]),
+      ['## Monaco', 'ts'],
+    ]
+    const files = pages.map(([heading, lang], i) => {
+      writeFileSync(join(app, `page-${i}.${lang}`), codeBlock(GUIDE, heading, lang))
+      return `page-${i}.${lang}`
+    })
+    typeCheck(app, files)
+  })
+
+  for (const [name, editor] of Object.entries(EDITORS)) {
+    it(`${name}: two people type into one paragraph, converge, see each other's named caret, and the server keeps the text`, async () => {
+      const room = `team-7/${uniqueRoom(name.toLowerCase())}` // the backend's rule: rooms under team-7/
+      let source = codeBlock(GUIDE, editor.heading, editor.lang)
+      source = swap(source, "'ws://localhost:1234'", `'${server.wsUrl}'`)
+      source = swap(source, `const ROOM = ${editor.room}`, `const ROOM = '${room}'`)
+      source = swap(source, ...editor.name)
+      const { code, inputs } = await bundleIn(app, source, editor.lang)
+      assert.ok(
+        inputs.some((input) => input.includes('node_modules/@symphony/client/dist/')),
+        'from the tarball',
+      )
+      const css = editor.css ? codeBlock(GUIDE, editor.heading, 'css') : ''
+      const body = `<style>${css}</style><p id="status"></p><div id="editor"></div>`
+      const site = await serveApp(code, { backend: backend.url, body })
+      sites.push(site.server)
+
+      // Ada starts the paragraph; Bob joins once it is there, and both type at its end at once.
+      const ada = await open(`${site.url}?name=Ada`)
+      await whenSynced(ada)
+      await ada.click(editor.editable)
+      await ada.keyboard.type('Hello')
+      const bob = await open(`${site.url}?name=Bob`)
+      await whenSynced(bob)
+      await bob.waitForFunction(
+        ({ selector }) => document.querySelector(selector)?.textContent?.includes('Hello'),
+        { selector: editor.editable },
+      )
+      for (const page of [ada, bob]) {
+        await page.click(editor.editable)
+        await page.keyboard.press('End')
+      }
+      const typed = { ada: ' from Ada', bob: ' and Bob' }
+      await Promise.all([
+        ada.keyboard.type(typed.ada, { delay: 15 }),
+        bob.keyboard.type(typed.bob, { delay: 15 }),
+      ])
+
+      // Both end with the same text, every keystroke of each in it, in one paragraph.
+      const length = 'Hello'.length + typed.ada.length + typed.bob.length
+      const texts = await Promise.all([ada, bob].map((page) => settledText(page, editor, length)))
+      assert.equal(texts[0], texts[1], 'both converge')
+      const text = texts[0] ?? ''
+      assert.ok(text.startsWith('Hello'), text)
+      assert.ok(isSubsequence(typed.ada, text.slice(5)) && isSubsequence(typed.bob, text.slice(5)), text)
+      for (const page of [ada, bob])
+        assert.equal(await page.locator(editor.blocks).count(), 1, 'one paragraph')
+
+      // Each draws the other's caret, named.
+      await waitForCaret(ada, editor, 'Bob')
+      await waitForCaret(bob, editor, 'Ada')
+
+      // Held by the server: a new browser profile (nothing in IndexedDB) gets the text from it,
+      // and Bob's reload (IndexedDB and the server) shows it once.
+      for (const page of [ada, bob]) await whenSynced(page)
+      await ada.context().close()
+      const carol = await open(`${site.url}?name=Carol`)
+      await whenSynced(carol)
+      assert.equal(await settledText(carol, editor, length), text)
+      await bob.reload()
+      await whenSynced(bob)
+      assert.equal(await settledText(bob, editor, length), text)
+      assert.equal(await bob.locator(editor.blocks).count(), 1, 'still one paragraph')
+      assert.deepEqual(errors, [])
+      await Promise.all([bob.context().close(), carol.context().close()])
+    })
+  }
+})
+
+/** Waits until the page's badge says the server holds every edit of it ('synced', not 'saving…'). */
+async function whenSynced(page: Page): Promise<void> {
+  await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'synced')
+}
+
+/** The editor's text, without carets' labels, once it is `length` characters long. */
+async function settledText(page: Page, editor: EditorPage, length: number): Promise<string> {
+  const read = ({ editable, inText }: { editable: string; inText: string | undefined }) => {
+    const copy = document.querySelector(editable)?.cloneNode(true) as HTMLElement | undefined
+    for (const drawn of Array.from(inText ? (copy?.querySelectorAll(inText) ?? []) : [])) drawn.remove()
+    return (copy?.textContent ?? '').replaceAll('\u2060', '') // CodeMirror's caret joiners
+  }
+  const where = { editable: editor.editable, inText: editor.inText }
+  await page.waitForFunction(`(${read})(${JSON.stringify(where)}).length === ${length}`)
+  return page.evaluate(read, where)
+}
+
+/** Waits for a caret of someone else drawn with `name` in its label. */
+async function waitForCaret(page: Page, editor: EditorPage, name: string): Promise<void> {
+  await page.waitForFunction(
+    ({ caret, label, name }) =>
+      Array.from(document.querySelectorAll(caret)).some(
+        (drawn) => drawn.querySelector(label)?.textContent === name,
+      ),
+    { caret: editor.caret, label: editor.label, name },
+  )
+}
+
+/** Whether the characters of `part` appear in `whole` in order. */
+function isSubsequence(part: string, whole: string): boolean {
+  let at = 0
+  for (const char of whole) if (char === part[at]) at++
+  return at === part.length
+}
