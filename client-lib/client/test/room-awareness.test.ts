@@ -71,6 +71,32 @@ describe('room.awareness', () => {
     )
   })
 
+  it('speaks to the server for its own client id only, not for the other tabs it hears', async () => {
+    const t = await startTestServer()
+    const name = uniqueRoom('awareness-tabs')
+    const a = nodeClient(t.wsUrl, { crossTab: true }).enter<Editor>(name)
+    const errors = recordErrors(a)
+    await a.whenSynced()
+    // Nine tabs of this browser that never reach the server (their token never comes), but share
+    // their presence with the connected one: the server lets a connection introduce eight ids.
+    const never = () => new Promise<string>(() => {})
+    const tabs = Array.from({ length: 9 }, () =>
+      nodeClient(t.wsUrl, { crossTab: true, getToken: never }).enter<Editor>(name),
+    )
+    for (const [i, tab] of tabs.entries()) tab.presence.set({ user: { name: `tab ${i}` } })
+    await eventually(() => a.presence.others().length === 9, 'a hears every tab')
+    const b = nodeClient(t.wsUrl).enter<Editor>(name)
+    a.presence.set({ cursor: { anchor: 1 } }) // after the tabs' states on a's socket, if it sent them
+    await eventually(() => b.presence.others().some((peer) => peer.cursor?.anchor === 1), 'b hears a')
+    assert.deepEqual(
+      b.presence.others().map((peer) => peer.clientId),
+      [a.awareness.clientID],
+      'only a’s own presence reached the server',
+    )
+    assert.deepEqual(errors, [])
+    assert.equal(a.status, 'synced')
+  })
+
   it('takes maxPresenceBytes as a positive whole number', () => {
     for (const maxPresenceBytes of [0, -1, 1.5, Number.NaN]) {
       assert.throws(() => createClient({ url: 'ws://localhost:1', maxPresenceBytes }), RangeError)
