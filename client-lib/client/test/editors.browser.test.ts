@@ -1,23 +1,12 @@
 import assert from 'node:assert/strict'
-import { rmSync, writeFileSync } from 'node:fs'
-import type { Server } from 'node:http'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import type { Browser, Page } from 'playwright-core'
-import { launchChromium } from '../../../server/test/helpers/browser.js'
+import type { Page } from 'playwright-core'
 import { uniqueRoom } from '../../../server/test/helpers/clients.js'
 import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
-import {
-  bundleIn,
-  codeBlock,
-  pinned,
-  scratchApp,
-  serveApp,
-  startBackend,
-  swap,
-  typeCheck,
-} from './helpers/scratch-app.js'
+import { appSuite, bundleIn, codeBlock, pinned, serveApp, swap, typeCheck } from './helpers/scratch-app.js'
 
 const GUIDE = 'docs/editors.md'
 
@@ -111,29 +100,17 @@ const EDITORS: Record<string, EditorPage> = {
 }
 
 describe(`the editors of ${GUIDE}, bound through the packed @symphony/client in Chromium`, () => {
-  let app: string
+  const suite = appSuite(APP_PACKAGES)
   let server: TestServer
-  let backend: Awaited<ReturnType<typeof startBackend>>
-  let browser: Browser
-  const sites: Server[] = []
   const errors: string[] = []
   before(async () => {
-    app = scratchApp(APP_PACKAGES)
     server = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
-    backend = await startBackend(app)
-    browser = await launchChromium()
   })
-  after(async () => {
-    for (const site of sites) site.close()
-    backend?.child.kill()
-    await browser?.close()
-    await server?.stop()
-    if (app) rmSync(app, { recursive: true, force: true }) // the editors take 150 MB
-  })
+  after(() => server?.stop())
 
   /** A page of its own browser profile (its own IndexedDB, no tab to share with) at `url`. */
   async function open(url: string): Promise<Page> {
-    const page = await (await browser.newContext()).newPage()
+    const page = await (await suite.browser.newContext()).newPage()
     page.on('pageerror', (error) => errors.push(`${url}: ${error.message}`))
     page.on('console', (message) => {
       if (message.type() === 'error') errors.push(`${url}: ${message.text()}`)
@@ -148,10 +125,10 @@ describe(`the editors of ${GUIDE}, bound through the packed @symphony/client in 
       ['## Monaco', 'ts'],
     ]
     const files = pages.map(([heading, lang], i) => {
-      writeFileSync(join(app, `page-${i}.${lang}`), codeBlock(GUIDE, heading, lang))
+      writeFileSync(join(suite.app, `page-${i}.${lang}`), codeBlock(GUIDE, heading, lang))
       return `page-${i}.${lang}`
     })
-    typeCheck(app, files)
+    typeCheck(suite.app, files)
   })
 
   for (const [name, editor] of Object.entries(EDITORS)) {
@@ -161,15 +138,15 @@ describe(`the editors of ${GUIDE}, bound through the packed @symphony/client in 
       source = swap(source, "'ws://localhost:1234'", `'${server.wsUrl}'`)
       source = swap(source, `const ROOM = ${editor.room}`, `const ROOM = '${room}'`)
       source = swap(source, ...editor.name)
-      const { code, inputs } = await bundleIn(app, source, editor.lang)
+      const { code, inputs } = await bundleIn(suite.app, source, editor.lang)
       assert.ok(
         inputs.some((input) => input.includes('node_modules/@symphony/client/dist/')),
         'from the tarball',
       )
       const css = editor.css ? codeBlock(GUIDE, editor.heading, 'css') : ''
       const body = `<style>${css}</style><p id="status"></p><div id="editor"></div>`
-      const site = await serveApp(code, { backend: backend.url, body })
-      sites.push(site.server)
+      const site = await serveApp(code, { backend: suite.backend.url, body })
+      suite.sites.push(site.server)
 
       // Ada starts the paragraph; Bob joins once it is there, and both type at its end at once.
       const ada = await open(`${site.url}?name=Ada`)

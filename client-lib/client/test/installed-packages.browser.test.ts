@@ -1,24 +1,15 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFileSync } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { extname, join, normalize } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import type { Browser, Page } from 'playwright-core'
-import { launchChromium } from '../../../server/test/helpers/browser.js'
+import type { Page } from 'playwright-core'
 import { uniqueRoom } from '../../../server/test/helpers/clients.js'
 import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
-import {
-  bundleIn,
-  quickStart,
-  scratchApp,
-  serveApp,
-  startBackend,
-  swap,
-  typeCheck,
-} from './helpers/scratch-app.js'
+import { appSuite, bundleIn, quickStart, serveApp, swap, typeCheck } from './helpers/scratch-app.js'
 
 const APP_PACKAGES = [
   'yjs@^13.6.33',
@@ -55,30 +46,21 @@ async function serveFolder(folder: string, backend: string): Promise<{ url: stri
 }
 
 describe('the packed packages, installed into an app outside the repository', () => {
-  let app: string
+  const suite = appSuite(APP_PACKAGES)
   let open: TestServer
   let secured: TestServer
-  let backend: { child: ChildProcess; url: string }
-  let browser: Browser
-  const pages: Server[] = []
   before(async () => {
-    app = scratchApp(APP_PACKAGES)
     open = await startTestServer()
     secured = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
-    backend = await startBackend(app)
-    browser = await launchChromium()
   })
   after(async () => {
-    for (const page of pages) page.close()
-    backend?.child.kill()
-    await browser?.close()
     await open?.stop()
     await secured?.stop()
   })
 
   const errors: string[] = []
   async function tab(url: string): Promise<Page> {
-    const page = await (await browser.newContext()).newPage()
+    const page = await (await suite.browser.newContext()).newPage()
     page.on('pageerror', (error) => errors.push(error.message))
     await page.goto(url)
     return page
@@ -86,7 +68,7 @@ describe('the packed packages, installed into an app outside the repository', ()
 
   it('ships types for every entry point of the three, resolved through their exports maps', () => {
     writeFileSync(
-      join(app, 'check.tsx'),
+      join(suite.app, 'check.tsx'),
       [
         "import { createClient, type Room } from '@symphony/client'",
         "import { CloseCode, isValidRoomName, MESSAGE_SYNC_STATUS } from '@symphony/client/wire'",
@@ -101,13 +83,16 @@ describe('the packed packages, installed into an app outside the repository', ()
         'export const used = [unsynced, token, CloseCode.GoingAway, isValidRoomName, MESSAGE_SYNC_STATUS, MAX_INFO_BYTES]',
       ].join('\n'),
     )
-    typeCheck(app, ['check.tsx'])
+    typeCheck(suite.app, ['check.tsx'])
   })
 
   it('imports in Node without touching browser globals', () => {
     const script =
       "const [c, r, n] = await Promise.all(['@symphony/client', '@symphony/react', '@symphony/node'].map((p) => import(p))); console.log(typeof c.createClient, typeof r.RoomProvider, typeof n.createToken)"
-    const output = execFileSync('node', ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8' })
+    const output = execFileSync('node', ['--input-type=module', '-e', script], {
+      cwd: suite.app,
+      encoding: 'utf8',
+    })
     assert.equal(output.trim(), 'function function function')
   })
 
@@ -115,13 +100,13 @@ describe('the packed packages, installed into an app outside the repository', ()
     const room = uniqueRoom('installed')
     let source = swap(quickStart('client-lib/client', 'js'), "'ws://localhost:1234'", `'${open.wsUrl}'`)
     source = swap(source, "'my-room'", `'${room}'`)
-    const { code, inputs } = await bundleIn(app, source, 'js')
+    const { code, inputs } = await bundleIn(suite.app, source, 'js')
     assert.ok(
       inputs.some((input) => input.includes('node_modules/@symphony/client/dist/')),
       'from the tarball',
     )
     const page = await serveApp(code)
-    pages.push(page.server)
+    suite.sites.push(page.server)
     const tabs = [await tab(page.url), await tab(page.url)]
     for (const t of tabs) {
       await t.waitForFunction(() => document.querySelector('#todos')?.textContent?.split(', ').length === 2)
@@ -158,20 +143,20 @@ describe('the packed packages, installed into an app outside the repository', ()
 
   it("runs the React README's to-do list with auth on, its tokens from the node README's express route", async () => {
     const room = `team-7/${uniqueRoom('react')}` // the route's rule: rooms under team-7/
-    const { code, inputs } = await bundleIn(app, reactQuickStart(room), 'tsx')
+    const { code, inputs } = await bundleIn(suite.app, reactQuickStart(room), 'tsx')
     assert.ok(
       inputs.some((input) => input.includes('node_modules/@symphony/react/dist/')),
       'from the tarball',
     )
-    const page = await serveApp(code, { backend: backend.url })
-    pages.push(page.server)
+    const page = await serveApp(code, { backend: suite.backend.url })
+    suite.sites.push(page.server)
     await assertTodoListWorks(page.url)
-    const refused = await fetch(`${backend.url}/api/symphony-token?room=other`)
+    const refused = await fetch(`${suite.backend.url}/api/symphony-token?room=other`)
     assert.equal(refused.status, 403, "the route's own rule")
   })
 
   it('builds the same app with Vite, and it runs', async () => {
-    const site = join(app, 'vite-app')
+    const site = join(suite.app, 'vite-app')
     mkdirSync(site)
     writeFileSync(join(site, 'main.tsx'), reactQuickStart(`team-7/${uniqueRoom('vite')}`))
     writeFileSync(
@@ -180,9 +165,9 @@ describe('the packed packages, installed into an app outside the repository', ()
     )
     const script = `import { build } from 'vite'
 await build({ root: ${JSON.stringify(site)}, logLevel: 'silent', esbuild: { jsx: 'automatic' } })`
-    execFileSync('node', ['--input-type=module', '-e', script], { cwd: app, stdio: 'pipe' })
-    const page = await serveFolder(join(site, 'dist'), backend.url)
-    pages.push(page.server)
+    execFileSync('node', ['--input-type=module', '-e', script], { cwd: suite.app, stdio: 'pipe' })
+    const page = await serveFolder(join(site, 'dist'), suite.backend.url)
+    suite.sites.push(page.server)
     await assertTodoListWorks(page.url)
   })
 })

@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { after, before } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
+import type { Browser } from 'playwright-core'
 import { freePort } from '../../../../scripts/lib/services.mjs'
+import { launchChromium } from '../../../../server/test/helpers/browser.js'
 import { TEST_SECRET } from '../../../../server/test/helpers/tokens.js'
 
 export const ROOT = fileURLToPath(new URL('../../../../', import.meta.url))
@@ -125,11 +128,17 @@ export async function serveApp(
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
 }
 
+/** The app's backend: its process and its URL. */
+export interface Backend {
+  child: ChildProcess
+  url: string
+}
+
 /**
  * The node README's express route, run as the app's backend with the server's secret: it signs
  * tokens for rooms under `team-7/`.
  */
-export async function startBackend(app: string): Promise<{ child: ChildProcess; url: string }> {
+export async function startBackend(app: string): Promise<Backend> {
   writeFileSync(join(app, 'backend.mjs'), quickStart('client-lib/node', 'js'))
   const port = await freePort()
   const child = spawn(process.execPath, ['backend.mjs'], {
@@ -147,4 +156,33 @@ export async function startBackend(app: string): Promise<{ child: ChildProcess; 
     if (child.exitCode !== null) throw new Error(`the backend exited with ${child.exitCode}`)
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
+}
+
+/** What a suite's browser tests of a scratch app share; set before its tests, stopped after. */
+export interface AppSuite {
+  app: string
+  backend: Backend
+  browser: Browser
+  /** The pages' servers (`serveApp`), closed after the suite. */
+  sites: Server[]
+}
+
+/**
+ * Registers the hooks of a suite (call it inside `describe`) that make the scratch app of
+ * `packages`, its backend and Chromium before the tests, and stop and delete them after.
+ */
+export function appSuite(packages: string[]): AppSuite {
+  const suite = { sites: [] as Server[] } as AppSuite
+  before(async () => {
+    suite.app = scratchApp(packages)
+    suite.backend = await startBackend(suite.app)
+    suite.browser = await launchChromium()
+  })
+  after(async () => {
+    for (const site of suite.sites) site.close()
+    suite.backend?.child.kill()
+    await suite.browser?.close()
+    if (suite.app) rmSync(suite.app, { recursive: true, force: true })
+  })
+  return suite
 }
