@@ -10,32 +10,30 @@ import { appSuite, bundleIn, codeBlock, pinned, serveApp, swap, typeCheck } from
 
 const GUIDE = 'docs/editors.md'
 
-/** What the app installs beside the tarballs: the editors at the versions the repository pins. */
-const APP_PACKAGES = [
-  ...pinned(
-    '@tiptap/core',
-    '@tiptap/pm',
-    '@tiptap/starter-kit',
-    '@tiptap/extension-collaboration',
-    '@tiptap/extension-collaboration-caret',
-    '@tiptap/y-tiptap',
-    'codemirror',
-    '@codemirror/state',
-    '@codemirror/view',
-    'y-codemirror.next',
-    'monaco-editor',
-    'y-monaco',
-    'lexical',
-    '@lexical/react',
-    '@lexical/yjs',
-  ),
-  'yjs@^13.6.33',
-  'react@^19',
-  'react-dom@^19',
-  '@types/react@^19',
-  '@types/react-dom@^19',
-  'express@^5',
-]
+/** The guide's sections, each with its `npm install` lines. */
+const SECTIONS = ['## Tiptap', '## CodeMirror 6', '## Monaco', '## Lexical']
+
+/**
+ * What the guide's `npm install` lines add to the tarballs, at the versions the repository pins
+ * (so `npm ci` has them): where the guide names a version, it must be that one. And express, for
+ * the backend.
+ */
+function guidePackages(): string[] {
+  const names = new Set<string>()
+  for (const section of SECTIONS) {
+    for (const line of codeBlock(GUIDE, section, 'sh').split('\n')) {
+      const words = line.replace(/#.*/, '').trim().split(/\s+/)
+      if (words[0] !== 'npm' || words[1] !== 'install') continue
+      for (const word of words.slice(2).filter((w) => !w.startsWith('-') && !w.startsWith('@symphony/'))) {
+        const [, name = word, version] = /^(@?[^@]+)@(.+)$/.exec(word) ?? []
+        if (version)
+          assert.deepEqual(pinned(name), [`${name}@${version}`], `${section} installs what is tested`)
+        names.add(name)
+      }
+    }
+  }
+  return [...pinned(...names), 'express@^5']
+}
 
 /** One editor of the guide: its page script, and how a test reads the page. */
 interface EditorPage {
@@ -100,7 +98,7 @@ const EDITORS: Record<string, EditorPage> = {
 }
 
 describe(`the editors of ${GUIDE}, bound through the packed @symphony/client in Chromium`, () => {
-  const suite = appSuite(APP_PACKAGES)
+  const suite = appSuite(guidePackages())
   let server: TestServer
   const errors: string[] = []
   before(async () => {
@@ -120,12 +118,9 @@ describe(`the editors of ${GUIDE}, bound through the packed @symphony/client in 
   }
 
   it('type-checks every editor page of the guide against the packages’ declarations', () => {
-    const pages: [heading: string, lang: 'ts' | 'tsx'][] = [
-      ...Object.values(EDITORS).map(({ heading, lang }): [string, 'ts' | 'tsx'] => [heading, lang]),
-      ['## Monaco', 'ts'],
-    ]
-    const files = pages.map(([heading, lang], i) => {
-      writeFileSync(join(suite.app, `page-${i}.${lang}`), codeBlock(GUIDE, heading, lang))
+    const files = SECTIONS.map((section, i) => {
+      const lang = section === '## Lexical' ? 'tsx' : 'ts'
+      writeFileSync(join(suite.app, `page-${i}.${lang}`), codeBlock(GUIDE, section, lang))
       return `page-${i}.${lang}`
     })
     typeCheck(suite.app, files)

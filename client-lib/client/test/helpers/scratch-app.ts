@@ -36,12 +36,16 @@ export function swap(code: string, from: string, to: string): string {
   return code.replace(from, to)
 }
 
-/** `name@version` for each of `names`, at the version client-lib/client pins as a devDependency. */
+/** `name@version` for each of `names`, at the version client-lib/client (or client-lib/react) pins as a devDependency. */
 export function pinned(...names: string[]): string[] {
-  const manifest = JSON.parse(readFileSync(join(ROOT, 'client-lib/client/package.json'), 'utf8'))
+  const pins = ['client-lib/react', 'client-lib/client'].reduce<Record<string, unknown>>(
+    (all, dir) =>
+      Object.assign(all, JSON.parse(readFileSync(join(ROOT, dir, 'package.json'), 'utf8')).devDependencies),
+    {},
+  )
   return names.map((name) => {
-    const version: unknown = manifest.devDependencies[name]
-    assert.ok(typeof version === 'string', `client-lib/client pins ${name}`)
+    const version = pins[name]
+    assert.ok(typeof version === 'string', `client-lib pins ${name}`)
     return `${name}@${version}`
   })
 }
