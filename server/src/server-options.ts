@@ -1,3 +1,4 @@
+import { DEFAULT_MAX_PRESENCE_BYTES } from '@symphony/client/wire'
 import type { AuthConfig } from './auth/authenticator.js'
 import type { Backends } from './backends.js'
 import type { SnapshotPolicy } from './core/snapshot-writer.js'
@@ -41,7 +42,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxDocumentStructs: 500_000,
   maxPendingBytes: MiB,
   maxPendingDeleteBytes: 32 * 1024,
-  maxPresenceBytes: 16 * 1024,
+  maxPresenceBytes: DEFAULT_MAX_PRESENCE_BYTES,
   maxBufferedBytes: 32 * MiB,
   // The default AWS task has 1 GiB: a baseline of about 160 MiB, this, and room to spare.
   memoryBudgetBytes: 320 * MiB,

@@ -2,6 +2,7 @@ import { hasIndexedDb } from './offline-store.js'
 import { type ReconnectOptions, ReconnectSchedule } from './reconnect-schedule.js'
 import { Room } from './room.js'
 import type { TokenSource } from './room-connection.js'
+import { DEFAULT_MAX_PRESENCE_BYTES } from './wire/presence-limits.js'
 import { isValidRoomName, ROOM_NAME_RULE, roomPath } from './wire/room-name.js'
 
 /**
@@ -33,6 +34,12 @@ export interface ClientOptions {
   crossTab?: boolean
   /** A WebSocket implementation, for runtimes without a global one (Node 20: the `ws` package). */
   WebSocket?: typeof WebSocket
+  /**
+   * The server's `MAX_PRESENCE_BYTES` (default 16 384, the server's default). A presence state
+   * bigger than this is not shared (the server would close the connection for it): the room
+   * reports `PRESENCE_TOO_BIG` and keeps the previous state.
+   */
+  maxPresenceBytes?: number
 }
 
 /**
@@ -65,6 +72,10 @@ export class SymphonyClient {
     new ReconnectSchedule(options.reconnect) // validates the delays now rather than at the first failure
     if (options.connectTimeoutMs !== undefined && !(options.connectTimeoutMs > 0)) {
       throw new RangeError('connectTimeoutMs must be a positive number of milliseconds')
+    }
+    const { maxPresenceBytes } = options
+    if (maxPresenceBytes !== undefined && !(Number.isSafeInteger(maxPresenceBytes) && maxPresenceBytes > 0)) {
+      throw new RangeError('maxPresenceBytes must be a positive whole number of bytes')
     }
   }
 
@@ -100,6 +111,7 @@ export class SymphonyClient {
       connectTimeoutMs: this.options.connectTimeoutMs ?? 15_000,
       crossTab: this.options.crossTab ?? typeof window !== 'undefined',
       offlineStoreName: offline ? offlineStoreName(this.#serverUrl, roomId) : null,
+      maxPresenceBytes: this.options.maxPresenceBytes ?? DEFAULT_MAX_PRESENCE_BYTES,
     })
     this.#rooms.set(roomId, room as Room<object>)
     return room

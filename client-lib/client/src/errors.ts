@@ -26,6 +26,11 @@ export type ClientErrorCode =
   | 'ROOM_LEFT'
   /** The room was deleted on the server; its offline copy here is deleted too. No reconnect. */
   | 'ROOM_DELETED'
+  /**
+   * A presence (awareness) state was over `maxPresenceBytes`: it was not shared (the server would
+   * close the connection for it) and the previous one stays.
+   */
+  | 'PRESENCE_TOO_BIG'
 
 /**
  * The error a room reports through `room.on('error', cb)` and `whenSynced()` rejections.

@@ -6,6 +6,7 @@ import { messageAuth, WebsocketProvider } from 'y-websocket'
 import type * as Y from 'yjs'
 import { checkAccess } from './access-check.js'
 import { isAuthDenied, SymphonyClientError } from './errors.js'
+import { sendOwnPresenceOnly } from './own-presence.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
 import { UnsyncedChanges } from './unsynced-changes.js'
 import { CloseCode, closeCodeName, shouldBackOff, shouldReconnect } from './wire/close-codes.js'
@@ -102,6 +103,7 @@ export class RoomConnection {
       // Every close comes back to us (see #closed); the provider never schedules its own retry.
       shouldReconnect: () => false,
     })
+    sendOwnPresenceOnly(provider, options.awareness)
     provider.messageHandlers[MESSAGE_BROADCAST] = (_encoder, decoder) => {
       let data: unknown
       let from: EventSender | null = null

@@ -1,4 +1,4 @@
-import { Awareness, removeAwarenessStates } from 'y-protocols/awareness'
+import { type Awareness, removeAwarenessStates } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { clearDocument } from './clear-document.js'
 import { SymphonyClientError } from './errors.js'
@@ -6,6 +6,7 @@ import { createHistory, type History, type SharedType } from './history.js'
 import { Listeners } from './listeners.js'
 import { openOfflineStore } from './offline-store.js'
 import { Presence } from './presence.js'
+import { RoomAwareness } from './room-awareness.js'
 import { type ConnectionSettings, RoomConnection, type RoomStatus } from './room-connection.js'
 import type { EventSender } from './wire/event-sender.js'
 
@@ -51,6 +52,8 @@ export interface RoomSetup extends ConnectionSettings {
   id: string
   /** The IndexedDB database name, or null to keep the room in memory only. */
   offlineStoreName: string | null
+  /** The server's `MAX_PRESENCE_BYTES`: bigger presence states are refused here. */
+  maxPresenceBytes: number
 }
 
 /**
@@ -69,9 +72,20 @@ export class Room<P extends object = Record<string, unknown>> {
   readonly doc = new Y.Doc()
   /** Who else is here; see `Presence`. */
   readonly presence: Presence<P>
+  /**
+   * The room's y-protocols `Awareness`, for editor bindings that take one (Tiptap's
+   * CollaborationCaret takes the room itself as its `provider`, for `room.awareness`). It is the
+   * state `presence` reads and writes: a binding's `user` and `cursor` fields show in
+   * `presence.others()`, and `presence.set` keeps them. A state bigger than `maxPresenceBytes` is
+   * not shared: the previous one stays and the room reports `PRESENCE_TOO_BIG`.
+   *
+   * @example
+   * room.awareness.setLocalStateField('user', { name: 'Ada', color: '#f783ac' })
+   * const view = new EditorView({ extensions: [yCollab(room.text('code'), room.awareness)] })
+   */
+  readonly awareness: Awareness
 
   readonly #events = new Listeners<RoomEvents>()
-  readonly #awareness: Awareness
   readonly #connection: RoomConnection
   readonly #histories = new Set<History>()
   readonly #closeStore: () => Promise<void> = async () => {}
@@ -89,10 +103,13 @@ export class Room<P extends object = Record<string, unknown>> {
   readonly #waiters = new Set<SyncWaiter>()
 
   constructor(setup: RoomSetup) {
-    const { id, offlineStoreName, ...settings } = setup
+    const { id, offlineStoreName, maxPresenceBytes, ...settings } = setup
     this.id = id
-    this.#awareness = new Awareness(this.doc)
-    this.presence = new Presence<P>(this.#awareness)
+    this.awareness = new RoomAwareness(this.doc, {
+      maxBytes: maxPresenceBytes,
+      onRefused: (error) => this.#events.emit('error', error),
+    })
+    this.presence = new Presence<P>(this.awareness)
     // The offline store comes before the connection, so its update listener runs before the
     // provider's: each change is queued to IndexedDB before it is sent. Connecting waits for the
     // stored state (or its failure), so the first sync already carries the edits made offline.
@@ -115,7 +132,7 @@ export class Room<P extends object = Record<string, unknown>> {
       ...settings,
       room: id,
       doc: this.doc,
-      awareness: this.#awareness,
+      awareness: this.awareness,
       onStatus: (status) => {
         if (status === 'synced') this.#everSynced = true
         this.#events.emit('status', status)
@@ -325,11 +342,12 @@ export class Room<P extends object = Record<string, unknown>> {
     const error = new SymphonyClientError('ROOM_LEFT', `room "${this.id}" was left`)
     this.#leftError = error
     this.#settleWaiters((waiter) => waiter.reject(error))
-    // Peers drop this user's cursor now rather than after the 30 s awareness timeout.
-    removeAwarenessStates(this.#awareness, [this.doc.clientID], 'left')
+    // Peers drop this user's cursor now rather than after the 30 s awareness timeout. The
+    // awareness id, not the document's: Yjs gives the document a new one on a clash.
+    removeAwarenessStates(this.awareness, [this.awareness.clientID], 'left')
     for (const history of this.#histories) history.destroy()
     this.#connection.destroy()
-    this.#awareness.destroy()
+    this.awareness.destroy()
     await this.#closeStore().catch(() => {})
     this.doc.destroy()
     this.#events.clear()

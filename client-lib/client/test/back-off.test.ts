@@ -4,6 +4,7 @@ import { afterEach, describe, it } from 'node:test'
 import WebSocket, { WebSocketServer } from 'ws'
 import { eventually } from '../../../server/test/helpers/clients.js'
 import { CloseCode, ReconnectSchedule, Room } from '../src/index.js'
+import { DEFAULT_MAX_PRESENCE_BYTES } from '../src/wire/presence-limits.js'
 
 /** An empty sync step 2: the server has nothing the client lacks (the client is synced). */
 const SYNCED = new Uint8Array([0, 1, 2, 0, 0])
@@ -45,6 +46,7 @@ function enter(url: string): { room: Room; schedule: ReconnectSchedule } {
     connectTimeoutMs: 5_000,
     crossTab: false,
     offlineStoreName: null,
+    maxPresenceBytes: DEFAULT_MAX_PRESENCE_BYTES,
   })
   cleanups.push(() => void room.close())
   return { room, schedule }

@@ -4,8 +4,12 @@ import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { build } from 'esbuild'
 
-/** What an app pays for the client on top of `yjs` (a peer dependency it has anyway). */
-const BUDGET_BYTES = 12 * 1024
+/**
+ * What an app pays for the client on top of `yjs` (a peer dependency it has anyway). 13 KiB since
+ * issue #35 (12 before): the awareness sent as its own presence only, auth refusals that stop, and
+ * a deleted room cleared took it to 12.1.
+ */
+const BUDGET_BYTES = 13 * 1024
 
 it(`bundles to at most ${BUDGET_BYTES / 1024} KiB minified and gzipped, without yjs`, async () => {
   const result = await build({

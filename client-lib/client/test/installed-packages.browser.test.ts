@@ -1,32 +1,24 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, execFileSync } from 'node:child_process'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { extname, join, normalize } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
 import type { Browser, Page } from 'playwright-core'
-import { freePort } from '../../../scripts/lib/services.mjs'
 import { launchChromium } from '../../../server/test/helpers/browser.js'
 import { uniqueRoom } from '../../../server/test/helpers/clients.js'
 import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import { docFile } from './helpers/doc-examples.js'
-import { scratchApp, TSC } from './helpers/scratch-app.js'
+import { bundleIn, scratchApp, serveApp, startBackend, swap, TSC } from './helpers/scratch-app.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
 /** A file of the documentation's examples (`docs/development.md`), as a developer copies it. */
 function quickStart(marker: string): string {
   return docFile(ROOT, marker).code
-}
-
-/** Replaces `from` (which must be there) with `to`, so a README change that breaks the test is loud. */
-function swap(code: string, from: string, to: string): string {
-  assert.ok(code.includes(from), `the quick start still has ${from}`)
-  return code.replace(from, to)
 }
 
 /** The app: the tarballs, and what the README's examples and this test's builds use. */
@@ -40,41 +32,6 @@ function installedApp(): string {
     'express@^5',
     'vite@^7',
   ])
-}
-
-/** Bundles `source` with esbuild from the app's folder; returns the code and the files it took. */
-async function bundleIn(app: string, source: string, loader: 'js' | 'tsx') {
-  const result = await build({
-    stdin: { contents: source, resolveDir: app, loader },
-    bundle: true,
-    format: 'esm',
-    jsx: 'automatic',
-    define: { 'process.env.NODE_ENV': '"production"' },
-    minify: true,
-    write: false,
-    metafile: true,
-    logLevel: 'silent',
-  })
-  return { code: result.outputFiles[0]?.text ?? '', inputs: Object.keys(result.metafile.inputs) }
-}
-
-/** Serves the app's page on its own origin; `/api/…` goes to the app's backend at `backend`. */
-async function serveApp(script: string, backend?: string): Promise<{ url: string; server: Server }> {
-  const html = `<!doctype html><div id="root"></div><p id="status"></p><p id="todos"></p><p id="people"></p><script type="module">${script}</script>`
-  const server = createServer(async (request, response) => {
-    if (backend && request.url?.startsWith('/api/')) {
-      const answer = await fetch(`${backend}${request.url}`)
-      response.writeHead(answer.status, {
-        'Content-Type': answer.headers.get('content-type') ?? 'text/plain',
-      })
-      response.end(await answer.text())
-      return
-    }
-    response.writeHead(200, { 'Content-Type': 'text/html' })
-    response.end(html)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
 }
 
 /** Serves a built app folder (Vite's `dist/`); `/api/…` goes to the app's backend at `backend`. */
@@ -99,27 +56,6 @@ async function serveFolder(folder: string, backend: string): Promise<{ url: stri
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, server }
-}
-
-/** The node README's express route, run as the app's backend with the server's secret. */
-async function startBackend(app: string): Promise<{ child: ChildProcess; url: string }> {
-  writeFileSync(join(app, 'backend.mjs'), quickStart('token-route/backend.mjs'))
-  const port = await freePort()
-  const child = spawn(process.execPath, ['backend.mjs'], {
-    cwd: app,
-    env: { PATH: process.env.PATH ?? '', PORT: String(port), AUTH_SECRET: TEST_SECRET },
-    stdio: 'ignore',
-  })
-  const url = `http://127.0.0.1:${port}`
-  for (;;) {
-    const up = await fetch(`${url}/api/symphony-token?room=team-7/probe`).then(
-      (response) => response.ok,
-      () => false,
-    )
-    if (up) return { child, url }
-    if (child.exitCode !== null) throw new Error(`the backend exited with ${child.exitCode}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
 }
 
 describe('the packed packages, installed into an app outside the repository', () => {
@@ -245,7 +181,7 @@ describe('the packed packages, installed into an app outside the repository', ()
       inputs.some((input) => input.includes('node_modules/@symphony/react/dist/')),
       'from the tarball',
     )
-    const page = await serveApp(code, backend.url)
+    const page = await serveApp(code, { backend: backend.url })
     pages.push(page.server)
     await assertTodoListWorks(page.url)
     const refused = await fetch(`${backend.url}/api/symphony-token?room=other`)
@@ -268,7 +204,7 @@ describe('the packed packages, installed into an app outside the repository', ()
     const allowedRoom = `team-7/${uniqueRoom('allowed')}`
     const pagesByRoom = await Promise.all(
       [refusedRoom, allowedRoom].map(async (room) => {
-        const page = await serveApp((await bundleIn(app, forRoom(room), 'js')).code, backend.url)
+        const page = await serveApp((await bundleIn(app, forRoom(room), 'js')).code, { backend: backend.url })
         pages.push(page.server)
         return tab(page.url)
       }),

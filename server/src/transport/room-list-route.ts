@@ -1,3 +1,4 @@
+import { ROOM_PREFIX_PATTERN } from '@symphony/client/wire'
 import { ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { RoomCatalog } from '../ports/room-catalog.js'
@@ -6,8 +7,6 @@ import { ApiRefusal } from './api-refusal.js'
 /** Rooms a listing answers when the request names no `limit`, or the maximum if lower. */
 export const DEFAULT_LIST_LIMIT = 100
 
-/** A prefix: up to 128 characters (a room name's most), none a control character. */
-const PREFIX = /^[^\p{Cc}\p{Cs}]{0,128}$/u
 /** A cursor: base64url of a room name (at most 128 characters of at most 4 bytes each). */
 const CURSOR = /^[A-Za-z0-9_-]{1,683}$/
 const LIMIT = /^[1-9][0-9]{0,8}$/
@@ -34,7 +33,7 @@ export interface RoomListDeps {
  */
 export async function listRooms(deps: RoomListDeps, query: URLSearchParams): Promise<unknown> {
   const prefix = single(query, 'prefix', 'PREFIX_INVALID') ?? ''
-  if (!PREFIX.test(prefix)) {
+  if (!ROOM_PREFIX_PATTERN.test(prefix)) {
     throw new ApiRefusal(
       400,
       'PREFIX_INVALID',
@@ -90,6 +89,6 @@ function nameOf(cursor: string): string {
   } catch {
     throw refusal
   }
-  if (!PREFIX.test(name) || name === '') throw refusal
+  if (!ROOM_PREFIX_PATTERN.test(name) || name === '') throw refusal
   return name
 }

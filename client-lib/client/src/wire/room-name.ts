@@ -11,6 +11,15 @@
 export const ROOM_NAME_PATTERN = /^(?!\.\.?$)[^\p{Cc}\p{Cs}]{1,128}$/u
 
 /**
+ * What may begin a room name (`GET /api/v1/rooms?prefix=`): up to 128 characters of the same
+ * kinds, `.` and `..` included (they begin `.notes`), and the empty prefix.
+ *
+ * @example
+ * ROOM_PREFIX_PATTERN.test('team-7/') // true
+ */
+export const ROOM_PREFIX_PATTERN = /^[^\p{Cc}\p{Cs}]{0,128}$/u
+
+/**
  * The rule in words, for error messages.
  *
  * @example
