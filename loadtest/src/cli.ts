@@ -1,5 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { dirname, join } from 'node:path'
 import { defaultAgentName, runAgent } from './distribution/agent.js'
 import { COORDINATOR_PORT } from './distribution/agent-protocol.js'
 import { type CoordinatorSettings, newJoinToken, runCoordinator } from './distribution/coordinator.js'
@@ -16,6 +16,7 @@ import {
 import { publish } from './reporting/outputs.js'
 import { type Report, reportJsonSchema } from './reporting/report-schema.js'
 import { judge, THRESHOLD_HELP, THRESHOLDS_CROSSED_EXIT_CODE } from './reporting/thresholds.js'
+import { JOIN_TOKEN, readSecret } from './secrets.js'
 import { describeSample, describeVerdict, runSoak, SOAK_OPTIONS, soakSettings } from './soak.js'
 import { WORKLOADS } from './virtual-users/workloads.js'
 
@@ -27,9 +28,10 @@ const USAGE = `Usage:
                     --security-groups SG --advertise-url URL [--region R] [options]
                                                  start N agent tasks on ECS for this run only, coordinate
                                                  them, and stop every task when the run ends
-  symphony-loadtest agent --coordinator URL --join-token T [--once] [--name NAME]
+  symphony-loadtest agent --coordinator URL [--join-token-file F] [--once] [--name NAME]
                                                  take rooms from a coordinator (again and again unless --once);
-                                                 or LOADTEST_COORDINATOR_URL, LOADTEST_JOIN_TOKEN
+                                                 or LOADTEST_COORDINATOR_URL; the join token from
+                                                 LOADTEST_JOIN_TOKEN or --join-token-file
   symphony-loadtest soak [options] [--churn S] [--sample S]
                                                  hours of rooms coming and going; samples the server's
                                                  heap, RSS and open rooms, and says whether they stay flat
@@ -47,7 +49,8 @@ Run options:
   --ramp S              seconds over which rooms join (default 10)
   --doc-rate R          document updates per writer per second
   --presence-rate R     presence updates per user per second
-  --token-secret S      mint an HS256 token per user (or LOADTEST_TOKEN_SECRET)
+  --token-secret-file F mint an HS256 token per user with the secret in file F, or in
+                        LOADTEST_TOKEN_SECRET (never on the command line: npm echoes it)
   --real-clients        run the client library instead of light protocol clients
   --protocol NAME       the server's framing: y-websocket (default) or hocuspocus
   --server-pid PID[,…]  read the server's CPU and memory from /proc, summed over the processes
@@ -63,11 +66,12 @@ ${THRESHOLD_HELP.replace(/^ {2}/gm, '                          ')}
   --token-margin S      the users' tokens expire S seconds after the load's planned end (default 60)
 Soak options: --url, --rooms (default 20, each replaced when its users leave), --per-room (default 4),
   --duration S (default 3600), --churn S (mean seconds a room's users stay, default 60),
-  --sample S (default 30), --doc-rate R (default 1), --token-secret, --room-prefix, --json FILE, --quiet;
+  --sample S (default 30), --doc-rate R (default 1), --token-secret-file, --room-prefix, --json FILE, --quiet;
   exits 1 when memory or open rooms keep growing
 Coordinator options (coordinator, ecs): --agents N (default 1), --host H (default 0.0.0.0),
-  --port P (default ${COORDINATOR_PORT}), --join-token T (or LOADTEST_JOIN_TOKEN; default: a random one,
-  printed by \`coordinator\`). Agents present it to join; they get their users' tokens, never the secret.
+  --port P (default ${COORDINATOR_PORT}), --join-token-file F (or LOADTEST_JOIN_TOKEN; default: a random
+  one, which \`coordinator\` writes to a file readable by you alone and prints the file's path).
+  Agents present it to join; they get their users' tokens, never the secret.
   The coordinator speaks plain ws://: reach it only inside the VPC, or put TLS in front (agents dial wss://).
 ECS options: --cluster, --task-definition, --subnets, --security-groups (the stack's outputs),
   --advertise-url URL (what the agents dial; without a port, --port's), --region R,
@@ -96,8 +100,12 @@ async function main(argv: string[]): Promise<number> {
       const values = parseCommandLine(args, COORDINATOR_OPTIONS)
       const settings = runSettings(values, process.env)
       const coordinator = coordinatorSettings(values)
-      if (!values['join-token'] && !process.env.LOADTEST_JOIN_TOKEN) {
-        console.error(`join token: ${coordinator.joinToken} (agents: --join-token or LOADTEST_JOIN_TOKEN)`)
+      if (!readSecret(JOIN_TOKEN, values, process.env)) {
+        // Written to a file, not printed: logs are kept and shared, and the token admits agents.
+        const file = join(REPORTS_FOLDER, `join-token-${process.pid}`)
+        await mkdir(REPORTS_FOLDER, { recursive: true })
+        await writeFile(file, `${coordinator.joinToken}\n`, { mode: 0o600 })
+        console.error(`join token written to ${file} (agents: --join-token-file or LOADTEST_JOIN_TOKEN)`)
       }
       return finish(await runCoordinator(settings, coordinator), settings)
     }
@@ -144,7 +152,7 @@ const COORDINATOR_OPTIONS = {
   agents: { type: 'string', default: '1' },
   host: { type: 'string', default: '0.0.0.0' },
   port: { type: 'string', default: String(COORDINATOR_PORT) },
-  'join-token': { type: 'string' },
+  'join-token-file': { type: 'string' },
 } as const
 
 const ECS_OPTIONS = {
@@ -161,8 +169,7 @@ const ECS_OPTIONS = {
 function coordinatorSettings(values: OptionValues): CoordinatorSettings {
   const port = Number(values.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port: 0-65535')
-  const joinToken = String(values['join-token'] ?? (process.env.LOADTEST_JOIN_TOKEN || newJoinToken()))
-  if (joinToken.length < 16) throw new UsageError('--join-token: at least 16 characters')
+  const joinToken = readSecret(JOIN_TOKEN, values, process.env) ?? newJoinToken()
   return { agents: positiveInteger(values.agents, '--agents'), port, host: String(values.host), joinToken }
 }
 
@@ -198,7 +205,7 @@ function ecsSettings(values: OptionValues, coordinator: CoordinatorSettings): Ec
 function parseAgentArgs(args: string[]) {
   const values = parseCommandLine(args, {
     coordinator: { type: 'string' },
-    'join-token': { type: 'string' },
+    'join-token-file': { type: 'string' },
     once: { type: 'boolean', default: false },
     name: { type: 'string', default: defaultAgentName() },
   })
@@ -208,8 +215,10 @@ function parseAgentArgs(args: string[]) {
       '--coordinator: the coordinator URL, e.g. ws://10.0.0.5:8700 (or LOADTEST_COORDINATOR_URL)',
     )
   }
-  const joinToken = String(values['join-token'] ?? process.env.LOADTEST_JOIN_TOKEN ?? '')
-  if (!joinToken) throw new UsageError("--join-token: the coordinator's join token (or LOADTEST_JOIN_TOKEN)")
+  const joinToken = readSecret(JOIN_TOKEN, values, process.env)
+  if (!joinToken) {
+    throw new UsageError("the coordinator's join token: set LOADTEST_JOIN_TOKEN or pass --join-token-file")
+  }
   return { coordinatorUrl: coordinator, joinToken, once: values.once === true, name: String(values.name) }
 }
 

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import { z } from 'zod'
 import { parseThreshold, type Threshold } from './reporting/thresholds.js'
+import { readSecret, refuseSecretsInArguments, TOKEN_SECRET } from './secrets.js'
+import { UsageError } from './usage-error.js'
 import type { RoomPlan } from './virtual-users/room-run.js'
 import { PROTOCOLS, type Protocol } from './virtual-users/wire.js'
 import { WORKLOAD_NAMES, WORKLOADS, type Workload } from './virtual-users/workloads.js'
@@ -38,7 +40,7 @@ export const RUN_OPTIONS = {
   ramp: { type: 'string', default: '10' },
   'doc-rate': { type: 'string' },
   'presence-rate': { type: 'string' },
-  'token-secret': { type: 'string' },
+  'token-secret-file': { type: 'string' },
   'real-clients': { type: 'boolean', default: false },
   protocol: { type: 'string', default: 'y-websocket' },
   'server-pid': { type: 'string' },
@@ -78,10 +80,6 @@ const RunArguments = z.object({
   ramp: seconds,
   'doc-rate': rate.optional(),
   'presence-rate': rate.optional(),
-  'token-secret': z
-    .string()
-    .min(32, 'must be at least 32 characters (the server requires as much)')
-    .optional(),
   'real-clients': z.boolean(),
   protocol: z.enum(PROTOCOLS).default('y-websocket'),
   'server-pid': commaSeparated.pipe(z.array(z.coerce.number<string>().int().positive())).optional(),
@@ -96,15 +94,19 @@ const RunArguments = z.object({
   'token-margin': z.coerce.number().int().min(1).max(86_400).optional(),
 })
 
-export class UsageError extends Error {}
+export { UsageError }
 
 export type OptionValues = Record<string, string | boolean | string[] | undefined>
 
-/** Parses `argv` against the run options plus `extra`; throws UsageError with one clear line. */
+/**
+ * Parses `argv` against the run options plus `extra`; throws UsageError with one clear line,
+ * also when argv carries a secret itself (see secrets.ts).
+ */
 export function parseCommandLine(
   argv: string[],
   extra: NonNullable<ParseArgsConfig['options']> = {},
 ): OptionValues {
+  refuseSecretsInArguments(argv)
   try {
     const { values } = parseArgs({ args: argv, options: { ...RUN_OPTIONS, ...extra }, strict: true })
     return values as OptionValues
@@ -116,7 +118,6 @@ export function parseCommandLine(
 export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSettings {
   const parsed = RunArguments.safeParse({
     ...values,
-    'token-secret': values['token-secret'] ?? env.LOADTEST_TOKEN_SECRET,
   })
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -147,7 +148,7 @@ export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSe
     workload,
     durationSeconds: a.duration,
     rampSeconds: a.ramp,
-    tokenSecret: a['token-secret'],
+    tokenSecret: readSecret(TOKEN_SECRET, values, env),
     realClients: a['real-clients'],
     protocol: a.protocol,
     serverPids: a['server-pid'] ?? [],

@@ -4,7 +4,8 @@ import { tokenMinter } from './distribution/tokens.js'
 import { Measures } from './measurement/measures.js'
 import { median } from './measurement/median.js'
 import { metric } from './measurement/server-stats.js'
-import { UsageError } from './options.js'
+import { readSecret, TOKEN_SECRET } from './secrets.js'
+import { UsageError } from './usage-error.js'
 import { LightUser } from './virtual-users/light-user.js'
 
 /** A soak: rooms come and go for hours while the server's memory and open rooms are sampled. */
@@ -40,7 +41,8 @@ export interface SoakVerdict {
 }
 
 export interface SoakReport {
-  settings: SoakSettings
+  /** The settings, but never the secret: the report is written to disk and shared. */
+  settings: Omit<SoakSettings, 'tokenSecret'> & { tokens: boolean }
   samples: SoakSample[]
   /** Rooms that were joined, used and left. */
   roomsChurned: number
@@ -91,7 +93,14 @@ export async function runSoak(
   await Promise.all(Array.from({ length: settings.rooms }, (_, slot) => runSlot(slot)))
   clearInterval(sampler)
   await sampling
-  return { settings, samples, roomsChurned, errors: [...measures.errorMessages], verdict: judge(samples) }
+  const { tokenSecret, ...shown } = settings
+  return {
+    settings: { ...shown, tokens: tokenSecret !== undefined },
+    samples,
+    roomsChurned,
+    errors: [...measures.errorMessages],
+    verdict: judge(samples),
+  }
 }
 
 /** Every user edits its shape and moves its cursor `rate` times a second until `until`. */
@@ -181,7 +190,6 @@ const SoakArguments = z.object({
   churn: z.coerce.number().min(0.5).max(86_400).default(60),
   sample: z.coerce.number().min(0.5).max(3_600).default(30),
   'doc-rate': z.coerce.number().min(0.01).max(100).default(1),
-  'token-secret': z.string().min(32, 'must be at least 32 characters').optional(),
   'room-prefix': z
     .string()
     .regex(/^[A-Za-z0-9._~:-]{1,64}$/, 'letters, digits and . _ ~ : - only')
@@ -199,7 +207,6 @@ export function soakSettings(values: Record<string, unknown>, env: NodeJS.Proces
     ...values,
     // A soak lasts hours unless told otherwise; the run default (30 s) is not meant for it.
     duration: values.duration === '30' ? '3600' : values.duration,
-    'token-secret': values['token-secret'] ?? env.LOADTEST_TOKEN_SECRET,
   })
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
@@ -214,7 +221,7 @@ export function soakSettings(values: Record<string, unknown>, env: NodeJS.Proces
     churnSeconds: a.churn,
     sampleSeconds: a.sample,
     docRate: a['doc-rate'],
-    tokenSecret: a['token-secret'],
+    tokenSecret: readSecret(TOKEN_SECRET, values, env),
     roomPrefix: a['room-prefix'] ?? `soak-${randomBytes(3).toString('hex')}`,
   }
 }

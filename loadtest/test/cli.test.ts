@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { type StartedServer, startSymphony } from '../src/bench/servers.js'
+import { escapeHtml } from '../src/reporting/escape-html.js'
 import { type Report, reportJsonSchema } from '../src/reporting/report-schema.js'
 import { runCli } from './helpers/cli.js'
 
@@ -80,6 +81,31 @@ describe('the symphony-loadtest command', { concurrency: true }, () => {
     assert.match(page, /<h2>Server resident memory<\/h2>/)
     assert.ok((page.match(/<path d="M/g) ?? []).length >= 4, 'latency, users, CPU and RSS lines are drawn')
     assert.ok(!/<script/i.test(page), 'the page is static')
+    // Each threshold that sets the exit code, with what was measured and its verdict.
+    assert.match(page, /All 3 thresholds hold: exit code 0\./)
+    for (const expression of ['errors==0', 'diverged == 0', 'connect.count&#62;=12']) {
+      const row = new RegExp(
+        `<tr><td><code>${expression}</code></td><td>[\\d.]+</td><td class="pass">&#10003; pass</td></tr>`,
+      )
+      assert.match(page, row)
+    }
+    // The whole summary, every line of it, wrapped rather than clipped.
+    const summary = /<pre class="summary">([^<]*)<\/pre>/.exec(page)?.[1] ?? ''
+    for (const line of stdout.slice(0, stdout.indexOf('\nthresholds:')).split('\n')) {
+      assert.ok(summary.includes(escapeHtml(line)), line)
+    }
+    assert.match(page, /pre\{[^}]*white-space:pre-wrap/)
+    assert.doesNotMatch(page, /overflow-x/)
+    // Every chart has an x axis with its seconds ticked: 0 and at least one more.
+    const charts = page.split('<svg').slice(1)
+    assert.equal(charts.length, 4)
+    for (const chart of charts) {
+      const ticks = [...chart.matchAll(/<g class="x-tick">.*?<text[^>]*>(\d+)<\/text><\/g>/g)].map((m) =>
+        Number(m[1]),
+      )
+      assert.ok(ticks.length >= 2 && ticks[0] === 0, chart)
+      assert.match(chart, /seconds since the start/)
+    }
   })
 
   test('without --json and --html, each run leaves its own pair of reports in ./loadtest-results', async () => {
@@ -115,6 +141,13 @@ describe('the symphony-loadtest command', { concurrency: true }, () => {
       [true, false, true],
     )
     assert.ok((report.thresholds[1]?.actual ?? 0) > 0.001)
+    const page = readFileSync(join(folder, 'crossed.html'), 'utf8')
+    assert.match(page, /<p class="fail">1 of 3 thresholds crossed: exit code 99\.<\/p>/)
+    assert.match(
+      page,
+      /<code>connect.p99&#60;0.001<\/code><\/td><td>[\d.]+<\/td><td class="fail">&#10007; fail/,
+    )
+    assert.match(page, /<code>drops==0<\/code><\/td><td>0<\/td><td class="pass">/)
   })
 
   test('the committed report.schema.json is the one the code generates', async () => {

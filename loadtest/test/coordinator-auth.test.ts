@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { createServer, connect as dial, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -78,21 +78,16 @@ describe('the coordinator and its agents, with auth on', () => {
       assert.equal(await upgradeStatus(url), 401)
       assert.equal(await upgradeStatus(url, { authorization: 'Bearer not-the-join-token-at-all' }), 401)
       assert.equal(await upgradeStatus(url, { authorization: `Bearer ${JOIN_TOKEN}x` }), 401)
-      const agent = await runCli([
-        'agent',
-        '--coordinator',
-        url,
-        '--join-token',
-        'wrong-token-0123456789',
-        '--once',
-      ]).done
+      const agent = await runCli(['agent', '--coordinator', url, '--once'], undefined, undefined, {
+        LOADTEST_JOIN_TOKEN: 'wrong-token-0123456789',
+      }).done
       assert.equal(agent.code, 1)
       assert.match(agent.stderr, /answered 401: it refused the join token/)
       const missing = await runCli(['agent', '--coordinator', url, '--once'], undefined, undefined, {
         LOADTEST_JOIN_TOKEN: '',
       }).done
       assert.equal(missing.code, 2)
-      assert.match(missing.stderr, /--join-token: the coordinator's join token/)
+      assert.match(missing.stderr, /join token: set LOADTEST_JOIN_TOKEN or pass --join-token-file/)
     } finally {
       coordinator.child.kill('SIGTERM')
     }
@@ -101,25 +96,35 @@ describe('the coordinator and its agents, with auth on', () => {
     assert.match(stderr, /refused a connection from \S+: wrong join token/)
   })
 
-  test('a coordinator given no join token makes a random one, prints it, and admits it', async () => {
+  test('a coordinator given no join token makes a random one, writes it to a file only you can read (never to its log), and admits it', async () => {
     let stderr = ''
+    const cwd = mkdtempSync(join(tmpdir(), 'loadtest-join-'))
     const coordinator = startCoordinator(
       ['coordinator', '--agents', '1', '--host', '127.0.0.1', '--port', '0', '--url', server.url],
       { LOADTEST_JOIN_TOKEN: '' },
       (text) => {
         stderr = text
       },
+      cwd,
     )
-    const url = await coordinator.url // printed after the join token
+    const url = await coordinator.url // printed after the join token's file
+    let token = ''
     try {
-      const token =
-        /^join token: (\S+) \(agents: --join-token or LOADTEST_JOIN_TOKEN\)$/m.exec(stderr)?.[1] ?? ''
-      assert.ok(token.length >= 32, stderr)
+      const file =
+        /^join token written to (\S+) \(agents: --join-token-file or LOADTEST_JOIN_TOKEN\)$/m.exec(
+          stderr,
+        )?.[1] ?? ''
+      assert.ok(file, stderr)
+      assert.equal(statSync(join(cwd, file)).mode & 0o777, 0o600)
+      token = readFileSync(join(cwd, file), 'utf8').trim()
+      assert.ok(token.length >= 32, token)
+      assert.ok(!stderr.includes(token), 'the token is not in the log')
       assert.equal(await upgradeStatus(url, { authorization: `Bearer ${token}` }), 101)
       assert.equal(await upgradeStatus(url, { authorization: `Bearer ${JOIN_TOKEN}` }), 401)
     } finally {
       coordinator.child.kill('SIGTERM')
-      await coordinator.done
+      assert.ok(!(await coordinator.done).stderr.includes(token), 'nor later')
+      rmSync(cwd, { recursive: true, force: true })
     }
   })
 

@@ -43,7 +43,9 @@ describe('a coordinator with two agents', () => {
     )
     const url = await coordinator.url
     const agents = ['one', 'two'].map((name) =>
-      runCli(['agent', '--coordinator', url, '--join-token', JOIN_TOKEN, '--once', '--name', name]),
+      runCli(['agent', '--coordinator', url, '--once', '--name', name], undefined, undefined, {
+        LOADTEST_JOIN_TOKEN: JOIN_TOKEN,
+      }),
     )
     const finished = await coordinator.done
     assert.equal(finished.code, 0, finished.stderr)
@@ -100,10 +102,12 @@ describe('an agent whose coordinator dies mid-run', () => {
         running = resolve
       })
       const agent = runCli(
-        ['agent', '--coordinator', url, '--join-token', JOIN_TOKEN, '--once'],
+        ['agent', '--coordinator', url, '--once'],
         (stderr) => {
           if (/: 2 rooms/.test(stderr)) running()
         },
+        undefined,
+        { LOADTEST_JOIN_TOKEN: JOIN_TOKEN },
       )
       await started
       const killedAt = Date.now()

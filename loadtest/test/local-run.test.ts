@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { type RedisService, startRedis } from '../../scripts/lib/services.mjs'
 import { type StartedServer, startHocuspocus, startSymphony } from '../src/bench/servers.js'
@@ -11,6 +14,7 @@ const SECRET = 'loadtest-secret-that-is-32-chars-long!'
 function settings(
   server: StartedServer,
   overrides: Record<string, string | boolean | undefined> = {},
+  env: NodeJS.ProcessEnv = { LOADTEST_TOKEN_SECRET: SECRET },
 ): RunSettings {
   return runSettings(
     {
@@ -19,13 +23,12 @@ function settings(
       rooms: '3',
       duration: '3',
       ramp: '1',
-      'token-secret': SECRET,
       'server-pid': String(server.pid),
       'real-clients': false,
       quiet: true,
       ...overrides,
     },
-    {},
+    env,
   )
 }
 
@@ -89,7 +92,7 @@ describe('a short local run against a real server', () => {
   test('counts refused connections as connect errors, not as users', async () => {
     const wrongSecret = 'another-secret-that-is-32-chars-long!!'
     const report = await runLocal(
-      settings(server, { rooms: '1', duration: '1', 'token-secret': wrongSecret }),
+      settings(server, { rooms: '1', duration: '1' }, { LOADTEST_TOKEN_SECRET: wrongSecret }),
     )
     assert.equal(report.latency.connect.count, 0)
     assert.ok(report.counts.connectErrors >= 1)
@@ -146,9 +149,9 @@ describe('run options', () => {
     'real-clients': false,
     quiet: false,
   }
-  const refused = (overrides: Record<string, string>, message: RegExp) =>
+  const refused = (overrides: Record<string, string>, message: RegExp, env: NodeJS.ProcessEnv = {}) =>
     assert.throws(
-      () => runSettings({ ...base, ...overrides }, {}),
+      () => runSettings({ ...base, ...overrides }, env),
       (e: Error) => e instanceof UsageError && message.test(e.message),
     )
 
@@ -170,7 +173,6 @@ describe('run options', () => {
     refused({ 'per-room': '1' }, /^--per-room: at least 2/)
     refused({ rooms: '0' }, /^--rooms/)
     refused({ duration: '0' }, /^--duration/)
-    refused({ 'token-secret': 'short' }, /^--token-secret: must be at least 32/)
     refused({ url: 'localhost:1234' }, /^--url/)
     refused({ 'room-prefix': 'a/b' }, /^--room-prefix/)
   })
@@ -186,8 +188,30 @@ describe('run options', () => {
     refused({ 'server-pid': '11,x' }, /^--server-pid/)
   })
 
-  test('takes the token secret from LOADTEST_TOKEN_SECRET', () => {
+  test('takes the token secret from LOADTEST_TOKEN_SECRET or --token-secret-file, the file first', () => {
     assert.equal(runSettings(base, { LOADTEST_TOKEN_SECRET: SECRET }).tokenSecret, SECRET)
+    const folder = mkdtempSync(join(tmpdir(), 'loadtest-secret-'))
+    try {
+      const file = join(folder, 'secret')
+      writeFileSync(file, `${SECRET}-from-the-file\n`) // as `echo … > file` leaves it
+      const fromFile = { ...base, 'token-secret-file': file }
+      assert.equal(runSettings(fromFile, {}).tokenSecret, `${SECRET}-from-the-file`)
+      assert.equal(
+        runSettings(fromFile, { LOADTEST_TOKEN_SECRET: SECRET }).tokenSecret,
+        `${SECRET}-from-the-file`,
+      )
+      refused(
+        { 'token-secret-file': join(folder, 'missing') },
+        /^--token-secret-file: cannot read .* \(ENOENT\)/,
+      )
+      writeFileSync(file, 'short\n')
+      refused({ 'token-secret-file': file }, /^LOADTEST_TOKEN_SECRET \/ --token-secret-file: at least 32/)
+    } finally {
+      rmSync(folder, { recursive: true, force: true })
+    }
+    refused({}, /^LOADTEST_TOKEN_SECRET \/ --token-secret-file: at least 32 characters/, {
+      LOADTEST_TOKEN_SECRET: 'short',
+    })
   })
 })
 
@@ -199,7 +223,7 @@ describe('a short local run against Hocuspocus, in its framing', () => {
   after(() => server.stop())
 
   test('every edit and cursor reaches the observer and every room converges', async () => {
-    const report = await runLocal(settings(server, { protocol: 'hocuspocus', 'token-secret': undefined }))
+    const report = await runLocal(settings(server, { protocol: 'hocuspocus' }, {}))
     const { counts } = report
     assert.equal(report.latency.connect.count, 12, 'every user synced: its Auth message was taken')
     assert.equal(counts.connectErrors + counts.errors + counts.unexpectedCloses, 0, report.errors.join('; '))

@@ -1,17 +1,13 @@
+import { escapeHtml } from './escape-html.js'
+import { CHART_WIDTH, lineChart } from './line-chart.js'
 import type { Report } from './report-schema.js'
 import { formatTable } from './table.js'
+import { measured, THRESHOLDS_CROSSED_EXIT_CODE } from './thresholds.js'
 
-interface Series {
-  name: string
-  color: string
-  points: [number, number | null][]
-}
-
-const WIDTH = 720
-const HEIGHT = 220
-const PAD = { left: 56, right: 16, top: 16, bottom: 28 }
-
-/** A self-contained page (no scripts, no network): the summary table and the charts over time. */
+/**
+ * A self-contained page (no scripts, no network): the thresholds that set the exit code with their
+ * verdicts, the whole summary table (wrapped, never clipped) and the charts over time.
+ */
 export function htmlReport(report: Report): string {
   const t = report.timeline
   const at = <T>(pick: (s: Report['timeline'][number]) => T) =>
@@ -48,61 +44,42 @@ export function htmlReport(report: Report): string {
 <html lang="en"><head><meta charset="utf-8">
 <title>Symphony load test: ${escapeHtml(report.workload.name)} ${escapeHtml(report.startedAt)}</title>
 <style>
-body{font:14px system-ui,sans-serif;margin:24px;color:#222;max-width:${WIDTH + 40}px}
-pre{background:#f6f6f6;padding:12px;overflow-x:auto;font-size:12px}
+body{font:14px system-ui,sans-serif;margin:24px;color:#222;max-width:${CHART_WIDTH + 40}px}
+pre{background:#f6f6f6;padding:12px;font-size:12px;white-space:pre-wrap;overflow-wrap:anywhere}
+table.thresholds{border-collapse:collapse;font-size:13px}
+.thresholds td,.thresholds th{border:1px solid #ddd;padding:4px 10px;text-align:left}
+.pass{color:#1a7f37}.fail{color:#c62828;font-weight:bold}
 svg{display:block;margin:8px 0 24px}
 .legend span{margin-right:14px;font-size:12px}
 </style></head><body>
 <h1>Symphony load test</h1>
 <p>${escapeHtml(report.workload.source)}. Target ${escapeHtml(report.target.url)}, started ${escapeHtml(report.startedAt)}.</p>
-<pre>${escapeHtml(formatTable(report))}</pre>
+${thresholdSection(report)}
+<h2>Summary</h2>
+<pre class="summary">${escapeHtml(formatTable(report))}</pre>
 ${latency}${connect}${cpu}${rss}
 <p>Every figure is in the JSON report (<code>--json</code>).</p>
 </body></html>
 `
 }
 
-function lineChart(title: string, unit: string, series: Series[]): string {
-  const xs = series.flatMap((s) => s.points.map(([x]) => x))
-  const ys = series.flatMap((s) => s.points.flatMap(([, y]) => (y === null ? [] : [y])))
-  const xMax = Math.max(1, ...xs)
-  const yMax = niceCeiling(Math.max(0, ...ys))
-  const x = (value: number) => PAD.left + (value / xMax) * (WIDTH - PAD.left - PAD.right)
-  const y = (value: number) => HEIGHT - PAD.bottom - (value / yMax) * (HEIGHT - PAD.top - PAD.bottom)
-  const grid = [0, 0.25, 0.5, 0.75, 1].map((f) => {
-    const value = yMax * f
-    return `<line x1="${PAD.left}" x2="${WIDTH - PAD.right}" y1="${y(value)}" y2="${y(value)}" stroke="#e5e5e5"/><text x="${PAD.left - 6}" y="${y(value) + 4}" text-anchor="end" font-size="11">${format(value)}</text>`
-  })
-  const lines = series.map((s) => {
-    const path = s.points
-      .map(([px, py], i) => {
-        if (py === null) return ''
-        const move = i === 0 || s.points[i - 1]?.[1] === null ? 'M' : 'L'
-        return `${move}${x(px).toFixed(1)},${y(py).toFixed(1)}`
-      })
-      .join('')
-    return path ? `<path d="${path}" fill="none" stroke="${s.color}" stroke-width="1.5"/>` : ''
-  })
-  const legend = series
-    .map((s) => `<span style="color:${s.color}">&#9632; ${escapeHtml(s.name)}</span>`)
-    .join('')
-  return `<h2>${escapeHtml(title)}</h2><div class="legend">${legend}</div>
-<svg width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="${escapeHtml(title)}">
-${grid.join('')}
-<text x="${WIDTH - PAD.right}" y="${HEIGHT - 6}" text-anchor="end" font-size="11">seconds (max ${xMax})</text>
-<text x="4" y="12" font-size="11">${escapeHtml(unit)}</text>
-${lines.join('')}
-</svg>`
-}
-
-function niceCeiling(value: number): number {
-  if (value <= 0) return 1
-  const magnitude = 10 ** Math.floor(Math.log10(value))
-  return [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((candidate) => candidate >= value) ?? value
-}
-
-const format = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(value >= 10 ? 1 : 2))
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+/** Each threshold with what was measured and its verdict, and the exit code they make. */
+function thresholdSection({ thresholds }: Report): string {
+  if (thresholds.length === 0) {
+    return '<h2>Thresholds</h2>\n<p>None given (<code>--threshold</code>): the run exits 0 whatever it measured.</p>'
+  }
+  const crossed = thresholds.filter((t) => !t.ok).length
+  const outcome =
+    crossed === 0
+      ? `<p class="pass">All ${thresholds.length} thresholds hold: exit code 0.</p>`
+      : `<p class="fail">${crossed} of ${thresholds.length} thresholds crossed: exit code ${THRESHOLDS_CROSSED_EXIT_CODE}.</p>`
+  const rows = thresholds.map(
+    (t) =>
+      `<tr><td><code>${escapeHtml(t.expression)}</code></td><td>${measured(t)}</td><td class="${t.ok ? 'pass' : 'fail'}">${t.ok ? '&#10003; pass' : '&#10007; fail'}</td></tr>`,
+  )
+  return `<h2>Thresholds</h2>
+${outcome}
+<table class="thresholds"><tr><th>threshold</th><th>measured</th><th>verdict</th></tr>
+${rows.join('\n')}
+</table>`
 }

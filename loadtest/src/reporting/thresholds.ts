@@ -107,15 +107,12 @@ function holds({ op, value }: Threshold, actual: number): boolean {
 
 /** One line per threshold: ✓ or ✗, the expression and what was measured. */
 export function describeVerdicts(verdicts: ThresholdVerdict[]): string {
-  return verdicts
-    .map(
-      (v) =>
-        `${v.ok ? '✓' : '✗'} ${v.expression}  (measured ${v.actual === null ? 'nothing' : round(v.actual)})`,
-    )
-    .join('\n')
+  return verdicts.map((v) => `${v.ok ? '✓' : '✗'} ${v.expression}  (measured ${measured(v)})`).join('\n')
 }
 
-const round = (value: number) => Math.round(value * 1000) / 1000
+/** What a verdict measured, rounded for reading; "nothing" when the run could not measure it. */
+export const measured = ({ actual }: ThresholdVerdict): string =>
+  actual === null ? 'nothing' : String(Math.round(actual * 1000) / 1000)
 
 /** k6's exit code when thresholds are crossed. */
 export const THRESHOLDS_CROSSED_EXIT_CODE = 99

@@ -41,6 +41,7 @@ export function startCoordinator(
   args: string[],
   env?: NodeJS.ProcessEnv,
   onStderr?: (text: string) => void,
+  cwd?: string,
 ): { child: ChildProcess; done: Promise<Finished>; url: Promise<string> } {
   let listening: (url: string) => void = () => {}
   const url = new Promise<string>((resolve) => {
@@ -53,7 +54,7 @@ export function startCoordinator(
       if (found) listening(found)
       onStderr?.(stderr)
     },
-    undefined,
+    cwd,
     env,
   )
   return { ...run, url }
