@@ -130,7 +130,12 @@ export class DashboardService extends Construct {
     database.allowFrom(this.securityGroup, 'metadata reads from the dashboard')
     sync.allowInternalFrom(this.securityGroup, 'live room documents for the dashboard')
 
-    this.targetGroup = props.listener.addTargets('Dashboard', {
+    // The target group lives here, not under the listener (as listener.addTargets would put it):
+    // the service depends on the listener, and a group inside it made that DependsOn also name the
+    // group the service already Refs (cfn-lint W3005).
+    this.targetGroup = new elbv2.ApplicationTargetGroup(this, 'Targets', {
+      vpc: props.cluster.vpc,
+      targetType: elbv2.TargetType.IP,
       protocol: elbv2.ApplicationProtocol.HTTP,
       port: DASHBOARD_PORT,
       targets: [
@@ -142,6 +147,7 @@ export class DashboardService extends Construct {
       healthCheck: { path: '/healthz', healthyHttpCodes: '200', interval: Duration.seconds(15) },
       deregistrationDelay: Duration.seconds(10),
     })
+    props.listener.addTargetGroups('Dashboard', { targetGroups: [this.targetGroup] })
   }
 }
 

