@@ -8,7 +8,7 @@ export interface Series {
 
 export const CHART_WIDTH = 720
 const HEIGHT = 240
-const PAD = { left: 56, right: 16, top: 16, bottom: 44 }
+const PAD = { left: 56, right: 16, top: 26, bottom: 44 }
 
 /** An SVG line chart over the run's seconds: y gridlines with values, x ticks every "nice" step. */
 export function lineChart(title: string, unit: string, series: Series[]): string {
