@@ -166,6 +166,12 @@ export class SymphonyStack extends Stack {
         'Attach to whoever runs symphony-loadtest ecs',
       )
     }
+    // The name, not the ARN's value nor the secret's: whoever may read it fetches it themselves.
+    output(
+      'ApiSecretName',
+      this.sync.apiSecretName,
+      'The REST API bearer secret: aws secretsmanager get-secret-value --secret-id <this>',
+    )
     if (this.sync.authSecret) {
       output(
         'AuthSecret',

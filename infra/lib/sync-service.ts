@@ -68,6 +68,10 @@ export class SyncService extends Construct {
   public readonly targetGroup: elbv2.ApplicationTargetGroup
   /** Guards the internal port; the dashboard presents it too. */
   public readonly internalToken: secretsmanager.Secret
+  /** API_SECRET: the REST API's bearer secret (`Authorization: Bearer …`), so the API is always on. */
+  public readonly apiSecret: secretsmanager.Secret
+  /** Its fixed name, for the outputs (CDK's `secretName` is parsed out of the ARN, suffix and all). */
+  public readonly apiSecretName: string
   /** The HS256 key the app's backend signs room tokens with (absent with a JWKS URL). */
   public readonly authSecret: secretsmanager.Secret | undefined
   /** The autoscaling ceiling, for the alarm that fires when the service sits at it. */
@@ -90,12 +94,22 @@ export class SyncService extends Construct {
       ? undefined
       : generatedSecret(this, 'AuthSecret', 'Symphony AUTH_SECRET: sign room tokens (HS256) with it', 64)
 
+    this.apiSecretName = `${Stack.of(this).stackName}/api-secret`
+    this.apiSecret = generatedSecret(
+      this,
+      'ApiSecret',
+      'Symphony API_SECRET: the REST API bearer secret (Authorization: Bearer <this>)',
+      48,
+      this.apiSecretName,
+    )
+
     const task = fargateTask(this, props.cpu, props.memoryMiB)
     const secrets: Record<string, ecs.Secret> = {
       INTERNAL_TOKEN: ecs.Secret.fromSecretsManager(this.internalToken),
       PUBSUB_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken),
       ...(journal ? { JOURNAL_PASSWORD: ecs.Secret.fromSecretsManager(journal.password) } : {}),
       DATABASE_PASSWORD: ecs.Secret.fromSecretsManager(database.secret, 'password'),
+      API_SECRET: ecs.Secret.fromSecretsManager(this.apiSecret),
       ...(this.authSecret ? { AUTH_SECRET: ecs.Secret.fromSecretsManager(this.authSecret) } : {}),
     }
     const container = task.addContainer('server', {

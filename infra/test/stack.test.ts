@@ -293,6 +293,7 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
     const expected = [
       /^CacheAuthToken/,
       /^DatabasePostgresSecretAttachment/,
+      /^SyncApiSecret/,
       /^SyncAuthSecret/,
       /^SyncInternalToken/,
     ]
