@@ -32,6 +32,8 @@ export interface SymphonySettings {
   domainName: string | undefined
   /** Verify tokens against this JWKS instead of a generated HS256 secret. */
   authJwksUrl: string | undefined
+  /** Where the servers send room events (WEBHOOK_URL); its signing key is generated in Secrets Manager. */
+  webhookUrl: string | undefined
   /** Browser origins allowed to open a WebSocket (the server's ALLOWED_ORIGINS); unset: any. */
   allowedOrigins: string | undefined
   /** Keep the bucket and a final database snapshot on `cdk destroy` (and block database deletion). */
@@ -148,6 +150,7 @@ const context = z.object({
     .regex(/^([a-z0-9-]+\.)+[a-z]{2,}$/i, 'must be a host name such as collab.example.com')
     .optional(),
   authJwksUrl: z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
+  webhookUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
   allowedOrigins: z
     .string()
     .regex(
@@ -246,6 +249,7 @@ export function parseSettings(
     certificateArn: c.certificateArn,
     domainName: c.domainName,
     authJwksUrl: c.authJwksUrl,
+    webhookUrl: c.webhookUrl,
     allowedOrigins: c.allowedOrigins,
     retainData: c.retainData ?? true,
     loadAgents: c.loadAgents ?? false,

@@ -80,6 +80,7 @@ export class SymphonyStack extends Stack {
       database: this.database,
       ...settings.sync,
       authJwksUrl: settings.authJwksUrl,
+      webhookUrl: settings.webhookUrl,
       allowedOrigins: settings.allowedOrigins,
       shutdownTimeout: Duration.seconds(settings.shutdownTimeoutSeconds),
       commit: settings.commit,
@@ -172,6 +173,13 @@ export class SymphonyStack extends Stack {
       this.sync.apiSecretName,
       'The REST API bearer secret: aws secretsmanager get-secret-value --secret-id <this>',
     )
+    if (this.sync.webhookKey) {
+      output(
+        'WebhookSigningKeyName',
+        this.sync.webhookKeyName,
+        'Receivers verify webhooks with whsec_ followed by this secret’s value',
+      )
+    }
     if (this.sync.authSecret) {
       output(
         'AuthSecret',
