@@ -81,6 +81,7 @@ export class SymphonyStack extends Stack {
       ...settings.sync,
       authJwksUrl: settings.authJwksUrl,
       webhookUrl: settings.webhookUrl,
+      serverSettings: settings.serverSettings,
       allowedOrigins: settings.allowedOrigins,
       shutdownTimeout: Duration.seconds(settings.shutdownTimeoutSeconds),
       commit: settings.commit,

@@ -39,6 +39,8 @@ export interface SyncServiceProps {
   authJwksUrl: string | undefined
   /** WEBHOOK_URL for the servers, if set; its signing key is generated here. */
   webhookUrl: string | undefined
+  /** More server settings (`-c serverSettings`); the ones set here win. */
+  serverSettings: Readonly<Record<string, string>>
   /** ALLOWED_ORIGINS for the servers, if set. */
   allowedOrigins: string | undefined
   /** The server's SIGTERM drain (SHUTDOWN_TIMEOUT_MS). */
@@ -143,6 +145,7 @@ export class SyncService extends Construct {
     const container = task.addContainer('server', {
       image: imageFromRepository({ target: 'sync-server', architecture: architectureOf(this) }),
       environment: {
+        ...props.serverSettings,
         NODE_ENV: 'production',
         PORT: String(SYNC_PORT),
         INTERNAL_PORT: String(INTERNAL_PORT),

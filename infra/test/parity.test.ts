@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { randomInt } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import type { Template } from 'aws-cdk-lib/assertions'
 import { webhookKey } from '../../server/src/adapters/webhooks/standard-webhooks.js'
 import { parseConfig } from '../../server/src/config.js'
+import { SERVER_SETTINGS_NOT_EXPOSED, TUNABLE_SERVER_SETTINGS } from '../lib/server-settings.js'
 import { parseSettings } from '../lib/settings.js'
 import { parseDockerfile } from './helpers/dockerfile-rehearsal.js'
 import { removeSynthesized, synthesize } from './helpers/synthesize.js'
@@ -19,6 +21,31 @@ function secretBehind(template: Template, container: string, name: string): Prop
   const ref = (entry?.ValueFrom as Properties | undefined)?.Ref
   assert.ok(container && ref, `${name} comes from a secret by reference`)
   return resourcesOf(template, 'AWS::SecretsManager::Secret').find(([id]) => id === ref)?.[1]
+}
+
+/** Every variable docs/configuration.md's table lists, with its default cell. */
+function documentedSettings(): Map<string, string> {
+  const rows = readFileSync('docs/configuration.md', 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('| `'))
+  const settings = new Map<string, string>()
+  for (const row of rows) {
+    const [, names = '', fallback = ''] = row.split('|').map((cell) => cell.trim())
+    for (const [, name] of names.matchAll(/`([A-Z][A-Z0-9_]+)`/g)) settings.set(name ?? '', fallback)
+  }
+  return settings
+}
+
+/** What the docs say a secret is: never in a task's plain environment. */
+const SECRET_NAME = /(?:SECRET|PASSWORD|TOKEN|PRIVATE_KEY)$/
+
+/** The context options that each bring settings of their own, beyond the defaults. */
+const EVERY_OPTION = {
+  authJwksUrl: 'https://auth.example.com/.well-known/jwks.json',
+  allowedOrigins: 'https://app.example.com',
+  webhookUrl: 'https://app.example.com/symphony-events',
+  journalStore: 'memorydb',
+  commit: 'abc1234',
 }
 
 describe('parity: what `npm start` offers, `cdk deploy` offers too', () => {
@@ -95,5 +122,73 @@ describe('parity: what `npm start` offers, `cdk deploy` offers too', () => {
     assert.throws(settings('ftp://example.com/hook'), /^Error: context webhookUrl: must be an http/)
     assert.throws(settings('not a url'), /^Error: context webhookUrl: must be an http/)
     assert.equal(settings('https://example.com/hook')().webhookUrl, 'https://example.com/hook')
+  })
+
+  it('every setting docs/configuration.md lists has a way in from CDK, or a reason it has none', () => {
+    const documented = documentedSettings()
+    assert.ok(documented.size > 50, `the table parsed (${documented.size} settings)`)
+    // Every tunable setting at a value the server accepts: its documented default, when a number.
+    const tunables = Object.fromEntries(
+      Object.keys(TUNABLE_SERVER_SETTINGS).map((name) => {
+        const fallback = /^`(\d+|[a-z]+)`$/.exec(documented.get(name) ?? '')?.[1]
+        return [name, fallback ?? 'https://issuer.example.com']
+      }),
+    )
+    const reached = new Set<string>()
+    for (const context of [{}, { ...EVERY_OPTION, serverSettings: tunables }]) {
+      const server = containerNamed(synthesize(context).template, 'server')
+      for (const { Name } of server.Environment ?? []) {
+        assert.doesNotMatch(Name, SECRET_NAME, `${Name} is a secret, in plain environment`)
+        reached.add(Name)
+      }
+      for (const { Name } of server.Secrets ?? []) reached.add(Name)
+      // The entry point makes WEBHOOK_SECRET from its key (see the webhook test above).
+      if (server.EntryPoint?.join(' ').includes('export WEBHOOK_SECRET=')) reached.add('WEBHOOK_SECRET')
+      // The server itself starts on what the task holds.
+      const webhookSecret = server.EntryPoint ? { WEBHOOK_SECRET: `whsec_${'A'.repeat(44)}` } : {}
+      parseConfig({ ...sampleEnvironment(server), ...webhookSecret })
+    }
+    const missing = [...documented.keys()].filter(
+      (name) => !reached.has(name) && !(name in SERVER_SETTINGS_NOT_EXPOSED),
+    )
+    assert.deepEqual(missing, [], 'no way in from CDK, and not in SERVER_SETTINGS_NOT_EXPOSED')
+    const both = Object.keys(SERVER_SETTINGS_NOT_EXPOSED).filter((name) => reached.has(name))
+    assert.deepEqual(both, [], 'listed as not exposed, yet set')
+    const stale = [
+      ...Object.keys(SERVER_SETTINGS_NOT_EXPOSED),
+      ...Object.keys(TUNABLE_SERVER_SETTINGS),
+    ].filter((name) => !documented.has(name))
+    assert.deepEqual(stale, [], 'named in infra/lib/server-settings.ts, yet not in the docs')
+    const undocumented = [...reached].filter((name) => !documented.has(name))
+    assert.deepEqual(
+      undocumented.sort(),
+      ['NODE_ENV', 'WEBHOOK_SIGNING_KEY'],
+      'only these are not server settings',
+    )
+    const secretTunables = Object.keys(TUNABLE_SERVER_SETTINGS).filter((name) => SECRET_NAME.test(name))
+    assert.deepEqual(secretTunables, [], 'a secret never goes through -c serverSettings')
+  })
+
+  it('serverSettings takes only the tunable settings, each checked, with one line naming it', () => {
+    const settings = (serverSettings: unknown) => () =>
+      parseSettings((key) => (key === 'serverSettings' ? serverSettings : undefined))
+    assert.deepEqual(settings('API_MAX_LIST_LIMIT=5000, LOG_LEVEL=debug')().serverSettings, {
+      API_MAX_LIST_LIMIT: '5000',
+      LOG_LEVEL: 'debug',
+    })
+    assert.deepEqual(settings({ MAX_CONNECTIONS: 5000 })().serverSettings, { MAX_CONNECTIONS: '5000' })
+    assert.throws(
+      settings('API_SECRET=x'.padEnd(40, 'x')),
+      /^Error: context serverSettings: API_SECRET is not/,
+    )
+    assert.throws(settings('PUBSUB=redis://elsewhere'), /^Error: context serverSettings: PUBSUB is not/)
+    assert.throws(
+      settings('API_MAX_LIST_LIMIT=lots'),
+      /^Error: context serverSettings: API_MAX_LIST_LIMIT must/,
+    )
+    assert.throws(settings('LOG_LEVEL'), /^Error: context serverSettings: "LOG_LEVEL" must be KEY=value/)
+    const { template: tuned } = synthesize({ serverSettings: 'API_MAX_LIST_LIMIT=5000' })
+    const config = parseConfig(sampleEnvironment(containerNamed(tuned, 'server')))
+    assert.equal(config.apiMaxListLimit, 5000)
   })
 })
