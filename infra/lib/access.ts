@@ -5,10 +5,20 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager'
 import type { Construct } from 'constructs'
 import type { Storage } from './storage.js'
 
-/** A random token in Secrets Manager: letters and digits only, so it travels anywhere. */
-export function generatedSecret(scope: Construct, id: string, description: string, length: number) {
+/**
+ * A random token in Secrets Manager: letters and digits only, so it travels anywhere. `name`: a
+ * fixed name, for a secret the operator fetches by the name in the stack outputs.
+ */
+export function generatedSecret(
+  scope: Construct,
+  id: string,
+  description: string,
+  length: number,
+  name?: string,
+) {
   const secret = new secretsmanager.Secret(scope, id, {
     description,
+    ...(name ? { secretName: name } : {}),
     generateSecretString: { passwordLength: length, excludePunctuation: true },
   })
   Validations.of(secret).acknowledge({

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { parseServerSettings, type ServerSettings } from './server-settings.js'
 
 /**
  * What a deployment is sized and wired with, read once from CDK context (`-c key=value` or
@@ -32,6 +33,10 @@ export interface SymphonySettings {
   domainName: string | undefined
   /** Verify tokens against this JWKS instead of a generated HS256 secret. */
   authJwksUrl: string | undefined
+  /** Where the servers send room events (WEBHOOK_URL); its signing key is generated in Secrets Manager. */
+  webhookUrl: string | undefined
+  /** More of the sync server's settings (limits, timeouts, LOG_LEVEL…): see `TUNABLE_SERVER_SETTINGS`. */
+  serverSettings: ServerSettings
   /** Browser origins allowed to open a WebSocket (the server's ALLOWED_ORIGINS); unset: any. */
   allowedOrigins: string | undefined
   /** Keep the bucket and a final database snapshot on `cdk destroy` (and block database deletion). */
@@ -148,6 +153,7 @@ const context = z.object({
     .regex(/^([a-z0-9-]+\.)+[a-z]{2,}$/i, 'must be a host name such as collab.example.com')
     .optional(),
   authJwksUrl: z.url({ protocol: /^https$/, error: 'must be an https:// URL' }).optional(),
+  webhookUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional(),
   allowedOrigins: z
     .string()
     .regex(
@@ -155,6 +161,7 @@ const context = z.object({
       'must be comma-separated origins such as https://app.example.com',
     )
     .optional(),
+  serverSettings: z.unknown().optional(),
   retainData: flag,
   // Once a standing fleet's size: any number above 0 still means true.
   loadAgents: z
@@ -193,6 +200,7 @@ export function parseSettings(
     throw new Error(`context ${issue?.path.join('.')}: ${issue?.message}`)
   }
   const c = parsed.data
+  const serverSettings = parseServerSettings(c.serverSettings)
   const preset = SIZES[c.size]
   const cpu = c.taskCpu ?? preset.sync.cpu
   const memoryMiB = c.taskMemoryMiB ?? (c.taskCpu ? cpu * 2 : preset.sync.memoryMiB)
@@ -246,6 +254,8 @@ export function parseSettings(
     certificateArn: c.certificateArn,
     domainName: c.domainName,
     authJwksUrl: c.authJwksUrl,
+    webhookUrl: c.webhookUrl,
+    serverSettings,
     allowedOrigins: c.allowedOrigins,
     retainData: c.retainData ?? true,
     loadAgents: c.loadAgents ?? false,

@@ -80,6 +80,8 @@ export class SymphonyStack extends Stack {
       database: this.database,
       ...settings.sync,
       authJwksUrl: settings.authJwksUrl,
+      webhookUrl: settings.webhookUrl,
+      serverSettings: settings.serverSettings,
       allowedOrigins: settings.allowedOrigins,
       shutdownTimeout: Duration.seconds(settings.shutdownTimeoutSeconds),
       commit: settings.commit,
@@ -164,6 +166,19 @@ export class SymphonyStack extends Stack {
         'LoadAgentRunPolicyArn',
         agents.runPolicy.managedPolicyArn,
         'Attach to whoever runs symphony-loadtest ecs',
+      )
+    }
+    // The name, not the ARN's value nor the secret's: whoever may read it fetches it themselves.
+    output(
+      'ApiSecretName',
+      this.sync.apiSecretName,
+      'The REST API bearer secret: aws secretsmanager get-secret-value --secret-id <this>',
+    )
+    if (this.sync.webhookKey) {
+      output(
+        'WebhookSigningKeyName',
+        this.sync.webhookKeyName,
+        'Receivers verify webhooks with whsec_ followed by this secret’s value',
       )
     }
     if (this.sync.authSecret) {

@@ -37,6 +37,10 @@ export interface SyncServiceProps {
   maxTasks: number
   /** Verify tokens against this JWKS; without it, an HS256 secret is generated here. */
   authJwksUrl: string | undefined
+  /** WEBHOOK_URL for the servers, if set; its signing key is generated here. */
+  webhookUrl: string | undefined
+  /** More server settings (`-c serverSettings`); the ones set here win. */
+  serverSettings: Readonly<Record<string, string>>
   /** ALLOWED_ORIGINS for the servers, if set. */
   allowedOrigins: string | undefined
   /** The server's SIGTERM drain (SHUTDOWN_TIMEOUT_MS). */
@@ -48,6 +52,16 @@ export interface SyncServiceProps {
 }
 
 export const SYNC_PORT = 1234
+
+/** The sync-server image's CMD (infra/Dockerfile), run by the webhook wrapper below. */
+export const SYNC_SERVER_COMMAND = ['node', 'server/dist/main.js']
+
+/**
+ * The server wants WEBHOOK_SECRET as `whsec_<base64>` (Standard Webhooks). Secrets Manager generates
+ * no prefix and ECS injects a secret as stored, so the stored value is the base64 part only (letters
+ * and digits are base64 too) and the task's shell prepends `whsec_` in memory before it runs the server.
+ */
+const WEBHOOK_WRAPPER = 'export WEBHOOK_SECRET="whsec_$WEBHOOK_SIGNING_KEY"; exec "$@"'
 export const INTERNAL_PORT = 9234
 
 /**
@@ -68,6 +82,14 @@ export class SyncService extends Construct {
   public readonly targetGroup: elbv2.ApplicationTargetGroup
   /** Guards the internal port; the dashboard presents it too. */
   public readonly internalToken: secretsmanager.Secret
+  /** API_SECRET: the REST API's bearer secret (`Authorization: Bearer …`), so the API is always on. */
+  public readonly apiSecret: secretsmanager.Secret
+  /** Its fixed name, for the outputs (CDK's `secretName` is parsed out of the ARN, suffix and all). */
+  public readonly apiSecretName: string
+  /** The base64 part of WEBHOOK_SECRET (receivers verify with `whsec_<it>`); absent without a webhook URL. */
+  public readonly webhookKey: secretsmanager.Secret | undefined
+  /** Its fixed name, for the outputs. */
+  public readonly webhookKeyName: string
   /** The HS256 key the app's backend signs room tokens with (absent with a JWKS URL). */
   public readonly authSecret: secretsmanager.Secret | undefined
   /** The autoscaling ceiling, for the alarm that fires when the service sits at it. */
@@ -90,17 +112,40 @@ export class SyncService extends Construct {
       ? undefined
       : generatedSecret(this, 'AuthSecret', 'Symphony AUTH_SECRET: sign room tokens (HS256) with it', 64)
 
+    this.apiSecretName = `${Stack.of(this).stackName}/api-secret`
+    this.apiSecret = generatedSecret(
+      this,
+      'ApiSecret',
+      'Symphony API_SECRET: the REST API bearer secret (Authorization: Bearer <this>)',
+      48,
+      this.apiSecretName,
+    )
+    this.webhookKeyName = `${Stack.of(this).stackName}/webhook-signing-key`
+    // 44 letters and digits: whole base64 quads, 33 bytes of key (the server wants 16 at least).
+    this.webhookKey = props.webhookUrl
+      ? generatedSecret(
+          this,
+          'WebhookSigningKey',
+          'Symphony WEBHOOK_SECRET without its whsec_ prefix: receivers verify with whsec_<this>',
+          44,
+          this.webhookKeyName,
+        )
+      : undefined
+
     const task = fargateTask(this, props.cpu, props.memoryMiB)
     const secrets: Record<string, ecs.Secret> = {
       INTERNAL_TOKEN: ecs.Secret.fromSecretsManager(this.internalToken),
       PUBSUB_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken),
       ...(journal ? { JOURNAL_PASSWORD: ecs.Secret.fromSecretsManager(journal.password) } : {}),
       DATABASE_PASSWORD: ecs.Secret.fromSecretsManager(database.secret, 'password'),
+      API_SECRET: ecs.Secret.fromSecretsManager(this.apiSecret),
       ...(this.authSecret ? { AUTH_SECRET: ecs.Secret.fromSecretsManager(this.authSecret) } : {}),
+      ...(this.webhookKey ? { WEBHOOK_SIGNING_KEY: ecs.Secret.fromSecretsManager(this.webhookKey) } : {}),
     }
     const container = task.addContainer('server', {
       image: imageFromRepository({ target: 'sync-server', architecture: architectureOf(this) }),
       environment: {
+        ...props.serverSettings,
         NODE_ENV: 'production',
         PORT: String(SYNC_PORT),
         INTERNAL_PORT: String(INTERNAL_PORT),
@@ -113,10 +158,14 @@ export class SyncService extends Construct {
         SHUTDOWN_TIMEOUT_MS: String(props.shutdownTimeout.toMilliseconds()),
         MEMORY_BUDGET_BYTES: String(memoryBudgetBytes(props.memoryMiB)),
         ...(props.authJwksUrl ? { AUTH_JWKS_URL: props.authJwksUrl } : {}),
+        ...(props.webhookUrl ? { WEBHOOK_URL: props.webhookUrl } : {}),
         ...(props.allowedOrigins ? { ALLOWED_ORIGINS: props.allowedOrigins } : {}),
         ...(props.commit ? { SYMPHONY_COMMIT: props.commit } : {}),
       },
       secrets,
+      ...(this.webhookKey
+        ? { entryPoint: ['/bin/sh', '-c', WEBHOOK_WRAPPER, 'sh'], command: SYNC_SERVER_COMMAND }
+        : {}),
       portMappings: [
         { containerPort: SYNC_PORT, name: 'websocket' },
         { containerPort: INTERNAL_PORT, name: 'internal' },

@@ -78,6 +78,7 @@ describe('exposure: what the internet can reach, and what task definitions hold'
         authJwksUrl: 'https://auth.example.com/jwks.json',
         loadAgents: 'true',
         journalStore: 'memorydb',
+        webhookUrl: 'https://app.example.com/symphony-events',
       },
     ]) {
       const { template } = synthesize(context)

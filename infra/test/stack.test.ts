@@ -308,6 +308,7 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
     const expected = [
       /^CacheAuthToken/,
       /^DatabasePostgresSecretAttachment/,
+      /^SyncApiSecret/,
       /^SyncAuthSecret/,
       /^SyncInternalToken/,
     ]

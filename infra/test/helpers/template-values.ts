@@ -31,6 +31,7 @@ export interface ContainerDefinition {
   Secrets?: { Name: string; ValueFrom: CfnValue }[]
   Ulimits?: { Name: string; SoftLimit: number; HardLimit: number }[]
   StopTimeout?: number
+  EntryPoint?: string[]
   Command?: string[]
   ReadonlyRootFilesystem?: boolean
   HealthCheck?: { Command: string[] }
