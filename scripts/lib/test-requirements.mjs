@@ -15,20 +15,19 @@ export const CONTAINER_COMMAND =
   `docker run --rm -it --privileged -v "\${PWD}:/symphony" -v /symphony/node_modules -v /symphony/.services ` +
   `-w /symphony node:${PINNED_NODE_VERSION}-bookworm bash -c 'npm ci && npm test'`
 
-/** Whether `python3 -m venv` can make a venv with pip (Debian's python3 needs python3-venv for it). */
-function pythonMakesVenvs() {
+/** Whether `command args` runs and exits 0 (output ignored). */
+function succeeds(command, args) {
   try {
-    execFileSync('python3', ['-c', 'import venv, ensurepip'], { stdio: 'ignore' })
+    execFileSync(command, args, { stdio: 'ignore' })
     return true
   } catch {
     return false
   }
 }
 
-/**
- * Each thing the suite needs: what it is, what for, Debian's packages for it, and whether this
- * machine has it. The probes are parameters so tests can describe another machine.
- */
+/** Whether `python3 -m venv` can make a venv with pip (Debian's python3 needs python3-venv for it). */
+const pythonMakesVenvs = () => succeeds('python3', ['-c', 'import venv, ensurepip'])
+
 export function testRequirements({
   exists = existsSync,
   postgresBin = () => debianPostgresBin(exists),
@@ -130,14 +129,7 @@ export function testPlan({
   return { notes, install: packages, missing: missing.map((r) => r.what) }
 }
 
-function canSudoWithoutPassword() {
-  try {
-    execFileSync('sudo', ['-n', 'true'], { stdio: 'ignore' })
-    return true
-  } catch {
-    return false
-  }
-}
+const canSudoWithoutPassword = () => succeeds('sudo', ['-n', 'true'])
 
 /** Checks, installs what apt-get can, and exits with the reasons when the suite cannot run here. */
 export function ensureTestRequirements() {
