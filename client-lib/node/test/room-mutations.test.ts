@@ -1,24 +1,21 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
+import { cleanUpAfterTest } from '../../../server/test/helpers/cleanup.js'
 import {
   connectClient,
   connectSynced,
-  destroyClients,
   eventually,
   synced,
   uniqueRoom,
 } from '../../../server/test/helpers/clients.js'
-import { startTestServer, stopTestServers } from '../../../server/test/helpers/test-server.js'
+import { startTestServer } from '../../../server/test/helpers/test-server.js'
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import { createRoomsApi, createToken, SymphonyApiError } from '../src/index.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 
-afterEach(async () => {
-  destroyClients()
-  await stopTestServers()
-})
+afterEach(cleanUpAfterTest)
 
 /**
  * A fetch that records each POST's body; `answer` may stand in for the server's answer to the

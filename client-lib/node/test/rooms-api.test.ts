@@ -1,25 +1,22 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
+import { cleanUpAfterTest } from '../../../server/test/helpers/cleanup.js'
 import {
   connectClient,
   connectSynced,
-  destroyClients,
   eventually,
   synced,
   uniqueRoom,
 } from '../../../server/test/helpers/clients.js'
 import { isolatedDatabaseUrl, testMetadataSink } from '../../../server/test/helpers/test-database.js'
-import { startTestServer, stopTestServers } from '../../../server/test/helpers/test-server.js'
+import { startTestServer } from '../../../server/test/helpers/test-server.js'
 import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import { createRoomsApi, createToken, SymphonyApiError } from '../src/index.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 
-afterEach(async () => {
-  destroyClients()
-  await stopTestServers()
-})
+afterEach(cleanUpAfterTest)
 
 describe('createRoomsApi against a real server', () => {
   it('reads, writes and deletes a room, typed, with any room name', async () => {
