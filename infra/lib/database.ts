@@ -10,7 +10,8 @@ export interface DatabaseProps {
   instanceType: string
   multiAz: boolean
   storageGiB: number
-  retainData: boolean
+  /** Unset: a final snapshot on deletion. Anything but `DESTROY` turns deletion protection on. */
+  removalPolicy: RemovalPolicy | undefined
 }
 
 const DATABASE_NAME = 'symphony'
@@ -37,6 +38,7 @@ export class Database extends Construct {
   constructor(scope: Construct, id: string, props: DatabaseProps) {
     super(scope, id)
     this.storageGiB = props.storageGiB
+    const destroy = props.removalPolicy === RemovalPolicy.DESTROY
     this.instance = new rds.DatabaseInstance(this, 'Postgres', {
       engine: rds.DatabaseInstanceEngine.postgres({ version: POSTGRES_VERSION }),
       instanceType: new ec2.InstanceType(props.instanceType),
@@ -54,8 +56,8 @@ export class Database extends Construct {
       storageType: rds.StorageType.GP3,
       storageEncrypted: true,
       backupRetention: Duration.days(7),
-      deletionProtection: props.retainData,
-      removalPolicy: props.retainData ? RemovalPolicy.SNAPSHOT : RemovalPolicy.DESTROY,
+      deletionProtection: !destroy,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.SNAPSHOT,
       port: 5432,
       caCertificate: rds.CaCertificate.RDS_CA_RSA2048_G1,
       cloudwatchLogsExports: ['postgresql'],
@@ -87,10 +89,10 @@ export class Database extends Construct {
           'waits on it); medium and large, or dbMultiAz=true, run Multi-AZ.',
       )
     }
-    if (!props.retainData) {
+    if (destroy) {
       acknowledge(
         'AwsSolutions-RDS10',
-        'retainData=false was asked for: a throwaway stack whose database cdk destroy must be able to delete.',
+        'removalPolicy DESTROY (retainData=false) was asked for: a throwaway stack whose database cdk destroy must be able to delete.',
       )
     }
   }
