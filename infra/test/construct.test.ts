@@ -123,13 +123,24 @@ describe('the Symphony construct inside a stack of your own', () => {
     template.hasResourceProperties('AWS::RDS::DBInstance', { DeletionProtection: true })
     // Prebuilt images from ECR: the task definitions name the repository, nothing is built.
     const images = Object.values(template.findResources('AWS::ECS::TaskDefinition')).flatMap((task) =>
-      task.Properties.ContainerDefinitions.map((container: { Image: unknown }) => JSON.stringify(container.Image)),
+      task.Properties.ContainerDefinitions.map((container: { Image: unknown }) =>
+        JSON.stringify(container.Image),
+      ),
     )
-    assert.ok(images.some((image) => image.includes('symphony:sync-server-0.1.0')), images.join('\n'))
+    assert.ok(
+      images.some((image) => image.includes('symphony:sync-server-0.1.0')),
+      images.join('\n'),
+    )
     assert.ok(images.some((image) => image.includes('symphony:dashboard-0.1.0')))
-    assert.ok(images.every((image) => !image.includes('cdk-hnb659fds-container-assets')), 'no image asset')
+    assert.ok(
+      images.every((image) => !image.includes('cdk-hnb659fds-container-assets')),
+      'no image asset',
+    )
     const outputs = Object.keys(template.findOutputs('*'))
-    assert.ok(outputs.some((name) => name.startsWith('SymphonyWebSocketUrl')), outputs.join(', '))
+    assert.ok(
+      outputs.some((name) => name.startsWith('SymphonyWebSocketUrl')),
+      outputs.join(', '),
+    )
     template.hasResourceProperties('AWS::SecretsManager::Secret', { Name: 'Collaboration/api-secret' })
   })
 
@@ -161,7 +172,11 @@ describe('the Symphony construct inside a stack of your own', () => {
     }).template
     assert.deepEqual(deletionPolicies(snapshot, 'AWS::RDS::DBInstance'), ['Snapshot'])
     assert.deepEqual(deletionPolicies(snapshot, 'AWS::ElastiCache::ReplicationGroup'), ['Snapshot'])
-    assert.deepEqual(deletionPolicies(snapshot, 'AWS::MemoryDB::Cluster'), ['Retain'], 'MemoryDB takes no snapshot')
+    assert.deepEqual(
+      deletionPolicies(snapshot, 'AWS::MemoryDB::Cluster'),
+      ['Retain'],
+      'MemoryDB takes no snapshot',
+    )
     assert.deepEqual(new Set(deletionPolicies(snapshot, 'AWS::S3::Bucket')), new Set(['Retain']))
     assert.deepEqual(new Set(deletionPolicies(snapshot, 'AWS::Logs::LogGroup')), new Set(['Retain']))
   })
@@ -179,14 +194,22 @@ describe('the Symphony construct inside a stack of your own', () => {
       assert.throws(
         () => inOtherStack({ images: prebuilt, ...props }),
         (error: unknown) =>
-          error instanceof SymphonyPropsError && error.code === 'INVALID_SYMPHONY_PROPS' && pattern.test(error.message),
+          error instanceof SymphonyPropsError &&
+          error.code === 'INVALID_SYMPHONY_PROPS' &&
+          pattern.test(error.message),
       )
-    refused({ sync: { minTasks: 4, maxTasks: 2 } }, /^Symphony sync\.maxTasks: must be at least minTasks \(4\)$/)
+    refused(
+      { sync: { minTasks: 4, maxTasks: 2 } },
+      /^Symphony sync\.maxTasks: must be at least minTasks \(4\)$/,
+    )
     refused({ sync: { cpu: 2048 } }, /^Symphony sync\.cpu: must be 256, 512 or 1024/)
     refused({ sync: { cpu: 512, memoryMiB: 512 } }, /^Symphony sync\.memoryMiB: Fargate allows 1024–4096/)
     refused({ domainName: 'collab.example.com' }, /^Symphony domainName: needs certificate/)
     refused({ natGateways: 2 }, /^Symphony natGateways: only for the VPC the construct makes/)
-    refused({ shutdownTimeoutSeconds: 200 }, /^Symphony shutdownTimeoutSeconds: must be a whole number from 5 to 110$/)
+    refused(
+      { shutdownTimeoutSeconds: 200 },
+      /^Symphony shutdownTimeoutSeconds: must be a whole number from 5 to 110$/,
+    )
     assert.throws(
       () => inOtherStack({ images: prebuilt, serverSettings: { PUBSUB: 'redis://elsewhere' } as never }),
       /^Error: Symphony serverSettings: PUBSUB is not a server setting/,
