@@ -5,14 +5,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { App, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib'
+import { RemovalPolicy } from 'aws-cdk-lib'
 import { Template } from 'aws-cdk-lib/assertions'
-import * as ec2 from 'aws-cdk-lib/aws-ec2'
-import * as ecs from 'aws-cdk-lib/aws-ecs'
-import { AwsSolutionsChecks } from 'cdk-nag'
 import { fencedBlocks } from '../../client-lib/client/test/helpers/doc-examples.js'
-import { Symphony } from '../lib/symphony.js'
 import { type SymphonyProps, SymphonyPropsError } from '../lib/symphony-props.js'
+import { ISOLATED, inOtherStack, PRIVATE, PUBLIC, prebuilt } from './helpers/other-stack.js'
 import { CDK_JSON_CONTEXT } from './helpers/synthesize.js'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -31,35 +28,6 @@ function synthesizeExample(): Template {
   })
   assert.equal(run.status, 0, `the example's synthesis failed (cdk-nag findings fail it):\n${run.stderr}`)
   return Template.fromJSON(JSON.parse(readFileSync(join(outdir, 'Collaboration.template.json'), 'utf8')))
-}
-
-const PUBLIC = ['subnet-0aaa1111111111111', 'subnet-0aaa2222222222222']
-const PRIVATE = ['subnet-0bbb1111111111111', 'subnet-0bbb2222222222222']
-const ISOLATED = ['subnet-0ccc1111111111111', 'subnet-0ccc2222222222222']
-
-/** A stack of someone else's with an imported three-tier VPC and the construct in it, cdk-nag on. */
-function inOtherStack(props: Omit<SymphonyProps, 'vpc'>): { template: Template; stack: Stack } {
-  const app = new App({ context: { ...CDK_JSON_CONTEXT, 'aws:cdk:disable-asset-staging': true } })
-  const stack = new Stack(app, 'Existing', { env: { account: '123456789012', region: 'eu-west-1' } })
-  const vpc = ec2.Vpc.fromVpcAttributes(stack, 'Vpc', {
-    vpcId: 'vpc-0123456789abcdef0',
-    availabilityZones: ['eu-west-1a', 'eu-west-1b'],
-    publicSubnetIds: PUBLIC,
-    publicSubnetRouteTableIds: ['rtb-01', 'rtb-02'],
-    privateSubnetIds: PRIVATE,
-    privateSubnetRouteTableIds: ['rtb-03', 'rtb-04'],
-    isolatedSubnetIds: ISOLATED,
-    isolatedSubnetRouteTableIds: ['rtb-05', 'rtb-06'],
-  })
-  new Symphony(stack, 'Collab', { vpc, ...props })
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app))
-  const assembly = app.synth()
-  return { template: Template.fromJSON(assembly.getStackByName('Existing').template), stack }
-}
-
-const prebuilt = {
-  sync: ecs.ContainerImage.fromRegistry('public.ecr.aws/example/symphony-sync:1'),
-  dashboard: ecs.ContainerImage.fromRegistry('public.ecr.aws/example/symphony-dashboard:1'),
 }
 
 const deletionPolicies = (template: Template, type: string) =>
