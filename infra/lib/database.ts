@@ -10,17 +10,13 @@ export interface DatabaseProps {
   instanceType: string
   multiAz: boolean
   storageGiB: number
+  /** The Postgres 16 minor version, such as `16.13` (`POSTGRES_VERSION` in sizes.ts by default). */
+  engineVersion: string
   /** Unset: a final snapshot on deletion. Anything but `DESTROY` turns deletion protection on. */
   removalPolicy: RemovalPolicy | undefined
 }
 
 const DATABASE_NAME = 'symphony'
-/**
- * A minor version RDS still creates instances at: the bare major "16" is deprecated for new
- * instances (cfn-lint W3691). RDS applies later minors itself in the maintenance window (automatic
- * minor upgrades stay on), so this only says where a new database starts.
- */
-export const POSTGRES_VERSION = rds.PostgresEngineVersion.VER_16_13
 const USER = 'symphony'
 /** Where the images keep RDS's certificate authorities (see infra/Dockerfile). */
 const RDS_CA_FILE = '/app/certs/aws-rds-ca.pem'
@@ -40,7 +36,9 @@ export class Database extends Construct {
     this.storageGiB = props.storageGiB
     const destroy = props.removalPolicy === RemovalPolicy.DESTROY
     this.instance = new rds.DatabaseInstance(this, 'Postgres', {
-      engine: rds.DatabaseInstanceEngine.postgres({ version: POSTGRES_VERSION }),
+      engine: rds.DatabaseInstanceEngine.postgres({
+        version: rds.PostgresEngineVersion.of(props.engineVersion, '16'),
+      }),
       instanceType: new ec2.InstanceType(props.instanceType),
       vpc: props.vpc,
       vpcSubnets: props.subnets,

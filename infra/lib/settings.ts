@@ -27,7 +27,7 @@ export interface SymphonySettings {
   redis: { nodeType: string; replicas: number }
   /** Where the update journal lives: beside pub/sub on ElastiCache, or on MemoryDB (see `JournalSettings`). */
   journal: JournalSettings
-  database: { instanceType: string; multiAz: boolean; storageGiB: number }
+  database: { instanceType: string; multiAz: boolean; storageGiB: number; engineVersion: string }
   natGateways: number
   /** HTTPS on the load balancer with this ACM certificate; plain HTTP without it. */
   certificateArn: string | undefined
@@ -104,6 +104,7 @@ const context = z.object({
     .optional(),
   dbMultiAz: flag,
   dbStorageGiB: count(20, 65536),
+  dbEngineVersion: z.string().optional(),
   natGateways: count(1, 2),
   certificateArn: z
     .string()
@@ -217,6 +218,7 @@ const CONTEXT_KEY_OF_PROP: Record<string, string> = {
   'redis.replicas': 'redisReplicas',
   'journal.replicas': 'journalReplicas',
   'database.storageGiB': 'dbStorageGiB',
+  'database.engineVersion': 'dbEngineVersion',
 }
 
 /** The context's sizes over its preset, as the construct resolves its props. */
@@ -230,7 +232,12 @@ function resolveContextSizes(c: z.infer<typeof context>) {
         c.journalStore === 'memorydb'
           ? { store: 'memorydb', nodeType: c.journalNodeType, replicas: c.journalReplicas }
           : { store: 'elasticache' },
-      database: { instanceType: c.dbInstanceType, multiAz: c.dbMultiAz, storageGiB: c.dbStorageGiB },
+      database: {
+        instanceType: c.dbInstanceType,
+        multiAz: c.dbMultiAz,
+        storageGiB: c.dbStorageGiB,
+        engineVersion: c.dbEngineVersion,
+      },
       natGateways: c.natGateways,
     })
   } catch (error) {

@@ -40,3 +40,10 @@ export const SIZES = {
     natGateways: 2,
   },
 } as const
+
+/**
+ * A minor version RDS still creates instances at: the bare major "16" is deprecated for new
+ * instances (cfn-lint W3691). RDS applies later minors itself in the maintenance window (automatic
+ * minor upgrades stay on), so this only says where a new database starts.
+ */
+export const POSTGRES_VERSION = '16.13'

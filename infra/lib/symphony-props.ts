@@ -7,6 +7,7 @@ import {
   type CpuArchitectureName,
   type JournalSettings,
   MEMORYDB_JOURNAL,
+  POSTGRES_VERSION,
   SIZES,
   type SizeName,
 } from './sizes.js'
@@ -27,6 +28,11 @@ export interface DatabaseSize {
   multiAz: boolean
   /** Allocated at creation; RDS grows it up to 4× by itself. */
   storageGiB: number
+  /**
+   * The Postgres 16 minor version, such as `16.13` (the default). RDS applies later minors itself;
+   * an existing instance that runs a later one needs it set here, as CloudFormation cannot go back.
+   */
+  engineVersion: string
 }
 
 export interface RedisSize {
@@ -209,9 +215,17 @@ export function resolveSizes(props: SymphonyProps): ResolvedSizes {
         20,
         65536,
       ),
+      engineVersion: postgresVersion(props.database?.engineVersion ?? POSTGRES_VERSION),
     },
     natGateways: count('natGateways', props.natGateways ?? preset.natGateways, 1, 2),
   }
+}
+
+function postgresVersion(version: string): string {
+  if (!/^16\.\d{1,3}$/.test(version)) {
+    throw new SymphonyPropsError('database.engineVersion', 'must be 16.<minor>, such as 16.13')
+  }
+  return version
 }
 
 function count(prop: string, value: number, min: number, max: number): number {

@@ -124,7 +124,12 @@ describe('the Symphony construct inside a stack of your own', () => {
   })
 
   it('removalPolicy DESTROY deletes every piece of data; SNAPSHOT snapshots the database and Redis', () => {
-    const destroyed = inOtherStack({ images: prebuilt, removalPolicy: RemovalPolicy.DESTROY }).template
+    const destroyed = inOtherStack({
+      images: prebuilt,
+      removalPolicy: RemovalPolicy.DESTROY,
+      database: { engineVersion: '16.14' },
+    }).template
+    destroyed.hasResourceProperties('AWS::RDS::DBInstance', { EngineVersion: '16.14' })
     for (const type of ['AWS::S3::Bucket', 'AWS::RDS::DBInstance', 'AWS::Logs::LogGroup']) {
       assert.deepEqual(new Set(deletionPolicies(destroyed, type)), new Set(['Delete']), type)
     }
@@ -151,6 +156,7 @@ describe('the Symphony construct inside a stack of your own', () => {
 
   it('names its secrets, alarms and metrics after `name`, so two fit in one stack', () => {
     const { template } = inOtherStack({ images: prebuilt, name: 'collab-eu' })
+    template.hasResourceProperties('AWS::RDS::DBInstance', { EngineVersion: '16.13' })
     template.hasResourceProperties('AWS::SecretsManager::Secret', { Name: 'collab-eu/api-secret' })
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'))
     assert.ok(alarms.length > 10)
@@ -173,6 +179,7 @@ describe('the Symphony construct inside a stack of your own', () => {
     refused({ sync: { cpu: 2048 } }, /^Symphony sync\.cpu: must be 256, 512 or 1024/)
     refused({ sync: { cpu: 512, memoryMiB: 512 } }, /^Symphony sync\.memoryMiB: Fargate allows 1024–4096/)
     refused({ domainName: 'collab.example.com' }, /^Symphony domainName: needs certificate/)
+    refused({ database: { engineVersion: '16' } }, /^Symphony database\.engineVersion: must be 16\.<minor>/)
     refused({ natGateways: 2 }, /^Symphony natGateways: only for the VPC the construct makes/)
     refused(
       { shutdownTimeoutSeconds: 200 },
