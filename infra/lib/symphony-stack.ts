@@ -21,43 +21,6 @@ export class SymphonyStack extends Stack {
     super(scope, id, props)
     this.symphony = new Symphony(this, 'Default', symphonyPropsOf(this, props.settings))
   }
-
-  // The parts, as the stack exposed them before the construct held them.
-  get storage() {
-    return this.symphony.storage
-  }
-  get network() {
-    const { network } = this.symphony
-    if (!network) throw new Error('the bundled stack always makes its VPC')
-    return network
-  }
-  get cache() {
-    return this.symphony.cache
-  }
-  get journal() {
-    return this.symphony.journal
-  }
-  get database() {
-    return this.symphony.database
-  }
-  get entry() {
-    return this.symphony.entry
-  }
-  get cluster() {
-    return this.symphony.cluster
-  }
-  get sync() {
-    return this.symphony.sync
-  }
-  get dashboard() {
-    return this.symphony.dashboard
-  }
-  get loadAgents() {
-    return this.symphony.loadAgents
-  }
-  get operations() {
-    return this.symphony.operations
-  }
 }
 
 /** The context's settings as the construct's typed props. */

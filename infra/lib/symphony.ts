@@ -1,5 +1,5 @@
 import { Duration, RemovalPolicy, Stack, Tags } from 'aws-cdk-lib'
-import * as ec2 from 'aws-cdk-lib/aws-ec2'
+import type * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as ecs from 'aws-cdk-lib/aws-ecs'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import { Construct } from 'constructs'
@@ -9,7 +9,7 @@ import { Database } from './database.js'
 import { ARCHITECTURE_CONTEXT_KEY, imageFromRepository } from './fargate.js'
 import { JournalStore } from './journal-store.js'
 import { LoadAgents } from './load-agents.js'
-import { Network } from './network.js'
+import { DEFAULT_SUBNETS, Network } from './network.js'
 import { metricsNamespace } from './observability/metrics.js'
 import { Operations } from './observability/operations.js'
 import { PublicEntry } from './public-entry.js'
@@ -77,9 +77,9 @@ export class Symphony extends Construct {
     const vpc = props.vpc ?? (this.network as Network).vpc
     this.vpc = vpc
     const subnets = {
-      public: props.subnets?.public ?? { subnetType: ec2.SubnetType.PUBLIC },
-      tasks: props.subnets?.tasks ?? { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
-      data: props.subnets?.data ?? { subnetType: ec2.SubnetType.PRIVATE_ISOLATED },
+      public: props.subnets?.public ?? DEFAULT_SUBNETS.public,
+      tasks: props.subnets?.tasks ?? DEFAULT_SUBNETS.tasks,
+      data: props.subnets?.data ?? DEFAULT_SUBNETS.data,
     }
     const dataSubnets = vpc.selectSubnets(subnets.data)
     this.cache = new Cache(this, 'Cache', { vpc, subnets: dataSubnets, ...sizes.redis })
