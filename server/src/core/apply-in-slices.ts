@@ -6,8 +6,8 @@ import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-sli
 import type { Encoded, Refusal, SliceReply, SliceRequest } from './update-slicer-worker.js'
 
 /**
- * Run from TypeScript source (the tests, under tsx), a worker thread could not load its entry:
- * Node 20 does not hand tsx's loader on to workers. There the slicing runs on this thread.
+ * Run from TypeScript source (the tests, under tsx), the worker's entry is a .ts file that a
+ * worker thread cannot load the way it loads the built .js. There the slicing runs on this thread.
  */
 const FROM_SOURCE = import.meta.url.endsWith('.ts')
 /** Below this a state applies in one go: slicing would cost more than the stall it saves. */
