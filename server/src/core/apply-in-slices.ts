@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
+import { clientCount, holdsWaiting } from '../protocol/yjs-internals.js'
 import type { Encoded, Refusal, SliceReply, SliceRequest } from './update-slicer-worker.js'
 
 /**
@@ -44,13 +45,13 @@ export async function applyInSlices(
     Y.applyUpdate(doc, state, origin)
     return null
   }
-  const encode = doc.store.clients.size === 0 && !doc.store.pendingStructs && !doc.store.pendingDs
+  const encode = clientCount(doc) === 0 && !holdsWaiting(doc)
   const { slices, encoded } = FROM_SOURCE
     ? { slices: sliceHere(state), encoded: undefined }
     : await sliceOnWorker(state, encode).catch(() => ({ slices: sliceHere(state), encoded: undefined }))
   for (const [index, slice] of slices.entries()) {
     Y.applyUpdate(doc, slice, origin)
-    if (doc.store.pendingStructs || doc.store.pendingDs) {
+    if (holdsWaiting(doc)) {
       // Something waits for a missing dependency, and Yjs would re-merge it with every later
       // slice: apply the rest in one go instead (and leave the encoding to the main thread).
       const rest = slices.slice(index + 1)
