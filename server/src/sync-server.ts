@@ -10,6 +10,7 @@ import { type PeerStateFetcher, RoomStateSource } from './core/room-state-source
 import { ServerMetrics } from './metrics.js'
 import type { AdapterContext, Adapters } from './ports/adapters.js'
 import type { ServerSample } from './ports/metadata-sink.js'
+import { yjsVersionCheck } from './protocol/yjs-internals.js'
 import type { ResolvedServerOptions } from './server-options.js'
 import { readServerSample } from './server-sample.js'
 import { createRequestHandler } from './transport/http-routes.js'
@@ -53,6 +54,12 @@ export class SyncServer {
         { largestDocumentBytes: largest, documentsLimitBytes: this.memory.documentsLimitBytes },
         'a document at MAX_DOCUMENT_STRUCTS and MAX_DOCUMENT_BYTES would not fit the memory budget: raise MEMORY_BUDGET_BYTES or lower the ceilings',
       )
+    }
+    const yjs = yjsVersionCheck()
+    if (!yjs.matches) {
+      // The update guard reads Yjs internals (protocol/yjs-internals.ts): another release may
+      // change them without a major version.
+      logger.warn(yjs, `yjs ${yjs.installed} is not the release this server was tested with (${yjs.tested})`)
     }
     this.metrics.watchMemoryBudget(this.memory)
     this.#adapters = this.#openAdapters(internal?.address ?? '')
