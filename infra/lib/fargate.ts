@@ -25,20 +25,25 @@ export interface RepositoryImageOptions {
 }
 
 /**
+ * Throws when `targets` would be built from the repository and there is none: an installed
+ * @symphony/infra has no repository beside it to build from.
+ */
+export function assertRepositoryImages(targets: ImageTarget[]): void {
+  if (targets.length === 0 || existsSync(join(REPOSITORY_ROOT, DOCKERFILE))) return
+  throw Object.assign(
+    new Error(
+      `Symphony images: no ${DOCKERFILE} in ${REPOSITORY_ROOT} to build ${targets.join(', ')} from; ` +
+        'outside a checkout of the repository pass prebuilt images (props.images, docs/deploy.md)',
+    ),
+    { code: 'SYMPHONY_IMAGES_MISSING' },
+  )
+}
+
+/**
  * An image built by `cdk deploy` from one target of the repository's Dockerfile, for the tasks'
  * CPU architecture. Synthesis only stages the files: no Docker needed until deploy.
  */
 export function imageFromRepository({ target, architecture }: RepositoryImageOptions): ecs.ContainerImage {
-  // An installed @symphony/infra has no repository beside it to build from.
-  if (!existsSync(join(REPOSITORY_ROOT, DOCKERFILE))) {
-    throw Object.assign(
-      new Error(
-        `Symphony images: no ${DOCKERFILE} in ${REPOSITORY_ROOT} to build the ${target} image from; ` +
-          'outside a checkout of the repository pass prebuilt images (props.images, docs/deploy.md)',
-      ),
-      { code: 'SYMPHONY_IMAGES_MISSING' },
-    )
-  }
   return ecs.ContainerImage.fromAsset(REPOSITORY_ROOT, {
     file: DOCKERFILE,
     target,

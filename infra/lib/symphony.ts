@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack, Tags } from 'aws-cdk-lib'
+import { Duration, RemovalPolicy, Stack, Tags, Token } from 'aws-cdk-lib'
 import type * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as ecs from 'aws-cdk-lib/aws-ecs'
 import * as logs from 'aws-cdk-lib/aws-logs'
@@ -6,7 +6,7 @@ import { Construct } from 'constructs'
 import { Cache } from './cache.js'
 import { DashboardService } from './dashboard-service.js'
 import { Database } from './database.js'
-import { ARCHITECTURE_CONTEXT_KEY, imageFromRepository } from './fargate.js'
+import { ARCHITECTURE_CONTEXT_KEY, assertRepositoryImages, imageFromRepository } from './fargate.js'
 import { JournalStore } from './journal-store.js'
 import { LoadAgents } from './load-agents.js'
 import { DEFAULT_SUBNETS, Network } from './network.js'
@@ -45,6 +45,20 @@ export class Symphony extends Construct {
 
   constructor(scope: Construct, id: string, props: SymphonyProps = {}) {
     super(scope, id)
+    if (Token.isUnresolved(Stack.of(this).region)) {
+      // The load balancer's access logs name the region's log-delivery account.
+      throw Object.assign(
+        new Error('Symphony: its stack needs a region (new Stack(app, id, { env: { region } }))'),
+        { code: 'SYMPHONY_REGION_MISSING' },
+      )
+    }
+    // Checked before any child exists: a refused construct leaves nothing half-built in the stack.
+    const images = props.images ?? {}
+    assertRepositoryImages([
+      ...(images.sync ? [] : (['sync-server'] as const)),
+      ...(images.dashboard ? [] : (['dashboard'] as const)),
+      ...(props.loadAgents && !images.loadAgent ? (['load-agent'] as const) : []),
+    ])
     const sizes = resolveSizes(props)
     this.sizes = sizes
     const name = props.name ?? Stack.of(this).stackName
@@ -67,6 +81,9 @@ export class Symphony extends Construct {
     }
     // Before any child: every task definition below reads it (`architectureOf`).
     this.node.setContext(ARCHITECTURE_CONTEXT_KEY, architecture)
+    // The buckets refuse ACLs (bucket-owner object ownership), so access logs must be granted by
+    // bucket policy: an app whose cdk.json predates that CDK default would fail synthesis without it.
+    this.node.setContext('@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy', true)
     const image = (target: 'sync-server' | 'dashboard' | 'load-agent', prebuilt?: ecs.ContainerImage) =>
       prebuilt ?? imageFromRepository({ target, architecture })
 

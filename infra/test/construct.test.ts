@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { RemovalPolicy } from 'aws-cdk-lib'
-import { Template } from 'aws-cdk-lib/assertions'
+import { Match, Template } from 'aws-cdk-lib/assertions'
 import { fencedBlocks } from '../../client-lib/client/test/helpers/doc-examples.js'
 import { type SymphonyProps, SymphonyPropsError } from '../lib/symphony-props.js'
 import { ISOLATED, inOtherStack, PRIVATE, PUBLIC, prebuilt } from './helpers/other-stack.js'
@@ -110,6 +110,55 @@ describe('the Symphony construct inside a stack of your own', () => {
       outputs.join(', '),
     )
     template.hasResourceProperties('AWS::SecretsManager::Secret', { Name: 'Collaboration/api-secret' })
+  })
+
+  it('from its packed tarball in an app outside the repository: asks for prebuilt images, then synthesizes', () => {
+    const app = mkdtempSync(join(tmpdir(), 'symphony-infra-app-'))
+    outdirs.push(app)
+    const [packed] = JSON.parse(
+      execFileSync('npm', ['pack', '--json', '--workspace', 'infra', '--pack-destination', app], {
+        cwd: ROOT,
+        encoding: 'utf8',
+      }),
+    )
+    execFileSync('tar', ['-xzf', join(app, packed.filename), '-C', app])
+    mkdirSync(join(app, 'node_modules', '@symphony'), { recursive: true })
+    renameSync(join(app, 'package'), join(app, 'node_modules', '@symphony', 'infra'))
+    // The app's own aws-cdk-lib and constructs (the peers), and the package's zod: the repository's copies.
+    for (const name of ['aws-cdk-lib', 'constructs', 'zod']) {
+      symlinkSync(join(ROOT, 'node_modules', name), join(app, 'node_modules', name))
+    }
+    writeFileSync(
+      join(app, 'app.mjs'),
+      [
+        "import { App, Stack } from 'aws-cdk-lib'",
+        "import * as ecs from 'aws-cdk-lib/aws-ecs'",
+        "import { Symphony } from '@symphony/infra'",
+        'const app = new App({ outdir: process.argv[2] })',
+        "const env = { region: 'eu-west-1' }",
+        "const image = (name) => ecs.ContainerImage.fromRegistry('public.ecr.aws/example/' + name + ':1')",
+        "const images = { sync: image('sync'), dashboard: image('dashboard') }",
+        "try { new Symphony(new Stack(app, 'Agnostic'), 'Symphony', { images }) } catch (error) { console.log(error.code) }",
+        "try { new Symphony(new Stack(app, 'Bare', { env }), 'Symphony') } catch (error) { console.log(error.code) }",
+        "new Symphony(new Stack(app, 'Prebuilt', { env }), 'Symphony', { images })",
+        'app.synth()',
+      ].join('\n'),
+    )
+    const outdir = join(app, 'cdk.out')
+    const run = spawnSync(process.execPath, ['app.mjs', outdir], {
+      cwd: app,
+      encoding: 'utf8',
+      timeout: 120_000,
+    })
+    assert.equal(run.status, 0, run.stderr)
+    assert.deepEqual(run.stdout.trim().split('\n'), ['SYMPHONY_REGION_MISSING', 'SYMPHONY_IMAGES_MISSING'])
+    const template = Template.fromJSON(
+      JSON.parse(readFileSync(join(outdir, 'Prebuilt.template.json'), 'utf8')),
+    )
+    template.resourceCountIs('AWS::ECS::Service', 2)
+    template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+      ContainerDefinitions: Match.arrayWith([Match.objectLike({ Image: 'public.ecr.aws/example/sync:1' })]),
+    })
   })
 
   it('default subnets in an imported three-tier VPC: public, private with egress, isolated', () => {
