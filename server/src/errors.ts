@@ -88,6 +88,13 @@ export class SnapshotConflictError extends SymphonyError {
   }
 }
 
+/** A snapshot version id (or a versions cursor) that the store does not hold for the room. */
+export class SnapshotVersionNotFoundError extends SymphonyError {
+  constructor(message: string) {
+    super('VERSION_NOT_FOUND', message)
+  }
+}
+
 /** The room's snapshot store holds a later incarnation or its tombstone: this one was deleted. */
 export class RoomDeletedError extends SymphonyError {
   constructor(message: string) {
