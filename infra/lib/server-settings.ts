@@ -57,6 +57,8 @@ export const SERVER_SETTINGS_NOT_EXPOSED: Record<string, string> = {
   AWS_ENDPOINT_URL_S3: 'as AWS_ENDPOINT_URL',
   AWS_ENDPOINT_URL_DYNAMODB: 'as AWS_ENDPOINT_URL',
   INTERNAL_HOST: 'each task finds its own address from the ECS task metadata endpoint',
+  SNAPSHOT_FILE_VERSIONS:
+    'the stack saves rooms to S3, where the bucket versioning and lifecycle rule keep old versions',
   GIT_COMMIT: 'an alias of SYMPHONY_COMMIT, which the `commit` option sets',
 }
 

@@ -13,11 +13,13 @@ import type { ServerSample } from './ports/metadata-sink.js'
 import { yjsVersionCheck } from './protocol/yjs-internals.js'
 import type { ResolvedServerOptions } from './server-options.js'
 import { readServerSample } from './server-sample.js'
+import { createApiWriter, holdForApi } from './transport/api-writer.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
 import { createPeerStateFetcher } from './transport/peer-state-client.js'
 import { createRestApi } from './transport/rest-api.js'
 import { loadStaticFiles } from './transport/static-files.js'
+import { createVersionsRoute } from './transport/versions-route.js'
 import { WebSocketGateway } from './transport/websocket-gateway.js'
 
 /** Clients whose updates a room may hold waiting for missing dependencies at once. */
@@ -100,6 +102,19 @@ export class SyncServer {
         loadedIncarnation: (name) => this.manager.loadedIncarnation(name),
         dropDeleted: (name, generation) => this.manager.dropDeleted(name, generation),
         deleteRoom: (name) => this.manager.delete(name),
+        versions: createVersionsRoute({
+          snapshots: this.#adapters.snapshots,
+          events: this.#adapters.events,
+          writer: createApiWriter({
+            serverId: options.serverId,
+            limits: options.limits,
+            metrics: this.metrics,
+            logger,
+          }),
+          hold: (name) => holdForApi(this.manager, name),
+          save: (name) => this.manager.save(name),
+          saveWaitMs: options.apiSaveWaitMs,
+        }),
       }),
     )
     const authenticator = createAuthenticator(options.auth)
@@ -130,6 +145,8 @@ export class SyncServer {
               limits: options.limits,
               saveWaitMs: options.apiSaveWaitMs,
               list: { catalog: this.#adapters.metadata.catalog ?? null, maxLimit: options.apiMaxListLimit },
+              snapshots: this.#adapters.snapshots,
+              events: this.#adapters.events,
               metrics: this.metrics,
               logger,
             })

@@ -24,7 +24,8 @@ export type SnapshotHead = Omit<StoredSnapshot, 'state'>
 export interface SnapshotVersion {
   /**
    * The store's id of this saved version: stable while the version is kept, letters, digits and
-   * `_ - .` only (at most `MAX_VERSION_ID_LENGTH`), so it goes in a URL path as it is.
+   * `_ - .` only (`VERSION_ID_PATTERN`: at most 256, never `.` or `..`), so it goes in a URL
+   * path as it is.
    */
   id: string
   /** When it was saved. */
@@ -43,10 +44,8 @@ export interface SnapshotVersionPage {
 
 /** Most versions one `listVersions` call may ask for (S3 answers at most this many per request). */
 export const MAX_VERSIONS_PAGE = 1000
-/** Longest version id or cursor a store gives. */
-export const MAX_VERSION_ID_LENGTH = 256
-/** What a version id or a cursor may hold. */
-export const VERSION_ID_PATTERN = /^[A-Za-z0-9_.-]{1,256}$/
+/** What a version id or a cursor may hold (shared with the clients, which put it in paths). */
+export { VERSION_ID_PATTERN } from '@symphony/client/wire'
 
 /**
  * Durable storage of each room's full document state, as one Yjs update. Saves are conditional,

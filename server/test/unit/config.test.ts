@@ -194,6 +194,19 @@ describe('configuration', () => {
     assert.match(errorFor({ AUTH_SECRET: secret, DEV_TOKEN_ROUTE: 'yes' }), /^DEV_TOKEN_ROUTE: /)
   })
 
+  it('keeps 20 versions per room in a file store unless SNAPSHOT_FILE_VERSIONS says otherwise (1–1000)', () => {
+    assert.deepEqual(parseConfig({ AUTH: 'none' }).backends.snapshots, {
+      kind: 'file',
+      folder: join(process.cwd(), 'data', 'snapshots'),
+      versions: 20,
+    })
+    const five = parseConfig({ AUTH: 'none', SNAPSHOT_FILE_VERSIONS: '5' }).backends.snapshots
+    assert.equal(five.kind === 'file' && five.versions, 5)
+    for (const bad of ['0', '1001', 'many']) {
+      assert.match(errorFor({ AUTH: 'none', SNAPSHOT_FILE_VERSIONS: bad }), /^SNAPSHOT_FILE_VERSIONS: /)
+    }
+  })
+
   it('turns the REST API on with a secret of at least 32 characters', () => {
     assert.equal(parseConfig({ AUTH: 'none' }).apiSecret, null)
     assert.equal(parseConfig({ AUTH: 'none', API_SECRET: secret }).apiSecret, secret)
