@@ -95,6 +95,20 @@ export class SyncServer {
         bindAuthors: options.auth.mode !== 'none',
       },
     )
+    // A room's saved versions: the REST API's routes, and the dashboard's restore on the internal port.
+    const versions = createVersionsRoute({
+      snapshots: this.#adapters.snapshots,
+      events: this.#adapters.events,
+      writer: createApiWriter({
+        serverId: options.serverId,
+        limits: options.limits,
+        metrics: this.metrics,
+        logger,
+      }),
+      hold: (name) => holdForApi(this.manager, name),
+      save: (name) => this.manager.save(name),
+      saveWaitMs: options.apiSaveWaitMs,
+    })
     internal?.server.on(
       'request',
       createInternalEndpoint({
@@ -102,19 +116,7 @@ export class SyncServer {
         loadedIncarnation: (name) => this.manager.loadedIncarnation(name),
         dropDeleted: (name, generation) => this.manager.dropDeleted(name, generation),
         deleteRoom: (name) => this.manager.delete(name),
-        versions: createVersionsRoute({
-          snapshots: this.#adapters.snapshots,
-          events: this.#adapters.events,
-          writer: createApiWriter({
-            serverId: options.serverId,
-            limits: options.limits,
-            metrics: this.metrics,
-            logger,
-          }),
-          hold: (name) => holdForApi(this.manager, name),
-          save: (name) => this.manager.save(name),
-          saveWaitMs: options.apiSaveWaitMs,
-        }),
+        versions,
       }),
     )
     const authenticator = createAuthenticator(options.auth)
@@ -145,8 +147,7 @@ export class SyncServer {
               limits: options.limits,
               saveWaitMs: options.apiSaveWaitMs,
               list: { catalog: this.#adapters.metadata.catalog ?? null, maxLimit: options.apiMaxListLimit },
-              snapshots: this.#adapters.snapshots,
-              events: this.#adapters.events,
+              versions,
               metrics: this.metrics,
               logger,
             })

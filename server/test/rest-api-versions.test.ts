@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
+import { destroyNodeClients, nodeClient } from '../../client-lib/client/test/helpers/node-client.js'
 import { MemorySnapshotStore } from '../src/adapters/memory-snapshot-store.js'
 import type { RoomEvent, RoomEventSink } from '../src/ports/room-events.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
@@ -10,7 +11,10 @@ import { startTestServer, type TestServer } from './helpers/test-server.js'
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 const auth = { authorization: `Bearer ${API_SECRET}` }
 
-afterEach(() => cleanUpAfterTest())
+afterEach(async () => {
+  await destroyNodeClients()
+  await cleanUpAfterTest()
+})
 
 interface Version {
   id: string
@@ -75,6 +79,8 @@ describe('REST API: versions', () => {
     const room = uniqueRoom('versions')
     const a = await connectSynced(t.wsUrl, room)
     const b = await connectSynced(t.wsUrl, room)
+    const ours = nodeClient(t.wsUrl).enter(room) // and a @symphony/client room
+    await ours.whenSynced()
     assert.deepEqual(await listed(t, room), [], 'never saved: no versions')
 
     a.doc.getText('text').insert(0, 'hello world')
@@ -95,7 +101,7 @@ describe('REST API: versions', () => {
 
     const restored = await versionsApi(t, room, `/${v1.id}/restore`, 'POST')
     assert.equal(restored.status, 200, JSON.stringify(restored.body))
-    for (const client of [a, b]) {
+    for (const client of [a, b, ours]) {
       await eventually(() => textOf(client.doc) === 'hello world', 'the restored text reaches every client')
       assert.equal(client.doc.getMap('map').get('title'), 'first')
       assert.equal(client.doc.getArray('list').length, 0)

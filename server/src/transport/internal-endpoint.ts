@@ -9,7 +9,7 @@ import {
 import type { Room } from '../core/room.js'
 import { toRefusal } from './api-refusal.js'
 import { parseRequestTarget } from './request-target.js'
-import type { createVersionsRoute } from './versions-route.js'
+import type { VersionsRoute } from './versions-route.js'
 
 export interface InternalEndpointDeps {
   token: string
@@ -20,7 +20,7 @@ export interface InternalEndpointDeps {
   /** Deletes a room everywhere (the dashboard's Delete). */
   deleteRoom(name: string): Promise<void>
   /** A saved version's restore (the dashboard's Restore): `POST …/versions/{id}/restore` only. */
-  versions: ReturnType<typeof createVersionsRoute>
+  versions: VersionsRoute
 }
 
 /**

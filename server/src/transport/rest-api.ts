@@ -14,14 +14,12 @@ import { DeadlineError, within } from '../deadline.js'
 import { ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
-import type { RoomEventSink } from '../ports/room-events.js'
-import type { SnapshotStore } from '../ports/snapshot-store.js'
 import { encodeUpdate } from '../protocol/codec.js'
 import { documentToJson } from '../protocol/document-json.js'
 import { ApiRefusal, toRefusal } from './api-refusal.js'
 import { createApiWriter, holdForApi } from './api-writer.js'
 import { listRooms, type RoomListDeps } from './room-list-route.js'
-import { createVersionsRoute } from './versions-route.js'
+import type { VersionsRoute } from './versions-route.js'
 
 export interface RestApiDeps {
   /** `API_SECRET`: callers send `Authorization: Bearer <secret>`. */
@@ -35,9 +33,8 @@ export interface RestApiDeps {
   logger: Logger
   /** `GET /api/v1/rooms`: the metadata store's rooms (null: none kept), and the largest page. */
   list: Omit<RoomListDeps, 'logger'>
-  /** The rooms' saved versions (`…/versions`), and where a restore is announced. */
-  snapshots: SnapshotStore
-  events: RoomEventSink
+  /** The rooms' saved versions (`…/versions`), shared with the internal endpoint. */
+  versions: VersionsRoute
 }
 
 export type ApiHandler = (
@@ -58,14 +55,7 @@ export type ApiHandler = (
 export function createRestApi(deps: RestApiDeps): ApiHandler {
   const expected = Buffer.from(`Bearer ${deps.secret}`)
   const writer = createApiWriter(deps)
-  const versions = createVersionsRoute({
-    snapshots: deps.snapshots,
-    events: deps.events,
-    writer,
-    hold: (name) => holdForApi(deps.manager, name),
-    save: (name) => deps.manager.save(name),
-    saveWaitMs: deps.saveWaitMs,
-  })
+  const { versions } = deps
 
   return (request, response, path, query) => {
     void answer(request, path, query).then(

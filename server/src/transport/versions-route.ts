@@ -17,6 +17,13 @@ export interface VersionsReply {
   json: unknown
 }
 
+/** Answers a versions request (the room name already checked); throws `ApiRefusal` and the errors `toRefusal` maps. */
+export type VersionsRoute = (
+  method: string | undefined,
+  target: VersionTarget & { room: string },
+  query: URLSearchParams,
+) => Promise<VersionsReply>
+
 /**
  * A room's saved versions (the REST API's, and the internal endpoint's restore for the dashboard):
  * - `GET …/versions?limit=&cursor=` → `{ versions: [{ id, savedAt, bytes, deleted? }], nextCursor }`,
