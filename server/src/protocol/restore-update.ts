@@ -4,6 +4,7 @@ import { SymphonyError } from '../errors.js'
 import { documentToJson } from './document-json.js'
 import { SERVER_CLIENTS_FROM } from './reserved-writes.js'
 import { AUTHORS_ROOT } from './update-scan.js'
+import { holdsClient } from './yjs-internals.js'
 
 /** Transaction origin of the live changes replayed onto the old version (the ones undone). */
 const SINCE = Symbol('since the version')
@@ -86,6 +87,6 @@ export function contentOf(state: Uint8Array): Record<string, unknown> {
 function freshClientId(doc: Y.Doc): number {
   for (;;) {
     const id = Math.floor(Math.random() * SERVER_CLIENTS_FROM)
-    if (!doc.store.clients.has(id)) return id
+    if (!holdsClient(doc, id)) return id
   }
 }

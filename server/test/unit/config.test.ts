@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { DEFAULT_REDIS_LINK } from '../../src/adapters/redis-connection.js'
 import { parseConfig } from '../../src/config.js'
