@@ -225,4 +225,23 @@ describe('REST API: versions', () => {
       assert.equal((body.error as { code: string }).code, 'VERSION_NOT_RESTORABLE')
     }
   })
+
+  it('is refused as a client’s update of its size would be, past MAX_DOCUMENT_BYTES (413), leaving the room as it was', async () => {
+    const { t, events } = await serverWithApi({ limits: { maxDocumentBytes: 8192 } })
+    const room = uniqueRoom('versions')
+    const a = await connectSynced(t.wsUrl, room)
+    const text = a.doc.getText('text')
+    text.insert(0, 'a'.repeat(5000))
+    await saveWhenHeld(t, room, 'a'.repeat(5000))
+    const [old] = await listed(t, room)
+    text.delete(0, 5000)
+    text.insert(0, 'b'.repeat(5000))
+    await saveWhenHeld(t, room, 'b'.repeat(5000))
+    // Bringing the old text back means inserting it again: 5000 bytes more than the room holds now.
+    const { status, body } = await versionsApi(t, room, `/${old?.id}/restore`, 'POST')
+    assert.equal(status, 413)
+    assert.equal((body.error as { code: string }).code, 'DOCUMENT_TOO_LARGE')
+    assert.equal(textOf(a.doc), 'b'.repeat(5000))
+    assert.equal(events.events.filter((e) => e.type === 'document.restored').length, 0)
+  })
 })
