@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, it } from 'node:test'
+import { isDeepStrictEqual } from 'node:util'
 import { internalAuthorization, internalVersionPath } from '@symphony/client/wire'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { type ClusterServer, TestCluster } from './helpers/cluster.js'
@@ -27,7 +28,7 @@ async function versionHolding(server: ClusterServer, room: string, json: unknown
   const { body } = await versionsApi(server, room, '?limit=5')
   for (const version of (body.versions as Version[] | undefined) ?? []) {
     const { body: document } = await versionsApi(server, room, `/${version.id}/document`)
-    if (JSON.stringify(document) === JSON.stringify(json)) return version.id
+    if (isDeepStrictEqual(document, json)) return version.id // root types come in any order
   }
   return null
 }

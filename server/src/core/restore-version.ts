@@ -3,7 +3,7 @@ import { fromSnapshotStore, VersionNotRestorableError } from '../errors.js'
 import type { RoomEventSink } from '../ports/room-events.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import { encodeUpdate } from '../protocol/codec.js'
-import { restoreUpdate } from '../protocol/restore-update.js'
+import { restoreOnWorker } from './restore-on-worker.js'
 import type { RoomHold } from './room-manager.js'
 import type { RoomMember } from './room-member.js'
 
@@ -55,7 +55,9 @@ export async function restoreVersion(
       )
     }
     const { room } = hold
-    const update = restoreUpdate(room.encodeState(), version.state)
+    // Made off this thread; the room may change meanwhile, and the update merges with that as an
+    // edit made at the same time would.
+    const update = await restoreOnWorker(room.encodeState(), version.state)
     await room.receive(deps.writer(name), encodeUpdate(update))
     const saved = await within(
       room.durable().then(() => deps.save(name)),
