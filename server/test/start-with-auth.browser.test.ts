@@ -230,7 +230,10 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
     }
     let first: string | null = null
     await eventually(
-      async () => (first = await versionWith(1)) !== null,
+      async () => {
+        first = await versionWith(1)
+        return first !== null
+      },
       'a version holds the rectangle',
       10_000,
     )

@@ -61,7 +61,10 @@ describe('versions and restore in a real local cluster (S3 object versions)', ()
     onA.doc.getText('text').insert(0, 'the first draft')
     let first: string | null = null
     await eventually(
-      async () => (first = await versionHolding(c, room, { text: 'the first draft' })) !== null,
+      async () => {
+        first = await versionHolding(c, room, { text: 'the first draft' })
+        return first !== null
+      },
       'the first draft is a saved version in S3',
       15_000,
     )
