@@ -1,0 +1,58 @@
+/** What a channel's replies and messages have told about other servers subscribing to it. */
+interface Channel {
+  /** The last reply said no other server received our message, and nothing was heard since. */
+  alone: boolean
+  /** Messages heard from other servers on the channel: a reply older than the latest one is stale. */
+  heard: number
+}
+
+/**
+ * Which subscribed channels this server holds alone, learnt from what Redis answers a PUBLISH
+ * (how many subscribers received it: 1 is this server's own subscriber). A channel held alone
+ * is not published to: no message is paid for that only Redis and its sender would see. A
+ * server that subscribes later announces itself by publishing (the room's digest once loaded);
+ * hearing any message from another server makes the channel shared again, and the digest's
+ * answer carries what was not published meanwhile.
+ */
+export class ChannelPeers {
+  readonly #channels = new Map<string, Channel>()
+
+  track(channel: string): void {
+    if (!this.#channels.has(channel)) this.#channels.set(channel, { alone: false, heard: 0 })
+  }
+
+  forget(channel: string): void {
+    this.#channels.delete(channel)
+  }
+
+  isAlone(channel: string): boolean {
+    return this.#channels.get(channel)?.alone ?? false
+  }
+
+  /** A message from another server arrived on `channel`. */
+  heard(channel: string): void {
+    const known = this.#channels.get(channel)
+    if (!known) return
+    known.alone = false
+    known.heard++
+  }
+
+  /** Taken when a message is sent, handed back with Redis's reply to it. */
+  sent(channel: string): number {
+    return this.#channels.get(channel)?.heard ?? -1
+  }
+
+  /** Redis delivered the message sent at `mark` to `receivers` subscribers. */
+  replied(channel: string, mark: number, receivers: number): void {
+    const known = this.#channels.get(channel)
+    if (!known) return
+    if (receivers > 1) known.alone = false
+    // A peer heard after the message was sent joined after Redis counted: it is not alone.
+    else if (known.heard === mark) known.alone = true
+  }
+
+  /** The subscriber (re)connected: what it missed meanwhile is unknown, so every channel is shared. */
+  forgetReplies(): void {
+    for (const known of this.#channels.values()) known.alone = false
+  }
+}
