@@ -2,8 +2,14 @@
 interface Channel {
   /** The last reply said no other server received our message, and nothing was heard since. */
   alone: boolean
-  /** Messages heard from other servers on the channel: a reply older than the latest one is stale. */
-  heard: number
+  /** Bumped by every message heard from another server, and by a reconnection: older replies are stale. */
+  epoch: number
+}
+
+/** Taken when a message is sent, handed back with Redis's reply to it. */
+export interface SentMark {
+  channel: Channel
+  epoch: number
 }
 
 /**
@@ -18,7 +24,7 @@ export class ChannelPeers {
   readonly #channels = new Map<string, Channel>()
 
   track(channel: string): void {
-    if (!this.#channels.has(channel)) this.#channels.set(channel, { alone: false, heard: 0 })
+    if (!this.#channels.has(channel)) this.#channels.set(channel, { alone: false, epoch: 0 })
   }
 
   forget(channel: string): void {
@@ -34,25 +40,27 @@ export class ChannelPeers {
     const known = this.#channels.get(channel)
     if (!known) return
     known.alone = false
-    known.heard++
+    known.epoch++
   }
 
-  /** Taken when a message is sent, handed back with Redis's reply to it. */
-  sent(channel: string): number {
-    return this.#channels.get(channel)?.heard ?? -1
+  sent(channel: string): SentMark | null {
+    const known = this.#channels.get(channel)
+    return known ? { channel: known, epoch: known.epoch } : null
   }
 
   /** Redis delivered the message sent at `mark` to `receivers` subscribers. */
-  replied(channel: string, mark: number, receivers: number): void {
-    const known = this.#channels.get(channel)
-    if (!known) return
-    if (receivers > 1) known.alone = false
-    // A peer heard after the message was sent joined after Redis counted: it is not alone.
-    else if (known.heard === mark) known.alone = true
+  replied(mark: SentMark | null, receivers: number): void {
+    // Stale when the channel was forgotten (a later subscription has a record of its own) or
+    // something was heard since the message was sent: a peer that joined after Redis counted.
+    if (!mark || mark.channel.epoch !== mark.epoch) return
+    mark.channel.alone = receivers <= 1
   }
 
   /** The subscriber (re)connected: what it missed meanwhile is unknown, so every channel is shared. */
   forgetReplies(): void {
-    for (const known of this.#channels.values()) known.alone = false
+    for (const known of this.#channels.values()) {
+      known.alone = false
+      known.epoch++
+    }
   }
 }

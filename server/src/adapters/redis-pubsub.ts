@@ -5,7 +5,7 @@ import { flushAtTurnEnd } from '../cork-until-turn-ends.js'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { PubSub, RoomMessageHandler } from '../ports/pubsub.js'
-import { ChannelPeers } from './channel-peers.js'
+import { ChannelPeers, type SentMark } from './channel-peers.js'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './redis-connection.js'
 import { DependencyLinks, RedisLink } from './redis-link.js'
 import { roomKey } from './room-keys.js'
@@ -56,7 +56,7 @@ export class RedisPubSub implements PubSub {
   /** This turn's messages, not yet sent: channel, message, channel, message, … */
   #pending: (string | Buffer)[] = []
   /** For each pending message, what `ChannelPeers` knew when it was published. */
-  #marks: number[] = []
+  #marks: (SentMark | null)[] = []
   readonly #peers = new ChannelPeers()
 
   constructor(serverId: string, redisUrl: string, options: RedisPubSubOptions) {
@@ -157,7 +157,7 @@ export class RedisPubSub implements PubSub {
     sent.then(
       (receivers) => {
         receivers.forEach((count, i) => {
-          this.#peers.replied(batch[2 * i] as string, marks[i] as number, count)
+          this.#peers.replied(marks[i] ?? null, count)
         })
       },
       (error: unknown) => {
