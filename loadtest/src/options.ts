@@ -4,14 +4,16 @@ import { z } from 'zod'
 import { parseThreshold, type Threshold } from './reporting/thresholds.js'
 import { readSecret, refuseSecretsInArguments, TOKEN_SECRET } from './secrets.js'
 import { UsageError } from './usage-error.js'
-import type { RoomPlan } from './virtual-users/room-run.js'
+import { PLACEMENTS, type Placement, type RoomPlan } from './virtual-users/room-run.js'
 import { PROTOCOLS, type Protocol } from './virtual-users/wire.js'
 import { WORKLOAD_NAMES, WORKLOADS, type Workload } from './virtual-users/workloads.js'
 
 /** A run, whoever drives it: this process alone, or a coordinator and its agents. */
 export interface RunSettings {
-  /** The sync servers; a room's users are spread across them in turn. */
+  /** The sync servers; a room's users are spread across them in turn (see `placement`). */
   urls: string[]
+  /** `spread`: a room's users take the servers in turn; `room`: each room on one server, rooms in turn. */
+  placement: Placement
   workload: Workload
   durationSeconds: number
   rampSeconds: number
@@ -43,6 +45,7 @@ export const RUN_OPTIONS = {
   'token-secret-file': { type: 'string' },
   'real-clients': { type: 'boolean', default: false },
   protocol: { type: 'string', default: 'y-websocket' },
+  placement: { type: 'string', default: 'spread' },
   'server-pid': { type: 'string' },
   'room-prefix': { type: 'string' },
   json: { type: 'string' },
@@ -82,6 +85,7 @@ const RunArguments = z.object({
   'presence-rate': rate.optional(),
   'real-clients': z.boolean(),
   protocol: z.enum(PROTOCOLS).default('y-websocket'),
+  placement: z.enum(PLACEMENTS).default('spread'),
   'server-pid': commaSeparated.pipe(z.array(z.coerce.number<string>().int().positive())).optional(),
   'room-prefix': z
     .string()
@@ -145,6 +149,7 @@ export function runSettings(values: OptionValues, env: NodeJS.ProcessEnv): RunSe
   const reports = `${REPORTS_FOLDER}/${new Date().toISOString().replace(/[:.]/g, '-')}-${a.workload}`
   return {
     urls: a.url,
+    placement: a.placement,
     workload,
     durationSeconds: a.duration,
     rampSeconds: a.ramp,

@@ -143,6 +143,40 @@ describe('a run across two servers joined by Redis', () => {
   })
 })
 
+describe('--placement room: each room on one server', () => {
+  let redis: RedisService
+  let servers: StartedServer[] = []
+  before(async () => {
+    redis = await startRedis()
+    const env = { AUTH_SECRET: SECRET, PUBSUB: redis.url, DATABASE_URL: 'none' }
+    servers = await Promise.all([startSymphony({ env }), startSymphony({ env })])
+  })
+  after(async () => {
+    await Promise.all(servers.map((server) => server.stop()))
+    await redis.stop()
+  })
+
+  test('puts every user of a room on one server, the rooms taking the servers in turn', async () => {
+    const [a, b] = servers as [StartedServer, StartedServer]
+    const loads = async (server: StartedServer) =>
+      metric(
+        await (await fetch(`${server.url.replace(/^ws/, 'http')}/metrics`)).text(),
+        'symphony_room_loads_total',
+      ) ?? 0
+    const report = await runLocal(
+      settings(a, {
+        url: `${a.url},${b.url}`,
+        rooms: '4',
+        placement: 'room',
+        'server-pid': `${a.pid},${b.pid}`,
+      }),
+    )
+    assert.equal(report.convergence.converged, report.convergence.rooms, 'every room converged')
+    // Spread, each server would load all 4 rooms; placed, each loads its 2.
+    assert.deepEqual([await loads(a), await loads(b)], [2, 2])
+  })
+})
+
 describe('run options', () => {
   const base = {
     url: 'ws://127.0.0.1:1',
@@ -178,6 +212,7 @@ describe('run options', () => {
     refused({ duration: '0' }, /^--duration/)
     refused({ url: 'localhost:1234' }, /^--url/)
     refused({ 'room-prefix': 'a/b' }, /^--room-prefix/)
+    refused({ placement: 'random' }, /^--placement/)
   })
 
   test('takes several servers and server processes as comma-separated lists', () => {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { startPostgres, startRedis } from '../../../scripts/lib/services.mjs'
+import type { Placement } from '../virtual-users/room-run.js'
 import { pin, type StartedServer, type StartOptions, startSymphony } from './servers.js'
 
 /**
@@ -38,6 +39,57 @@ export async function startSymphonyCluster(options: StartOptions): Promise<Start
   } catch (error) {
     await stopServices()
     throw error
+  }
+}
+
+/**
+ * Three of our servers as a cluster runs them: Redis for pub/sub and the journal (one Redis, as
+ * `npm run cluster` has), a real Postgres for metadata, the registry in memory (each server loads
+ * a room from its own snapshots: moto, the only local DynamoDB, would cost more than the servers).
+ * `placement` says how the generator places a room's users: all on one server, or over the three.
+ */
+export async function startSymphonyCluster3(
+  options: StartOptions,
+  placement: Placement,
+): Promise<StartedServer> {
+  const redis = await startRedis()
+  const postgres = await startPostgres().catch(async (error) => {
+    await redis.stop()
+    throw error
+  })
+  const stopServices = () => Promise.all([redis.stop(), postgres.stop()])
+  if (options.cpus) pin(redis.pid, options.cpus)
+  if (options.cpus) for (const pid of withChildren(postgres.pid)) pin(pid, options.cpus)
+  const env = { ...options.env, PUBSUB: redis.url, JOURNAL: redis.url, DATABASE_URL: postgres.url }
+  // The first migrates the metadata schema; the others find it done.
+  const first = await Promise.allSettled([startSymphony({ ...options, env })])
+  const others =
+    first[0].status === 'fulfilled'
+      ? [1, 2].map(() => startSymphony({ ...options, env, readyOnListening: true }))
+      : []
+  const started = [...first, ...(await Promise.allSettled(others))]
+  const servers = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []))
+  const stopAll = async () => {
+    await Promise.all(servers.map((server) => server.stop()))
+    await stopServices()
+  }
+  const failed = started.find((result) => result.status === 'rejected')
+  if (failed) {
+    await stopAll()
+    throw failed.reason
+  }
+  const [one] = servers as [StartedServer]
+  return {
+    name: `symphony, 3 servers (${placement})`,
+    url: one.url,
+    urls: servers.map((server) => server.url),
+    placement,
+    pid: one.pid,
+    pids: servers.map((server) => server.pid),
+    get helperPids() {
+      return [redis.pid, ...withChildren(postgres.pid)]
+    },
+    stop: stopAll,
   }
 }
 

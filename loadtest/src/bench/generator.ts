@@ -2,12 +2,15 @@ import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import type { Report } from '../reporting/report-schema.js'
+import type { Placement } from '../virtual-users/room-run.js'
 
 const CLI = fileURLToPath(new URL('../../bin/symphony-loadtest.js', import.meta.url))
 
 export interface GeneratorRun {
   /** The servers, each room's users taking them in turn. */
   urls: string[]
+  /** How a room's users are placed on several servers (`--placement`); spread unless set. */
+  placement?: Placement | undefined
   /** The processes whose CPU and memory count as the server's: the servers, and Redis if any. */
   serverPids: number[]
   workload: string
@@ -38,6 +41,7 @@ export function runGenerator(run: GeneratorRun): Promise<Report> {
     ...['--duration', run.duration, '--ramp', run.ramp, '--server-pid', run.serverPids.join(',')],
     ...(run.perRoom ? ['--per-room', run.perRoom] : []),
     ...(run.protocol ? ['--protocol', run.protocol] : []),
+    ...(run.placement ? ['--placement', run.placement] : []),
     ...(run.roomPrefix ? ['--room-prefix', run.roomPrefix] : []),
     ...['--json', run.json, '--html', run.json.replace(/json$/, 'html'), '--quiet'],
   ]

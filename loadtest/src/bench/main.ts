@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util'
 import { serverStatsSource } from '../measurement/server-stats.js'
 import type { Report } from '../reporting/report-schema.js'
 import type { Protocol } from '../virtual-users/wire.js'
-import { startSymphonyCluster } from './cluster-services.js'
+import { startSymphonyCluster, startSymphonyCluster3 } from './cluster-services.js'
 import { type Comparison, type ContenderResult, formatComparison, summarize, troubles } from './compare.js'
 import { runGenerator } from './generator.js'
 import {
@@ -35,6 +35,9 @@ const CONTENDERS: Contender[] = [
   { name: 'symphony', start: (o) => startSymphony(o) },
   // As the cluster runs it: Redis pub/sub and journal, a real Postgres (both pinned beside it).
   { name: 'symphony-cluster', start: (o) => startSymphonyCluster(o) },
+  // What production runs: three servers, Redis and Postgres; each room on one server, or over all three.
+  { name: 'symphony-cluster-local', start: (o) => startSymphonyCluster3(o, 'room') },
+  { name: 'symphony-cluster-spread', start: (o) => startSymphonyCluster3(o, 'spread') },
   // The engine alone, with no metadata database: what `npm start` must come within 10 % of.
   {
     name: 'symphony-no-metadata',
@@ -122,8 +125,10 @@ try {
           const before = server.helperPids?.length ? await helpers.read() : null
           const startedAt = performance.now()
           const report = await runGenerator({
-            urls: [server.url],
-            serverPids: [server.pid],
+            urls: server.urls ?? [server.url],
+            placement: server.placement,
+            // Every process of the setup counts: the servers and their helpers (Redis, a database).
+            serverPids: [...(server.pids ?? [server.pid]), ...(server.helperPids ?? [])],
             workload: String(values.workload),
             protocol: contender.protocol,
             rooms,

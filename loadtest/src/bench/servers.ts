@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { freePort } from '../../../scripts/lib/services.mjs'
+import type { Placement } from '../virtual-users/room-run.js'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))
 
@@ -13,7 +14,12 @@ export interface StartedServer {
   name: string
   /** What the generator connects to; a room's URL is this plus `/<room>`. */
   url: string
+  /** Several servers (a cluster): the generator places users on these, `placement` says how. */
+  urls?: string[]
+  placement?: Placement
   pid: number
+  /** Every server's process, when there are several. */
+  pids?: number[]
   /** Processes beside the server that a deployment runs elsewhere (an embedded database, Redis). */
   helperPids?: number[]
   stop(): Promise<void>
@@ -23,6 +29,8 @@ export interface StartOptions {
   /** Pin the server to these CPUs with taskset (e.g. "0"). */
   cpus?: string | undefined
   env?: Record<string, string>
+  /** Ready once listening, not once the metadata schema is migrated (another server migrated it). */
+  readyOnListening?: boolean
 }
 
 /** Our server in embedded mode (memory pub/sub and registry, file snapshots, PGlite), auth off unless `env` sets it. */
@@ -42,7 +50,10 @@ export async function startSymphony(options: StartOptions = {}): Promise<Started
   const child = launch(join(root, 'server/dist/main.js'), env, options.cpus)
   // Listening comes first; with a metadata database, wait for its migration too, so a run does
   // not measure the server's start-up.
-  const ready = env.DATABASE_URL === 'none' ? '"msg":"listening"' : '"msg":"metadata schema migrated"'
+  const ready =
+    env.DATABASE_URL === 'none' || options.readyOnListening
+      ? '"msg":"listening"'
+      : '"msg":"metadata schema migrated"'
   let port = 0
   const helperPids: number[] = []
   await waitForLine(child, (line) => {

@@ -52,6 +52,7 @@ export async function workerPlan(
   return {
     agent,
     serverUrls: settings.urls,
+    placement: settings.placement,
     workload: settings.workload,
     rooms: await withRoomTokens(rooms, settings.workload.perRoom, settings.tokenSecret, validFor),
     rampSeconds: settings.rampSeconds,

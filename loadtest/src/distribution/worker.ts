@@ -1,6 +1,6 @@
 import { type IntervalReport, Measures } from '../measurement/measures.js'
 import type { Convergence, WorkerSummary } from '../measurement/worker-summary.js'
-import { type RoomPlan, RoomRun } from '../virtual-users/room-run.js'
+import { type Placement, type RoomPlan, RoomRun } from '../virtual-users/room-run.js'
 import type { Protocol } from '../virtual-users/wire.js'
 import type { Workload } from '../virtual-users/workloads.js'
 import { startWarnings } from './start-warnings.js'
@@ -9,6 +9,7 @@ import { startWarnings } from './start-warnings.js'
 export interface WorkerPlan {
   agent: string
   serverUrls: string[]
+  placement?: Placement | undefined
   workload: Workload
   rooms: RoomPlan[]
   rampSeconds: number
@@ -35,6 +36,7 @@ export async function runWorker(
   for (const warning of warnings) console.error(`warning: ${warning}`)
   const settings = {
     serverUrls: plan.serverUrls,
+    placement: plan.placement,
     workload: plan.workload,
     realClients: plan.realClients,
     protocol: plan.protocol,

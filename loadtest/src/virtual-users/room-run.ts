@@ -19,9 +19,15 @@ export interface RoomPlan {
   tokens?: string[]
 }
 
+/** How a run's users are placed on its servers (`--placement`). */
+export const PLACEMENTS = ['spread', 'room'] as const
+export type Placement = (typeof PLACEMENTS)[number]
+
 export interface RoomSettings {
   /** A room's users connect to these in turn, so with several servers each room spans them. */
   serverUrls: string[]
+  /** `room`: every user of the room on one server instead, the rooms taking the servers in turn. */
+  placement?: Placement | undefined
   workload: Workload
   realClients: boolean
   protocol: Protocol
@@ -134,9 +140,11 @@ export class RoomRun {
   }
 
   #setup(number: number, isObserver: boolean): UserSetup {
-    const { serverUrls, workload, measures } = this.settings
+    const { serverUrls, workload, measures, placement } = this.settings
+    const turn =
+      placement === 'room' ? Math.floor(this.plan.firstUser / workload.perRoom) : number - this.plan.firstUser
     return {
-      serverUrl: serverUrls[(number - this.plan.firstUser) % serverUrls.length] as string,
+      serverUrl: serverUrls[turn % serverUrls.length] as string,
       room: this.plan.name,
       token: this.plan.tokens?.[number - this.plan.firstUser],
       edit: workload.edit,

@@ -1,14 +1,28 @@
 import type { Redis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
-import { corkUntilTurnEnds } from '../cork-until-turn-ends.js'
+import { flushAtTurnEnd } from '../cork-until-turn-ends.js'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { PubSub, RoomMessageHandler } from '../ports/pubsub.js'
+import { ChannelPeers, type SentMark } from './channel-peers.js'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './redis-connection.js'
 import { DependencyLinks, RedisLink } from './redis-link.js'
 import { roomKey } from './room-keys.js'
 import { SubscriberHeartbeat } from './subscriber-heartbeat.js'
+
+// A turn's messages in one command: ARGV holds channel, message, channel, message, … in the order
+// they were published, so each client's messages keep their order. What subscribers receive is
+// unchanged: one message per PUBLISH.
+// Returns how many subscribers received each message (see ChannelPeers).
+const PUBLISH_MANY = `
+local receivers = {}
+for i = 1, #ARGV, 2 do receivers[#receivers + 1] = redis.call('PUBLISH', ARGV[i], ARGV[i + 1]) end
+return receivers`
+
+type PublisherCommands = Redis & {
+  publishMany(...channelsAndMessages: (string | Buffer)[]): Promise<number[]>
+}
 
 export interface RedisPubSubOptions {
   /** Prepended to every channel name, so several deployments can share one Redis. */
@@ -39,6 +53,11 @@ export class RedisPubSub implements PubSub {
   readonly #logger: Logger
   readonly #outcomes: DependencyOutcomes
   readonly #links: DependencyLinks
+  /** This turn's messages, not yet sent: channel, message, channel, message, … */
+  #pending: (string | Buffer)[] = []
+  /** For each pending message, what `ChannelPeers` knew when it was published. */
+  #marks: (SentMark | null)[] = []
+  readonly #peers = new ChannelPeers()
 
   constructor(serverId: string, redisUrl: string, options: RedisPubSubOptions) {
     this.#prefix = options.channelPrefix ?? 'symphony:'
@@ -50,7 +69,13 @@ export class RedisPubSub implements PubSub {
     this.#links = new DependencyLinks('pubsub', this.#outcomes)
     const settings = { ...DEFAULT_REDIS_LINK, ...options.link }
     const link = { url: redisUrl, settings, links: this.#links, logger: this.#logger }
-    this.#publisher = new RedisLink({ ...link, role: 'publisher', name: `${serverId}:pub`, ping: true })
+    this.#publisher = new RedisLink({
+      ...link,
+      role: 'publisher',
+      name: `${serverId}:pub`,
+      ping: true,
+      setup: (connection) => connection.defineCommand('publishMany', { numberOfKeys: 0, lua: PUBLISH_MANY }),
+    })
     this.#subscriber = new RedisLink({
       ...link,
       role: 'subscriber',
@@ -59,7 +84,10 @@ export class RedisPubSub implements PubSub {
       setup: (connection) =>
         connection.on('messageBuffer', (channel: Buffer, message: Buffer) => this.#receive(channel, message)),
       // Every (re)connection subscribes exactly the rooms held now, and the heartbeat channel.
-      onReady: (connection) => this.#subscribeAll(connection),
+      onReady: (connection) => {
+        this.#peers.forgetReplies()
+        this.#subscribeAll(connection)
+      },
     })
     this.#heartbeat = new SubscriberHeartbeat({
       channel: heartbeatChannel,
@@ -75,11 +103,15 @@ export class RedisPubSub implements PubSub {
     const channel = this.#channel(room)
     // Registered first: a message may arrive right after Redis confirms, before this resolves.
     this.#handlers.set(channel, handler)
+    this.#peers.track(channel)
     try {
       await this.#subscriber.run((connection) => connection.subscribe(channel))
       if (this.#links.up) this.#outcomes.succeeded('pubsub')
     } catch (error) {
-      if (this.#handlers.get(channel) === handler) this.#handlers.delete(channel)
+      if (this.#handlers.get(channel) === handler) {
+        this.#handlers.delete(channel)
+        this.#peers.forget(channel)
+      }
       this.#outcomes.failed('pubsub', 'subscribe', error)
       throw new Error(`Redis refused the subscription to ${channel}: ${(error as Error).message}`, {
         cause: error,
@@ -91,6 +123,7 @@ export class RedisPubSub implements PubSub {
     const channel = this.#channel(room)
     // Dropped first, so nothing is delivered for the room even before Redis confirms.
     this.#handlers.delete(channel)
+    this.#peers.forget(channel)
     try {
       await this.#subscriber.run((connection) => connection.unsubscribe(channel))
     } catch (error) {
@@ -100,26 +133,48 @@ export class RedisPubSub implements PubSub {
   }
 
   publish(room: string, message: Uint8Array): void {
-    // One write to Redis per event-loop turn instead of one per message, which was most of what
-    // a message paid to cross servers. (While ioredis reconnects there is no socket: it queues.)
-    const publisher = this.#publisher.connection
-    const socket = publisher.stream
-    if (socket) corkUntilTurnEnds(socket)
+    // One command per event-loop turn, holding every message of the turn: a command per message
+    // (its write, its timer, its reply) was most of what a message paid to cross servers.
     const channel = this.#channel(room)
-    publisher.publish(channel, Buffer.concat([this.#header, message])).catch((error: unknown) => {
-      this.#outcomes.failed('pubsub', 'publish', error)
-      this.#logger.error({ err: error, channel, bytes: message.length }, 'redis publish failed')
-    })
+    if (this.#peers.isAlone(channel)) return // nobody else would receive it
+    if (this.#pending.length === 0) flushAtTurnEnd('publish', this.#flush)
+    this.#pending.push(channel, Buffer.concat([this.#header, message]))
+    this.#marks.push(this.#peers.sent(channel))
   }
 
-  /** Redis could say (PUBSUB NUMSUB), but only by a round trip: always assume peers. */
-  mayHavePeers(_room: string): boolean {
-    return true
+  readonly #flush = (): void => {
+    const batch = this.#pending
+    const marks = this.#marks
+    if (batch.length === 0) return
+    this.#pending = []
+    this.#marks = []
+    // While ioredis reconnects it queues the command, which keeps its place among later ones.
+    const publisher = this.#publisher.connection as PublisherCommands
+    const sent =
+      batch.length === 2
+        ? publisher.publish(batch[0] as string, batch[1] as Buffer).then((receivers) => [receivers])
+        : publisher.publishMany(...batch)
+    sent.then(
+      (receivers) => {
+        receivers.forEach((count, i) => {
+          this.#peers.replied(marks[i] ?? null, count)
+        })
+      },
+      (error: unknown) => {
+        this.#outcomes.failed('pubsub', 'publish', error)
+        this.#logger.error({ err: error, messages: batch.length / 2 }, 'redis publish failed')
+      },
+    )
+  }
+
+  /** False once Redis has said that only this server received the room's latest message. */
+  mayHavePeers(room: string): boolean {
+    return !this.#peers.isAlone(this.#channel(room))
   }
 
   async close(): Promise<void> {
     this.#heartbeat.stop()
-    this.#publisher.connection.stream?.uncork() // queued publishes go out ahead of QUIT, which waits for them
+    this.#flush() // this turn's publishes go out ahead of QUIT, which waits for them
     this.#handlers.clear()
     await Promise.all([this.#publisher.close(), this.#subscriber.close()])
   }
@@ -135,7 +190,9 @@ export class RedisPubSub implements PubSub {
       if (channel.equals(this.#heartbeatChannel)) this.#heartbeat.received(message)
       return
     }
-    this.#dispatch(channel.toString(), message)
+    const name = channel.toString()
+    this.#peers.heard(name)
+    this.#dispatch(name, message)
   }
 
   #subscribeAll(connection: Redis): void {

@@ -1,3 +1,4 @@
+import { flushAtTurnEnd } from '../cork-until-turn-ends.js'
 import { within } from '../deadline.js'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
@@ -21,9 +22,15 @@ export interface RedisUpdateJournalOptions {
 // Each server appends to a stream of its own per room, and names itself in the room's set of
 // writers in the same step, so a loading server finds every stream. A stream trimmed empty is
 // deleted with its name, atomically: an append racing the trim re-adds both.
+// A turn's appends in one command: KEYS holds stream, writers, stream, writers, … and ARGV the
+// writer then each update, in the order they were recorded. Returns each entry's id.
 const APPEND = `
-redis.call('SADD', KEYS[2], ARGV[1])
-return redis.call('XADD', KEYS[1], '*', 'u', ARGV[2])`
+local ids = {}
+for i = 1, #KEYS / 2 do
+  redis.call('SADD', KEYS[2 * i], ARGV[1])
+  ids[i] = redis.call('XADD', KEYS[2 * i - 1], '*', 'u', ARGV[i + 1])
+end
+return ids`
 const TRIM = `
 redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])
 if redis.call('XLEN', KEYS[1]) == 0 then
@@ -33,8 +40,15 @@ end
 return 0`
 
 type JournalCommands = RedisConnection & {
-  journalAppend(stream: string, writers: string, writer: string, update: Buffer): Promise<string>
+  journalAppend(...keysThenArguments: (string | Buffer | number)[]): Promise<string[]>
   journalTrim(stream: string, writers: string, minId: string, writer: string): Promise<number>
+}
+
+interface PendingAppend {
+  room: string
+  update: Uint8Array
+  resolve(position: JournalPosition): void
+  reject(error: unknown): void
 }
 
 /**
@@ -53,6 +67,9 @@ export class RedisUpdateJournal implements UpdateJournal {
   readonly #commandTimeoutMs: number
   readonly #prefix: string
   readonly #lossListeners: (() => void)[] = []
+  readonly #cluster: boolean
+  /** This turn's appends, sent together once it ends. */
+  #pending: PendingAppend[] = []
 
   constructor(
     private readonly writer: string,
@@ -62,6 +79,7 @@ export class RedisUpdateJournal implements UpdateJournal {
     this.#prefix = options.keyPrefix ?? 'symphony:'
     const settings = { ...DEFAULT_REDIS_LINK, ...options.link }
     this.#commandTimeoutMs = settings.commandTimeoutMs
+    this.#cluster = options.cluster ?? false
     let connectedBefore = false
     this.#link = new RedisLink<RedisConnection>({
       url: redisUrl,
@@ -73,7 +91,7 @@ export class RedisUpdateJournal implements UpdateJournal {
       logger: options.logger,
       ping: true,
       setup: (redis) => {
-        redis.defineCommand('journalAppend', { numberOfKeys: 2, lua: APPEND })
+        redis.defineCommand('journalAppend', { lua: APPEND }) // the key count comes first
         redis.defineCommand('journalTrim', { numberOfKeys: 2, lua: TRIM })
       },
       onReady: () => {
@@ -91,7 +109,10 @@ export class RedisUpdateJournal implements UpdateJournal {
   }
 
   append(room: string, update: Uint8Array): Promise<JournalPosition> {
-    return this.#within(this.#append(room, update), 'a journal append')
+    // Appends wait for the end of the turn and go out together (`#flush`): one command per turn
+    // instead of one per update, still ahead of anything the turn sends its clients.
+    if (this.#pending.length === 0) flushAtTurnEnd('journal', this.#flush)
+    return new Promise((resolve, reject) => this.#pending.push({ room, update, resolve, reject }))
   }
 
   read(room: string): Promise<JournalContents> {
@@ -110,14 +131,35 @@ export class RedisUpdateJournal implements UpdateJournal {
     return within(operation, 2 * this.#commandTimeoutMs, what)
   }
 
-  async #append(room: string, update: Uint8Array): Promise<JournalPosition> {
-    const id = await this.#redis.journalAppend(
-      this.#stream(room, this.writer),
-      this.#writers(room),
-      this.writer,
+  readonly #flush = (): void => {
+    const batch = this.#pending
+    if (batch.length === 0) return
+    this.#pending = []
+    // A Redis Cluster (MemoryDB) runs a command on one slot: there, a command per room.
+    const groups = this.#cluster ? byRoom(batch) : [batch]
+    for (const group of groups) {
+      this.#within(this.#appendAll(group), 'a journal append').then(
+        (ids) => {
+          group.forEach((append, i) => {
+            append.resolve(new Map([[this.writer, ids[i] as string]]))
+          })
+        },
+        (error: unknown) => {
+          for (const append of group) append.reject(error)
+        },
+      )
+    }
+  }
+
+  async #appendAll(appends: PendingAppend[]): Promise<string[]> {
+    const keys = appends.flatMap(({ room }) => [this.#stream(room, this.writer), this.#writers(room)])
+    const updates = appends.map(({ update }) =>
       Buffer.from(update.buffer, update.byteOffset, update.byteLength),
     )
-    return new Map([[this.writer, id]])
+    const ids = await this.#redis.journalAppend(keys.length, ...keys, this.writer, ...updates)
+    if (ids.length !== appends.length)
+      throw new Error(`the journal confirmed ${ids.length} of ${appends.length} appends`)
+    return ids
   }
 
   async #read(room: string): Promise<JournalContents> {
@@ -151,6 +193,7 @@ export class RedisUpdateJournal implements UpdateJournal {
   }
 
   async close(): Promise<void> {
+    this.#flush() // this turn's appends go out ahead of QUIT, which waits for them
     await this.#link.close()
   }
 
@@ -166,6 +209,16 @@ export class RedisUpdateJournal implements UpdateJournal {
   #stream(room: string, writer: string): string {
     return `${this.#prefix}journal:{${roomKey(room)}}:${writer}`
   }
+}
+
+function byRoom(appends: PendingAppend[]): PendingAppend[][] {
+  const groups = new Map<string, PendingAppend[]>()
+  for (const append of appends) {
+    const group = groups.get(append.room)
+    if (group) group.push(append)
+    else groups.set(append.room, [append])
+  }
+  return [...groups.values()]
 }
 
 /** The smallest stream id after `id` (`<ms>-<seq>`): XTRIM MINID keeps ids from there on. */

@@ -36,6 +36,15 @@ function inbox() {
 
 const bytes = (...values: number[]) => new Uint8Array(values)
 
+/** Resolves once `condition` holds; fails after 5 s. */
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 5_000
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`not within 5 s: ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
 /** What every `PubSub` adapter must do. */
 export function pubSubContract(name: string, createPair: () => Promise<PubSubPair>): void {
   describe(`PubSub contract: ${name}`, () => {
@@ -114,6 +123,43 @@ export function pubSubContract(name: string, createPair: () => Promise<PubSubPai
       assert.equal(pair.b.mayHavePeers(room), true)
       await pair.b.unsubscribe(room)
       assert.equal(pair.b.mayHavePeers(room), true, 'a has the room: b, not subscribed, has a peer there')
+    })
+
+    it("keeps the order of one turn's messages across rooms, many at once", async () => {
+      const rooms = [uniqueRoom('ps'), uniqueRoom('ps')]
+      const inboxes = rooms.map(() => inbox())
+      await Promise.all(rooms.map((room, i) => pair.b.subscribe(room, (inboxes[i] ?? inbox()).handler)))
+      for (let n = 0; n < 100; n++) pair.a.publish(rooms[n % 2] as string, bytes(n))
+      for (const [i, box] of inboxes.entries()) {
+        await box.waitFor(50)
+        const expected = Array.from({ length: 50 }, (_, k) => [2 * k + i])
+        assert.deepEqual(
+          box.messages.map((m) => [...m]),
+          expected,
+        )
+      }
+      await Promise.all(rooms.map((room) => pair.b.unsubscribe(room)))
+    })
+
+    it('a server that joins a room held alone is heard once it publishes, and hears from then on', async () => {
+      const room = uniqueRoom('ps')
+      const atA = inbox()
+      const atB = inbox()
+      await pair.a.subscribe(room, atA.handler)
+      pair.a.publish(room, bytes(1)) // nobody else holds the room: the adapter may learn it is alone
+      await until(() => !pair.a.mayHavePeers(room), 'a knows it holds the room alone')
+      await pair.b.subscribe(room, atB.handler)
+      pair.b.publish(room, bytes(2)) // how a server joining announces itself (the room's digest)
+      await atA.waitFor(1)
+      assert.equal(pair.a.mayHavePeers(room), true, 'a heard b')
+      pair.a.publish(room, bytes(3))
+      await atB.waitFor(1)
+      assert.deepEqual(
+        atB.messages.map((m) => [...m]),
+        [[3]],
+      )
+      await pair.b.unsubscribe(room)
+      await pair.a.unsubscribe(room)
     })
 
     it('carries large messages intact', async () => {

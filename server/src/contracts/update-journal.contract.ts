@@ -29,6 +29,26 @@ export function updateJournalContract(name: string, createFixture: () => Promise
       await fixture.cleanup()
     })
 
+    it('keeps the order of many appends made at once, room by room, each confirmed at its own position', async () => {
+      const fixture = await createFixture()
+      const journal = fixture.open('server-a')
+      const rooms = [uniqueRoom('journal'), uniqueRoom('journal')]
+      // All in one event-loop turn: an adapter may send them together.
+      const appended = Array.from({ length: 60 }, (_, n) => journal.append(rooms[n % 2] as string, bytes(n)))
+      const positions = await Promise.all(appended)
+      for (const [i, room] of rooms.entries()) {
+        const { updates, position } = await journal.read(room)
+        assert.deepEqual(
+          updates,
+          Array.from({ length: 30 }, (_, k) => bytes(2 * k + i)),
+        )
+        // The last append to the room is confirmed at the position the read ends at.
+        assert.deepEqual(positions[58 + i], position)
+      }
+      await journal.close()
+      await fixture.cleanup()
+    })
+
     it('trims up to a position and keeps what came after it, also an append racing the trim', async () => {
       const fixture = await createFixture()
       const journal = fixture.open('server-a')

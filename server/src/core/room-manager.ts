@@ -414,7 +414,9 @@ export class RoomManager {
       await within(registry.register(name), this.#registryWaitMs, 'registering').catch((err: unknown) =>
         logger.warn({ err, room: name }, 'register failed'),
       )
-      if (source !== 'peer') loaded.room.publishDigest() // peers holding newer state answer now
+      // Peers holding newer state answer now; and a peer that held the room alone, publishing
+      // nothing (no one to hear it), hears of this server and publishes again (ChannelPeers).
+      loaded.room.publishDigest()
       this.deps.metrics.roomLoads.labels(source).inc()
       this.deps.metrics.rooms.inc() // every loaded room is freed once, which counts it out
       logger.info(

@@ -11,8 +11,11 @@ export interface PubSub {
   unsubscribe(room: string): Promise<void>
   publish(room: string, message: Uint8Array): void
   /**
-   * False only when the adapter knows no other server subscribes to `room` (the embedded bus, a
-   * server alone): then work done only for peers, such as anti-entropy digests, can be skipped.
+   * False when the adapter knows no other server subscribes to `room` (the embedded bus), or has
+   * learnt so and heard from no other server on it since (Redis: see `ChannelPeers`): then work
+   * done only for peers, such as anti-entropy digests, can be skipped, and the adapter may drop
+   * what is published to the room. So a server that subscribes to a room publishes once it has
+   * loaded it (its digest): a server holding the room alone hears it, and publishes again.
    */
   mayHavePeers(room: string): boolean
   close(): Promise<void>
