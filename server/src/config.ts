@@ -4,13 +4,14 @@ import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './adapters/redis-connection.js'
 import type { AuthConfig } from './auth/authenticator.js'
-import type {
-  AwsClientOptions,
-  Backends,
-  EventsConfig,
-  JournalConfig,
-  MetadataConfig,
-  SnapshotsConfig,
+import {
+  type AwsClientOptions,
+  type Backends,
+  DEFAULT_AWS_HTTP,
+  type EventsConfig,
+  type JournalConfig,
+  type MetadataConfig,
+  type SnapshotsConfig,
 } from './backends.js'
 import type { SnapshotPolicy } from './core/snapshot-writer.js'
 import { ConfigError } from './errors.js'
@@ -103,6 +104,9 @@ const environment = z.object({
   AWS_ENDPOINT_URL: optionalUrl,
   AWS_ENDPOINT_URL_S3: optionalUrl,
   AWS_ENDPOINT_URL_DYNAMODB: optionalUrl,
+  AWS_MAX_SOCKETS: int(1, 10_000, DEFAULT_AWS_HTTP.maxSockets),
+  AWS_CONNECT_TIMEOUT_MS: int(100, 600_000, DEFAULT_AWS_HTTP.connectTimeoutMs),
+  AWS_REQUEST_TIMEOUT_MS: int(100, 3_600_000, DEFAULT_AWS_HTTP.requestTimeoutMs),
   INTERNAL_PORT: int(0, 65535, 9234),
   INTERNAL_HOST: optionalText,
   INTERNAL_TOKEN: optionalText.refine((s) => !s || s.length >= 16, 'must be at least 16 characters'),
@@ -188,6 +192,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     endpoint: e.AWS_ENDPOINT_URL,
     s3Endpoint: e.AWS_ENDPOINT_URL_S3,
     dynamoEndpoint: e.AWS_ENDPOINT_URL_DYNAMODB,
+    maxSockets: e.AWS_MAX_SOCKETS,
+    connectTimeoutMs: e.AWS_CONNECT_TIMEOUT_MS,
+    requestTimeoutMs: e.AWS_REQUEST_TIMEOUT_MS,
   }
   return {
     port: e.PORT,
