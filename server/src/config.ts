@@ -144,6 +144,9 @@ const environment = z.object({
   API_SAVE_WAIT_MS: int(100, 600_000, DEFAULT_TIMINGS.apiSaveWaitMs),
   API_MAX_LIST_LIMIT: int(1, 100_000, DEFAULT_API_MAX_LIST_LIMIT),
   REGISTRY_WAIT_MS: int(50, 600_000, DEFAULT_TIMINGS.registryWaitMs),
+  JOIN_WAIT_MS: int(100, 3_600_000, DEFAULT_TIMINGS.joinWaitMs),
+  ROOM_LOAD_RETRY_MS: int(10, 600_000, DEFAULT_TIMINGS.roomLoadRetryMs),
+  ROOM_LOAD_RETRY_MAX_MS: int(10, 3_600_000, DEFAULT_TIMINGS.roomLoadRetryMaxMs),
   PING_INTERVAL_MS: int(100, 600_000, DEFAULT_LIMITS.pingIntervalMs),
   MAX_MESSAGE_BYTES: int(1024, 1024 * MiB, DEFAULT_LIMITS.maxMessageBytes),
   MAX_DOCUMENT_BYTES: int(1024, 4096 * MiB, DEFAULT_LIMITS.maxDocumentBytes),
@@ -186,6 +189,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   if (e.MESSAGE_BURST < e.MAX_MESSAGES_PER_SECOND) {
     throw new ConfigError('MESSAGE_BURST: must be at least MAX_MESSAGES_PER_SECOND')
   }
+  if (e.ROOM_LOAD_RETRY_MAX_MS < e.ROOM_LOAD_RETRY_MS) {
+    throw new ConfigError('ROOM_LOAD_RETRY_MAX_MS: must be at least ROOM_LOAD_RETRY_MS')
+  }
   const link = redisLinkFrom(e)
   const aws: AwsClientOptions = {
     region: e.AWS_REGION,
@@ -225,6 +231,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     apiSaveWaitMs: e.API_SAVE_WAIT_MS,
     apiMaxListLimit: e.API_MAX_LIST_LIMIT,
     registryWaitMs: e.REGISTRY_WAIT_MS,
+    joinWaitMs: e.JOIN_WAIT_MS,
+    roomLoadRetryMs: e.ROOM_LOAD_RETRY_MS,
+    roomLoadRetryMaxMs: e.ROOM_LOAD_RETRY_MAX_MS,
     allowedOrigins: e.ALLOWED_ORIGINS,
     snapshot: { ...DEFAULT_SNAPSHOT_POLICY, intervalMs: e.SNAPSHOT_INTERVAL_MS },
     roomGraceMs: e.ROOM_GRACE_MS,

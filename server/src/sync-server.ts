@@ -65,6 +65,7 @@ export class SyncServer {
       journal: this.#adapters.journal,
       fetchFromPeer: fetchPeerState,
       registryWaitMs: options.registryWaitMs,
+      observeWait: this.metrics.observeLoadWait,
       logger,
     })
     this.manager = new RoomManager(
@@ -72,6 +73,7 @@ export class SyncServer {
       {
         roomGraceMs: options.roomGraceMs,
         registryWaitMs: options.registryWaitMs,
+        loadRetry: { baseMs: options.roomLoadRetryMs, maxMs: options.roomLoadRetryMaxMs },
         snapshot: options.snapshot,
         maxDocumentBytes: options.limits.maxDocumentBytes,
         maxDocumentStructs: options.limits.maxDocumentStructs,
@@ -106,7 +108,12 @@ export class SyncServer {
         memory: this.memory,
         logger,
       },
-      { limits: options.limits, serverId: options.serverId, allowedOrigins: options.allowedOrigins },
+      {
+        limits: options.limits,
+        serverId: options.serverId,
+        allowedOrigins: options.allowedOrigins,
+        joinWaitMs: options.joinWaitMs,
+      },
     )
     const staticFiles = options.demoFolder ? loadStaticFiles(options.demoFolder) : new Map()
     this.#http = createServer(

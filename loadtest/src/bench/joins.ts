@@ -105,16 +105,41 @@ async function stopCluster(cluster: Cluster): Promise<void> {
   await Promise.all([cluster.redis.stop(), cluster.moto.stop()])
 }
 
-/** What the servers' /metrics say about waiting for rooms to load. */
+/** What the servers' /metrics say about waiting for rooms to load, summed over the servers. */
 async function waitFigures(servers: StartedServer[]): Promise<string> {
-  let timedOut = 0
-  let loadRetries = 0
-  for (const server of servers) {
-    const text = await (await fetch(`${server.url.replace(/^ws/, 'http')}/metrics`)).text()
-    timedOut += metric(text, 'symphony_join_waits_expired_total') ?? 0
-    loadRetries += metric(text, 'symphony_room_load_retries_total') ?? 0
+  const texts = await Promise.all(
+    servers.map(async (server) => (await fetch(`${server.url.replace(/^ws/, 'http')}/metrics`)).text()),
+  )
+  const total = (name: string) => texts.reduce((sum, text) => sum + (metric(text, name) ?? 0), 0)
+  const dependencies = ['pubsub', 'registry', 'peer', 'snapshots', 'journal'].map((dependency) => {
+    const label = `{dependency="${dependency}"}`
+    const count = total(`symphony_room_load_wait_seconds_count${label}`)
+    const sum = total(`symphony_room_load_wait_seconds_sum${label}`)
+    const p99 = histogramQuantile(texts, 'symphony_room_load_wait_seconds_bucket{', 0.99, label.slice(1, -1))
+    return `${dependency} ${count} calls, mean ${count ? ((sum / count) * 1000).toFixed(0) : '-'} ms, p99 <= ${p99}`
+  })
+  return [
+    `join waits expired ${total('symphony_join_waits_expired_total')}, load retries ${total('symphony_room_load_retries_total')}`,
+    `join wait p99 <= ${histogramQuantile(texts, 'symphony_join_wait_seconds_bucket{', 0.99)}`,
+    `load waits: ${dependencies.join('; ')}`,
+  ].join('\n    ')
+}
+
+/** The upper bound of the bucket holding quantile `q` of a Prometheus histogram, over several servers. */
+function histogramQuantile(texts: string[], bucketPrefix: string, q: number, withLabel = ''): string {
+  const counts = new Map<string, number>()
+  for (const text of texts) {
+    for (const line of text.split('\n')) {
+      if (!line.startsWith(bucketPrefix) || !line.includes(withLabel)) continue
+      const le = /le="([^"]+)"/.exec(line)?.[1]
+      if (le) counts.set(le, (counts.get(le) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)))
+    }
   }
-  return `join waits expired ${timedOut}, load retries ${loadRetries}`
+  const all = counts.get('+Inf') ?? 0
+  if (all === 0) return '-'
+  for (const [le, count] of counts)
+    if (count >= q * all) return le === '+Inf' ? 'more than the last bucket' : `${le} s`
+  return '-'
 }
 
 const folder = mkdtempSync(join(tmpdir(), 'symphony-bench-joins-'))
@@ -151,7 +176,8 @@ try {
     const connect = report.latency.connect
     console.log(
       `  round ${round + 1}: connect p50 ${connect.p50} ms, p99 ${connect.p99} ms, max ${connect.max} ms; ` +
-        `synced ${report.counts.connected}/${report.counts.connectAttempts}, closed before sync ${report.counts.connectErrors}; ${waits}`,
+        `synced ${report.counts.connected}/${report.counts.connectAttempts}, closed before sync ${report.counts.connectErrors}; ` +
+        `servers + Redis CPU mean ${report.server.cpuPercent.mean} % (max ${report.server.cpuPercent.max} %)\n    ${waits}`,
     )
     for (const error of report.errors.slice(0, 5)) console.log(`    ${error}`)
   }
