@@ -129,6 +129,7 @@ export class SyncServer {
               manager: this.manager,
               limits: options.limits,
               saveWaitMs: options.apiSaveWaitMs,
+              joinWaitMs: options.joinWaitMs,
               list: { catalog: this.#adapters.metadata.catalog ?? null, maxLimit: options.apiMaxListLimit },
               metrics: this.metrics,
               logger,

@@ -8,6 +8,7 @@ import { closed, openRaw, terminateRawSockets } from './helpers/raw-socket.js'
 import { destroyTestAwsClients, requireTestServices } from './helpers/services.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
+const API_SECRET = 'a-rest-api-secret-of-32-characters!'
 const until = (check: () => boolean | Promise<boolean>, message: string, timeoutMs = 60_000) =>
   eventually(check, message, timeoutMs)
 
@@ -86,6 +87,7 @@ describe('slow dependencies', () => {
 
   it('a store that is down: a client is closed (1013) only when its own wait runs out, and its reconnection is served once the store is back', async () => {
     const { link, server } = await serverBehindLink('down', {
+      API_SECRET: API_SECRET,
       JOIN_WAIT_MS: '1000',
       ROOM_LOAD_RETRY_MAX_MS: '300',
       ROOM_GRACE_MS: '5000',
@@ -104,6 +106,15 @@ describe('slow dependencies', () => {
       'the load was retried meanwhile',
     )
     assert.equal(await metric(server, 'symphony_join_waits_expired_total'), 1)
+    // The REST API waits as long, and answers 503.
+    const answer = await fetch(
+      `http://127.0.0.1:${server.port}/api/v1/rooms/${encodeURIComponent(room)}/document`,
+      {
+        headers: { Authorization: `Bearer ${API_SECRET}` },
+      },
+    )
+    assert.equal(answer.status, 503)
+    assert.deepEqual(((await answer.json()) as { error: { code: string } }).error.code, 'ROOM_UNAVAILABLE')
     // A provider reconnects after each 1013, joining the load that retries while anyone waits.
     const client = connectClient(server.wsUrl, room)
     await until(

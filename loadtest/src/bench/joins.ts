@@ -25,6 +25,7 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '10' },
     'store-latency-ms': { type: 'string', default: '0' },
     repeat: { type: 'string', default: '1' },
+    workload: { type: 'string', default: 'symphony' },
   },
 })
 const serverCount = Number(values.servers)
@@ -144,7 +145,7 @@ function histogramQuantile(texts: string[], bucketPrefix: string, q: number, wit
 
 const folder = mkdtempSync(join(tmpdir(), 'symphony-bench-joins-'))
 console.log(
-  `bench:joins: ${users} users (${rooms} rooms of ${perRoom}, each spread over ${serverCount} servers) joining at ${rate}/s, store latency ${storeLatencyMs} ms`,
+  `bench:joins: ${users} users (${rooms} rooms of ${perRoom}, each spread over ${serverCount} servers, ${values.workload} workload) joining at ${rate}/s, store latency ${storeLatencyMs} ms`,
 )
 console.log(
   pinning
@@ -160,7 +161,7 @@ try {
       report = await runGenerator({
         urls: cluster.servers.map((server) => server.url),
         serverPids: [...cluster.servers.map((server) => server.pid), cluster.redis.pid],
-        workload: 'symphony',
+        workload: String(values.workload),
         rooms,
         perRoom: String(perRoom),
         duration: String(values.duration),
@@ -177,7 +178,8 @@ try {
     console.log(
       `  round ${round + 1}: connect p50 ${connect.p50} ms, p99 ${connect.p99} ms, max ${connect.max} ms; ` +
         `synced ${report.counts.connected}/${report.counts.connectAttempts}, closed before sync ${report.counts.connectErrors}; ` +
-        `servers + Redis CPU mean ${report.server.cpuPercent.mean} % (max ${report.server.cpuPercent.max} %)\n    ${waits}`,
+        `servers + Redis CPU mean ${report.server.cpuPercent.mean} % (max ${report.server.cpuPercent.max} %), ` +
+        `generator CPU max ${Math.max(0, ...report.agents.map((a) => a.generatorCpuPercent.max))} %\n    ${waits}`,
     )
     for (const error of report.errors.slice(0, 5)) console.log(`    ${error}`)
   }

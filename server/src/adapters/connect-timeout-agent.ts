@@ -1,4 +1,3 @@
-import type { ClientRequestArgs } from 'node:http'
 import { Agent as HttpAgent } from 'node:http'
 import { Agent as HttpsAgent } from 'node:https'
 import type { Socket } from 'node:net'
@@ -24,38 +23,15 @@ function armConnectTimeout(socket: Duplex | null | undefined, ms: number): void 
   tcp.once('close', clear)
 }
 
-class HttpConnectTimeoutAgent extends HttpAgent {
-  constructor(
-    private readonly connectTimeoutMs: number,
-    maxSockets: number,
-  ) {
-    super({ keepAlive: true, maxSockets })
-  }
-  override createConnection(
-    options: ClientRequestArgs,
-    callback?: (err: Error | null, stream: Duplex) => void,
-  ): Duplex | null | undefined {
-    const socket = super.createConnection(options, callback)
-    armConnectTimeout(socket, this.connectTimeoutMs)
+/** `agent`, its new TCP connections given `connectTimeoutMs` to open. */
+function withConnectTimeout<A extends HttpAgent>(agent: A, connectTimeoutMs: number): A {
+  const create = agent.createConnection.bind(agent)
+  agent.createConnection = (options, callback) => {
+    const socket = create(options, callback)
+    armConnectTimeout(socket, connectTimeoutMs)
     return socket
   }
-}
-
-class HttpsConnectTimeoutAgent extends HttpsAgent {
-  constructor(
-    private readonly connectTimeoutMs: number,
-    maxSockets: number,
-  ) {
-    super({ keepAlive: true, maxSockets })
-  }
-  override createConnection(
-    options: ClientRequestArgs,
-    callback?: (err: Error | null, stream: Duplex) => void,
-  ): Duplex | null | undefined {
-    const socket = super.createConnection(options, callback)
-    armConnectTimeout(socket, this.connectTimeoutMs)
-    return socket
-  }
+  return agent
 }
 
 /**
@@ -67,7 +43,7 @@ export function connectTimeoutAgents({ maxSockets, connectTimeoutMs }: ConnectTi
   httpsAgent: HttpsAgent
 } {
   return {
-    httpAgent: new HttpConnectTimeoutAgent(connectTimeoutMs, maxSockets),
-    httpsAgent: new HttpsConnectTimeoutAgent(connectTimeoutMs, maxSockets),
+    httpAgent: withConnectTimeout(new HttpAgent({ keepAlive: true, maxSockets }), connectTimeoutMs),
+    httpsAgent: withConnectTimeout(new HttpsAgent({ keepAlive: true, maxSockets }), connectTimeoutMs),
   }
 }

@@ -29,6 +29,8 @@ export interface RestApiDeps {
   limits: Limits
   /** The longest a write waits to be durable before answering 503 `UPDATE_NOT_SAVED`. */
   saveWaitMs: number
+  /** The longest a request waits for its room to load before answering 503 `ROOM_UNAVAILABLE` (`JOIN_WAIT_MS`). */
+  joinWaitMs: number
   metrics: ServerMetrics
   logger: Logger
   /** `GET /api/v1/rooms`: the metadata store's rooms (null: none kept), and the largest page. */
@@ -139,9 +141,17 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
   async function withRoom(name: string, use: (room: Room) => Reply | Promise<Reply>): Promise<Reply> {
     let hold: RoomHold
     try {
-      hold = await deps.manager.acquire(name)
+      // A slow store delays the load, which retries while anyone waits: this request waits as a
+      // client would, up to its own budget.
+      hold = await deps.manager.acquire(name, AbortSignal.timeout(deps.joinWaitMs))
     } catch (error) {
       if (error instanceof ServerBusyError) throw new ApiRefusal(503, 'SERVER_BUSY', error.message)
+      if (error instanceof DOMException && error.name === 'TimeoutError')
+        throw new ApiRefusal(
+          503,
+          'ROOM_UNAVAILABLE',
+          `the room did not load within ${deps.joinWaitMs} ms; retry`,
+        )
       throw new ApiRefusal(
         503,
         'ROOM_UNAVAILABLE',

@@ -241,20 +241,23 @@ describe('a room’s load, retried while someone waits', () => {
         loadRetrying: (_error, attempt) => steps.push(`retry ${attempt}`),
       },
     })
-    return { life, attempts, steps }
+    /** Attempt `n` fails as a store that is down does. */
+    const fail = async (n: number) => {
+      attempts[n]?.reject(new Error('store down'))
+      await settle()
+    }
+    return { life, attempts, steps, fail }
   }
 
   it('tries again while the room is held, and goes live once an attempt succeeds', async (t) => {
     const tick = fakeTime(t)
-    const { life, attempts, steps } = retryingLife()
+    const { life, attempts, steps, fail } = retryingLife()
     life.hold()
     await settle()
-    attempts[0]?.reject(new Error('store down'))
-    await settle()
+    await fail(0)
     assert.equal(life.state, 'loading', 'still loading, not gone')
     await tick(100)
-    attempts[1]?.reject(new Error('store down'))
-    await settle()
+    await fail(1)
     await tick(200)
     attempts[2]?.resolve('room')
     assert.equal(await life.ready, 'room')
@@ -264,11 +267,10 @@ describe('a room’s load, retried while someone waits', () => {
 
   it('gives up (loading → gone) once nobody holds the room', async (t) => {
     const tick = fakeTime(t)
-    const { life, attempts, steps } = retryingLife()
+    const { life, steps, fail } = retryingLife()
     life.hold()
     await settle()
-    attempts[0]?.reject(new Error('store down'))
-    await settle()
+    await fail(0)
     life.unhold() // the only joiner left while the load waited to retry
     await tick(100)
     await assert.rejects(life.ready, /store down/)
