@@ -12,10 +12,10 @@ import { REDIS_SERVER, startMoto, startPostgres, startRedis } from './lib/servic
 import { ensureTestRequirements } from './lib/test-requirements.mjs'
 
 const unit = process.argv.includes('--unit')
-// Redis, Postgres, Chromium, Python for moto: installed when missing (Debian), else a stop that says
+// Redis, Postgres, Chromium, Python for moto and cfn-lint: installed when missing (Debian), else a stop that says
 // how to run the suite on this machine, before anything is fetched or started. The unit tests need none.
 if (!unit && !process.env.SYMPHONY_TEST_REQUIREMENTS_MET) {
-  ensureTestRequirements()
+  await ensureTestRequirements()
   process.env.SYMPHONY_TEST_REQUIREMENTS_MET = '1' // not again in the re-run on the pinned Node
 }
 // The tests run on the Node the images ship (package.json devEngines), whatever this machine's is.

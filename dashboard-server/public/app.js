@@ -301,7 +301,10 @@ async function renderRoom(name, withDocument) {
     cell(c.serverId),
     cell(formatTime(c.openedAt)),
   ])
-  if (withDocument) await renderRoomJson(name)
+  if (withDocument) {
+    $('#version').hidden = true
+    await Promise.all([renderRoomJson(name), renderVersions(name).catch(showVersionsError)])
+  }
 }
 
 async function renderRoomJson(name) {
@@ -311,6 +314,51 @@ async function renderRoomJson(name) {
   } catch (error) {
     target.textContent = error.message
   }
+}
+
+/** The versions table's next page, and the version shown below it. */
+const versions = { cursor: null, shown: null }
+const formatDateTime = (iso) => new Date(iso).toLocaleString()
+
+/** The room's saved versions, newest first; `more` appends the next page. */
+async function renderVersions(name, more = false) {
+  const cursor = more && versions.cursor ? `&cursor=${encodeURIComponent(versions.cursor)}` : ''
+  const page = await api(`./api/rooms/${encodeURIComponent(name)}/versions?limit=20${cursor}`)
+  versions.cursor = page.nextCursor
+  const rows = page.versions.map((version, index) => {
+    const tr = document.createElement('tr')
+    tr.dataset.version = version.id
+    const action = document.createElement('td')
+    if (version.deleted) action.textContent = 'the room’s deletion'
+    else {
+      const view = document.createElement('button')
+      view.type = 'button'
+      view.textContent = 'View'
+      view.addEventListener('click', () => void showVersion(name, version).catch(showVersionsError))
+      action.append(view)
+    }
+    const saved = formatDateTime(version.savedAt) + (!more && index === 0 ? ' · latest' : '')
+    tr.append(cell(saved), cell(formatBytes(version.bytes)), action)
+    return tr
+  })
+  const body = $('#room-versions tbody')
+  if (more) body.append(...rows)
+  else body.replaceChildren(...rows)
+  $('#versions-more').hidden = versions.cursor === null
+  $('#versions-error').textContent = body.children.length === 0 ? 'no saved versions yet' : ''
+}
+
+async function showVersion(name, version) {
+  const json = await api(`./api/rooms/${encodeURIComponent(name)}/versions/${encodeURIComponent(version.id)}`)
+  versions.shown = version
+  $('#version-title').textContent = `Version saved ${formatDateTime(version.savedAt)}`
+  $('#version-outcome').textContent = ''
+  $('#version-json').replaceChildren(jsonTree(json))
+  $('#version').hidden = false
+}
+
+function showVersionsError(error) {
+  if (error.message !== 'signed out') $('#versions-error').textContent = error.message
 }
 
 function currentRoom() {
@@ -399,6 +447,34 @@ $('#room-delete').addEventListener('click', async () => {
 $('#room-refresh').addEventListener('click', () => {
   const room = currentRoom()
   if (room) void renderRoomJson(room)
+})
+$('#versions-refresh').addEventListener('click', () => {
+  const room = currentRoom()
+  if (room) void renderVersions(room).catch(showVersionsError)
+})
+$('#versions-more').addEventListener('click', () => {
+  const room = currentRoom()
+  if (room) void renderVersions(room, true).catch(showVersionsError)
+})
+// Restoring changes the live document for everyone in the room (an ordinary edit, itself saved as
+// a new version, so it can be undone by restoring the one before): asked first.
+$('#version-restore').addEventListener('click', async () => {
+  const room = currentRoom()
+  const version = versions.shown
+  const when = version && formatDateTime(version.savedAt)
+  if (
+    !room ||
+    !version ||
+    !confirm(`Restore "${room}" to the version saved ${when}? Everyone in the room sees it at once.`)
+  )
+    return
+  const path = `./api/rooms/${encodeURIComponent(room)}/versions/${encodeURIComponent(version.id)}/restore`
+  const response = await fetch(path, { method: 'POST' })
+  const body = await response.json().catch(() => null)
+  $('#version-outcome').textContent = response.ok
+    ? `Restored: the room now holds the version saved ${when}.`
+    : (body?.error?.message ?? `could not restore (${response.status})`)
+  if (response.ok) await Promise.all([renderRoomJson(room), renderVersions(room).catch(showVersionsError)])
 })
 window.addEventListener('hashchange', () => render())
 void render().then(() => {

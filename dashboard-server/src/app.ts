@@ -13,6 +13,7 @@ import { DashboardMetrics } from './metrics.js'
 import { type MetadataQueries, ROOM_SORTS } from './queries.js'
 import { type AllowedHosts, checkHost, refuseCrossSite } from './request-guards.js'
 import { deleteRoom, readRoomState, type SnapshotReader } from './room-state.js'
+import { listVersions, readVersion, restoreVersion, type VersionReader } from './room-versions.js'
 import { Sessions } from './sessions.js'
 
 export interface DashboardDeps {
@@ -29,8 +30,8 @@ export interface DashboardDeps {
   sessionTtlMs: number
   /** The sync servers' INTERNAL_TOKEN, to read live rooms; null: room state unavailable. */
   internalToken: string | null
-  /** Where the sync servers save rooms: read for rooms no server holds now. */
-  snapshots: SnapshotReader
+  /** Where the sync servers save rooms: read for rooms no server holds now, and for their versions. */
+  snapshots: SnapshotReader & VersionReader
   /** The dashboard's Prometheus metrics; a fresh set when unset. */
   metrics?: DashboardMetrics
   /** Where failures are logged; silent when unset. */
@@ -43,6 +44,11 @@ const roomListQuery = z.object({
   order: z.enum(['asc', 'desc']).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   offset: z.coerce.number().int().min(0).default(0),
+})
+
+const versionListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(50),
+  cursor: z.string().max(256).nullable().default(null),
 })
 
 /** A time as an ISO 8601 string or milliseconds since 1970. */
@@ -165,18 +171,28 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   })
   app.delete('/api/rooms/:room', async (request, response) => {
     const room = roomParam(request)
-    if (!deps.internalToken) {
-      throw new ApiError(
-        503,
-        'DELETE_UNAVAILABLE',
-        'deleting needs INTERNAL_TOKEN, shared with the sync servers',
-      )
-    }
-    // A server holding the room first; any live one can delete it (stores are shared).
-    const holders = await deps.queries.liveHolders(room)
-    const addresses = [...new Set([...holders, ...(await deps.queries.liveServers())])]
-    await deleteRoom(room, addresses, deps.internalToken)
+    const token = requireInternalToken(deps.internalToken, 'deleting')
+    await deleteRoom(room, await syncServersFor(room, deps.queries), token)
     response.status(204).end()
+  })
+  app.get('/api/rooms/:room/versions', async (request, response) => {
+    response.json(
+      await listVersions(deps.snapshots, roomParam(request), parse(versionListQuery, request.query)),
+    )
+  })
+  app.get('/api/rooms/:room/versions/:id', async (request, response) => {
+    response.json(await readVersion(deps.snapshots, roomParam(request), String(request.params.id)))
+  })
+  // Restoring changes the live room for everyone in it: a sync server does it (the page asks first).
+  app.post('/api/rooms/:room/versions/:id/restore', async (request, response) => {
+    const room = roomParam(request)
+    const { status, body } = await restoreVersion(
+      room,
+      String(request.params.id),
+      await syncServersFor(room, deps.queries),
+      requireInternalToken(deps.internalToken, 'restoring'),
+    )
+    response.status(status).json(body)
   })
   app.get('/api/stats', async (_request, response) => {
     response.json(await deps.queries.stats())
@@ -187,6 +203,19 @@ export function createDashboardApp(deps: DashboardDeps): express.Express {
   })
   app.use(errorHandler(deps.logger ?? pino({ level: 'silent' })))
   return app
+}
+
+/** Servers holding `room` first; then any live one (the stores are shared, any can act on it). */
+async function syncServersFor(room: string, queries: MetadataQueries): Promise<string[]> {
+  const holders = await queries.liveHolders(room)
+  return [...new Set([...holders, ...(await queries.liveServers())])]
+}
+
+/** The sync servers' INTERNAL_TOKEN, or a 503 naming what needs it. */
+function requireInternalToken(token: string | null, doing: 'deleting' | 'restoring'): string {
+  if (token) return token
+  const code = doing === 'deleting' ? 'DELETE_UNAVAILABLE' : 'RESTORE_UNAVAILABLE'
+  throw new ApiError(503, code, `${doing} needs INTERNAL_TOKEN, shared with the sync servers`)
 }
 
 /** A query string checked against `schema`; 400 BAD_QUERY naming the first problem. */

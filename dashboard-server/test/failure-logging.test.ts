@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import { describe, it, mock } from 'node:test'
 import { pino } from 'pino'
+import { MemorySnapshotStore } from '../../server/src/adapters/memory-snapshot-store.js'
 import { createDashboardApp } from '../src/app.js'
 import { LiveEvents } from '../src/live-events.js'
 import { MetadataQueries } from '../src/queries.js'
@@ -31,7 +32,7 @@ describe('a dashboard request that fails', () => {
       token: null,
       sessionTtlMs: 60_000,
       internalToken: null,
-      snapshots: { load: async () => null },
+      snapshots: new MemorySnapshotStore(),
       logger,
     })
     const consoleError = mock.method(console, 'error', () => {})

@@ -3,6 +3,7 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { after, before, describe, it } from 'node:test'
+import { MemorySnapshotStore } from '../../server/src/adapters/memory-snapshot-store.js'
 import { connectSynced, destroyClients, uniqueRoom } from '../../server/test/helpers/clients.js'
 import { createDashboardApp } from '../src/app.js'
 import { LiveEvents } from '../src/live-events.js'
@@ -133,7 +134,7 @@ describe('dashboard /metrics from another address', () => {
       token: DASHBOARD_TOKEN,
       sessionTtlMs: 60_000,
       internalToken: null,
-      snapshots: { load: async () => null },
+      snapshots: new MemorySnapshotStore(),
     })
     const server = await new Promise<Server>((resolve) => {
       const listening = app.listen(0, external, () => resolve(listening))

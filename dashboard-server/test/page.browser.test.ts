@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
 import type { Browser, Page } from 'playwright-core'
 import * as Y from 'yjs'
 import { ARTIFACTS, launchChromium } from '../../server/test/helpers/browser.js'
@@ -9,6 +10,9 @@ import { DASHBOARD_TOKEN, type DashboardStack, startDashboardStack } from './hel
 
 /** Where the operations view's screenshot goes, to look at by eye. */
 const SCREENSHOT = '/tmp/symphony-dashboard-operations.png'
+
+/** The demo whiteboard (built on @symphony/client), served by the stack's sync server. */
+const WHITEBOARD = fileURLToPath(new URL('../../server/dist/demo/', import.meta.url))
 
 /** A name the browser resolves to 127.0.0.1, standing for the load balancer's. */
 const LOAD_BALANCER = 'dashboard.alb.example'
@@ -43,7 +47,7 @@ describe('dashboard page in Chromium', () => {
   let browser: Browser
 
   before(async () => {
-    stack = await startDashboardStack()
+    stack = await startDashboardStack({ demoFolder: WHITEBOARD })
     browser = await launchChromium([`--host-resolver-rules=MAP ${LOAD_BALANCER} 127.0.0.1`])
   })
   after(async () => {
@@ -76,6 +80,66 @@ describe('dashboard page in Chromium', () => {
     )
     assert.equal(deleted, 204)
     await page.context().close()
+  })
+
+  /** The whiteboard in a browser profile of its own (another person's laptop), synced to `room`. */
+  async function openWhiteboard(room: string, name: string): Promise<Page> {
+    const page = await (await browser.newContext({ viewport: { width: 1000, height: 650 } })).newPage()
+    await page.goto(`${stack.sync.httpUrl}/?room=${encodeURIComponent(room)}&name=${name}`)
+    await page.waitForSelector('#status[data-status="synced"]')
+    return page
+  }
+
+  /** Picks `kind`'s tool and clicks the canvas at `at`: one new shape. */
+  async function addShape(page: Page, kind: 'rect' | 'ellipse', at: [number, number]): Promise<void> {
+    await page.click(`[data-kind=${kind}]`)
+    const box = await page.locator('#canvas').boundingBox()
+    assert.ok(box)
+    await page.mouse.click(box.x + at[0], box.y + at[1])
+  }
+
+  /** Waits until `page` shows `count` shapes of each kind. */
+  async function showsShapes(page: Page, counts: { rect: number; ellipse: number }): Promise<void> {
+    await page.waitForFunction(
+      (want) =>
+        document.querySelectorAll('rect[data-shape-id]').length === want.rect &&
+        document.querySelectorAll('ellipse[data-shape-id]').length === want.ellipse,
+      counts,
+    )
+  }
+
+  it('restores a saved version from the room page, asked first: two whiteboards on the room show it at once', async () => {
+    const room = uniqueRoom('restore')
+    const [alice, bob] = [await openWhiteboard(room, 'Alice'), await openWhiteboard(room, 'Bob')]
+    await addShape(alice, 'rect', [120, 120])
+    await showsShapes(bob, { rect: 1, ellipse: 0 })
+    await stack.sync.server.manager.save(room) // the version to go back to: one rectangle
+    await addShape(bob, 'ellipse', [400, 300])
+    await showsShapes(alice, { rect: 1, ellipse: 1 })
+    await stack.sync.server.manager.save(room)
+    const page = await signIn(DASHBOARD_TOKEN)
+    await page.locator('#live[data-state="live"]').waitFor()
+    await page.goto(`${stack.base}/#/rooms/${encodeURIComponent(room)}`)
+    const rows = page.locator('#room-versions tbody tr')
+    await eventually(async () => (await rows.count()) === 2, 'both saves listed')
+    await rows.nth(1).getByRole('button', { name: 'View' }).click()
+    await page.waitForFunction(() =>
+      document.querySelector('#version-title')?.textContent?.startsWith('Version saved'),
+    )
+    let dialog = ''
+    page.once('dialog', (shown) => {
+      dialog = shown.message()
+      void shown.accept()
+    })
+    await page.click('#version-restore')
+    await page.waitForFunction(() =>
+      document.querySelector('#version-outcome')?.textContent?.startsWith('Restored'),
+    )
+    assert.match(dialog, new RegExp(`Restore "${room}" to the version saved`))
+    await Promise.all([alice, bob].map((whiteboard) => showsShapes(whiteboard, { rect: 1, ellipse: 0 })))
+    await eventually(async () => (await rows.count()) === 3, 'the restore is a version of its own')
+    await page.screenshot({ path: join(ARTIFACTS, 'dashboard-versions.png'), fullPage: true })
+    for (const opened of [page, alice, bob]) await opened.context().close()
   })
 
   it('refuses a wrong token on the sign-in form', async () => {

@@ -32,7 +32,8 @@ export function generatedSecret(
 
 /**
  * Object access under the snapshots prefix only, plus listing that prefix: without s3:ListBucket,
- * S3 answers a missing room's snapshot with 403 instead of 404.
+ * S3 answers a missing room's snapshot with 403 instead of 404. Reading and listing object
+ * versions (`s3:GetObjectVersion`, `s3:ListBucketVersions`) is a room's version history.
  */
 export function grantSnapshots(role: iam.IRole, storage: Storage, objectActions: string[]): void {
   const bucket = storage.snapshotsBucket
@@ -44,13 +45,13 @@ export function grantSnapshots(role: iam.IRole, storage: Storage, objectActions:
   })
   role.grantPrincipal.addToPrincipalPolicy(
     new iam.PolicyStatement({
-      actions: objectActions,
+      actions: [...objectActions, 's3:GetObjectVersion'],
       resources: [bucket.arnForObjects(`${storage.snapshotsPrefix}*`)],
     }),
   )
   role.grantPrincipal.addToPrincipalPolicy(
     new iam.PolicyStatement({
-      actions: ['s3:ListBucket'],
+      actions: ['s3:ListBucket', 's3:ListBucketVersions'],
       resources: [bucket.bucketArn],
       conditions: { StringLike: { 's3:prefix': [`${storage.snapshotsPrefix}*`] } },
     }),

@@ -7,20 +7,15 @@ import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager'
 import { Construct } from 'constructs'
 import { generatedSecret, grantSnapshots } from './access.js'
 import type { Database } from './database.js'
-import {
-  architectureOf,
-  containerHealthCheck,
-  containerLogs,
-  fargateTask,
-  imageFromRepository,
-  privateService,
-} from './fargate.js'
+import { containerHealthCheck, containerLogs, fargateTask, privateService } from './fargate.js'
 import { MetricsCollector } from './observability/collector.js'
 import { DASHBOARD_METRICS } from './observability/metrics.js'
 import type { Storage } from './storage.js'
 import type { SyncService } from './sync-service.js'
 
 export interface DashboardServiceProps {
+  /** The dashboard image, for the tasks' CPU architecture. */
+  image: ecs.ContainerImage
   cluster: ecs.ICluster
   subnets: ec2.SubnetSelection
   listener: elbv2.ApplicationListener
@@ -66,7 +61,7 @@ export class DashboardService extends Construct {
     const agentFolders = ['/var/lib/amazon', '/var/log/amazon']
     for (const [index] of agentFolders.entries()) task.addVolume({ name: `ssm-agent-${index}` })
     const container = task.addContainer(DASHBOARD_CONTAINER, {
-      image: imageFromRepository({ target: 'dashboard', architecture: architectureOf(this) }),
+      image: props.image,
       environment: {
         NODE_ENV: 'production',
         DASHBOARD_PORT: String(DASHBOARD_PORT),

@@ -10,16 +10,13 @@ export interface DatabaseProps {
   instanceType: string
   multiAz: boolean
   storageGiB: number
-  retainData: boolean
+  /** The Postgres 16 minor version, such as `16.13` (`POSTGRES_VERSION` in sizes.ts by default). */
+  engineVersion: string
+  /** Unset: a final snapshot on deletion. Anything but `DESTROY` turns deletion protection on. */
+  removalPolicy: RemovalPolicy | undefined
 }
 
 const DATABASE_NAME = 'symphony'
-/**
- * A minor version RDS still creates instances at: the bare major "16" is deprecated for new
- * instances (cfn-lint W3691). RDS applies later minors itself in the maintenance window (automatic
- * minor upgrades stay on), so this only says where a new database starts.
- */
-export const POSTGRES_VERSION = rds.PostgresEngineVersion.VER_16_13
 const USER = 'symphony'
 /** Where the images keep RDS's certificate authorities (see infra/Dockerfile). */
 const RDS_CA_FILE = '/app/certs/aws-rds-ca.pem'
@@ -37,8 +34,11 @@ export class Database extends Construct {
   constructor(scope: Construct, id: string, props: DatabaseProps) {
     super(scope, id)
     this.storageGiB = props.storageGiB
+    const destroy = props.removalPolicy === RemovalPolicy.DESTROY
     this.instance = new rds.DatabaseInstance(this, 'Postgres', {
-      engine: rds.DatabaseInstanceEngine.postgres({ version: POSTGRES_VERSION }),
+      engine: rds.DatabaseInstanceEngine.postgres({
+        version: rds.PostgresEngineVersion.of(props.engineVersion, '16'),
+      }),
       instanceType: new ec2.InstanceType(props.instanceType),
       vpc: props.vpc,
       vpcSubnets: props.subnets,
@@ -54,8 +54,8 @@ export class Database extends Construct {
       storageType: rds.StorageType.GP3,
       storageEncrypted: true,
       backupRetention: Duration.days(7),
-      deletionProtection: props.retainData,
-      removalPolicy: props.retainData ? RemovalPolicy.SNAPSHOT : RemovalPolicy.DESTROY,
+      deletionProtection: !destroy,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.SNAPSHOT,
       port: 5432,
       caCertificate: rds.CaCertificate.RDS_CA_RSA2048_G1,
       cloudwatchLogsExports: ['postgresql'],
@@ -87,10 +87,10 @@ export class Database extends Construct {
           'waits on it); medium and large, or dbMultiAz=true, run Multi-AZ.',
       )
     }
-    if (!props.retainData) {
+    if (destroy) {
       acknowledge(
         'AwsSolutions-RDS10',
-        'retainData=false was asked for: a throwaway stack whose database cdk destroy must be able to delete.',
+        'removalPolicy DESTROY (retainData=false) was asked for: a throwaway stack whose database cdk destroy must be able to delete.',
       )
     }
   }

@@ -1,11 +1,13 @@
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Duration, Stack, Validations } from 'aws-cdk-lib'
+import { Duration, Validations } from 'aws-cdk-lib'
 import type * as ec2 from 'aws-cdk-lib/aws-ec2'
 import { Platform } from 'aws-cdk-lib/aws-ecr-assets'
 import * as ecs from 'aws-cdk-lib/aws-ecs'
 import * as logs from 'aws-cdk-lib/aws-logs'
 import type { Construct } from 'constructs'
-import type { CpuArchitectureName } from './settings.js'
+import type { CpuArchitectureName } from './sizes.js'
 
 /** The images build from the repository root (their packages share code); `.dockerignore` trims it. */
 const REPOSITORY_ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -23,6 +25,21 @@ export interface RepositoryImageOptions {
 }
 
 /**
+ * Throws when `targets` would be built from the repository and there is none: an installed
+ * @symphony/infra has no repository beside it to build from.
+ */
+export function assertRepositoryImages(targets: ImageTarget[]): void {
+  if (targets.length === 0 || existsSync(join(REPOSITORY_ROOT, DOCKERFILE))) return
+  throw Object.assign(
+    new Error(
+      `Symphony images: no ${DOCKERFILE} in ${REPOSITORY_ROOT} to build ${targets.join(', ')} from; ` +
+        'outside a checkout of the repository pass prebuilt images (props.images, docs/deploy.md)',
+    ),
+    { code: 'SYMPHONY_IMAGES_MISSING' },
+  )
+}
+
+/**
  * An image built by `cdk deploy` from one target of the repository's Dockerfile, for the tasks'
  * CPU architecture. Synthesis only stages the files: no Docker needed until deploy.
  */
@@ -37,9 +54,9 @@ export function imageFromRepository({ target, architecture }: RepositoryImageOpt
 /** The construct-tree context key under which the stack records its tasks' CPU architecture. */
 export const ARCHITECTURE_CONTEXT_KEY = 'symphony:cpuArchitecture'
 
-/** The CPU architecture of the tasks in `scope`'s stack (set by the stack from `cpuArchitecture`). */
+/** The CPU architecture of the tasks under `scope` (set by the `Symphony` construct from `cpuArchitecture`). */
 export function architectureOf(scope: Construct): CpuArchitectureName {
-  const value = Stack.of(scope).node.tryGetContext(ARCHITECTURE_CONTEXT_KEY)
+  const value = scope.node.tryGetContext(ARCHITECTURE_CONTEXT_KEY)
   return value === 'arm64' ? 'arm64' : 'x86_64'
 }
 

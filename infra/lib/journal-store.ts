@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto'
-import { Stack } from 'aws-cdk-lib'
 import * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as memorydb from 'aws-cdk-lib/aws-memorydb'
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager'
@@ -7,6 +6,8 @@ import { Construct } from 'constructs'
 import { generatedSecret } from './access.js'
 
 export interface JournalStoreProps {
+  /** The deployment's name, which the cluster's, ACL's and user's names start with. */
+  name: string
   vpc: ec2.IVpc
   subnets: ec2.SelectedSubnets
   /** A MemoryDB node type, such as `db.t4g.small`. */
@@ -36,7 +37,7 @@ export class JournalStore extends Construct {
   constructor(scope: Construct, id: string, props: JournalStoreProps) {
     super(scope, id)
     // Cluster, ACL, user and subnet group names are unique per account and region, like stack names.
-    const name = memoryDbName(Stack.of(this).stackName, 'journal')
+    const name = memoryDbName(props.name, 'journal')
     this.securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
       vpc: props.vpc,
       description: 'Symphony journal (MemoryDB): reachable only from the sync servers',

@@ -8,6 +8,15 @@ export interface NetworkProps {
   logsBucket: s3.IBucket
 }
 
+/** Where each part goes in a VPC: the subnet types this VPC makes, and what an existing one is assumed to have. */
+export const DEFAULT_SUBNETS = {
+  /** The load balancer and the NAT gateways. */
+  public: { subnetType: ec2.SubnetType.PUBLIC },
+  tasks: { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS },
+  /** Redis, MemoryDB and Postgres: no route out. */
+  data: { subnetType: ec2.SubnetType.PRIVATE_ISOLATED },
+} as const satisfies Record<string, ec2.SubnetSelection>
+
 /**
  * A VPC over two availability zones: public subnets hold only the load balancer and the NAT
  * gateways; tasks run in private subnets; Redis and Postgres sit in isolated subnets with no route
@@ -15,8 +24,8 @@ export interface NetworkProps {
  */
 export class Network extends Construct {
   public readonly vpc: ec2.Vpc
-  public readonly taskSubnets: ec2.SubnetSelection = { subnetType: ec2.SubnetType.PRIVATE_WITH_EGRESS }
-  public readonly dataSubnets: ec2.SubnetSelection = { subnetType: ec2.SubnetType.PRIVATE_ISOLATED }
+  public readonly taskSubnets = DEFAULT_SUBNETS.tasks
+  public readonly dataSubnets = DEFAULT_SUBNETS.data
 
   constructor(scope: Construct, id: string, props: NetworkProps) {
     super(scope, id)

@@ -1,4 +1,5 @@
 import { type Duration, Validations } from 'aws-cdk-lib'
+import type * as acm from 'aws-cdk-lib/aws-certificatemanager'
 import * as ec2 from 'aws-cdk-lib/aws-ec2'
 import * as elbv2 from 'aws-cdk-lib/aws-elasticloadbalancingv2'
 import type * as s3 from 'aws-cdk-lib/aws-s3'
@@ -6,9 +7,11 @@ import { Construct } from 'constructs'
 
 export interface PublicEntryProps {
   vpc: ec2.IVpc
+  /** Where the load balancer goes: public subnets. */
+  subnets: ec2.SubnetSelection
   logsBucket: s3.IBucket
   /** HTTPS with this certificate; plain HTTP without one. */
-  certificateArn: string | undefined
+  certificate: acm.ICertificate | undefined
   /**
    * Who may open the dashboard's listener. Unset: nobody from the internet; operators reach the
    * dashboard through SSM port forwarding into its task instead (docs/operations.md).
@@ -35,7 +38,7 @@ export class PublicEntry extends Construct {
 
   constructor(scope: Construct, id: string, props: PublicEntryProps) {
     super(scope, id)
-    this.secure = props.certificateArn !== undefined
+    this.secure = props.certificate !== undefined
     const securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
       vpc: props.vpc,
       description: 'Symphony load balancer: browsers in, sync and dashboard tasks out',
@@ -48,15 +51,15 @@ export class PublicEntry extends Construct {
     this.loadBalancer = new elbv2.ApplicationLoadBalancer(this, 'LoadBalancer', {
       vpc: props.vpc,
       internetFacing: true,
-      vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC },
+      vpcSubnets: props.subnets,
       securityGroup,
       idleTimeout: props.idleTimeout,
       dropInvalidHeaderFields: true,
     })
     this.loadBalancer.logAccessLogs(props.logsBucket, 'load-balancer')
 
-    const certificates = props.certificateArn
-      ? [elbv2.ListenerCertificate.fromArn(props.certificateArn)]
+    const certificates = props.certificate
+      ? [elbv2.ListenerCertificate.fromCertificateManager(props.certificate)]
       : undefined
     const tls = this.secure
       ? {

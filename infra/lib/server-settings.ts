@@ -63,6 +63,8 @@ export const SERVER_SETTINGS_NOT_EXPOSED: Record<string, string> = {
   AWS_ENDPOINT_URL_S3: 'as AWS_ENDPOINT_URL',
   AWS_ENDPOINT_URL_DYNAMODB: 'as AWS_ENDPOINT_URL',
   INTERNAL_HOST: 'each task finds its own address from the ECS task metadata endpoint',
+  SNAPSHOT_FILE_VERSIONS:
+    'the stack saves rooms to S3, where the bucket versioning and lifecycle rule keep old versions',
   GIT_COMMIT: 'an alias of SYMPHONY_COMMIT, which the `commit` option sets',
 }
 
@@ -72,7 +74,7 @@ export type ServerSettings = Partial<Record<keyof typeof TUNABLE_SERVER_SETTINGS
  * `serverSettings`: `KEY=value,KEY=value` on the command line, or an object in cdk.json. Throws
  * one line naming the setting.
  */
-export function parseServerSettings(raw: unknown): ServerSettings {
+export function parseServerSettings(raw: unknown, label = 'context serverSettings'): ServerSettings {
   if (raw === undefined) return {}
   let entries: [string, unknown][]
   if (typeof raw === 'string') {
@@ -81,25 +83,25 @@ export function parseServerSettings(raw: unknown): ServerSettings {
       .filter((pair) => pair.trim())
       .map((pair) => {
         const at = pair.indexOf('=')
-        if (at < 1) throw new Error(`context serverSettings: "${pair}" must be KEY=value`)
+        if (at < 1) throw new Error(`${label}: "${pair}" must be KEY=value`)
         return [pair.slice(0, at).trim(), pair.slice(at + 1).trim()]
       })
   } else if (raw && typeof raw === 'object' && !Array.isArray(raw)) {
     entries = Object.entries(raw)
   } else {
-    throw new Error('context serverSettings: must be KEY=value,… or an object')
+    throw new Error(`${label}: must be KEY=value,… or an object`)
   }
   const settings: Record<string, string> = {}
   for (const [key, value] of entries) {
     const schema = TUNABLE_SERVER_SETTINGS[key as keyof typeof TUNABLE_SERVER_SETTINGS]
     if (!schema) {
       throw new Error(
-        `context serverSettings: ${key} is not a server setting the stack lets you set (docs/deploy.md#server-settings)`,
+        `${label}: ${key} is not a server setting the stack lets you set (docs/deploy.md#server-settings)`,
       )
     }
     const parsed = schema.safeParse(typeof value === 'number' ? String(value) : value)
     if (!parsed.success) {
-      throw new Error(`context serverSettings: ${key} ${parsed.error.issues[0]?.message ?? 'is invalid'}`)
+      throw new Error(`${label}: ${key} ${parsed.error.issues[0]?.message ?? 'is invalid'}`)
     }
     settings[key] = parsed.data
   }

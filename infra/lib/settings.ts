@@ -1,5 +1,7 @@
 import { z } from 'zod'
 import { parseServerSettings, type ServerSettings } from './server-settings.js'
+import type { CpuArchitectureName, JournalSettings, SizeName } from './sizes.js'
+import { resolveSizes, SymphonyPropsError } from './symphony-props.js'
 
 /**
  * What a deployment is sized and wired with, read once from CDK context (`-c key=value` or
@@ -25,7 +27,7 @@ export interface SymphonySettings {
   redis: { nodeType: string; replicas: number }
   /** Where the update journal lives: beside pub/sub on ElastiCache, or on MemoryDB (see `JournalSettings`). */
   journal: JournalSettings
-  database: { instanceType: string; multiAz: boolean; storageGiB: number }
+  database: { instanceType: string; multiAz: boolean; storageGiB: number; engineVersion: string }
   natGateways: number
   /** HTTPS on the load balancer with this ACM certificate; plain HTTP without it. */
   certificateArn: string | undefined
@@ -53,46 +55,8 @@ export interface SymphonySettings {
   commit: string | undefined
 }
 
-export type CpuArchitectureName = 'x86_64' | 'arm64'
-
-/**
- * `elasticache`: the journal shares pub/sub's Redis, whose primary's loss can take the acknowledged
- * updates since each room's last snapshot with it. `memorydb`: a MemoryDB cluster of its own, which
- * acknowledges a write only once its multi-AZ transaction log holds it.
- */
-export type JournalSettings =
-  | { store: 'elasticache' }
-  | { store: 'memorydb'; nodeType: string; shards: number; replicas: number }
-
-/** The MemoryDB journal's defaults: one shard is plenty for appends of small updates. */
-export const MEMORYDB_JOURNAL = { nodeType: 'db.t4g.small', shards: 1, replicas: 1 } as const
-
-export type SizeName = keyof typeof SIZES
-
-/**
- * Presets behind the cost table in docs/deploy.md. One Node process uses one core, so a sync task never
- * gets more than one vCPU: bigger deployments run more tasks, not bigger ones.
- */
-export const SIZES = {
-  small: {
-    sync: { cpu: 512, memoryMiB: 1024, minTasks: 1, maxTasks: 3 },
-    redis: { nodeType: 'cache.t4g.micro', replicas: 0 },
-    database: { instanceType: 't4g.micro', multiAz: false, storageGiB: 20 },
-    natGateways: 1,
-  },
-  medium: {
-    sync: { cpu: 1024, memoryMiB: 2048, minTasks: 2, maxTasks: 8 },
-    redis: { nodeType: 'cache.t4g.small', replicas: 1 },
-    database: { instanceType: 't4g.small', multiAz: true, storageGiB: 50 },
-    natGateways: 2,
-  },
-  large: {
-    sync: { cpu: 1024, memoryMiB: 2048, minTasks: 6, maxTasks: 40 },
-    redis: { nodeType: 'cache.m7g.large', replicas: 1 },
-    database: { instanceType: 'm7g.large', multiAz: true, storageGiB: 100 },
-    natGateways: 2,
-  },
-} as const
+export type { CpuArchitectureName, JournalSettings, SizeName } from './sizes.js'
+export { MEMORYDB_JOURNAL, SIZES } from './sizes.js'
 
 /** Context values from the command line are strings; from cdk.json they may be typed. */
 const count = (min: number, max: number) => z.coerce.number().int().min(min).max(max).optional()
@@ -140,6 +104,7 @@ const context = z.object({
     .optional(),
   dbMultiAz: flag,
   dbStorageGiB: count(20, 65536),
+  dbEngineVersion: z.string().optional(),
   natGateways: count(1, 2),
   certificateArn: z
     .string()
@@ -201,13 +166,6 @@ export function parseSettings(
   }
   const c = parsed.data
   const serverSettings = parseServerSettings(c.serverSettings)
-  const preset = SIZES[c.size]
-  const cpu = c.taskCpu ?? preset.sync.cpu
-  const memoryMiB = c.taskMemoryMiB ?? (c.taskCpu ? cpu * 2 : preset.sync.memoryMiB)
-  checkFargateMemory(cpu, memoryMiB)
-  const minTasks = c.minTasks ?? preset.sync.minTasks
-  const maxTasks = c.maxTasks ?? Math.max(preset.sync.maxTasks, minTasks)
-  if (maxTasks < minTasks) throw new Error(`context maxTasks: must be at least minTasks (${minTasks})`)
   if (c.loadCoordinatorUrl !== undefined) {
     throw new Error(
       'context loadCoordinatorUrl: no longer used: `symphony-loadtest ecs --advertise-url` tells the agents it starts where the coordinator is',
@@ -221,36 +179,21 @@ export function parseSettings(
   if (c.domainName && !c.certificateArn) {
     throw new Error('context domainName: needs certificateArn (a name is only for HTTPS clients)')
   }
+  const sizes = resolveContextSizes(c)
   return {
     stackName: c.stackName,
     region: c.region ?? defaults.region ?? 'us-east-1',
-    size: c.size,
-    sync: { cpu, memoryMiB, minTasks, maxTasks },
+    size: sizes.size,
+    sync: sizes.sync,
     dashboard: {
-      cpu: 256,
-      memoryMiB: 512,
+      ...sizes.dashboard,
       allowedCidr: c.dashboardAllowedCidr,
       allowedHosts: c.dashboardAllowedHosts,
     },
-    redis: {
-      nodeType: c.redisNodeType ?? preset.redis.nodeType,
-      replicas: c.redisReplicas ?? preset.redis.replicas,
-    },
-    journal:
-      c.journalStore === 'memorydb'
-        ? {
-            store: 'memorydb',
-            nodeType: c.journalNodeType ?? MEMORYDB_JOURNAL.nodeType,
-            shards: MEMORYDB_JOURNAL.shards,
-            replicas: c.journalReplicas ?? MEMORYDB_JOURNAL.replicas,
-          }
-        : { store: 'elasticache' },
-    database: {
-      instanceType: c.dbInstanceType ?? preset.database.instanceType,
-      multiAz: c.dbMultiAz ?? preset.database.multiAz,
-      storageGiB: c.dbStorageGiB ?? preset.database.storageGiB,
-    },
-    natGateways: c.natGateways ?? preset.natGateways,
+    redis: sizes.redis,
+    journal: sizes.journal,
+    database: sizes.database,
+    natGateways: sizes.natGateways,
     certificateArn: c.certificateArn,
     domainName: c.domainName,
     authJwksUrl: c.authJwksUrl,
@@ -266,12 +209,39 @@ export function parseSettings(
   }
 }
 
-/** Fargate's allowed memory for each CPU size, in MiB. */
-function checkFargateMemory(cpu: number, memoryMiB: number): void {
-  const [min, max] = cpu === 256 ? [512, 2048] : cpu === 512 ? [1024, 4096] : [2048, 8192]
-  if (memoryMiB < min || memoryMiB > max || (memoryMiB % 1024 !== 0 && memoryMiB !== 512)) {
-    throw new Error(
-      `context taskMemoryMiB: Fargate allows ${min}–${max} MiB in 1024 steps for ${cpu} CPU units`,
-    )
+/** The context key of each size prop, for errors that name what the deployer typed. */
+const CONTEXT_KEY_OF_PROP: Record<string, string> = {
+  'sync.cpu': 'taskCpu',
+  'sync.memoryMiB': 'taskMemoryMiB',
+  'sync.minTasks': 'minTasks',
+  'sync.maxTasks': 'maxTasks',
+  'redis.replicas': 'redisReplicas',
+  'journal.replicas': 'journalReplicas',
+  'database.storageGiB': 'dbStorageGiB',
+  'database.engineVersion': 'dbEngineVersion',
+}
+
+/** The context's sizes over its preset, as the construct resolves its props. */
+function resolveContextSizes(c: z.infer<typeof context>) {
+  try {
+    return resolveSizes({
+      size: c.size,
+      sync: { cpu: c.taskCpu, memoryMiB: c.taskMemoryMiB, minTasks: c.minTasks, maxTasks: c.maxTasks },
+      redis: { nodeType: c.redisNodeType, replicas: c.redisReplicas },
+      journal:
+        c.journalStore === 'memorydb'
+          ? { store: 'memorydb', nodeType: c.journalNodeType, replicas: c.journalReplicas }
+          : { store: 'elasticache' },
+      database: {
+        instanceType: c.dbInstanceType,
+        multiAz: c.dbMultiAz,
+        storageGiB: c.dbStorageGiB,
+        engineVersion: c.dbEngineVersion,
+      },
+      natGateways: c.natGateways,
+    })
+  } catch (error) {
+    if (!(error instanceof SymphonyPropsError)) throw error
+    throw new Error(`context ${CONTEXT_KEY_OF_PROP[error.prop] ?? error.prop}: ${error.detail}`)
   }
 }

@@ -4,8 +4,8 @@ import * as s3 from 'aws-cdk-lib/aws-s3'
 import { Construct } from 'constructs'
 
 export interface StorageProps {
-  /** Keep the snapshots (and the logs) when the stack is deleted. */
-  retainData: boolean
+  /** `DESTROY`: the buckets are emptied and deleted with the stack; anything else keeps them. */
+  removalPolicy: RemovalPolicy | undefined
 }
 
 /** Where the sync servers keep rooms (S3 snapshots) and find each other (the DynamoDB registry). */
@@ -23,9 +23,11 @@ export class Storage extends Construct {
 
   constructor(scope: Construct, id: string, props: StorageProps) {
     super(scope, id)
-    const removal = props.retainData
-      ? { removalPolicy: RemovalPolicy.RETAIN }
-      : { removalPolicy: RemovalPolicy.DESTROY, autoDeleteObjects: true }
+    // S3 has no snapshot: SNAPSHOT keeps the buckets as they are.
+    const removal =
+      props.removalPolicy === RemovalPolicy.DESTROY
+        ? { removalPolicy: RemovalPolicy.DESTROY, autoDeleteObjects: true }
+        : { removalPolicy: RemovalPolicy.RETAIN }
     const locked = {
       encryption: s3.BucketEncryption.S3_MANAGED,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,

@@ -9,20 +9,17 @@ import { Construct } from 'constructs'
 import { generatedSecret, grantSnapshots } from './access.js'
 import type { Cache } from './cache.js'
 import type { Database } from './database.js'
-import {
-  architectureOf,
-  containerHealthCheck,
-  containerLogs,
-  fargateTask,
-  imageFromRepository,
-  privateService,
-} from './fargate.js'
+import { containerHealthCheck, containerLogs, fargateTask, privateService } from './fargate.js'
 import type { JournalStore } from './journal-store.js'
 import { MetricsCollector } from './observability/collector.js'
 import { SYNC_SERVER_METRICS } from './observability/metrics.js'
 import type { Storage } from './storage.js'
 
 export interface SyncServiceProps {
+  /** The deployment's name: its secrets are `<name>/api-secret` and `<name>/webhook-signing-key`. */
+  name: string
+  /** The sync-server image, for the tasks' CPU architecture. */
+  image: ecs.ContainerImage
   cluster: ecs.ICluster
   subnets: ec2.SubnetSelection
   listener: elbv2.ApplicationListener
@@ -112,7 +109,7 @@ export class SyncService extends Construct {
       ? undefined
       : generatedSecret(this, 'AuthSecret', 'Symphony AUTH_SECRET: sign room tokens (HS256) with it', 64)
 
-    this.apiSecretName = `${Stack.of(this).stackName}/api-secret`
+    this.apiSecretName = `${props.name}/api-secret`
     this.apiSecret = generatedSecret(
       this,
       'ApiSecret',
@@ -120,7 +117,7 @@ export class SyncService extends Construct {
       48,
       this.apiSecretName,
     )
-    this.webhookKeyName = `${Stack.of(this).stackName}/webhook-signing-key`
+    this.webhookKeyName = `${props.name}/webhook-signing-key`
     // 44 letters and digits: whole base64 quads, 33 bytes of key (the server wants 16 at least).
     this.webhookKey = props.webhookUrl
       ? generatedSecret(
@@ -143,7 +140,7 @@ export class SyncService extends Construct {
       ...(this.webhookKey ? { WEBHOOK_SIGNING_KEY: ecs.Secret.fromSecretsManager(this.webhookKey) } : {}),
     }
     const container = task.addContainer('server', {
-      image: imageFromRepository({ target: 'sync-server', architecture: architectureOf(this) }),
+      image: props.image,
       environment: {
         ...props.serverSettings,
         NODE_ENV: 'production',

@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import type { Template } from 'aws-cdk-lib/assertions'
 import { parseConfig } from '../../server/src/config.js'
 import { memoryDbName } from '../lib/journal-store.js'
+import { DEFAULT_SUBNETS } from '../lib/network.js'
 import type { SymphonyStack } from '../lib/symphony-stack.js'
 import { removeSynthesized, synthesize } from './helpers/synthesize.js'
 import {
@@ -71,7 +72,7 @@ describe('journalStore: the update journal on ElastiCache (default) or MemoryDB'
       const [, subnetGroup] = only(template, 'AWS::MemoryDB::SubnetGroup')
       const [, cluster] = only(template, 'AWS::MemoryDB::Cluster')
       assert.equal(cluster.SubnetGroupName, subnetGroup.SubnetGroupName)
-      const dataSubnets = stack.resolve(stack.network.vpc.selectSubnets(stack.network.dataSubnets).subnetIds)
+      const dataSubnets = stack.resolve(stack.symphony.vpc.selectSubnets(DEFAULT_SUBNETS.data).subnetIds)
       assert.deepEqual(subnetGroup.SubnetIds, dataSubnets)
       assert.equal(dataSubnets.length, 2, 'one per zone: the replica lives in the other')
       // No route out of the VPC from them at all.
@@ -92,7 +93,7 @@ describe('journalStore: the update journal on ElastiCache (default) or MemoryDB'
       const [journalSg] = groupIds
       const groups = Object.fromEntries(resourcesOf(template, 'AWS::EC2::SecurityGroup'))
       assert.equal((groups[journalSg] as Properties).SecurityGroupIngress, undefined, 'no address range')
-      const syncSg = stack.resolve(stack.sync.securityGroup.securityGroupId)['Fn::GetAtt'][0]
+      const syncSg = stack.resolve(stack.symphony.sync.securityGroup.securityGroupId)['Fn::GetAtt'][0]
       const ingress = resourcesOf(template, 'AWS::EC2::SecurityGroupIngress')
         .map(([, rule]) => rule as Properties)
         .filter((rule) => rule.GroupId?.['Fn::GetAtt']?.[0] === journalSg)
@@ -125,13 +126,13 @@ describe('journalStore: the update journal on ElastiCache (default) or MemoryDB'
       })
       assert.equal(environment.JOURNAL_CLUSTER, '1')
       assert.match(JSON.stringify(environment.PUBSUB), /ElastiCache|CacheRedis/)
-      const journalSecret = stack.resolve(stack.journal?.password.secretArn)
+      const journalSecret = stack.resolve(stack.symphony.journal?.password.secretArn)
       const secrets = Object.fromEntries(
         (server.Secrets ?? []).map(({ Name, ValueFrom }) => [Name, ValueFrom]),
       )
       assert.deepEqual(secrets.JOURNAL_PASSWORD, journalSecret)
-      assert.match(JSON.stringify(stack.resolve(stack.cache.authToken.secretArn)), /CacheAuthToken/)
-      assert.deepEqual(secrets.PUBSUB_PASSWORD, stack.resolve(stack.cache.authToken.secretArn))
+      assert.match(JSON.stringify(stack.resolve(stack.symphony.cache.authToken.secretArn)), /CacheAuthToken/)
+      assert.deepEqual(secrets.PUBSUB_PASSWORD, stack.resolve(stack.symphony.cache.authToken.secretArn))
 
       // What the server's own parser makes of it: the cluster client, over TLS, as the user.
       const { journal, pubsub } = parseConfig(sampleEnvironment(server)).backends

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { parseSettings, SIZES } from '../lib/settings.js'
+import { POSTGRES_VERSION } from '../lib/sizes.js'
 
 const settingsFrom = (context: Record<string, unknown>, defaultRegion?: string) =>
   parseSettings((key) => context[key], { region: defaultRegion })
@@ -90,7 +91,7 @@ describe('infra settings (CDK context)', () => {
 
   it('fills a size preset, and lets single keys (strings from -c) override it', () => {
     const large = settingsFrom({ size: 'large' })
-    assert.deepEqual(large.database, SIZES.large.database)
+    assert.deepEqual(large.database, { ...SIZES.large.database, engineVersion: POSTGRES_VERSION })
     const tuned = settingsFrom({
       size: 'medium',
       minTasks: '3',
@@ -106,6 +107,8 @@ describe('infra settings (CDK context)', () => {
     assert.equal(tuned.database.multiAz, false)
     assert.equal(tuned.retainData, false)
     assert.equal(settingsFrom({ minTasks: 5 }).sync.maxTasks, 5, 'max follows a larger min')
+    assert.equal(settingsFrom({}).database.engineVersion, '16.13')
+    assert.equal(settingsFrom({ dbEngineVersion: '16.14' }).database.engineVersion, '16.14')
   })
 
   it('refuses what would not deploy, naming the key', () => {
@@ -118,6 +121,7 @@ describe('infra settings (CDK context)', () => {
     assert.match(errorFor({ minTasks: '4', maxTasks: '2' }), /^context maxTasks: must be at least minTasks/)
     assert.match(errorFor({ minTasks: '0' }), /^context minTasks:/)
     assert.match(errorFor({ natGateways: '3' }), /^context natGateways:/)
+    assert.match(errorFor({ dbEngineVersion: '17.2' }), /^context dbEngineVersion: must be 16\.<minor>/)
     assert.match(errorFor({ dashboardAllowedCidr: '10.0.0.0/33' }), /^context dashboardAllowedCidr:/)
     assert.match(errorFor({ certificateArn: 'my-cert' }), /^context certificateArn: must be an ACM/)
     assert.match(errorFor({ domainName: 'collab.example.com' }), /^context domainName: needs certificateArn/)

@@ -5,6 +5,7 @@ import { after, describe, it } from 'node:test'
 import { Match } from 'aws-cdk-lib/assertions'
 import * as ec2 from 'aws-cdk-lib/aws-ec2'
 import { parseDashboardConfig } from '../../dashboard-server/src/config.js'
+import { DEFAULT_SUBNETS } from '../lib/network.js'
 import { removeSynthesized, synthesize } from './helpers/synthesize.js'
 import { containerNamed, sampleEnvironment } from './helpers/template-values.js'
 
@@ -98,7 +99,7 @@ describe('the stack under other settings', () => {
     assert.throws(
       () =>
         synthesize({}, (stack) => {
-          const group = new ec2.SecurityGroup(stack, 'Planted', { vpc: stack.network.vpc })
+          const group = new ec2.SecurityGroup(stack, 'Planted', { vpc: stack.symphony.vpc })
           group.addIngressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(22))
         }),
       /Validation failed/,
@@ -139,13 +140,13 @@ describe('the stack under other settings', () => {
       assert.ok(outputs[name], `output ${name}`)
     }
     const resolve = (value: unknown) => stack.resolve(value)
-    const agents = stack.loadAgents
+    const agents = stack.symphony.loadAgents
     assert.ok(agents)
     assert.deepEqual(outputs.LoadAgentTaskDefinitionArn?.Value, resolve(agents.task.taskDefinitionArn))
-    assert.deepEqual(outputs.ClusterName?.Value, resolve(stack.cluster.clusterName))
+    assert.deepEqual(outputs.ClusterName?.Value, resolve(stack.symphony.cluster.clusterName))
     // The private task subnets, comma-separated, as --subnets takes them.
     assert.deepEqual(outputs.LoadAgentSubnetIds?.Value, {
-      'Fn::Join': [',', resolve(stack.network.vpc.selectSubnets(stack.network.taskSubnets).subnetIds)],
+      'Fn::Join': [',', resolve(stack.symphony.vpc.selectSubnets(DEFAULT_SUBNETS.tasks).subnetIds)],
     })
     // The policy for whoever runs the CLI: RunTask on this task definition, StopTask and DescribeTasks
     // in this cluster, PassRole on the task's two roles, nothing more.
@@ -161,7 +162,7 @@ describe('the stack under other settings', () => {
       ['ecs:RunTask', ['ecs:DescribeTasks', 'ecs:StopTask'], 'iam:PassRole'],
     )
     assert.deepEqual(statements[0]?.Resource, resolve(agents.task.taskDefinitionArn))
-    const inCluster = { ArnEquals: { 'ecs:cluster': resolve(stack.cluster.clusterArn) } }
+    const inCluster = { ArnEquals: { 'ecs:cluster': resolve(stack.symphony.cluster.clusterArn) } }
     assert.deepEqual(statements[0]?.Condition, inCluster)
     assert.deepEqual(statements[1]?.Condition, inCluster)
     const sorted = (values: unknown[]) => values.map((v) => JSON.stringify(v)).sort()

@@ -41,7 +41,9 @@ describe('a short local run against a real server', () => {
   after(() => server.stop())
 
   test('produces every metric with sane values', async () => {
+    const started = performance.now()
     const report = await runLocal(settings(server))
+    const wholeRunMs = performance.now() - started
     const { latency, counts } = report
     assert.equal(report.workload.users, 12)
     assert.equal(latency.connect.count, 12, 'every user connected and synced once')
@@ -53,7 +55,8 @@ describe('a short local run against a real server', () => {
       const l = latency[metric]
       assert.ok(l.count > 0, `${metric}: measured`)
       assert.ok(l.min > 0 && l.min <= l.p50 && l.p50 <= l.p95 && l.p95 <= l.p99 && l.p99 <= l.max, metric)
-      assert.ok(l.p99 < 5000, `${metric} p99 ${l.p99} ms on loopback`)
+      // In milliseconds, and none longer than the whole run (a unit mix-up would be).
+      assert.ok(l.p99 <= wholeRunMs, `${metric} p99 ${l.p99} ms of a ${wholeRunMs.toFixed(0)} ms run`)
     }
     assert.deepEqual(report.drops, { updates: 0, presence: 0 })
     assert.equal(latency.update.count, counts.updatesObserved)

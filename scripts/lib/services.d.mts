@@ -18,3 +18,7 @@ export interface MotoService {
 }
 export function startMoto(): Promise<MotoService>
 export function startPostgres(): Promise<{ url: string; port: number; pid: number; stop(): Promise<void> }>
+/** The cfn-lint command in .services/venv. */
+export const CFN_LINT: string
+/** Installs the pinned cfn-lint into .services/venv when it is missing. */
+export function ensureCfnLint(): Promise<void>

@@ -1,6 +1,6 @@
 // Starts the real services the tests need as child processes on free loopback ports: Redis, Postgres,
 // and moto standing in for S3 and DynamoDB. Missing ones are installed first (redis-server and
-// postgresql from Debian, moto into a Python venv under .services/). The children die with this process: an exit hook kills them.
+// postgresql from Debian, moto into a Python venv under .services/, cfn-lint beside it). The children die with this process: an exit hook kills them.
 import { execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -243,37 +243,61 @@ function run(command, args, options = {}) {
   })
 }
 
-let motoInstall
-
-/** Makes sure .services/venv holds moto[server]; the first run installs it from PyPI. */
-function ensureMoto() {
-  motoInstall ??= (async () => {
-    if (existsSync(MOTO_SERVER) && existsSync(MOTO_INSTALLED)) return
-    const started = Date.now()
-    console.log('[services] installing moto[server] into .services/venv (first run only)')
-    if (!existsSync(join(VENV, 'bin', 'pip'))) {
-      mkdirSync(join(root, '.services'), { recursive: true })
-      rmSync(VENV, { recursive: true, force: true })
-      try {
-        await run('python3', ['-m', 'venv', VENV])
-      } catch {
-        // A bare Debian has python3 without the venv module: install it, then use Debian's python3.
-        ensureDebianPackage('python3', '/usr/bin/python3')
-        ensureDebianPackage('python3-venv', '/usr/share/doc/python3-venv/copyright')
-        rmSync(VENV, { recursive: true, force: true })
-        await run('/usr/bin/python3', ['-m', 'venv', VENV])
-      }
-    }
-    await run(join(VENV, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', 'moto[server]'])
-    if (!existsSync(MOTO_SERVER)) throw new Error(`installed moto[server] but ${MOTO_SERVER} is missing`)
-    writeFileSync(MOTO_INSTALLED, `${new Date().toISOString()}\n`)
-    console.log(`[services] installed moto in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-  })()
-  motoInstall.catch(() => {
-    motoInstall = undefined
-  })
-  return motoInstall
+/**
+ * What `pip install` puts into .services/venv, by name: the requirement, the command it must leave
+ * behind, and a marker written once pip has finished (an install cut short is redone, not half used).
+ * cfn-lint is pinned: a new release's rules would otherwise fail the infra tests on their own.
+ */
+const PIP_TOOLS = {
+  moto: { requirement: 'moto[server]', binary: MOTO_SERVER, marker: MOTO_INSTALLED },
+  'cfn-lint': {
+    requirement: 'cfn-lint==1.58.0',
+    binary: join(VENV, 'bin', 'cfn-lint'),
+    marker: join(VENV, '.cfn-lint-1.58.0-installed'),
+  },
 }
+
+/** The cfn-lint command in .services/venv (`ensureCfnLint` installs it). */
+export const CFN_LINT = PIP_TOOLS['cfn-lint'].binary
+
+const pipInstalls = new Map()
+
+/** Makes sure .services/venv holds the tool; the first run installs it from PyPI. */
+function ensurePipTool(name) {
+  const { requirement, binary, marker } = PIP_TOOLS[name]
+  if (!pipInstalls.has(name)) {
+    const install = (async () => {
+      if (existsSync(binary) && existsSync(marker)) return
+      const started = Date.now()
+      console.log(`[services] installing ${requirement} into .services/venv (first run only)`)
+      if (!existsSync(join(VENV, 'bin', 'pip'))) {
+        mkdirSync(join(root, '.services'), { recursive: true })
+        rmSync(VENV, { recursive: true, force: true })
+        try {
+          await run('python3', ['-m', 'venv', VENV])
+        } catch {
+          // A bare Debian has python3 without the venv module: install it, then use Debian's python3.
+          ensureDebianPackage('python3', '/usr/bin/python3')
+          ensureDebianPackage('python3-venv', '/usr/share/doc/python3-venv/copyright')
+          rmSync(VENV, { recursive: true, force: true })
+          await run('/usr/bin/python3', ['-m', 'venv', VENV])
+        }
+      }
+      await run(join(VENV, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', requirement])
+      if (!existsSync(binary)) throw new Error(`installed ${requirement} but ${binary} is missing`)
+      writeFileSync(marker, `${new Date().toISOString()}\n`)
+      console.log(`[services] installed ${name} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    })()
+    install.catch(() => pipInstalls.delete(name))
+    pipInstalls.set(name, install)
+  }
+  return pipInstalls.get(name)
+}
+
+const ensureMoto = () => ensurePipTool('moto')
+
+/** Makes sure .services/venv holds the pinned cfn-lint (the CloudFormation linter the infra tests run). */
+export const ensureCfnLint = () => ensurePipTool('cfn-lint')
 
 /** Resolves true when anything answers HTTP on the port. */
 function httpAnswers(port) {

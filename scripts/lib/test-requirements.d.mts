@@ -24,4 +24,4 @@ export function testPlan(machine?: {
   isRoot?: boolean
   canSudo?: () => boolean
 }): TestPlan
-export function ensureTestRequirements(): void
+export function ensureTestRequirements(): Promise<void>

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { debianPostgresBin, ensureDebianPackage } from './debian-package.mjs'
 import { PINNED_NODE_VERSION } from './pinned-node.mjs'
+import { ensureCfnLint } from './services.mjs'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -33,7 +34,9 @@ export function testRequirements({
   postgresBin = () => debianPostgresBin(exists),
   python = pythonMakesVenvs,
 } = {}) {
-  const motoInstalled = exists(join(root, '.services', 'venv', '.moto-installed'))
+  const venv = join(root, '.services', 'venv')
+  const pipToolsInstalled =
+    exists(join(venv, '.moto-installed')) && exists(join(venv, '.cfn-lint-1.58.0-installed'))
   return [
     {
       what: 'Redis (redis-server)',
@@ -55,9 +58,9 @@ export function testRequirements({
     },
     {
       what: 'Python 3 with venv',
-      why: 'moto, the S3 and DynamoDB emulator, pip-installed into .services/venv on the first run',
+      why: 'moto, the S3 and DynamoDB emulator, and cfn-lint, the CloudFormation linter, pip-installed into .services/venv on the first run',
       debian: ['python3', 'python3-venv'],
-      found: motoInstalled || python(),
+      found: pipToolsInstalled || python(),
     },
     {
       what: 'OpenSSL',
@@ -131,8 +134,16 @@ export function testPlan({
 
 const canSudoWithoutPassword = () => succeeds('sudo', ['-n', 'true'])
 
-/** Checks, installs what apt-get can, and exits with the reasons when the suite cannot run here. */
-export function ensureTestRequirements() {
+/**
+ * Checks, installs what apt-get can, and exits with the reasons when the suite cannot run here;
+ * then installs cfn-lint into .services/venv when it is missing (the infra tests lint the templates).
+ */
+export async function ensureTestRequirements() {
+  ensureSystemRequirements()
+  await ensureCfnLint()
+}
+
+function ensureSystemRequirements() {
   const plan = testPlan()
   for (const note of plan.notes ?? []) console.log(`[test] ${note}`)
   if (plan.stop) {
@@ -146,4 +157,4 @@ export function ensureTestRequirements() {
   for (const name of plan.install) ensureDebianPackage(name, `/usr/share/doc/${name}/copyright`)
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) ensureTestRequirements()
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await ensureTestRequirements()

@@ -45,7 +45,8 @@ export type RegistryConfig =
 /** `SNAPSHOTS`; `memory` (lost at exit) only for servers built in code, such as tests. */
 export type SnapshotsConfig =
   | { kind: 'memory' }
-  | { kind: 'file'; folder: string }
+  /** `versions`: saved versions kept per room, the current one included (`SNAPSHOT_FILE_VERSIONS`). */
+  | { kind: 'file'; folder: string; versions?: number }
   | { kind: 's3'; bucket: string; prefix: string; aws: AwsClientOptions }
 /** `JOURNAL`, by default beside pub/sub; `memory` (lost at exit) only for servers built in code. */
 export type JournalConfig =

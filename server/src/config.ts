@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './adapters/redis-connection.js'
+import { DEFAULT_SNAPSHOT_VERSIONS, MAX_SNAPSHOT_VERSIONS } from './adapters/snapshot-versions.js'
 import type { AuthConfig } from './auth/authenticator.js'
 import {
   type AwsClientOptions,
@@ -139,6 +140,7 @@ const environment = z.object({
   GIT_COMMIT: optionalText.refine((s) => !s || /^[\w.+-]{1,64}$/.test(s), 'must be a commit id'),
   API_SECRET: optionalText.refine((s) => !s || s.length >= 32, 'must be at least 32 characters'),
   SNAPSHOT_INTERVAL_MS: int(100, 3_600_000, DEFAULT_SNAPSHOT_POLICY.intervalMs),
+  SNAPSHOT_FILE_VERSIONS: int(1, MAX_SNAPSHOT_VERSIONS, DEFAULT_SNAPSHOT_VERSIONS),
   ROOM_GRACE_MS: int(0, 3_600_000, DEFAULT_TIMINGS.roomGraceMs),
   SHUTDOWN_TIMEOUT_MS: int(1_000, 600_000, DEFAULT_TIMINGS.shutdownTimeoutMs),
   API_SAVE_WAIT_MS: int(100, 600_000, DEFAULT_TIMINGS.apiSaveWaitMs),
@@ -217,7 +219,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
         e.REGISTRY === 'memory'
           ? { kind: 'memory', leaseMs: e.REGISTRY_LEASE_MS }
           : { kind: 'dynamodb', table: e.REGISTRY.slice(11), leaseMs: e.REGISTRY_LEASE_MS, aws },
-      snapshots: snapshotsFrom(e.SNAPSHOTS, aws),
+      snapshots: snapshotsFrom(e.SNAPSHOTS, aws, e.SNAPSHOT_FILE_VERSIONS),
       journal: journalFrom(e, link),
       metadata: metadataFrom(e),
       events: eventsFrom(e),
@@ -260,14 +262,18 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
  * A `SNAPSHOTS` URL (checked by `SNAPSHOTS_URL`) as the store's settings: `file://./data` is
  * relative to the working directory, `file:///srv/data` absolute; `s3://bucket/prefix/`.
  */
-export function snapshotsFrom(url: string, aws: AwsClientOptions): SnapshotsConfig {
+export function snapshotsFrom(
+  url: string,
+  aws: AwsClientOptions,
+  fileVersions = DEFAULT_SNAPSHOT_VERSIONS,
+): SnapshotsConfig {
   if (url.startsWith('s3://')) {
     const [bucket = '', ...rest] = url.slice('s3://'.length).split('/')
     const prefix = rest.join('/')
     // `s3://bucket/rooms` means the folder rooms/, not keys that merely start with "rooms".
     return { kind: 's3', bucket, prefix: prefix && !prefix.endsWith('/') ? `${prefix}/` : prefix, aws }
   }
-  return { kind: 'file', folder: folderOf(url) }
+  return { kind: 'file', folder: folderOf(url), versions: fileVersions }
 }
 
 /** `file://./data` is relative to the working directory, `file:///srv/data` absolute. */

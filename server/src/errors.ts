@@ -88,6 +88,35 @@ export class SnapshotConflictError extends SymphonyError {
   }
 }
 
+/** A snapshot version id (or a versions cursor) that the store does not hold for the room. */
+export class SnapshotVersionNotFoundError extends SymphonyError {
+  constructor(message: string) {
+    super('VERSION_NOT_FOUND', message)
+  }
+}
+
+/** The snapshot store failed a versions request (listing or reading a version). */
+export class SnapshotsUnavailableError extends SymphonyError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('SNAPSHOTS_UNAVAILABLE', message, options)
+  }
+}
+
+/** A store's answer to a versions request: its own refusals as they are, any other failure a `SnapshotsUnavailableError`. */
+export function fromSnapshotStore<T>(request: Promise<T>): Promise<T> {
+  return request.catch((error: unknown) => {
+    if (error instanceof SymphonyError || error instanceof RangeError) throw error
+    throw new SnapshotsUnavailableError('the snapshot store did not answer; try again', { cause: error })
+  })
+}
+
+/** A saved version that cannot be restored into the live room: a deletion, or an earlier incarnation's. */
+export class VersionNotRestorableError extends SymphonyError {
+  constructor(message: string) {
+    super('VERSION_NOT_RESTORABLE', message)
+  }
+}
+
 /** The room's snapshot store holds a later incarnation or its tombstone: this one was deleted. */
 export class RoomDeletedError extends SymphonyError {
   constructor(message: string) {

@@ -51,7 +51,7 @@ export type {
 export { type Config, type InternalEndpointConfig, parseConfig, snapshotsFrom } from './config.js'
 export type { SnapshotPolicy } from './core/snapshot-writer.js'
 export { createSyncServer } from './create-sync-server.js'
-export { ConfigError, SnapshotConflictError, SymphonyError } from './errors.js'
+export { ConfigError, SnapshotConflictError, SnapshotVersionNotFoundError, SymphonyError } from './errors.js'
 export { createLogger, type Logger, type LogLevel, silentLogger } from './logger.js'
 export type { BuildInfo } from './metrics.js'
 export type { AdapterContext, AdapterProbes, Adapters } from './ports/adapters.js'
@@ -61,8 +61,19 @@ export type { PubSub, RoomMessageHandler } from './ports/pubsub.js'
 export type { CatalogPage, CatalogQuery, CatalogRoom, RoomCatalog } from './ports/room-catalog.js'
 export { NO_ROOM_EVENTS, type RoomEvent, type RoomEventSink } from './ports/room-events.js'
 export type { PeerServer, RoomRegistry } from './ports/room-registry.js'
-export type { SnapshotHead, SnapshotStore, StoredSnapshot } from './ports/snapshot-store.js'
-export { currentGeneration } from './ports/snapshot-store.js'
+export type {
+  SnapshotHead,
+  SnapshotStore,
+  SnapshotVersion,
+  SnapshotVersionPage,
+  StoredSnapshot,
+} from './ports/snapshot-store.js'
+export {
+  checkVersionsLimit,
+  currentGeneration,
+  MAX_VERSIONS_PAGE,
+  VERSION_ID_PATTERN,
+} from './ports/snapshot-store.js'
 export type { JournalContents, JournalPosition, UpdateJournal } from './ports/update-journal.js'
 export {
   DEFAULT_LIMITS,

@@ -10,13 +10,16 @@ import { type PeerStateFetcher, RoomStateSource } from './core/room-state-source
 import { ServerMetrics } from './metrics.js'
 import type { AdapterContext, Adapters } from './ports/adapters.js'
 import type { ServerSample } from './ports/metadata-sink.js'
+import { yjsVersionCheck } from './protocol/yjs-internals.js'
 import type { ResolvedServerOptions } from './server-options.js'
 import { readServerSample } from './server-sample.js'
+import { createApiWriter, holdForApi } from './transport/api-writer.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
 import { createPeerStateFetcher } from './transport/peer-state-client.js'
 import { createRestApi } from './transport/rest-api.js'
 import { loadStaticFiles } from './transport/static-files.js'
+import { createVersionsRoute } from './transport/versions-route.js'
 import { WebSocketGateway } from './transport/websocket-gateway.js'
 
 /** Clients whose updates a room may hold waiting for missing dependencies at once. */
@@ -54,6 +57,12 @@ export class SyncServer {
         'a document at MAX_DOCUMENT_STRUCTS and MAX_DOCUMENT_BYTES would not fit the memory budget: raise MEMORY_BUDGET_BYTES or lower the ceilings',
       )
     }
+    const yjs = yjsVersionCheck()
+    if (!yjs.matches) {
+      // The update guard reads Yjs internals (protocol/yjs-internals.ts): another release may
+      // change them without a major version.
+      logger.warn(yjs, `yjs ${yjs.installed} is not the release this server was tested with (${yjs.tested})`)
+    }
     this.metrics.watchMemoryBudget(this.memory)
     this.#adapters = this.#openAdapters(internal?.address ?? '')
     const fetchPeerState: PeerStateFetcher | null = options.internal
@@ -88,6 +97,20 @@ export class SyncServer {
         bindAuthors: options.auth.mode !== 'none',
       },
     )
+    // A room's saved versions: the REST API's routes, and the dashboard's restore on the internal port.
+    const versions = createVersionsRoute({
+      snapshots: this.#adapters.snapshots,
+      events: this.#adapters.events,
+      writer: createApiWriter({
+        serverId: options.serverId,
+        limits: options.limits,
+        metrics: this.metrics,
+        logger,
+      }),
+      hold: (name) => holdForApi(this.manager, name, options.joinWaitMs),
+      save: (name) => this.manager.save(name),
+      saveWaitMs: options.apiSaveWaitMs,
+    })
     internal?.server.on(
       'request',
       createInternalEndpoint({
@@ -95,6 +118,7 @@ export class SyncServer {
         loadedIncarnation: (name) => this.manager.loadedIncarnation(name),
         dropDeleted: (name, generation) => this.manager.dropDeleted(name, generation),
         deleteRoom: (name) => this.manager.delete(name),
+        versions,
       }),
     )
     const authenticator = createAuthenticator(options.auth)
@@ -131,6 +155,7 @@ export class SyncServer {
               saveWaitMs: options.apiSaveWaitMs,
               joinWaitMs: options.joinWaitMs,
               list: { catalog: this.#adapters.metadata.catalog ?? null, maxLimit: options.apiMaxListLimit },
+              versions,
               metrics: this.metrics,
               logger,
             })

@@ -35,6 +35,14 @@ class RecordingSnapshotStore implements SnapshotStore {
     return this.inner.delete(room, generation)
   }
 
+  listVersions(room: string, options: { limit: number; cursor?: string | null }) {
+    return this.inner.listVersions(room, options)
+  }
+
+  readVersion(room: string, id: string): Promise<StoredSnapshot> {
+    return this.inner.readVersion(room, id)
+  }
+
   async save(room: string, state: Uint8Array, expected: string | null, generation?: number): Promise<string> {
     const version = await this.inner.save(room, state, expected, generation)
     this.saves.push({ room, state })

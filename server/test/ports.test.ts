@@ -432,6 +432,64 @@ after(async () => {
   destroyTestAwsClients()
 })
 
+describe('the memory and file stores keep a bounded number of versions', () => {
+  const bounded: [name: string, open: (versions?: number) => SnapshotStore][] = [
+    [
+      'MemorySnapshotStore',
+      (versions) => new MemorySnapshotStore(versions === undefined ? {} : { versions }),
+    ],
+    [
+      'FileSnapshotStore',
+      (versions) =>
+        new FileSnapshotStore(
+          mkdtempSync(join(tmpdir(), 'snap-')),
+          versions === undefined ? {} : { versions },
+        ),
+    ],
+  ]
+  for (const [name, open] of bounded) {
+    it(`${name}: keeps the newest ones past its bound, its deletions counted`, async () => {
+      const store = open(3)
+      const room = uniqueRoom('snap')
+      let version: string | null = null
+      for (let i = 1; i <= 5; i++) version = await store.save(room, new Uint8Array(i), version)
+      const kept = (await store.listVersions(room, { limit: 100 })).versions
+      assert.deepEqual(
+        kept.map((v) => v.bytes),
+        [5, 4, 3],
+      )
+      await assert.rejects(store.readVersion(room, 'x'), { code: 'VERSION_NOT_FOUND' })
+      await store.delete(room, 0)
+      const afterDeletion = (await store.listVersions(room, { limit: 100 })).versions
+      assert.deepEqual(
+        afterDeletion.map((v) => v.deleted ?? v.bytes),
+        [true, 5, 4],
+      )
+      // A cursor of a version dropped since still reads on from its place.
+      const page = await store.listVersions(room, { limit: 1, cursor: kept[2]?.id ?? null })
+      assert.deepEqual(page, { versions: [], nextCursor: null })
+      await store.close()
+    })
+
+    it(`${name}: keeps only the current one when told to keep 1, and 20 by default`, async () => {
+      const one = open(1)
+      const many = open()
+      const room = uniqueRoom('snap')
+      let a: string | null = null
+      let b: string | null = null
+      for (let i = 1; i <= 25; i++) {
+        a = await one.save(room, new Uint8Array(i), a)
+        b = await many.save(room, new Uint8Array(i), b)
+      }
+      assert.deepEqual(
+        (await one.listVersions(room, { limit: 100 })).versions.map((v) => v.bytes),
+        [25],
+      )
+      assert.equal((await many.listVersions(room, { limit: 100 })).versions.length, 20)
+    })
+  }
+})
+
 describe('FileSnapshotStore', () => {
   it('takes over a lock left by a saver that died, and waits for one that is held', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'snap-'))
@@ -454,7 +512,7 @@ describe('FileSnapshotStore', () => {
     await second
     assert.deepEqual((await store.load(room))?.state, new Uint8Array([2]))
     assert.deepEqual(
-      readdirSync(folder).filter((name) => name !== `${room}.ybin`),
+      readdirSync(folder).filter((name) => name !== `${room}.ybin` && name !== `${room}.ybin.versions`),
       [],
       'no temporary or lock file is left',
     )

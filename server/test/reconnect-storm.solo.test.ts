@@ -4,6 +4,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
+import { referenceWorkMs, STALL_UNITS } from './helpers/bystander.js'
 import { connectClient, destroyClients, eventually, type TestClient, uniqueRoom } from './helpers/clients.js'
 import { metricValue } from './helpers/cluster.js'
 import { startServerProcess } from './helpers/server-process.js'
@@ -15,7 +16,7 @@ const PER_ROOM = 10
 describe('reconnect storm', () => {
   after(destroyClients)
 
-  it(`${CLIENTS} clients dropped at once all resync within 30 s, with event-loop lag p99 ≤ 200 ms`, async (t) => {
+  it(`${CLIENTS} clients dropped at once all resync, and the server's event loop keeps its pace`, async (t) => {
     // This process holds each client's socket and both ends of the relay: three descriptors each.
     const limit = Number(execFileSync('sh', ['-c', 'ulimit -n']).toString().trim())
     const needed = CLIENTS * 3 + 200
@@ -80,7 +81,11 @@ describe('reconnect storm', () => {
       t.diagnostic(
         `resynced ${CLIENTS} clients in ${resyncSeconds.toFixed(1)} s; server lag p99 ${lagP99.toFixed(0)} ms; RSS ${rssMiB.toFixed(0)} MiB`,
       )
-      assert.ok(lagP99 <= 200, `event-loop lag p99 ${lagP99.toFixed(0)} ms`)
+      const referenceMs = referenceWorkMs()
+      assert.ok(
+        lagP99 <= STALL_UNITS * referenceMs,
+        `event-loop lag p99 ${lagP99.toFixed(0)} ms, over ${STALL_UNITS} × the ${referenceMs.toFixed(1)} ms reference work`,
+      )
       assert.equal(metricValue(text, 'symphony_connections'), CLIENTS)
       assert.equal(server.child.exitCode, null, 'the server is alive (no out-of-memory)')
     } finally {

@@ -8,7 +8,7 @@ import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import { minimalUpdate } from '../../loadtest/src/bench/minimal-structs.js'
 import { encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
-import { startBystanders } from './helpers/bystander.js'
+import { assertKeptPace, startBystanders } from './helpers/bystander.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
 import { closed, collect, openRaw } from './helpers/raw-socket.js'
@@ -20,15 +20,10 @@ afterEach(async () => {
   for (const server of servers.splice(0)) server.child.kill('SIGKILL')
 })
 
-/** The other rooms' round-trip budget while one client sends the worst message the limits allow. */
-const BYSTANDER_P99_MS = 100
+/** The share of a big update's apply that one bystander edit may wait: 1/4 (in one go it is nearly all). */
+const STALL_SHARE = 4
 /** The server's peak memory budget while it takes a 15 MiB update (it holds that document after). */
 const PEAK_RSS_BUDGET_BYTES = 768 * 1024 * 1024
-
-function p99(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0
-}
 
 /** The server process's peak resident memory so far (Linux). */
 function peakRss(server: ServerProcess): number {
@@ -95,8 +90,7 @@ describe('no single message stalls the other rooms', () => {
       assert.equal(close.code, CloseCode.ProtocolError)
       assert.match(close.reason, /state vector of 1600000 clients/)
     }
-    const latencies = await bystanders.stop()
-    assert.ok(p99(latencies) < BYSTANDER_P99_MS, `bystander p99 ${p99(latencies).toFixed(0)} ms`)
+    assertKeptPace(await bystanders.stop())
   })
 
   it('applies a 15 MiB update a slice at a time: other rooms keep their pace, memory stays in budget', async () => {
@@ -109,14 +103,22 @@ describe('no single message stalls the other rooms', () => {
     const received = collect(witness)
     const bystanders = await startBystanders(wsUrl)
     const sender = await openRaw(`${wsUrl}/${room}`)
+    const sentAt = performance.now()
     sender.send(encodeUpdate(update))
     await eventually(
       () => received.some((frame) => frame.length > update.length),
       'forwarded once applied',
       60_000,
     )
-    const latencies = await bystanders.stop()
-    assert.ok(p99(latencies) < BYSTANDER_P99_MS, `bystander p99 ${p99(latencies).toFixed(0)} ms`)
+    const applyMs = performance.now() - sentAt
+    const { latencies } = await bystanders.stop()
+    // Applied in one go, the room would hold the other rooms' edits for most of the apply; in
+    // slices, none waits more than a small part of it.
+    const worst = Math.max(...latencies)
+    assert.ok(
+      worst < applyMs / STALL_SHARE,
+      `a bystander edit took ${worst.toFixed(0)} ms of the ${applyMs.toFixed(0)} ms the update took`,
+    )
     const peak = peakRss(server)
     assert.ok(peak < PEAK_RSS_BUDGET_BYTES, `peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB`)
     const late = await connectSynced(wsUrl, room)
@@ -137,7 +139,7 @@ describe('no single message stalls the other rooms', () => {
     const gone = closed(sender)
     sender.send(encodeUpdate(update))
     const { code, reason } = await gone
-    const latencies = await bystanders.stop()
+    const report = await bystanders.stop()
     assert.equal(code, CloseCode.DocumentTooLarge)
     assert.match(reason, /structs the document may still gain/)
     const grew = peakRss(server) - before
@@ -145,7 +147,7 @@ describe('no single message stalls the other rooms', () => {
       grew < REFUSAL_MEMORY_FACTOR * update.length,
       `RSS grew ${(grew / 2 ** 20).toFixed(0)} MiB for a ${(update.length / 2 ** 20).toFixed(1)} MiB update`,
     )
-    assert.ok(p99(latencies) < BYSTANDER_P99_MS, `bystander p99 ${p99(latencies).toFixed(0)} ms`)
+    assertKeptPace(report)
     const late = await connectSynced(wsUrl, room)
     assert.equal(late.doc.getText('t').toString(), 'kept')
     assert.equal(Y.getState(late.doc.store, 1), 0, 'nothing of it is in the room')

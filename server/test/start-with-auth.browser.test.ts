@@ -86,7 +86,12 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
   before(async () => {
     const launched = launchChromium() // while the server starts
     hooks = await startReceiver()
-    started = await startWithAuth({ WEBHOOK_URL: hooks.url, WEBHOOK_SECRET, WEBHOOK_DEBOUNCE_MS: '100' })
+    started = await startWithAuth({
+      WEBHOOK_URL: hooks.url,
+      WEBHOOK_SECRET,
+      WEBHOOK_DEBOUNCE_MS: '100',
+      SNAPSHOT_INTERVAL_MS: '300', // versions to restore come quickly
+    })
     browser = await launched
   })
   after(async () => {
@@ -96,6 +101,45 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
   })
 
   const base = () => `http://127.0.0.1:${started.port}`
+
+  /** A whiteboard tab in `room`, synced. */
+  const openBoard = async (room: string): Promise<Page> => {
+    const page = await (await browser.newContext()).newPage()
+    await page.goto(`${base()}/?room=${room}`)
+    await page.waitForSelector('#status[data-status="synced"]')
+    return page
+  }
+
+  /** Draws a rectangle on the tab's board; resolves with its shape id. */
+  const drawRect = async (page: Page): Promise<string | null> => {
+    await page.click('[data-kind=rect]')
+    const box = await page.locator('#canvas').boundingBox()
+    assert.ok(box)
+    await page.mouse.click(box.x + 200, box.y + 150)
+    return page.locator('rect[data-shape-id]').first().getAttribute('data-shape-id')
+  }
+
+  /** Adds the ellipse `posted` to the room's board through the REST API; resolves with the status. */
+  const postEllipse = async (rest: string, authorization: string): Promise<number> => {
+    const backend = new Y.Doc()
+    const shape = new Y.Map<string | number>()
+    for (const [key, value] of Object.entries({
+      kind: 'ellipse',
+      x: 60,
+      y: 60,
+      w: 90,
+      h: 60,
+      color: '#3b82f6',
+    }))
+      shape.set(key, value)
+    backend.getMap('shapes').set('posted', shape)
+    const posted = await fetch(`${rest}/update`, {
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/octet-stream' },
+      body: new Blob([Y.encodeStateAsUpdate(backend) as Uint8Array<ArrayBuffer>]),
+    })
+    return posted.status
+  }
 
   it('mints a short-lived edit token for the one room asked for, and refuses a bad room name', async () => {
     const room = uniqueRoom('dev')
@@ -114,18 +158,8 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
 
   it('serves the whiteboard: two pages get tokens, sync, and each sees the other', async () => {
     const room = uniqueRoom('whiteboard')
-    const open = async (): Promise<Page> => {
-      const page = await (await browser.newContext()).newPage()
-      await page.goto(`${base()}/?room=${room}`)
-      await page.waitForSelector('#status[data-status="synced"]')
-      return page
-    }
-    const [a, b] = [await open(), await open()]
-    await a.click('[data-kind=rect]')
-    const box = await a.locator('#canvas').boundingBox()
-    assert.ok(box)
-    await a.mouse.click(box.x + 200, box.y + 150)
-    const id = await a.locator('rect[data-shape-id]').first().getAttribute('data-shape-id')
+    const [a, b] = [await openBoard(room), await openBoard(room)]
+    const id = await drawRect(a)
     await b.waitForSelector(`rect[data-shape-id="${id}"]`)
     await Promise.all([a.context().close(), b.context().close()])
   })
@@ -155,29 +189,9 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
     const room = uniqueRoom('walkthrough')
     const rest = `${base()}/api/v1/rooms/${encodeURIComponent(room)}`
     const authorization = `Bearer ${started.apiSecret}`
-    const page = await (await browser.newContext()).newPage()
-    await page.goto(`${base()}/?room=${room}`)
-    await page.waitForSelector('#status[data-status="synced"]')
+    const page = await openBoard(room)
     assert.deepEqual(await (await fetch(`${rest}/document`, { headers: { authorization } })).json(), {})
-    const backend = new Y.Doc()
-    const shape = new Y.Map<string | number>()
-    for (const [key, value] of Object.entries({
-      kind: 'ellipse',
-      x: 60,
-      y: 60,
-      w: 90,
-      h: 60,
-      color: '#3b82f6',
-    })) {
-      shape.set(key, value)
-    }
-    backend.getMap('shapes').set('posted', shape)
-    const posted = await fetch(`${rest}/update`, {
-      method: 'POST',
-      headers: { authorization, 'content-type': 'application/octet-stream' },
-      body: new Blob([Y.encodeStateAsUpdate(backend) as Uint8Array<ArrayBuffer>]),
-    })
-    assert.equal(posted.status, 204)
+    assert.equal(await postEllipse(rest, authorization), 204)
     await page.waitForSelector('ellipse[data-shape-id="posted"]')
     assert.equal((await fetch(rest, { method: 'DELETE', headers: { authorization } })).status, 204)
     await page.waitForSelector('#notice[data-code="ROOM_DELETED"]')
@@ -188,5 +202,58 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
     )
     assert.deepEqual(hooks.invalid, [], 'every delivery verified with standardwebhooks')
     await page.context().close()
+  })
+
+  it('restores a saved version through the REST API: two whiteboard tabs see the board as it was', async () => {
+    const room = uniqueRoom('restore')
+    const rest = `${base()}/api/v1/rooms/${encodeURIComponent(room)}`
+    const authorization = `Bearer ${started.apiSecret}`
+    const [a, b] = [await openBoard(room), await openBoard(room)]
+    const id = await drawRect(a)
+    await b.waitForSelector(`rect[data-shape-id="${id}"]`)
+    // The version holding just the rectangle, once saved.
+    const versionWith = async (shapes: number): Promise<string | null> => {
+      const { versions } = (await (
+        await fetch(`${rest}/versions`, { headers: { authorization } })
+      ).json()) as {
+        versions: { id: string }[]
+      }
+      for (const { id: version } of versions) {
+        const document = (await (
+          await fetch(`${rest}/versions/${version}/document`, { headers: { authorization } })
+        ).json()) as {
+          shapes?: Record<string, unknown>
+        }
+        if (Object.keys(document.shapes ?? {}).length === shapes) return version
+      }
+      return null
+    }
+    let first: string | null = null
+    await eventually(
+      async () => {
+        first = await versionWith(1)
+        return first !== null
+      },
+      'a version holds the rectangle',
+      10_000,
+    )
+    // Then a second shape, from the backend.
+    assert.equal(await postEllipse(rest, authorization), 204)
+    await Promise.all([a, b].map((page) => page.waitForSelector('ellipse[data-shape-id="posted"]')))
+
+    const restored = await fetch(`${rest}/versions/${first}/restore`, {
+      method: 'POST',
+      headers: { authorization },
+    })
+    assert.equal(restored.status, 200)
+    for (const page of [a, b]) {
+      await page.waitForSelector('ellipse[data-shape-id="posted"]', { state: 'detached' })
+      await page.waitForSelector(`rect[data-shape-id="${id}"]`)
+    }
+    await eventually(
+      () => hooks.received.some((e) => e.type === 'document.restored' && e.room === room),
+      'the receiver hears of the restore',
+    )
+    await Promise.all([a.context().close(), b.context().close()])
   })
 })

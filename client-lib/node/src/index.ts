@@ -1,6 +1,6 @@
 /**
  * @symphony/node: what an app's backend needs from Symphony: room tokens, the REST API (reads,
- * writes, `mutate`, the room listing), and webhook verification.
+ * writes, `mutate`, the room listing, version history and restore), and webhook verification.
  *
  * @example
  * import { createToken } from '@symphony/node'
@@ -17,11 +17,15 @@ export type { MutateOptions } from './room-mutations.js'
 export {
   createRoomsApi,
   type ListRoomsOptions,
+  type ListVersionsOptions,
+  type RestoreResult,
   type RoomAuthor,
   type RoomList,
   type RoomSummary,
   type RoomsApi,
   type RoomsApiOptions,
+  type RoomVersion,
+  type RoomVersionList,
 } from './rooms-api.js'
 export { SymphonyApiError } from './symphony-api-error.js'
 export {

@@ -2,9 +2,11 @@ import {
   API_ROOM_LIST_PATH,
   type ApiRoomPart,
   apiRoomPath,
+  apiVersionPath,
   isValidRoomName,
   ROOM_NAME_RULE,
   type ServerErrorCode,
+  VERSION_ID_PATTERN,
 } from '@symphony/client/wire'
 import type * as Y from 'yjs'
 import { type MutateOptions, RoomMutations } from './room-mutations.js'
@@ -46,6 +48,40 @@ export interface ListRoomsOptions {
   cursor?: string | null
 }
 
+/** One saved version of a room (a snapshot the server saved), newest first in a listing. */
+export interface RoomVersion {
+  /** Pass it to `restore` (or read it at `GET …/versions/{id}/document`). */
+  id: string
+  /** When it was saved (ISO 8601). */
+  savedAt: string
+  /** Its stored size in bytes. */
+  bytes: number
+  /** True for the room's deletion (it holds no document, and cannot be restored). */
+  deleted?: true
+}
+
+/** A page of a room's versions, newest first. */
+export interface RoomVersionList {
+  versions: RoomVersion[]
+  /** Pass it as `cursor` for the next (older) page; null on the last. */
+  nextCursor: string | null
+}
+
+export interface ListVersionsOptions {
+  /** Versions per page: 1 to 1000. Default 50. */
+  limit?: number
+  /** The previous page's `nextCursor`. */
+  cursor?: string | null
+}
+
+/** What a restore did. */
+export interface RestoreResult {
+  /** The version restored. */
+  restored: string
+  /** The room's newest version once the restore was saved (it holds the restore): restoring `restored`'s predecessor undoes it. */
+  version: string | null
+}
+
 export interface RoomsApiOptions {
   /** The sync server, e.g. `https://sync.example.com` (any server of a cluster). */
   url: string
@@ -81,6 +117,18 @@ export interface RoomsApi {
    * post that fails on the way is retried with the same bytes, so nothing is applied twice.
    */
   mutate<T>(room: string, change: (doc: Y.Doc) => T | Promise<T>, options?: MutateOptions): Promise<T>
+  /**
+   * A page of the room's saved versions, newest first (how many are kept is the server's: S3's
+   * bucket versioning and lifecycle rule, or `SNAPSHOT_FILE_VERSIONS` for a file store).
+   */
+  versions(room: string, options?: ListVersionsOptions): Promise<RoomVersionList>
+  /**
+   * Makes the live room version `id`'s content, through an ordinary update: every connected client
+   * sees it at once and offline copies merge onto it. Resolves once the restore is saved as a
+   * version of its own. Rejects with 404 `VERSION_NOT_FOUND`, or 409 `VERSION_NOT_RESTORABLE` for
+   * a deletion or a version from before the room was deleted.
+   */
+  restore(room: string, id: string): Promise<RestoreResult>
 }
 
 /**
@@ -114,12 +162,15 @@ export function createRoomsApi(options: RoomsApiOptions): RoomsApi {
       body?.error?.message ?? `${response.status} ${response.statusText}`,
     )
   }
-  const call = async (room: string, part: ApiRoomPart, init: RequestInit = {}, query = '') => {
-    // Refused here as the server would: a URL parser resolves `.` and `..` as path steps, so
-    // `rooms/../document` would reach another route (404) instead of naming a room.
+  // Refused here as the server would: a URL parser resolves `.` and `..` as path steps, so
+  // `rooms/../document` would reach another route (404) instead of naming a room.
+  const checkRoom = (room: string) => {
     if (!isValidRoomName(room)) {
       throw new SymphonyApiError(400, 'ROOM_NAME_INVALID', `${JSON.stringify(room)}: ${ROOM_NAME_RULE}`)
     }
+  }
+  const call = async (room: string, part: ApiRoomPart, init: RequestInit = {}, query = '') => {
+    checkRoom(room)
     return request(`${apiRoomPath(room, part)}${query}`, init)
   }
   const api: RoomsApi = {
@@ -154,6 +205,23 @@ export function createRoomsApi(options: RoomsApiOptions): RoomsApi {
       return (await (await request(path)).json()) as RoomList
     },
     mutate: (room, change, mutateOptions) => mutations.mutate(room, change, mutateOptions),
+    async versions(room, { limit, cursor } = {}) {
+      checkRoom(room)
+      const query = new URLSearchParams()
+      if (limit !== undefined) query.set('limit', String(limit))
+      if (cursor != null) query.set('cursor', cursor)
+      const path = apiVersionPath(room)
+      return (await (await request(query.size > 0 ? `${path}?${query}` : path)).json()) as RoomVersionList
+    },
+    async restore(room, id) {
+      checkRoom(room)
+      // As the server would refuse it; `..` would be a path step to a URL parser.
+      if (!VERSION_ID_PATTERN.test(id)) {
+        throw new SymphonyApiError(400, 'VERSION_ID_INVALID', `${JSON.stringify(id)} is not a version id`)
+      }
+      const response = await request(apiVersionPath(room, id, 'restore'), { method: 'POST' })
+      return (await response.json()) as RestoreResult
+    },
   }
   const mutations = new RoomMutations(api)
   return api

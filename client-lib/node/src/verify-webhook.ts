@@ -15,6 +15,8 @@ export type WebhookEvent =
   | { type: 'user.joined'; timestamp: string; data: WebhookUser }
   | { type: 'user.left'; timestamp: string; data: WebhookUser }
   | { type: 'room.deleted'; timestamp: string; data: { room: string } }
+  /** The room was restored to saved version `version` (`restore`, or the dashboard's Restore). */
+  | { type: 'document.restored'; timestamp: string; data: { room: string; version: string } }
 
 /** Who joined or left: the connection, and its token's `sub` and `name`. */
 export interface WebhookUser {

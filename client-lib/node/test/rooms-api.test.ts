@@ -139,6 +139,8 @@ describe('createRoomsApi against a real server', () => {
       postUpdate: (room) => api.postUpdate(room, update),
       authors: (room) => api.authors(room),
       deleteRoom: (room) => api.deleteRoom(room),
+      versions: (room) => api.versions(room),
+      restore: (room) => api.restore(room, '1'),
     }
     // `.` and `..` would be resolved as path steps by any URL parser: `rooms/../document`.
     for (const room of ['..', '.', '', 'a\nb', 'x'.repeat(129)]) {
@@ -152,5 +154,46 @@ describe('createRoomsApi against a real server', () => {
       }
     }
     assert.equal(t.server.manager.loadedRoom('document'), undefined, 'no room named after a route part')
+  })
+
+  it('lists a room’s versions page by page and restores one, which every client sees', async () => {
+    const t = await startTestServer({ apiSecret: API_SECRET })
+    const api = createRoomsApi({ url: t.httpUrl, secret: API_SECRET })
+    const room = uniqueRoom('team/versions ü')
+    const client = await connectSynced(t.wsUrl, encodeURIComponent(room))
+    const text = client.doc.getText('text')
+    const saved: string[] = []
+    for (const word of ['one', ' two', ' three']) {
+      text.insert(text.length, word)
+      const expected = text.toString()
+      await eventually(async () => (await api.getDocument(room)).text === expected, 'the server has it')
+      await t.server.manager.save(room)
+      saved.push(expected)
+    }
+    assert.deepEqual(await api.versions(room, { limit: 1000 }).then((l) => l.versions.length), 3)
+    const first = await api.versions(room, { limit: 2 })
+    assert.equal(first.versions.length, 2)
+    assert.ok(first.nextCursor)
+    const rest = await api.versions(room, { limit: 2, cursor: first.nextCursor })
+    assert.equal(rest.nextCursor, null)
+    const [newest, , oldest] = [...first.versions, ...rest.versions]
+    assert.ok(newest && oldest)
+    assert.equal(typeof newest.savedAt, 'string')
+    assert.ok(newest.bytes > oldest.bytes)
+
+    const result = await api.restore(room, oldest.id)
+    assert.equal(result.restored, oldest.id)
+    await eventually(() => text.toString() === 'one', 'the client sees the restore')
+    const after = await api.versions(room)
+    assert.equal(after.versions[0]?.id, result.version, 'the restore is the newest version')
+    // A restore is undone by restoring the version before it.
+    await api.restore(room, newest.id)
+    await eventually(() => text.toString() === saved[2], 'undone')
+
+    await assert.rejects(api.restore(room, 'nope'), { status: 404, code: 'VERSION_NOT_FOUND' })
+    for (const id of ['..', '.', 'a/b', '']) {
+      await assert.rejects(api.restore(room, id), { status: 400, code: 'VERSION_ID_INVALID' }, id)
+    }
+    await assert.rejects(api.versions(room, { limit: 0 }), { status: 400, code: 'LIMIT_INVALID' })
   })
 })

@@ -1,4 +1,4 @@
-import { Duration, Stack, Validations } from 'aws-cdk-lib'
+import { Duration, Validations } from 'aws-cdk-lib'
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch'
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions'
 import type * as ecs from 'aws-cdk-lib/aws-ecs'
@@ -68,6 +68,8 @@ export function databaseFreeStorageFloorBytes(storageGiB: number): number {
 }
 
 export interface OperationsProps {
+  /** The deployment's name, which every alarm's name starts with. */
+  name: string
   namespace: string
   cluster: ecs.ICluster
   entry: PublicEntry
@@ -116,7 +118,7 @@ export class Operations extends Construct {
     ) => {
       const created = new cloudwatch.Alarm(this, name, {
         // What the email's subject shows: the stack, then the alarm's name in docs/operations.md.
-        alarmName: `${Stack.of(this).stackName}-${name}`,
+        alarmName: `${props.name}-${name}`,
         metric,
         alarmDescription: description,
         threshold: options.threshold,

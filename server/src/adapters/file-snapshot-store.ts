@@ -1,11 +1,18 @@
-import { type FileHandle, mkdir, open, rename, rm } from 'node:fs/promises'
+import { type FileHandle, mkdir, open, rename, rm, stat } from 'node:fs/promises'
 import { SnapshotConflictError } from '../errors.js'
-import type { SnapshotHead, SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
+import type {
+  SnapshotHead,
+  SnapshotStore,
+  SnapshotVersionPage,
+  StoredSnapshot,
+} from '../ports/snapshot-store.js'
 import { DEFAULT_STALE_FILE_MS, DEFAULT_STALE_LOCK_MS, sweepLeftovers } from './file-leftovers.js'
 import { withFileLock } from './file-lock.js'
 import { ownerTag } from './file-owner.js'
+import { FileSnapshotHistory, fileVersion, versionOf } from './file-snapshot-history.js'
 import { roomFilePath } from './room-files.js'
 import { decodeSnapshotFile, encodeSnapshotFile, SNAPSHOT_FILE_HEADER_BYTES } from './snapshot-format.js'
+import { DEFAULT_SNAPSHOT_VERSIONS, versionNotFound } from './snapshot-versions.js'
 
 export interface FileSnapshotStoreOptions {
   /**
@@ -15,6 +22,11 @@ export interface FileSnapshotStoreOptions {
   staleLockMs?: number
   /** A temporary file whose writer is not provably gone is removed at open once it is this old. Default 1 h. */
   staleFileMs?: number
+  /**
+   * Saved versions kept per room, the current one included (`SNAPSHOT_FILE_VERSIONS`): each save
+   * or deletion keeps the file it replaces, and drops the oldest past this. Default 20.
+   */
+  versions?: number
 }
 
 /** `<room>.ybin.<owner tag>.tmp` (a save's new file), `<room>.ybin.lock.<owner tag>.stale` (a lock taken over). */
@@ -34,16 +46,21 @@ const LOCK = /\.ybin\.lock$/
  * writer (`file-owner.ts`): opening the store sweeps those whose writer is provably gone or that
  * are past their age bound, before the first read or save, and a save takes over a lock whose
  * holder is provably gone at once.
+ *
+ * The files a save replaces are kept as the room's old versions (`FileSnapshotHistory`), up to
+ * the `versions` bound.
  */
 export class FileSnapshotStore implements SnapshotStore {
   readonly #ready: Promise<unknown>
   readonly #staleLockMs: number
+  readonly #keep: number
 
   constructor(
     private readonly folder: string,
     options: FileSnapshotStoreOptions = {},
   ) {
     this.#staleLockMs = options.staleLockMs ?? DEFAULT_STALE_LOCK_MS
+    this.#keep = options.versions ?? DEFAULT_SNAPSHOT_VERSIONS
     const rules = {
       leftovers: LEFTOVER,
       staleFileMs: options.staleFileMs ?? DEFAULT_STALE_FILE_MS,
@@ -53,11 +70,11 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   async load(room: string): Promise<StoredSnapshot | null> {
-    return this.#read(room, (file) => file.readFile())
+    return this.#readAt(this.#path(room), (file) => file.readFile())
   }
 
   async head(room: string): Promise<SnapshotHead | null> {
-    const read = await this.#read(room, async (file) => {
+    const read = await this.#readAt(this.#path(room), async (file) => {
       const header = Buffer.alloc(SNAPSHOT_FILE_HEADER_BYTES)
       const { bytesRead } = await file.read(header, 0, header.length, 0)
       return header.subarray(0, bytesRead)
@@ -65,6 +82,37 @@ export class FileSnapshotStore implements SnapshotStore {
     if (!read) return null
     const { state: _header, ...head } = read
     return head
+  }
+
+  async listVersions(
+    room: string,
+    options: { limit: number; cursor?: string | null },
+  ): Promise<SnapshotVersionPage> {
+    await this.#ready
+    const path = this.#path(room)
+    const stats = await stat(path, { bigint: true }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return null
+      throw error
+    })
+    const page = await this.#history(room).page(stats && fileVersion(versionOf(stats), stats), options)
+    // A tombstone is a bare header: only files of that size are read to tell.
+    for (const version of page.versions) {
+      if (version.bytes !== SNAPSHOT_FILE_HEADER_BYTES) continue
+      const read = await this.readVersion(room, version.id).catch(() => null)
+      if (read?.deleted) version.deleted = true
+    }
+    return page
+  }
+
+  async readVersion(room: string, id: string): Promise<StoredSnapshot> {
+    const path = this.#history(room).fileOf(id)
+    if (!path) throw versionNotFound(room, id)
+    // The current file, else an old one (where the current one goes if a save lands meanwhile).
+    const current = (await this.head(room))?.version === id ? await this.load(room) : null
+    if (current?.version === id) return current
+    const old = await this.#readAt(path, (file) => file.readFile())
+    if (old?.version !== id) throw versionNotFound(room, id)
+    return old
   }
 
   /** Renames a new file in if the stored version is still `expected`. */
@@ -88,14 +136,14 @@ export class FileSnapshotStore implements SnapshotStore {
    * Reads the room's file through one handle, so the version is that of the bytes read even if a
    * save lands; `readBytes` reads all of it or just its header.
    */
-  async #read(
-    room: string,
+  async #readAt(
+    path: string,
     readBytes: (file: FileHandle) => Promise<Uint8Array>,
   ): Promise<StoredSnapshot | null> {
     await this.#ready
     let file: FileHandle
     try {
-      file = await open(this.#path(room), 'r')
+      file = await open(path, 'r')
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
       throw error
@@ -134,7 +182,10 @@ export class FileSnapshotStore implements SnapshotStore {
         await file.close()
       }
       await withFileLock(`${target}.lock`, this.#staleLockMs, async () => {
-        if (shouldReplace(await this.head(room))) await rename(temporary, target)
+        const current = await this.head(room)
+        if (!shouldReplace(current)) return
+        await this.#history(room).keepReplaced(current?.version)
+        await rename(temporary, target)
       })
       return version
     } finally {
@@ -148,8 +199,8 @@ export class FileSnapshotStore implements SnapshotStore {
   #path(room: string): string {
     return roomFilePath(this.folder, room, '.ybin')
   }
-}
 
-function versionOf(stats: { ino: bigint; mtimeNs: bigint; size: bigint }): string {
-  return `${stats.ino}-${stats.mtimeNs}-${stats.size}`
+  #history(room: string): FileSnapshotHistory {
+    return new FileSnapshotHistory(this.#path(room), this.#keep)
+  }
 }

@@ -4,12 +4,19 @@ import {
   GetObjectCommand,
   type GetObjectCommandOutput,
   HeadObjectCommand,
+  PutBucketVersioningCommand,
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3'
 import { SnapshotConflictError } from '../errors.js'
-import type { SnapshotHead, SnapshotStore, StoredSnapshot } from '../ports/snapshot-store.js'
+import type {
+  SnapshotHead,
+  SnapshotStore,
+  SnapshotVersionPage,
+  StoredSnapshot,
+} from '../ports/snapshot-store.js'
 import { roomKey } from './room-keys.js'
+import { listObjectVersions, readObjectVersion } from './s3-snapshot-versions.js'
 import { decodeSnapshotFile, encodeSnapshotFile, type SnapshotFileContents } from './snapshot-format.js'
 
 /** Object metadata (`x-amz-meta-…`): the room's incarnation, and whether the object is its tombstone. */
@@ -31,6 +38,8 @@ export interface S3SnapshotStoreOptions {
  * it is conditional (`If-Match` on the expected ETag, `If-None-Match: *` when none is expected),
  * so S3 refuses a save that would replace bytes the saver has not merged. Failures are retried
  * by the SDK (its `maxAttempts`) and then by the core's SnapshotWriter, which counts them.
+ * Old versions are the bucket's object versions (`s3-snapshot-versions.ts`): a bucket without
+ * versioning lists only the current one.
  */
 export class S3SnapshotStore implements SnapshotStore {
   constructor(private readonly options: S3SnapshotStoreOptions) {}
@@ -77,6 +86,20 @@ export class S3SnapshotStore implements SnapshotStore {
 
   async save(room: string, state: Uint8Array, expected: string | null, generation = 0): Promise<string> {
     return this.#put(room, { state, generation, deleted: false }, expected)
+  }
+
+  async listVersions(
+    room: string,
+    options: { limit: number; cursor?: string | null },
+  ): Promise<SnapshotVersionPage> {
+    return listObjectVersions(this.#target(room), options)
+  }
+
+  async readVersion(room: string, id: string): Promise<StoredSnapshot> {
+    const { bytes, head } = await readObjectVersion(this.#target(room), id)
+    const { state, generation, deleted } = decodeSnapshotFile(bytes)
+    this.#headOf(this.#key(room), head) // checks its metadata as `load` does
+    return { state, version: id, generation, ...(deleted ? { deleted: true } : {}) }
   }
 
   /** Read, then replaced on that very version, so a save landing in between is not lost unseen. */
@@ -149,6 +172,10 @@ export class S3SnapshotStore implements SnapshotStore {
   /** The client belongs to whoever created it (it may serve other adapters). */
   async close(): Promise<void> {}
 
+  #target(room: string) {
+    return { client: this.options.client, bucket: this.options.bucket, key: this.#key(room), room }
+  }
+
   #key(room: string): string {
     return `${this.options.prefix}${roomKey(room)}.ybin`
   }
@@ -197,4 +224,8 @@ export async function createSnapshotBucket(client: S3Client, bucket: string): Pr
   } catch (error) {
     if ((error as Error).name !== 'BucketAlreadyOwnedByYou') throw error
   }
+  // As the deployed bucket (infra/lib/storage.ts): every save keeps the one it replaced.
+  await client.send(
+    new PutBucketVersioningCommand({ Bucket: bucket, VersioningConfiguration: { Status: 'Enabled' } }),
+  )
 }

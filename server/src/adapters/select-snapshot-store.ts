@@ -17,7 +17,10 @@ export function openSnapshotStore(config: SnapshotsConfig): SnapshotStore {
     case 'memory':
       return new MemorySnapshotStore()
     case 'file':
-      return new FileSnapshotStore(config.folder)
+      return new FileSnapshotStore(
+        config.folder,
+        config.versions === undefined ? {} : { versions: config.versions },
+      )
     case 's3':
       return new S3SnapshotStore({
         bucket: config.bucket,

@@ -1,12 +1,31 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { SnapshotConflictError } from '../errors.js'
+import { SnapshotConflictError, SnapshotVersionNotFoundError } from '../errors.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import { putSnapshot, storedState } from './stored-snapshots.js'
 import { TRICKY_ROOM_NAMES } from './tricky-room-names.js'
 import { uniqueRoom } from './unique-room.js'
 
 const isConflict = (error: unknown) => error instanceof SnapshotConflictError
+const isNotFound = (error: unknown) =>
+  error instanceof SnapshotVersionNotFoundError && error.code === 'VERSION_NOT_FOUND'
+
+/** Every version of the room, newest first, read `limit` at a time through the cursors. */
+async function allVersions(store: SnapshotStore, room: string, limit: number) {
+  const all = []
+  let cursor: string | null = null
+  for (let pages = 0; pages < 50; pages++) {
+    const page: Awaited<ReturnType<SnapshotStore['listVersions']>> = await store.listVersions(room, {
+      limit,
+      cursor,
+    })
+    assert.ok(page.versions.length <= limit, 'a page holds at most limit versions')
+    all.push(...page.versions)
+    if (page.nextCursor === null) return all
+    cursor = page.nextCursor
+  }
+  throw new Error('the cursors never end')
+}
 
 /** What every `SnapshotStore` adapter must do. */
 export function snapshotStoreContract(name: string, createStore: () => Promise<SnapshotStore>): void {
@@ -141,6 +160,118 @@ export function snapshotStoreContract(name: string, createStore: () => Promise<S
       )
       await putSnapshot(store, room, big)
       assert.deepEqual(await storedState(store, room), big)
+      await store.close()
+    })
+
+    it('lists its saved versions newest first, each readable as it was saved', async () => {
+      const store = await createStore()
+      const room = uniqueRoom('snap')
+      assert.deepEqual(await store.listVersions(room, { limit: 10 }), { versions: [], nextCursor: null })
+      const states = [new Uint8Array([1]), new Uint8Array([2, 2]), new Uint8Array([3, 3, 3])]
+      let version: string | null = null
+      for (const state of states) version = await store.save(room, state, version)
+      const { versions, nextCursor } = await store.listVersions(room, { limit: 10 })
+      assert.equal(nextCursor, null)
+      assert.equal(versions.length, 3)
+      assert.deepEqual(
+        versions.map((v) => v.bytes),
+        [3, 2, 1],
+        'newest first, each with its size',
+      )
+      assert.equal(new Set(versions.map((v) => v.id)).size, 3, 'each its own id')
+      for (const [i, v] of versions.entries()) {
+        assert.match(v.id, /^[A-Za-z0-9_.-]{1,256}$/)
+        assert.ok(v.savedAt instanceof Date && !Number.isNaN(v.savedAt.getTime()))
+        if (i > 0)
+          assert.ok(v.savedAt <= (versions[i - 1] as { savedAt: Date }).savedAt, 'older ones saved no later')
+        assert.equal(v.deleted, undefined)
+        const read = await store.readVersion(room, v.id)
+        assert.deepEqual(read, { state: states[2 - i], version: v.id, generation: 0 })
+      }
+      assert.deepEqual(
+        await store.load(room),
+        { state: states[2], version, generation: 0 },
+        'the current one unchanged',
+      )
+      await store.close()
+    })
+
+    it('pages through its versions with cursors, and checks the limit', async () => {
+      const store = await createStore()
+      const room = uniqueRoom('snap')
+      let version: string | null = null
+      for (let i = 1; i <= 5; i++) version = await store.save(room, new Uint8Array(i), version)
+      const whole = await allVersions(store, room, 10)
+      assert.deepEqual(
+        whole.map((v) => v.bytes),
+        [5, 4, 3, 2, 1],
+      )
+      for (const limit of [1, 2, 3]) {
+        assert.deepEqual(
+          (await allVersions(store, room, limit)).map((v) => v.id),
+          whole.map((v) => v.id),
+          `pages of ${limit}`,
+        )
+      }
+      const first = await store.listVersions(room, { limit: 2 })
+      assert.equal(first.versions.length, 2)
+      assert.notEqual(first.nextCursor, null)
+      for (const limit of [0, -1, 1.5, 1001, Number.NaN]) {
+        await assert.rejects(store.listVersions(room, { limit }), RangeError, `limit ${limit}`)
+      }
+      await assert.rejects(store.listVersions(room, { limit: 1, cursor: 'no such cursor!' }), isNotFound)
+      await store.close()
+    })
+
+    it('keeps the versions of a deleted incarnation, its tombstone among them', async () => {
+      const store = await createStore()
+      const room = uniqueRoom('snap')
+      const first = await store.save(room, new Uint8Array([1, 1]), null)
+      await store.delete(room, 0)
+      const tombstone = (await store.head(room))?.version ?? null
+      await store.save(room, new Uint8Array([2]), tombstone, 1)
+      const versions = await allVersions(store, room, 10)
+      assert.equal(versions.length, 3)
+      assert.deepEqual(
+        versions.map((v) => v.deleted ?? false),
+        [false, true, false],
+        'the tombstone is marked',
+      )
+      const [newest, deletion, oldest] = await Promise.all(versions.map((v) => store.readVersion(room, v.id)))
+      assert.deepEqual(newest && { ...newest, version: '' }, {
+        state: new Uint8Array([2]),
+        version: '',
+        generation: 1,
+      })
+      assert.deepEqual(deletion && { ...deletion, version: '' }, {
+        state: new Uint8Array(),
+        version: '',
+        generation: 0,
+        deleted: true,
+      })
+      assert.deepEqual(oldest && { ...oldest, version: '' }, {
+        state: new Uint8Array([1, 1]),
+        version: '',
+        generation: 0,
+      })
+      assert.notEqual(first, null)
+      await store.close()
+    })
+
+    it('refuses an unknown version id, or another room’s, with VERSION_NOT_FOUND', async () => {
+      const store = await createStore()
+      const room = uniqueRoom('snap')
+      const other = `${room}x` // a name that starts with the first: its versions stay its own
+      await store.save(room, new Uint8Array([1]), null)
+      await store.save(other, new Uint8Array([2]), null)
+      const [mine] = (await store.listVersions(room, { limit: 10 })).versions
+      const theirs = (await store.listVersions(other, { limit: 10 })).versions
+      assert.equal(theirs.length, 1, 'only its own versions')
+      assert.ok(mine && theirs[0])
+      for (const id of ['nope', '../x', '', theirs[0].id === mine.id ? 'x' : theirs[0].id, 'A'.repeat(300)]) {
+        await assert.rejects(store.readVersion(room, id), isNotFound, JSON.stringify(id))
+      }
+      await assert.rejects(store.readVersion(uniqueRoom('snap'), mine.id), isNotFound, 'a room never saved')
       await store.close()
     })
   })

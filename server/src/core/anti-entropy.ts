@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import * as Y from 'yjs'
 import type { Digest } from '../protocol/codec.js'
+import { encodedDeletions } from '../protocol/yjs-internals.js'
 
 /**
  * Anti-entropy between servers holding one room: each now and then publishes a digest of its
@@ -35,6 +36,5 @@ export function compareDigest(ourDigest: Digest, theirs: Digest): DigestComparis
  * same updates could otherwise never agree.
  */
 function deleteSetHash(doc: Y.Doc): Uint8Array {
-  const deletes = Y.encodeSnapshot(Y.createSnapshot(Y.createDeleteSetFromStructStore(doc.store), new Map()))
-  return createHash('sha256').update(deletes).digest().subarray(0, 16)
+  return createHash('sha256').update(encodedDeletions(doc)).digest().subarray(0, 16)
 }

@@ -3,11 +3,12 @@ import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
+import { clientCount, holdsWaiting } from '../protocol/yjs-internals.js'
 import type { Encoded, Refusal, SliceReply, SliceRequest } from './update-slicer-worker.js'
 
 /**
- * Run from TypeScript source (the tests, under tsx), a worker thread could not load its entry:
- * Node 20 does not hand tsx's loader on to workers. There the slicing runs on this thread.
+ * Run from TypeScript source (the tests, under tsx), the worker's entry is a .ts file that a
+ * worker thread cannot load the way it loads the built .js. There the slicing runs on this thread.
  */
 const FROM_SOURCE = import.meta.url.endsWith('.ts')
 /** Below this a state applies in one go: slicing would cost more than the stall it saves. */
@@ -44,13 +45,13 @@ export async function applyInSlices(
     Y.applyUpdate(doc, state, origin)
     return null
   }
-  const encode = doc.store.clients.size === 0 && !doc.store.pendingStructs && !doc.store.pendingDs
+  const encode = clientCount(doc) === 0 && !holdsWaiting(doc)
   const { slices, encoded } = FROM_SOURCE
     ? { slices: sliceHere(state), encoded: undefined }
     : await sliceOnWorker(state, encode).catch(() => ({ slices: sliceHere(state), encoded: undefined }))
   for (const [index, slice] of slices.entries()) {
     Y.applyUpdate(doc, slice, origin)
-    if (doc.store.pendingStructs || doc.store.pendingDs) {
+    if (holdsWaiting(doc)) {
       // Something waits for a missing dependency, and Yjs would re-merge it with every later
       // slice: apply the rest in one go instead (and leave the encoding to the main thread).
       const rest = slices.slice(index + 1)

@@ -1,10 +1,19 @@
 import { randomInt } from 'node:crypto'
-import * as Y from 'yjs'
+import type * as Y from 'yjs'
 import { ProtocolError, ServerBusyError } from '../errors.js'
 import type { ClockRanges, HeldContent } from '../protocol/held-content.js'
 import { encodeMapEntries, type MapEntry } from '../protocol/map-entries.js'
 import { isServerClient, SERVER_CLIENTS_FROM, type ServerParts } from '../protocol/reserved-writes.js'
 import { AUTHORS_ROOT } from '../protocol/update-scan.js'
+import {
+  clockOf,
+  holdsClient,
+  type IntegratedStruct,
+  Item,
+  mapItem,
+  structIndexAt,
+  structsOf,
+} from '../protocol/yjs-internals.js'
 import { PEER } from './presence-owners.js'
 import type { RoomMember } from './room-member.js'
 
@@ -146,8 +155,8 @@ export class AuthorBinding {
       )
     }
     for (const [client, ranges] of parts.deletions) {
-      const structs = this.#doc.store.clients.get(client) as (Y.Item | Y.GC)[] | undefined
-      const state = Y.getState(this.#doc.store, client)
+      const structs = structsOf(this.#doc, client)
+      const state = clockOf(this.#doc, client)
       for (let i = 0; i < ranges.length; i += 2) {
         const start = ranges[i] as number
         const end = start + (ranges[i + 1] as number)
@@ -178,12 +187,12 @@ export class AuthorBinding {
     this.#writer ??= this.#pickWriter()
     if (name !== null && this.#map.get(NAME_KEY + subject) !== name)
       entries.push(this.#entry(NAME_KEY + subject, name))
-    const clock = Y.getState(this.#doc.store, this.#writer)
+    const clock = clockOf(this.#doc, this.#writer)
     await this.#write(encodeMapEntries(AUTHORS_ROOT, this.#writer, clock, entries))
   }
 
   #entry(key: string, value: string): MapEntry {
-    const item = this.#map._map.get(key)
+    const item = mapItem(this.#map, key)
     return {
       key,
       value,
@@ -195,17 +204,17 @@ export class AuthorBinding {
   #pickWriter(): number {
     for (;;) {
       const client = randomInt(SERVER_CLIENTS_FROM, 2 ** 48)
-      if (!this.#doc.store.clients.has(client)) return client
+      if (!holdsClient(this.#doc, client)) return client
     }
   }
 }
 
 /** Whether an item in [start, end) of a client's structs is not deleted. */
-function holdsLive(structs: (Y.Item | Y.GC)[], start: number, end: number): boolean {
-  for (let index = Y.findIndexSS(structs as never, start); index < structs.length; index++) {
-    const struct = structs[index] as Y.Item | Y.GC
+function holdsLive(structs: IntegratedStruct[], start: number, end: number): boolean {
+  for (let index = structIndexAt(structs, start); index < structs.length; index++) {
+    const struct = structs[index] as IntegratedStruct
     if (struct.id.clock >= end) return false
-    if (struct instanceof Y.Item && !struct.deleted) return true
+    if (struct instanceof Item && !struct.deleted) return true
   }
   return false
 }

@@ -6,6 +6,7 @@ import { checkReservedWrites } from '../protocol/reserved-writes.js'
 import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
 import type { ScannedUpdate } from '../protocol/update-scan.js'
 import type { CutUpdate } from '../protocol/update-slices.js'
+import { waitingStructs } from '../protocol/yjs-internals.js'
 import { AuthorBinding, type AuthorBindingInit, type Authorship } from './author-binding.js'
 import type { RoomMember } from './room-member.js'
 
@@ -64,7 +65,7 @@ export class ClientUpdateChecks {
     for (;;) {
       this.authors.checkServerParts(update.server, this.#held)
       const before = this.#heldOf(update.ranges)
-      const waitingBefore = this.#doc.store.pendingStructs?.update
+      const waitingBefore = waitingStructs(this.#doc)?.update
       for (const [index, slice] of update.slices.entries()) {
         if (!this.#held.overlaps(update.sliceRanges[index] as ClockRanges)) continue
         this.#held.compare(slice)
@@ -74,10 +75,7 @@ export class ClientUpdateChecks {
       const authorship = this.authors.admit(update.ranges, this.#held, writer)
       if (authorship.kind === 'apply') {
         // Peers may have brought structs under its ids while it was compared: then compare again.
-        if (
-          this.#heldOf(update.ranges) === before &&
-          this.#doc.store.pendingStructs?.update === waitingBefore
-        ) {
+        if (this.#heldOf(update.ranges) === before && waitingStructs(this.#doc)?.update === waitingBefore) {
           return true
         }
         continue

@@ -26,6 +26,13 @@ import {
 import type { WaitingBudget } from '../protocol/update-guard.js'
 import { type ScannedUpdate, STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
 import { documentStructs, structsAdded } from '../protocol/update-structs.js'
+import {
+  clientCount,
+  clockOf,
+  holdsClient,
+  waitingDeletions,
+  waitingStructs,
+} from '../protocol/yjs-internals.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
@@ -429,8 +436,9 @@ export class Room implements MemberRoom, MemoryHolder {
    * received: `STATE_VECTOR_SLACK` of them is plenty, and a vector past that is refused.
    */
   #boundedStateVector(stateVector: Uint8Array): Uint8Array {
-    const clients = this.doc.store.clients
-    return boundedStateVector(stateVector, clients.size + STATE_VECTOR_SLACK, (client) => clients.has(client))
+    return boundedStateVector(stateVector, clientCount(this.doc) + STATE_VECTOR_SLACK, (client) =>
+      holdsClient(this.doc, client),
+    )
   }
 
   /** Handles a frame another server published; a bad one is logged, never fatal. */
@@ -597,7 +605,7 @@ export class Room implements MemberRoom, MemoryHolder {
   /** Refuses an update the document has no room for: bytes, structs, or the server's memory. */
   #ensureSpaceFor(update: Uint8Array, scanned: ScannedUpdate): void {
     this.#ensureRoomFor(update.length)
-    const structs = structsAdded(scanned, (client) => Y.getState(this.doc.store, client))
+    const structs = structsAdded(scanned, (client) => clockOf(this.doc, client))
     this.#ensureStructsFor(structs)
     this.#ensureMemoryFor(structs, update.length, false)
   }
@@ -862,7 +870,7 @@ interface Waiting {
 }
 
 function waitingOf(doc: Y.Doc): Waiting {
-  return { structs: doc.store.pendingStructs?.update, deletions: doc.store.pendingDs }
+  return { structs: waitingStructs(doc)?.update, deletions: waitingDeletions(doc) }
 }
 
 /**

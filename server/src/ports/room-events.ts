@@ -16,6 +16,8 @@ export type RoomEvent =
     }
   | { type: 'user.left'; room: string; connectionId: string; userId: string; name: string | null; at: number }
   | { type: 'room.deleted'; room: string; at: number }
+  /** The room was restored to saved version `version` (the REST API's or the dashboard's restore). */
+  | { type: 'document.restored'; room: string; version: string; at: number }
 
 export interface RoomEventSink {
   emit(event: RoomEvent): void

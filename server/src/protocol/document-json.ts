@@ -1,15 +1,14 @@
 import * as Y from 'yjs'
 import { AUTHORS_ROOT } from './update-scan.js'
+import { ContentEmbed, ContentFormat, ContentString, firstItem, mapItems } from './yjs-internals.js'
 
 /** Text items are strings, formatting marks or embeds; list items are values and types. */
-function isText(type: { _start: Y.Item | null }): boolean {
-  for (let item = type._start; item; item = item.right) {
+function isText<T>(type: Y.AbstractType<T>): boolean {
+  for (let item = firstItem(type); item; item = item.right) {
     if (item.deleted) continue
     const { content } = item
     return (
-      content instanceof Y.ContentString ||
-      content instanceof Y.ContentFormat ||
-      content instanceof Y.ContentEmbed
+      content instanceof ContentString || content instanceof ContentFormat || content instanceof ContentEmbed
     )
   }
   return false
@@ -27,7 +26,7 @@ export function documentToJson(update: Uint8Array): Record<string, unknown> {
     const json: Record<string, unknown> = {}
     for (const [name, type] of doc.share) {
       if (name === AUTHORS_ROOT) continue
-      if (type._map.size > 0) json[name] = doc.getMap(name).toJSON()
+      if (mapItems(type).size > 0) json[name] = doc.getMap(name).toJSON()
       else if (isText(type)) json[name] = doc.getText(name).toString()
       else json[name] = doc.getArray(name).toJSON()
     }

@@ -2,6 +2,22 @@ import { isDeepStrictEqual } from 'node:util'
 import * as Y from 'yjs'
 import { ProtocolError } from '../errors.js'
 import { type ScannedUpdate, scanUpdate } from './update-scan.js'
+import {
+  ContentDeleted,
+  ContentFormat,
+  ContentString,
+  ContentType,
+  clockOf,
+  type GC,
+  type ID,
+  type IntegratedStruct,
+  Item,
+  parentKey,
+  Skip,
+  structIndexAt,
+  structsOf,
+  waitingStructs,
+} from './yjs-internals.js'
 
 /** Each client's clock ranges, as [start, end, start, end, ...] in clock order, adjacent ones joined. */
 export type ClockRanges = Map<number, number[]>
@@ -22,7 +38,7 @@ export function rangesOf(scanned: ScannedUpdate): ClockRanges {
   return ranges
 }
 
-type Struct = Y.Item | Y.GC | Y.Skip
+type Struct = Item | GC | Skip
 
 /**
  * What a room holds under each client id, integrated (its clocks up to Yjs' state) or waiting for
@@ -42,7 +58,7 @@ export class HeldContent {
 
   /** The clock the room's integrated history of `client` reaches. */
   end(client: number): number {
-    return Y.getState(this.#doc.store, client)
+    return clockOf(this.#doc, client)
   }
 
   /** Whether `ranges` reach anything the room holds. */
@@ -81,7 +97,7 @@ export class HeldContent {
     }
     let waiting: Map<number, Struct[]> | null = null
     for (const struct of decoded) {
-      if (struct instanceof Y.Skip) continue
+      if (struct instanceof Skip) continue
       const { client, clock } = struct.id
       const end = Math.min(clock + struct.length, this.end(client))
       if (clock < end) this.#compareIntegrated(struct, clock, end)
@@ -96,9 +112,9 @@ export class HeldContent {
     }
   }
 
-  #compareIntegrated(struct: Y.Item | Y.GC, from: number, to: number): void {
-    const structs = this.#doc.store.clients.get(struct.id.client) as Struct[]
-    for (let index = Y.findIndexSS(structs as never, from); index < structs.length; index++) {
+  #compareIntegrated(struct: Item | GC, from: number, to: number): void {
+    const structs = structsOf(this.#doc, struct.id.client) as IntegratedStruct[]
+    for (let index = structIndexAt(structs, from); index < structs.length; index++) {
       const held = structs[index] as Struct
       if (held.id.clock >= to) break
       compareUnits(struct, held, Math.max(from, held.id.clock), Math.min(to, held.id.clock + held.length))
@@ -107,7 +123,7 @@ export class HeldContent {
 
   /** The waiting structs' ranges, read once per waiting update (Yjs replaces it when it changes). */
   #waitingRanges(): ClockRanges {
-    const update = this.#doc.store.pendingStructs?.update
+    const update = waitingStructs(this.#doc)?.update
     if (!update) return NOTHING
     if (this.#waiting?.update !== update) {
       let ranges: ClockRanges
@@ -123,7 +139,7 @@ export class HeldContent {
 
   #waitingStructs(): Map<number, Struct[]> {
     const byClient = new Map<number, Struct[]>()
-    const update = this.#doc.store.pendingStructs?.update
+    const update = waitingStructs(this.#doc)?.update
     if (!update) return byClient
     for (const struct of Y.decodeUpdateV2(update).structs) {
       const own = byClient.get(struct.id.client) ?? []
@@ -166,7 +182,7 @@ function covers(held: number[], ranges: number[], from: number): boolean {
 
 /** Compares what `sent` and `held` hold at the clocks [from, to), which both cover. */
 function compareUnits(sent: Struct, held: Struct, from: number, to: number): void {
-  if (!(sent instanceof Y.Item) || !(held instanceof Y.Item)) return // collected: only lengths
+  if (!(sent instanceof Item) || !(held instanceof Item)) return // collected: only lengths
   const problem =
     cutsCharacter(sent, held, from) ??
     positionDiffers(sent, held, from) ??
@@ -184,8 +200,8 @@ function compareUnits(sent: Struct, held: Struct, from: number, to: number): voi
  * held, and a split pair becomes two U+FFFD: the room's copy would differ from every other.
  * Real clients cut their updates where their own history does, never inside a character.
  */
-function cutsCharacter(sent: Y.Item, held: Y.Item, clock: number): string | null {
-  if (clock !== sent.id.clock || clock === held.id.clock || !(held.content instanceof Y.ContentString))
+function cutsCharacter(sent: Item, held: Item, clock: number): string | null {
+  if (clock !== sent.id.clock || clock === held.id.clock || !(held.content instanceof ContentString))
     return null
   const at = clock - held.id.clock
   const before = held.content.str.charCodeAt(at - 1)
@@ -195,9 +211,8 @@ function cutsCharacter(sent: Y.Item, held: Y.Item, clock: number): string | null
 }
 
 /** Where the unit at `clock` was inserted: its origins, and its parent and key when it has no origin. */
-function positionDiffers(sent: Y.Item, held: Y.Item, clock: number): string | null {
-  const origin = (item: Y.Item) =>
-    clock > item.id.clock ? Y.createID(item.id.client, clock - 1) : item.origin
+function positionDiffers(sent: Item, held: Item, clock: number): string | null {
+  const origin = (item: Item) => (clock > item.id.clock ? Y.createID(item.id.client, clock - 1) : item.origin)
   const left = origin(sent)
   if (!sameId(left, origin(held))) return 'another left origin'
   if (!sameId(sent.rightOrigin, held.rightOrigin)) return 'another right origin'
@@ -207,46 +222,37 @@ function positionDiffers(sent: Y.Item, held: Y.Item, clock: number): string | nu
   return null
 }
 
-function sameId(a: Y.ID | null, b: Y.ID | null): boolean {
+function sameId(a: ID | null, b: ID | null): boolean {
   return a === b || (!!a && !!b && a.client === b.client && a.clock === b.clock)
 }
 
-/** A parent as an update names it: a root type's name, or the id of the item holding the type. */
-function parentKey(parent: Y.Item['parent']): string | null {
-  if (parent === null) return null
-  if (typeof parent === 'string') return `root ${parent}`
-  if (parent instanceof Y.ID) return `${parent.client}:${parent.clock}`
-  const type = parent as Y.AbstractType<unknown>
-  return type._item ? `${type._item.id.client}:${type._item.id.clock}` : `root ${Y.findRootTypeKey(type)}`
-}
-
 /** The content of the units [from, to) of each, unless either was deleted (then only lengths count). */
-function contentDiffers(sent: Y.Item, held: Y.Item, from: number, to: number): string | null {
+function contentDiffers(sent: Item, held: Item, from: number, to: number): string | null {
   const a = sent.content
   const b = held.content
-  if (a instanceof Y.ContentDeleted || b instanceof Y.ContentDeleted) return null
+  if (a instanceof ContentDeleted || b instanceof ContentDeleted) return null
   if (a.constructor !== b.constructor) return 'another kind of content'
   const startA = from - sent.id.clock
   const startB = from - held.id.clock
   const length = to - from
-  if (a instanceof Y.ContentString) {
+  if (a instanceof ContentString) {
     const mine = a.str.slice(startA, startA + length)
-    const theirs = (b as Y.ContentString).str.slice(startB, startB + length)
+    const theirs = (b as ContentString).str.slice(startB, startB + length)
     // Yjs replaces the halves of a surrogate pair it splits with U+FFFD, and so does an encoder
     // sending half a pair: those units cannot be compared.
     return mine === theirs || withoutSurrogates(mine) === withoutSurrogates(theirs) ? null : 'other text'
   }
-  if (a instanceof Y.ContentType) {
+  if (a instanceof ContentType) {
     const typeA = a.type as Y.AbstractType<unknown> & { nodeName?: string; hookName?: string }
-    const typeB = (b as Y.ContentType).type as typeof typeA
+    const typeB = (b as ContentType).type as typeof typeA
     const same =
       typeA.constructor === typeB.constructor &&
       typeA.nodeName === typeB.nodeName &&
       typeA.hookName === typeB.hookName
     return same ? null : 'another shared type'
   }
-  if (a instanceof Y.ContentFormat) {
-    const other = b as Y.ContentFormat
+  if (a instanceof ContentFormat) {
+    const other = b as ContentFormat
     return a.key === other.key && isDeepStrictEqual(a.value, other.value) ? null : 'other formatting'
   }
   const mine = a.getContent().slice(startA, startA + length)

@@ -3,6 +3,7 @@ import { DocumentTooLargeError, PendingLimitError } from '../errors.js'
 import { firstEndingAfter, type ScannedUpdate, scanUpdate } from './update-scan.js'
 import { structsAdded } from './update-structs.js'
 import { varUintSize } from './var-uint.js'
+import { clockOf, waitingDeletions, waitingStructs } from './yjs-internals.js'
 
 /**
  * What a room may hold waiting for missing dependencies. Yjs keeps structs whose dependencies have
@@ -48,13 +49,13 @@ interface RoomState {
 
 /** A live document's state, read lazily: nothing is copied for an update that waits for nothing. */
 function roomStateOf(doc: Y.Doc): RoomState {
-  const pending = doc.store.pendingStructs
+  const pending = waitingStructs(doc)
   return {
-    stateOf: (client) => Y.getState(doc.store, client),
+    stateOf: (client) => clockOf(doc, client),
     waitingStructBytes: pending?.update.length ?? 0,
     waitingFor: pending?.missing ?? [],
     waitingUpdate: () => (pending ? Y.convertUpdateFormatV2ToV1(pending.update) : null),
-    waitingDeleteBytes: doc.store.pendingDs?.length ?? 0,
+    waitingDeleteBytes: waitingDeletions(doc)?.length ?? 0,
   }
 }
 

@@ -6,6 +6,7 @@ import {
   type ScannedStruct,
   type ScannedUpdate,
 } from './update-scan.js'
+import { clientCount, structRuns, waitingDeletions, waitingStructs } from './yjs-internals.js'
 
 /**
  * The most structs (and clients) a room gains by integrating a scanned update: what its memory
@@ -53,7 +54,7 @@ function holding(run: ScannedStruct[] | undefined, clock: number): ScannedStruct
  * integrate later, unseen by `structsAdded` then). O(clients).
  */
 export function documentStructs(doc: Y.Doc): number {
-  let structs = doc.store.clients.size * CLIENT_STRUCTS
-  for (const run of doc.store.clients.values()) structs += run.length
-  return structs + (doc.store.pendingStructs?.update.length ?? 0) + (doc.store.pendingDs?.length ?? 0)
+  let structs = clientCount(doc) * CLIENT_STRUCTS
+  for (const run of structRuns(doc)) structs += run.length
+  return structs + (waitingStructs(doc)?.update.length ?? 0) + (waitingDeletions(doc)?.length ?? 0)
 }

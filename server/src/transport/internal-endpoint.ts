@@ -1,8 +1,15 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { internalAuthorization, isValidRoomName, parseInternalRoomPath } from '@symphony/client/wire'
+import {
+  internalAuthorization,
+  isValidRoomName,
+  parseInternalRoomPath,
+  parseInternalVersionPath,
+} from '@symphony/client/wire'
 import type { Room } from '../core/room.js'
+import { toRefusal } from './api-refusal.js'
 import { parseRequestTarget } from './request-target.js'
+import type { VersionsRoute } from './versions-route.js'
 
 export interface InternalEndpointDeps {
   token: string
@@ -12,17 +19,21 @@ export interface InternalEndpointDeps {
   dropDeleted(name: string, generation: number): void
   /** Deletes a room everywhere (the dashboard's Delete). */
   deleteRoom(name: string): Promise<void>
+  /** A saved version's restore (the dashboard's Restore): `POST …/versions/{id}/restore` only. */
+  versions: VersionsRoute
 }
 
 /**
  * The server-to-server endpoint (paths and token: `@symphony/client/wire`'s http-paths):
- * a loaded room's full state for a peer loading it, and deletion for the dashboard.
+ * a loaded room's full state for a peer loading it, and deletion and a version's restore for the
+ * dashboard (answered as the REST API answers them).
  */
 export function createInternalEndpoint({
   token,
   loadedIncarnation,
   dropDeleted,
   deleteRoom,
+  versions,
 }: InternalEndpointDeps) {
   const expected = Buffer.from(internalAuthorization(token))
   return (request: IncomingMessage, response: ServerResponse): void => {
@@ -32,6 +43,17 @@ export function createInternalEndpoint({
       return
     }
     const { path, query } = parseRequestTarget(request.url)
+    const version = parseInternalVersionPath(path)
+    if (version?.part === 'restore' && request.method === 'POST' && isValidRoomName(version.room)) {
+      versions(request.method, { ...version, room: version.room }, query).then(
+        (reply) => sendJson(response, reply.status, reply.json),
+        (error: unknown) => {
+          const { status, code, message } = toRefusal(error)
+          sendJson(response, status, { error: { code, message } })
+        },
+      )
+      return
+    }
     const target = parseInternalRoomPath(path)
     const name = target && isValidRoomName(target.room) ? target.room : null
     if (name && request.method === 'DELETE' && target?.part === '') {
@@ -62,4 +84,8 @@ export function createInternalEndpoint({
     response.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': state.length })
     response.end(state)
   }
+}
+
+function sendJson(response: ServerResponse, status: number, json: unknown): void {
+  response.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(json))
 }

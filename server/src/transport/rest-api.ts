@@ -1,25 +1,25 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { API_ROOM_LIST_PATH, isValidRoomName, parseApiRoomPath, ROOM_NAME_RULE } from '@symphony/client/wire'
-import type { Limits } from '../config.js'
-import { API_SUBJECT } from '../core/author-binding.js'
-import { Connection, type Transport } from '../core/connection.js'
-import type { Room } from '../core/room.js'
-import type { RoomHold, RoomManager } from '../core/room-manager.js'
-import { DeadlineError, within } from '../deadline.js'
 import {
-  DocumentTooLargeError,
-  MessageTooBigError,
-  PendingLimitError,
-  ProtocolError,
-  ServerBusyError,
-} from '../errors.js'
+  API_ROOM_LIST_PATH,
+  isValidRoomName,
+  parseApiRoomPath,
+  parseApiVersionPath,
+  ROOM_NAME_RULE,
+} from '@symphony/client/wire'
+import type { Limits } from '../config.js'
+import type { Room } from '../core/room.js'
+import type { RoomManager } from '../core/room-manager.js'
+import { DeadlineError, within } from '../deadline.js'
+import { ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import { encodeUpdate } from '../protocol/codec.js'
 import { documentToJson } from '../protocol/document-json.js'
-import { ApiRefusal } from './api-refusal.js'
+import { ApiRefusal, toRefusal } from './api-refusal.js'
+import { createApiWriter, holdForApi } from './api-writer.js'
 import { listRooms, type RoomListDeps } from './room-list-route.js'
+import type { VersionsRoute } from './versions-route.js'
 
 export interface RestApiDeps {
   /** `API_SECRET`: callers send `Authorization: Bearer <secret>`. */
@@ -35,6 +35,8 @@ export interface RestApiDeps {
   logger: Logger
   /** `GET /api/v1/rooms`: the metadata store's rooms (null: none kept), and the largest page. */
   list: Omit<RoomListDeps, 'logger'>
+  /** The rooms' saved versions (`…/versions`), shared with the internal endpoint. */
+  versions: VersionsRoute
 }
 
 export type ApiHandler = (
@@ -44,29 +46,18 @@ export type ApiHandler = (
   query: URLSearchParams,
 ) => void
 
-/** A socket for the API's writes: nobody listens to what the room would send back. */
-const NO_SOCKET: Transport = { send() {}, close() {}, bufferedAmount: 0 }
-
 /**
  * The REST API for an app's backend (`/api/v1/rooms/{room}/…`): read a room as JSON or as a Yjs
  * update, write an update as a client would, read which token subject wrote under each client id,
- * delete a room; and list rooms (`/api/v1/rooms`, room-list-route.ts). A room not loaded here is loaded the way a joining
+ * delete a room; list, read and restore its saved versions (`…/versions`, versions-route.ts); and
+ * list rooms (`/api/v1/rooms`, room-list-route.ts). A room not loaded here is loaded the way a joining
  * client loads it (from the server holding it, or the stores), so every server of a cluster
  * answers for every room, and a write reaches the clients of the other servers over pub/sub.
  */
 export function createRestApi(deps: RestApiDeps): ApiHandler {
   const expected = Buffer.from(`Bearer ${deps.secret}`)
-  const writer = (room: string) =>
-    new Connection({
-      id: `${deps.serverId}:api`,
-      roomName: room,
-      // Its client ids are bound to API_SUBJECT: no token subject can write under them.
-      identity: { userId: API_SUBJECT, name: null, info: null, access: 'rw', expiresAt: null },
-      transport: NO_SOCKET,
-      limits: deps.limits,
-      metrics: deps.metrics,
-      logger: deps.logger,
-    })
+  const writer = createApiWriter(deps)
+  const { versions } = deps
 
   return (request, response, path, query) => {
     void answer(request, path, query).then(
@@ -92,6 +83,12 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
         throw new ApiRefusal(405, 'METHOD_NOT_ALLOWED', `${request.method} is not a method of this route`)
       }
       return { status: 200, json: await listRooms({ ...deps.list, logger: deps.logger }, query) }
+    }
+    const version = parseApiVersionPath(path)
+    if (version) {
+      const { room } = version
+      if (!isValidRoomName(room)) throw new ApiRefusal(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
+      return versions(request.method, { ...version, room }, query)
     }
     const target = parseApiRoomPath(path)
     if (!target) throw new ApiRefusal(404, 'NOT_FOUND', 'no such API route')
@@ -139,25 +136,7 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
 
   /** Holds the room (loading it if need be) while `use` runs, like a connection would. */
   async function withRoom(name: string, use: (room: Room) => Reply | Promise<Reply>): Promise<Reply> {
-    let hold: RoomHold
-    try {
-      // A slow store delays the load, which retries while anyone waits: this request waits as a
-      // client would, up to its own budget.
-      hold = await deps.manager.acquire(name, AbortSignal.timeout(deps.joinWaitMs))
-    } catch (error) {
-      if (error instanceof ServerBusyError) throw new ApiRefusal(503, 'SERVER_BUSY', error.message)
-      if (error instanceof DOMException && error.name === 'TimeoutError')
-        throw new ApiRefusal(
-          503,
-          'ROOM_UNAVAILABLE',
-          `the room did not load within ${deps.joinWaitMs} ms; retry`,
-        )
-      throw new ApiRefusal(
-        503,
-        'ROOM_UNAVAILABLE',
-        `the room could not be loaded: ${(error as Error).message}`,
-      )
-    }
+    const hold = await holdForApi(deps.manager, name, deps.joinWaitMs)
     try {
       return await use(hold.room)
     } finally {
@@ -219,14 +198,4 @@ async function readBody(request: IncomingMessage, maxBytes: number): Promise<Uin
     chunks.push(chunk)
   }
   return new Uint8Array(Buffer.concat(chunks))
-}
-
-function toRefusal(error: unknown): ApiRefusal {
-  if (error instanceof ApiRefusal) return error
-  if (error instanceof ProtocolError) return new ApiRefusal(400, 'UPDATE_INVALID', error.message)
-  if (error instanceof DocumentTooLargeError) return new ApiRefusal(413, 'DOCUMENT_TOO_LARGE', error.message)
-  if (error instanceof MessageTooBigError) return new ApiRefusal(413, 'UPDATE_TOO_LARGE', error.message)
-  if (error instanceof PendingLimitError) return new ApiRefusal(422, 'UPDATE_WAITS_TOO_MUCH', error.message)
-  if (error instanceof ServerBusyError) return new ApiRefusal(503, 'SERVER_BUSY', error.message)
-  return new ApiRefusal(500, 'INTERNAL_ERROR', 'internal error')
 }

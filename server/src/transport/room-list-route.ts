@@ -67,7 +67,7 @@ export async function listRooms(deps: RoomListDeps, query: URLSearchParams): Pro
 }
 
 /** The parameter's value, or null if absent; given twice, refused. */
-function single(
+export function single(
   query: URLSearchParams,
   key: string,
   code: 'PREFIX_INVALID' | 'LIMIT_INVALID' | 'CURSOR_INVALID',

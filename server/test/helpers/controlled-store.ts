@@ -1,4 +1,9 @@
-import type { SnapshotHead, SnapshotStore, StoredSnapshot } from '../../src/ports/snapshot-store.js'
+import type {
+  SnapshotHead,
+  SnapshotStore,
+  SnapshotVersionPage,
+  StoredSnapshot,
+} from '../../src/ports/snapshot-store.js'
 
 /**
  * Wraps a real snapshot store to inject faults: failing or slow saves, failing or held loads.
@@ -53,6 +58,17 @@ export class ControlledSnapshotStore implements SnapshotStore {
     } finally {
       this.inFlight--
     }
+  }
+
+  listVersions(
+    room: string,
+    options: { limit: number; cursor?: string | null },
+  ): Promise<SnapshotVersionPage> {
+    return this.inner.listVersions(room, options)
+  }
+
+  readVersion(room: string, id: string): Promise<StoredSnapshot> {
+    return this.inner.readVersion(room, id)
   }
 
   async delete(room: string, generation: number): Promise<void> {

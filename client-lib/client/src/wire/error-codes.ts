@@ -20,6 +20,8 @@ export const SERVER_ERROR_CODES = {
   LIMIT_INVALID: 400,
   /** 400: a room listing's `cursor` is not one the server gave as `nextCursor`. */
   CURSOR_INVALID: 400,
+  /** 400: a version id that no store gives (letters, digits and `_ - .`, at most 256). */
+  VERSION_ID_INVALID: 400,
   /** 400: the development token route was given an unusable display name. */
   NAME_INVALID: 400,
   /** 401: auth is on and no token was sent. */
@@ -34,8 +36,12 @@ export const SERVER_ERROR_CODES = {
   ORIGIN_NOT_ALLOWED: 403,
   /** 404: no such route (or the REST API is off). */
   NOT_FOUND: 404,
+  /** 404: the room has no saved version of that id (never, or no longer kept). */
+  VERSION_NOT_FOUND: 404,
   /** 405: the route does not take this method. */
   METHOD_NOT_ALLOWED: 405,
+  /** 409: the version is the room's deletion, or of an incarnation deleted since: it cannot be restored. */
+  VERSION_NOT_RESTORABLE: 409,
   /** 413: a REST update over the message size limit. */
   UPDATE_TOO_LARGE: 413,
   /** 413: the update would grow the document past its ceiling. */
@@ -64,6 +70,8 @@ export const SERVER_ERROR_CODES = {
   UPDATE_NOT_SAVED: 503,
   /** 503: the metadata database did not answer the room listing; retry. */
   METADATA_UNAVAILABLE: 503,
+  /** 503: the snapshot store did not answer a versions request; retry. */
+  SNAPSHOTS_UNAVAILABLE: 503,
   /** 503: the server is too busy for this request right now; retry. */
   SERVER_BUSY: 503,
 } as const

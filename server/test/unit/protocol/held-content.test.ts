@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { HeldContent, rangesOf } from '../../src/protocol/held-content.js'
-import { scanUpdate } from '../../src/protocol/update-scan.js'
+import { HeldContent, rangesOf } from '../../../src/protocol/held-content.js'
+import { scanUpdate } from '../../../src/protocol/update-scan.js'
 
 const refused = (error: unknown) => (error as { code?: string }).code === 'PROTOCOL_ERROR'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { encodeMapEntries, type MapEntry } from '../../src/protocol/map-entries.js'
+import { encodeMapEntries, type MapEntry } from '../../../src/protocol/map-entries.js'
 
 /** The entry's replaced item, as the document holds it. */
 function current(map: Y.Map<unknown>, key: string): MapEntry['replaces'] {

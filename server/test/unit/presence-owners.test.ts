@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { PEER, PresenceOwners } from '../src/core/presence-owners.js'
-import { PRESENCE_OUTDATED_MS } from '../src/core/presence-table.js'
-import type { AwarenessEntry } from '../src/protocol/codec.js'
+import { PEER, PresenceOwners } from '../../src/core/presence-owners.js'
+import { PRESENCE_OUTDATED_MS } from '../../src/core/presence-table.js'
+import type { AwarenessEntry } from '../../src/protocol/codec.js'
 
 const state = new TextEncoder().encode('{}')
 const present = (clientId: number, clock = 1): AwarenessEntry => ({ clientId, clock, state })

@@ -5,7 +5,7 @@ import * as encoding from 'lib0/encoding'
 import * as awarenessProtocol from 'y-protocols/awareness'
 import * as syncProtocol from 'y-protocols/sync'
 import * as Y from 'yjs'
-import { ProtocolError } from '../../src/errors.js'
+import { ProtocolError } from '../../../src/errors.js'
 import {
   decodeMessage,
   encodeAwareness,
@@ -16,7 +16,7 @@ import {
   encodeSyncStep2,
   encodeUpdate,
   isEmptyUpdate,
-} from '../../src/protocol/codec.js'
+} from '../../../src/protocol/codec.js'
 
 /** Frames as y-protocols (what every y-websocket client uses) encodes them. */
 function referenceFrame(write: (encoder: encoding.Encoder) => void): Uint8Array {

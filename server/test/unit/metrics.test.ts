@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { Histogram, Registry } from 'prom-client'
-import { HotHistogram } from '../src/hot-histogram.js'
-import { LatencyWindow } from '../src/latency-window.js'
-import { ServerMetrics } from '../src/metrics.js'
+import { HotHistogram } from '../../src/hot-histogram.js'
+import { LatencyWindow } from '../../src/latency-window.js'
+import { ServerMetrics } from '../../src/metrics.js'
 
 describe('symphony_storage_full', () => {
   it('stays 1 while any room cannot write for lack of space, whatever other rooms manage', async () => {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { MemoryPubSub } from '../src/adapters/memory-pubsub.js'
-import { Room } from '../src/core/room.js'
-import { silentLogger } from '../src/logger.js'
-import { encodeUpdate } from '../src/protocol/codec.js'
+import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
+import { Room } from '../../src/core/room.js'
+import { silentLogger } from '../../src/logger.js'
+import { encodeUpdate } from '../../src/protocol/codec.js'
 
 const options = {
   maxDocumentBytes: 1 << 20,

@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
-import { DEFAULT_REDIS_LINK } from '../src/adapters/redis-connection.js'
-import { DEFAULT_AWS_HTTP } from '../src/backends.js'
-import { parseConfig } from '../src/config.js'
-import { createSyncServer } from '../src/create-sync-server.js'
-import { ConfigError } from '../src/errors.js'
-import { SERVER_VERSION } from '../src/server-version.js'
+import { DEFAULT_REDIS_LINK } from '../../src/adapters/redis-connection.js'
+import { DEFAULT_AWS_HTTP } from '../../src/backends.js'
+import { parseConfig } from '../../src/config.js'
+import { ConfigError } from '../../src/errors.js'
+import { SERVER_VERSION } from '../../src/server-version.js'
 
 const secret = 'x'.repeat(32)
-const MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url))
 
 function errorFor(env: Record<string, string>): string {
   try {
@@ -52,31 +46,6 @@ describe('configuration', () => {
       taskMetadataUrl: undefined,
       fetchTimeoutMs: 2_000,
     })
-  })
-
-  it('names every setting as createSyncServer takes it, so a server starts from the config as is', async () => {
-    const folder = mkdtempSync(join(tmpdir(), 'symphony-config-'))
-    const config = parseConfig({
-      AUTH: 'none',
-      PORT: '0',
-      HOST: '127.0.0.1',
-      SERVER_ID: 'from-the-environment',
-      DATABASE_URL: 'none',
-      SNAPSHOTS: `file://${folder}/snapshots`,
-      JOURNAL: `file://${folder}/journal`,
-    })
-    const server = await createSyncServer(config)
-    try {
-      const health = (await (await fetch(`http://127.0.0.1:${server.port}/healthz`)).json()) as {
-        ready: boolean
-        serverId: string
-      }
-      assert.equal(health.ready, true)
-      assert.equal(health.serverId, 'from-the-environment')
-    } finally {
-      await server.shutdown()
-      rmSync(folder, { recursive: true, force: true })
-    }
   })
 
   it('takes the commit for build info from SYMPHONY_COMMIT, else GIT_COMMIT, else "unknown"', () => {
@@ -241,6 +210,19 @@ describe('configuration', () => {
     assert.match(errorFor({ AUTH_SECRET: secret, DEV_TOKEN_ROUTE: 'yes' }), /^DEV_TOKEN_ROUTE: /)
   })
 
+  it('keeps 20 versions per room in a file store unless SNAPSHOT_FILE_VERSIONS says otherwise (1–1000)', () => {
+    assert.deepEqual(parseConfig({ AUTH: 'none' }).backends.snapshots, {
+      kind: 'file',
+      folder: join(process.cwd(), 'data', 'snapshots'),
+      versions: 20,
+    })
+    const five = parseConfig({ AUTH: 'none', SNAPSHOT_FILE_VERSIONS: '5' }).backends.snapshots
+    assert.equal(five.kind === 'file' && five.versions, 5)
+    for (const bad of ['0', '1001', 'many']) {
+      assert.match(errorFor({ AUTH: 'none', SNAPSHOT_FILE_VERSIONS: bad }), /^SNAPSHOT_FILE_VERSIONS: /)
+    }
+  })
+
   it('turns the REST API on with a secret of at least 32 characters', () => {
     assert.equal(parseConfig({ AUTH: 'none' }).apiSecret, null)
     assert.equal(parseConfig({ AUTH: 'none', API_SECRET: secret }).apiSecret, secret)
@@ -315,15 +297,5 @@ describe('configuration', () => {
     assert.match(errorFor({ AUTH: 'none', JOIN_WAIT_MS: '0' }), /^JOIN_WAIT_MS: /)
     for (const message of [errorFor({}), errorFor({ AUTH: 'none', PORT: 'x' })])
       assert.doesNotMatch(message, /\n/)
-  })
-
-  it('stops the server at start-up with one clear line', () => {
-    const result = spawnSync(process.execPath, [MAIN], {
-      env: { PATH: process.env.PATH, PORT: 'abc', AUTH: 'none' },
-    })
-    assert.equal(result.status, 1)
-    const lines = result.stderr.toString().trim().split('\n')
-    assert.equal(lines.length, 1)
-    assert.match(lines[0] ?? '', /^symphony: configuration error: PORT: /)
   })
 })

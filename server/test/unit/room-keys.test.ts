@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { isValidRoomName } from '@symphony/client/wire'
-import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
-import { FileUpdateJournal } from '../src/adapters/file-update-journal.js'
-import { roomFileName, roomKey } from '../src/adapters/room-keys.js'
-import { TRICKY_ROOM_NAMES } from './helpers/tricky-room-names.js'
+import { FileSnapshotStore } from '../../src/adapters/file-snapshot-store.js'
+import { FileUpdateJournal } from '../../src/adapters/file-update-journal.js'
+import { roomFileName, roomKey } from '../../src/adapters/room-keys.js'
+import { TRICKY_ROOM_NAMES } from '../helpers/tricky-room-names.js'
 
 /** Random valid room names: any code point but control characters and surrogates, 1–128 of them. */
 function randomNames(count: number): string[] {

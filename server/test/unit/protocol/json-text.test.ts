@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { isJsonNull, jsonTextProblem } from '../../src/protocol/json-text.js'
-import { seededRandom } from '../helpers/seeded-random.js'
+import { isJsonNull, jsonTextProblem } from '../../../src/protocol/json-text.js'
+import { seededRandom } from '../../helpers/seeded-random.js'
 
 const utf8 = (text: string) => new TextEncoder().encode(text)
 const DEPTH = 64
@@ -65,7 +65,7 @@ describe('JSON text check', () => {
         assert.equal(jsonTextProblem(bad, DEPTH) === null, parses(bad), new TextDecoder().decode(bad))
       }
     } catch (error) {
-      throw replayable(error, 'server/test/protocol/json-text.test.ts')
+      throw replayable(error, 'server/test/unit/protocol/json-text.test.ts')
     }
   })
 

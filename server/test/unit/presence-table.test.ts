@@ -3,13 +3,13 @@ import { describe, it } from 'node:test'
 import * as encoding from 'lib0/encoding'
 import { Awareness, applyAwarenessUpdate, encodeAwarenessUpdate } from 'y-protocols/awareness'
 import * as Y from 'yjs'
-import { PRESENCE_OUTDATED_MS, PresenceTable } from '../src/core/presence-table.js'
+import { PRESENCE_OUTDATED_MS, PresenceTable } from '../../src/core/presence-table.js'
 import {
   type AwarenessEntry,
   decodeAwarenessUpdate,
   decodeMessage,
   encodeAwarenessEntries,
-} from '../src/protocol/codec.js'
+} from '../../src/protocol/codec.js'
 
 const text = (state: unknown) => new TextEncoder().encode(JSON.stringify(state))
 const entry = (clientId: number, clock: number, state: unknown): AwarenessEntry => ({

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { documentToJson } from '../../src/protocol/document-json.js'
+import { documentToJson } from '../../../src/protocol/document-json.js'
 
 describe('a Yjs document as JSON', () => {
   it('reads each root type by shape: maps, lists, and texts even when their start was deleted', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { sliceUpdate } from '../../src/protocol/update-slices.js'
-import { seededRandom } from '../helpers/seeded-random.js'
+import { sliceUpdate } from '../../../src/protocol/update-slices.js'
+import { seededRandom } from '../../helpers/seeded-random.js'
 
 type Random = () => number
 
@@ -75,7 +75,7 @@ describe('update slices', () => {
         assert.deepEqual(doc.toJSON(), whole.toJSON())
       }
     } catch (error) {
-      throw replayable(error, 'server/test/protocol/update-slices.test.ts')
+      throw replayable(error, 'server/test/unit/protocol/update-slices.test.ts')
     }
   })
 
