@@ -4,6 +4,13 @@
 
 import type { RedisLinkSettings } from './adapters/redis-connection.js'
 
+/** The AWS clients' HTTP settings unless configured (`AWS_MAX_SOCKETS`, `AWS_*_TIMEOUT_MS`). */
+export const DEFAULT_AWS_HTTP = {
+  maxSockets: 128,
+  connectTimeoutMs: 3_000,
+  requestTimeoutMs: 60_000,
+} as const
+
 /** Where the AWS adapters connect; credentials come from the SDK's default chain. */
 export interface AwsClientOptions {
   region: string
@@ -12,6 +19,12 @@ export interface AwsClientOptions {
   /** Per-service overrides of `endpoint` (AWS's own AWS_ENDPOINT_URL_<SERVICE> convention). */
   s3Endpoint?: string | undefined
   dynamoEndpoint?: string | undefined
+  /** Sockets per host each client opens at once (`AWS_MAX_SOCKETS`); more requests queue. */
+  maxSockets?: number | undefined
+  /** The longest a TCP connection to AWS may take to open (`AWS_CONNECT_TIMEOUT_MS`). */
+  connectTimeoutMs?: number | undefined
+  /** The longest one request may take, queueing included, before it fails and is retried (`AWS_REQUEST_TIMEOUT_MS`). */
+  requestTimeoutMs?: number | undefined
 }
 
 /**

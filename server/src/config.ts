@@ -5,13 +5,14 @@ import { z } from 'zod'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './adapters/redis-connection.js'
 import { DEFAULT_SNAPSHOT_VERSIONS, MAX_SNAPSHOT_VERSIONS } from './adapters/snapshot-versions.js'
 import type { AuthConfig } from './auth/authenticator.js'
-import type {
-  AwsClientOptions,
-  Backends,
-  EventsConfig,
-  JournalConfig,
-  MetadataConfig,
-  SnapshotsConfig,
+import {
+  type AwsClientOptions,
+  type Backends,
+  DEFAULT_AWS_HTTP,
+  type EventsConfig,
+  type JournalConfig,
+  type MetadataConfig,
+  type SnapshotsConfig,
 } from './backends.js'
 import type { SnapshotPolicy } from './core/snapshot-writer.js'
 import { ConfigError } from './errors.js'
@@ -104,6 +105,9 @@ const environment = z.object({
   AWS_ENDPOINT_URL: optionalUrl,
   AWS_ENDPOINT_URL_S3: optionalUrl,
   AWS_ENDPOINT_URL_DYNAMODB: optionalUrl,
+  AWS_MAX_SOCKETS: int(1, 10_000, DEFAULT_AWS_HTTP.maxSockets),
+  AWS_CONNECT_TIMEOUT_MS: int(100, 600_000, DEFAULT_AWS_HTTP.connectTimeoutMs),
+  AWS_REQUEST_TIMEOUT_MS: int(100, 3_600_000, DEFAULT_AWS_HTTP.requestTimeoutMs),
   INTERNAL_PORT: int(0, 65535, 9234),
   INTERNAL_HOST: optionalText,
   INTERNAL_TOKEN: optionalText.refine((s) => !s || s.length >= 16, 'must be at least 16 characters'),
@@ -142,6 +146,9 @@ const environment = z.object({
   API_SAVE_WAIT_MS: int(100, 600_000, DEFAULT_TIMINGS.apiSaveWaitMs),
   API_MAX_LIST_LIMIT: int(1, 100_000, DEFAULT_API_MAX_LIST_LIMIT),
   REGISTRY_WAIT_MS: int(50, 600_000, DEFAULT_TIMINGS.registryWaitMs),
+  JOIN_WAIT_MS: int(100, 3_600_000, DEFAULT_TIMINGS.joinWaitMs),
+  ROOM_LOAD_RETRY_MS: int(10, 600_000, DEFAULT_TIMINGS.roomLoadRetryMs),
+  ROOM_LOAD_RETRY_MAX_MS: int(10, 3_600_000, DEFAULT_TIMINGS.roomLoadRetryMaxMs),
   PING_INTERVAL_MS: int(100, 600_000, DEFAULT_LIMITS.pingIntervalMs),
   MAX_MESSAGE_BYTES: int(1024, 1024 * MiB, DEFAULT_LIMITS.maxMessageBytes),
   MAX_DOCUMENT_BYTES: int(1024, 4096 * MiB, DEFAULT_LIMITS.maxDocumentBytes),
@@ -184,12 +191,18 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   if (e.MESSAGE_BURST < e.MAX_MESSAGES_PER_SECOND) {
     throw new ConfigError('MESSAGE_BURST: must be at least MAX_MESSAGES_PER_SECOND')
   }
+  if (e.ROOM_LOAD_RETRY_MAX_MS < e.ROOM_LOAD_RETRY_MS) {
+    throw new ConfigError('ROOM_LOAD_RETRY_MAX_MS: must be at least ROOM_LOAD_RETRY_MS')
+  }
   const link = redisLinkFrom(e)
   const aws: AwsClientOptions = {
     region: e.AWS_REGION,
     endpoint: e.AWS_ENDPOINT_URL,
     s3Endpoint: e.AWS_ENDPOINT_URL_S3,
     dynamoEndpoint: e.AWS_ENDPOINT_URL_DYNAMODB,
+    maxSockets: e.AWS_MAX_SOCKETS,
+    connectTimeoutMs: e.AWS_CONNECT_TIMEOUT_MS,
+    requestTimeoutMs: e.AWS_REQUEST_TIMEOUT_MS,
   }
   return {
     port: e.PORT,
@@ -220,6 +233,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     apiSaveWaitMs: e.API_SAVE_WAIT_MS,
     apiMaxListLimit: e.API_MAX_LIST_LIMIT,
     registryWaitMs: e.REGISTRY_WAIT_MS,
+    joinWaitMs: e.JOIN_WAIT_MS,
+    roomLoadRetryMs: e.ROOM_LOAD_RETRY_MS,
+    roomLoadRetryMaxMs: e.ROOM_LOAD_RETRY_MAX_MS,
     allowedOrigins: e.ALLOWED_ORIGINS,
     snapshot: { ...DEFAULT_SNAPSHOT_POLICY, intervalMs: e.SNAPSHOT_INTERVAL_MS },
     roomGraceMs: e.ROOM_GRACE_MS,

@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import { MEMORY_KINDS, type MemoryBudget } from './core/memory-budget.js'
+import type { JoinWaitObserver, LoadWaitObserver } from './core/room-waits.js'
 import { DependencyHealth } from './dependency-health.js'
 import { HotHistogram } from './hot-histogram.js'
 import { LatencyWindow } from './latency-window.js'
@@ -143,8 +144,45 @@ export class ServerMetrics {
   )
   readonly roomLoadFailures = this.#counter(
     'symphony_room_load_failures_total',
-    'Rooms whose state could not be loaded (their clients are asked to retry)',
+    'Room loads given up: failed with nobody left waiting for the room (or deleted meanwhile)',
   )
+  readonly roomLoadRetries = this.#counter(
+    'symphony_room_load_retries_total',
+    'Room load attempts that failed and were tried again, since clients still waited',
+  )
+  readonly #loadWaits = new Histogram({
+    name: 'symphony_room_load_wait_seconds',
+    help: "How long each call of a room's load waited on a dependency (pubsub, registry, peer, snapshots, journal)",
+    labelNames: ['dependency'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  })
+  /** One call of a room's load waited `seconds` on `dependency`. */
+  readonly observeLoadWait: LoadWaitObserver = (dependency, seconds) =>
+    this.#loadWaits.labels(dependency).observe(seconds)
+  readonly #joinWaiting = this.#gauge(
+    'symphony_join_waiting',
+    'Clients connected and waiting for their room to load',
+  )
+  readonly #joinWaits = new Histogram({
+    name: 'symphony_join_wait_seconds',
+    help: 'How long each client waited for its room to load before it joined',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  })
+  readonly #joinWaitsExpired = this.#counter(
+    'symphony_join_waits_expired_total',
+    'Clients closed (1013) because their room did not load within JOIN_WAIT_MS',
+  )
+  /** What `admit` reports of each client's wait for its room. */
+  readonly joinWaits: JoinWaitObserver = {
+    started: () => this.#joinWaiting.inc(),
+    ended: (outcome, seconds) => {
+      this.#joinWaiting.dec()
+      if (outcome === 'joined') this.#joinWaits.observe(seconds)
+      else if (outcome === 'expired') this.#joinWaitsExpired.inc()
+    },
+  }
 
   /** Reports the metadata sink's queue (a slow or absent database shows here first). */
   watchMetadata(stats: () => MetadataSinkStats): void {

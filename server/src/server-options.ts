@@ -73,6 +73,9 @@ export const DEFAULT_TIMINGS = {
   registryLeaseMs: 30_000,
   apiSaveWaitMs: 30_000,
   registryWaitMs: 2_000,
+  joinWaitMs: 30_000,
+  roomLoadRetryMs: 250,
+  roomLoadRetryMaxMs: 5_000,
 } as const
 
 /** The endpoint peers fetch room state from. */
@@ -155,6 +158,18 @@ export interface SyncServerOptions {
    * tolerated: a lease refresh registers later, a lease expires). Default 2 000 ms.
    */
   registryWaitMs?: number
+  /**
+   * The longest a client waits for its room to load; then it is closed with 1013 and its
+   * reconnection joins the load still going. Default 30 000 ms.
+   */
+  joinWaitMs?: number
+  /**
+   * A room load that failed is tried again after this, doubling up to `roomLoadRetryMaxMs`, while
+   * any client still waits for the room. Default 250 ms.
+   */
+  roomLoadRetryMs?: number
+  /** The longest pause between a room's load attempts. Default 5 000 ms. */
+  roomLoadRetryMaxMs?: number
 }
 
 /** Every option decided: what a `SyncServer` runs with. */

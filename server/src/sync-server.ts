@@ -74,6 +74,7 @@ export class SyncServer {
       journal: this.#adapters.journal,
       fetchFromPeer: fetchPeerState,
       registryWaitMs: options.registryWaitMs,
+      observeWait: this.metrics.observeLoadWait,
       logger,
     })
     this.manager = new RoomManager(
@@ -81,6 +82,7 @@ export class SyncServer {
       {
         roomGraceMs: options.roomGraceMs,
         registryWaitMs: options.registryWaitMs,
+        loadRetry: { baseMs: options.roomLoadRetryMs, maxMs: options.roomLoadRetryMaxMs },
         snapshot: options.snapshot,
         maxDocumentBytes: options.limits.maxDocumentBytes,
         maxDocumentStructs: options.limits.maxDocumentStructs,
@@ -105,7 +107,7 @@ export class SyncServer {
         metrics: this.metrics,
         logger,
       }),
-      hold: (name) => holdForApi(this.manager, name),
+      hold: (name) => holdForApi(this.manager, name, options.joinWaitMs),
       save: (name) => this.manager.save(name),
       saveWaitMs: options.apiSaveWaitMs,
     })
@@ -130,7 +132,12 @@ export class SyncServer {
         memory: this.memory,
         logger,
       },
-      { limits: options.limits, serverId: options.serverId, allowedOrigins: options.allowedOrigins },
+      {
+        limits: options.limits,
+        serverId: options.serverId,
+        allowedOrigins: options.allowedOrigins,
+        joinWaitMs: options.joinWaitMs,
+      },
     )
     const staticFiles = options.demoFolder ? loadStaticFiles(options.demoFolder) : new Map()
     this.#http = createServer(
@@ -146,6 +153,7 @@ export class SyncServer {
               manager: this.manager,
               limits: options.limits,
               saveWaitMs: options.apiSaveWaitMs,
+              joinWaitMs: options.joinWaitMs,
               list: { catalog: this.#adapters.metadata.catalog ?? null, maxLimit: options.apiMaxListLimit },
               versions,
               metrics: this.metrics,

@@ -112,16 +112,24 @@ describe('room life', () => {
     observer.close()
   })
 
-  it('refuses with 1013 and writes nothing when the snapshot store cannot load the room', async () => {
+  it('keeps a client waiting while the snapshot store cannot load the room, closes it (1013) when its wait runs out, and writes nothing', async () => {
     const store = controlledStore()
     const room = uniqueRoom()
     await saveText(store, room, 'precious')
     const savesBefore = store.saveAttempts
     store.failLoads = true
-    const t = await serverWith(store, { roomGraceMs: 0 })
+    const t = await serverWith(store, { roomGraceMs: 0, joinWaitMs: 300, roomLoadRetryMs: 20 })
     const raw = await openRaw(`${t.wsUrl}/${room}`)
-    assert.equal((await closed(raw)).code, CloseCode.TryAgainLater)
-    assert.equal(t.server.manager.roomCount, 0)
+    assert.deepEqual(await closed(raw), {
+      code: CloseCode.TryAgainLater,
+      reason: 'the room did not load within 300 ms; retry',
+    })
+    // Retried while the client waited, given up once nobody did.
+    await eventually(() => t.server.manager.roomCount === 0, 'the load is given up')
+    assert.match(
+      await t.server.metrics.registry.getSingleMetricAsString('symphony_room_load_retries_total'),
+      /symphony_room_load_retries_total [1-9]/,
+    )
     assert.equal(store.saveAttempts, savesBefore, 'no empty document was written over the stored one')
     store.failLoads = false
     const client = await connectSynced(t.wsUrl, room)

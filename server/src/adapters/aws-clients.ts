@@ -1,15 +1,35 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { S3Client } from '@aws-sdk/client-s3'
-import type { AwsClientOptions } from '../backends.js'
+import { type AwsClientOptions, DEFAULT_AWS_HTTP } from '../backends.js'
+import { connectTimeoutAgents } from './connect-timeout-agent.js'
 
 export interface AwsClients {
   s3: S3Client
   dynamo: DynamoDBClient
 }
 
-// The SDK waits forever by default: an endpoint that accepts and never answers would hang room
-// loads and unloads. Failed calls are retried (the SDK's attempts, then the core's backoff).
-const requestHandler = { connectionTimeout: 3_000, requestTimeout: 15_000 }
+/**
+ * The SDK's HTTP handler, set so that a slow store delays a call and never fails it early:
+ * - Its own `connectionTimeout` also runs while a request waits for one of the agent's sockets,
+ *   so a burst of room loads beyond `maxSockets` (50 by default) failed in 3 s without ever
+ *   reaching the store (issue #37). The connect timeout lives in the agent instead, and covers
+ *   the TCP connect only.
+ * - Its `requestTimeout` only logs a warning unless `throwOnRequestTimeout` is set: without it an
+ *   endpoint that accepts and never answers would hang room loads and unloads for good.
+ * Failed calls are retried (the SDK's attempts, then the core's backoff).
+ */
+function requestHandler(options: AwsClientOptions) {
+  const { httpAgent, httpsAgent } = connectTimeoutAgents({
+    maxSockets: options.maxSockets ?? DEFAULT_AWS_HTTP.maxSockets,
+    connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_AWS_HTTP.connectTimeoutMs,
+  })
+  return {
+    httpAgent,
+    httpsAgent,
+    requestTimeout: options.requestTimeoutMs ?? DEFAULT_AWS_HTTP.requestTimeoutMs,
+    throwOnRequestTimeout: true,
+  }
+}
 
 /** An S3 client; credentials come from the SDK's default chain (task role on ECS, environment elsewhere). */
 export function createS3Client(options: AwsClientOptions): S3Client {
@@ -17,17 +37,17 @@ export function createS3Client(options: AwsClientOptions): S3Client {
   // Emulators serve every bucket on one host, so bucket names go in the path, not the host name.
   return new S3Client({
     region: options.region,
-    requestHandler,
+    requestHandler: requestHandler(options),
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
   })
 }
 
-/** A DynamoDB client, credentials as for S3; the registry's calls are small, so they time out sooner. */
+/** A DynamoDB client, credentials as for S3 (the registry's waits are bounded by the core, `REGISTRY_WAIT_MS`). */
 export function createDynamoClient(options: AwsClientOptions): DynamoDBClient {
   const endpoint = options.dynamoEndpoint ?? options.endpoint
   return new DynamoDBClient({
     region: options.region,
-    requestHandler: { ...requestHandler, requestTimeout: 5_000 },
+    requestHandler: requestHandler(options),
     ...(endpoint ? { endpoint } : {}),
   })
 }

@@ -41,6 +41,14 @@ export interface RoomLifeSteps<Loaded> {
   removeStored(loaded: Loaded | null): Promise<void>
   /** The load failed: the instance is gone without ever being live. */
   loadFailed(error: unknown): void
+  /** A load attempt failed and is tried again after `delayMs`, since someone still waits for the room. */
+  loadRetrying?(error: unknown, attempt: number, delayMs: number): void
+}
+
+/** How a failed load is tried again while someone waits: after `baseMs`, doubling up to `maxMs`. */
+export interface LoadRetry {
+  baseMs: number
+  maxMs: number
 }
 
 export interface RoomLifeOptions<Loaded> {
@@ -50,6 +58,12 @@ export interface RoomLifeOptions<Loaded> {
   graceMs: number
   /** How long before a failed final save is tried again by unloading again. */
   retryUnloadMs: number
+  /**
+   * Retries a failed load while the room is still loading and held (someone waits for it): a slow
+   * or failing dependency delays the joiners, and each leaves when its own wait runs out. Unset:
+   * the first failure ends the instance.
+   */
+  loadRetry?: LoadRetry
   /** Told of every transition (tests, logs). */
   onTransition?: (from: RoomState, to: RoomState) => void
 }
@@ -172,18 +186,37 @@ export class RoomLife<Loaded> {
   }
 
   async #load(): Promise<Loaded> {
-    try {
-      this.#loaded = await this.#steps.load(this)
-    } catch (error) {
-      if (this.#state === 'loading') this.#enter('gone')
-      this.#steps.loadFailed(error)
-      throw error
+    for (let attempt = 1; ; attempt++) {
+      try {
+        this.#loaded = await this.#steps.load(this)
+        break
+      } catch (error) {
+        if (await this.#retryLoad(error, attempt)) continue
+        if (this.#state === 'loading') this.#enter('gone')
+        this.#steps.loadFailed(error)
+        throw error
+      }
     }
     if (this.#state === 'loading') {
       this.#enter('live')
       if (this.#holders === 0) this.#startGrace(this.#graceMs())
     }
     return this.#loaded
+  }
+
+  /**
+   * After failed attempt `attempt`: true (once its backoff has passed) to try again, which it does
+   * only while the room is still loading and someone holds it, also after the backoff.
+   */
+  async #retryLoad(error: unknown, attempt: number): Promise<boolean> {
+    const retry = this.#options.loadRetry
+    const wanted = () => this.#state === 'loading' && this.#holders > 0
+    if (!retry || !wanted()) return false
+    // Jittered, so the rooms one outage failed do not all come back in the same instant.
+    const delayMs = Math.min(retry.maxMs, retry.baseMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2)
+    this.#steps.loadRetrying?.(error, attempt, delayMs)
+    await new Promise((resolve) => setTimeout(resolve, delayMs))
+    return wanted()
   }
 
   /** The grace period ended with nobody holding the room: final save, then free. */

@@ -1,7 +1,7 @@
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { within } from '../deadline.js'
-import { deferred } from '../deferred.js'
+import { deferred, untilAborted } from '../deferred.js'
 import { isOutOfSpace, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
@@ -17,8 +17,9 @@ import { incarnationKey } from './incarnation.js'
 import type { MemoryCharges } from './memory-budget.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
-import { RoomLife, type RoomState } from './room-life.js'
+import { type LoadRetry, RoomLife, type RoomState } from './room-life.js'
 import type { RoomStateSource } from './room-state-source.js'
+import { timedWait } from './room-waits.js'
 import { type KnownStoredVersion, type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
 
 export interface RoomManagerOptions extends RoomOptions {
@@ -26,6 +27,8 @@ export interface RoomManagerOptions extends RoomOptions {
   roomGraceMs: number
   /** The longest a load, unload or deletion waits for the registry (failures are tolerated). */
   registryWaitMs?: number
+  /** How a failed load is retried while someone waits for the room; unset: not retried. */
+  loadRetry?: LoadRetry
   snapshot: SnapshotPolicy
 }
 
@@ -63,6 +66,8 @@ interface LoadedFrom {
 
 interface Loaded {
   room: Room
+  /** Settles once the registration is done or given up (a deregistration waits for it). */
+  registered: Promise<void>
   writer: SnapshotWriter
   journal: RoomJournal
   /** The room's incarnation (see `incarnationKey`). */
@@ -199,21 +204,24 @@ export class RoomManager {
 
   /**
    * Holds the room, loading it if needed; the hold names the instance, so its release never lands
-   * on a later one. A room being unloaded or deleted is waited out, then loaded afresh.
+   * on a later one. A room being unloaded or deleted is waited out, then loaded afresh. `signal`
+   * ends the wait (rejecting with its reason): the joiner left or its wait ran out, and the room's
+   * load stops retrying once nobody waits for it.
    */
-  async acquire(name: string): Promise<RoomHold> {
+  async acquire(name: string, signal?: AbortSignal): Promise<RoomHold> {
     for (;;) {
+      signal?.throwIfAborted()
       let life = this.#lives.get(name)
       this.#ensureMemoryToJoin(name, life)
       if (life && !life.admits) {
-        await this.#waitFor(life)
+        await this.#waitFor(life, signal)
         continue
       }
       if (!life) life = this.#startLife(name)
       life.hold()
       let loaded: Loaded
       try {
-        loaded = await life.ready
+        loaded = await untilAborted(life.ready, signal)
       } catch (error) {
         life.unhold()
         throw error
@@ -259,11 +267,11 @@ export class RoomManager {
     life.unloadWhenFree()
   }
 
-  async #waitFor(life: RoomLife<Loaded>): Promise<void> {
+  async #waitFor(life: RoomLife<Loaded>, signal: AbortSignal | undefined): Promise<void> {
     const name = life.name
     this.#waiting.set(name, (this.#waiting.get(name) ?? 0) + 1)
     try {
-      await life.nextChange()
+      await untilAborted(life.nextChange(), signal)
     } finally {
       const left = (this.#waiting.get(name) ?? 1) - 1
       if (left === 0) this.#waiting.delete(name)
@@ -345,6 +353,7 @@ export class RoomManager {
     const life: RoomLife<Loaded> = new RoomLife({
       name,
       graceMs: this.options.roomGraceMs,
+      ...(this.options.loadRetry ? { loadRetry: this.options.loadRetry } : {}),
       retryUnloadMs: this.options.snapshot.retryMaxMs,
       steps: {
         load: () => this.#load(life),
@@ -364,6 +373,15 @@ export class RoomManager {
           this.deps.metrics.roomLoadFailures.inc()
           this.deps.logger.error({ err: error, room: name }, 'room could not be loaded')
         },
+        loadRetrying: (error, attempt, delayMs) => {
+          this.deps.metrics.roomLoadRetries.inc()
+          // The first failure in full, then one line per few attempts: an outage fails every load.
+          if (attempt === 1 || attempt % 10 === 0)
+            this.deps.logger.warn(
+              { err: error, room: name, attempt, retryInMs: Math.round(delayMs) },
+              'room load failed; retrying while clients wait',
+            )
+        },
       },
       onTransition: (_from, to) => {
         if (to === 'gone' && this.#lives.get(name) === life) this.#lives.delete(name)
@@ -380,16 +398,25 @@ export class RoomManager {
     const buffered: Uint8Array[] = []
     let room: Room | null = null
     let created: Loaded | null = null
+    // The registry's answer comes while the store and pub/sub are asked (see lookUpPeers).
+    const peers = stateSource.lookUpPeers(name)
     // Which incarnation is current decides the channel and the journal streams.
     const incarnation = await stateSource.incarnation(name)
     const channel = incarnationKey(name, incarnation.generation)
-    await pubsub.subscribe(channel, (frame) => {
-      if (isRoomDeletedFrame(frame)) void life.delete()
-      else if (room) room.receiveRemote(frame)
-      else buffered.push(frame)
-    })
+    const observeWait = this.deps.metrics.observeLoadWait
+    await timedWait(observeWait, 'pubsub', () =>
+      pubsub.subscribe(channel, (frame) => {
+        if (isRoomDeletedFrame(frame)) void life.delete()
+        else if (room) room.receiveRemote(frame)
+        else buffered.push(frame)
+      }),
+    )
     try {
-      const { state, source, journal, storedVersion, generation } = await stateSource.load(name, incarnation)
+      const { state, source, journal, storedVersion, generation } = await stateSource.load(
+        name,
+        incarnation,
+        peers,
+      )
       const doc = new Y.Doc()
       const encoded = state ? await applyInSlices(doc, state) : null
       const journaledBytes = await this.#replay(name, doc, journal)
@@ -409,11 +436,13 @@ export class RoomManager {
       if (encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(encoded)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
       room = loaded.room // from here on frames go straight to the room, also while registering
-      // A registry outage must not stop the room from loading: peers just cannot find it here
-      // until the adapter's next lease refresh succeeds.
-      await within(registry.register(name), this.#registryWaitMs, 'registering').catch((err: unknown) =>
-        logger.warn({ err, room: name }, 'register failed'),
-      )
+      // Registering only lets peers fetch the state from here; clients need not wait for it (a
+      // server that finds no peer loads the snapshot and the journal, which hold every
+      // acknowledged edit, and anti-entropy brings the rest). A registry outage must not stop
+      // the room either: peers cannot find it here until the next lease refresh succeeds.
+      loaded.registered = timedWait(observeWait, 'registry', () =>
+        within(registry.register(name), this.#registryWaitMs, 'registering'),
+      ).catch((err: unknown) => logger.warn({ err, room: name }, 'register failed'))
       // Peers holding newer state answer now; and a peer that held the room alone, publishing
       // nothing (no one to hear it), hears of this server and publishes again (ChannelPeers).
       loaded.room.publishDigest()
@@ -510,16 +539,24 @@ export class RoomManager {
         void life.delete()
       },
     })
-    return { room, writer, journal: roomJournal, generation, changedAt: () => changedAt }
+    return {
+      room,
+      writer,
+      journal: roomJournal,
+      generation,
+      changedAt: () => changedAt,
+      registered: Promise.resolve(),
+    }
   }
 
   async #free(name: string, loaded: Loaded): Promise<void> {
     loaded.writer.stop()
     const { registry, pubsub, metrics, metadata, logger } = this.deps
     await Promise.all([
-      within(registry.deregister(name), this.#registryWaitMs, 'deregistering').catch((err) =>
-        logger.warn({ err, room: name }, 'deregister failed; the lease runs out'),
-      ),
+      // After the registration, which would otherwise land last and hold a lease for nobody.
+      loaded.registered
+        .then(() => within(registry.deregister(name), this.#registryWaitMs, 'deregistering'))
+        .catch((err) => logger.warn({ err, room: name }, 'deregister failed; the lease runs out')),
       pubsub
         .unsubscribe(incarnationKey(name, loaded.generation))
         .catch((err) => logger.warn({ err, room: name }, 'unsubscribe failed')),

@@ -4,6 +4,7 @@ import type { PeerServer, RoomRegistry } from '../ports/room-registry.js'
 import { currentGeneration, type SnapshotHead, type SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { incarnationKey } from './incarnation.js'
+import { type LoadWaitObserver, timedWait } from './room-waits.js'
 
 /**
  * Fetches a room's full state from a peer server that holds incarnation `generation` of it live;
@@ -37,6 +38,8 @@ export interface RoomStateSourceInit {
   fetchFromPeer: PeerStateFetcher | null
   /** The longest to wait for the registry's answer before loading from the snapshot store. */
   registryWaitMs?: number
+  /** Told how long each call waited on its dependency (`symphony_room_load_wait_seconds`). */
+  observeWait?: LoadWaitObserver
   logger: Logger
 }
 
@@ -53,11 +56,21 @@ export class RoomStateSource {
   readonly #journal: UpdateJournal
   readonly #fetchFromPeer: PeerStateFetcher | null
   readonly #logger: Logger
+  readonly #observeWait: LoadWaitObserver | undefined
 
   readonly #registryWaitMs: number
 
-  constructor({ registry, snapshots, journal, fetchFromPeer, registryWaitMs, logger }: RoomStateSourceInit) {
+  constructor({
+    registry,
+    snapshots,
+    journal,
+    fetchFromPeer,
+    registryWaitMs,
+    observeWait,
+    logger,
+  }: RoomStateSourceInit) {
     this.#registryWaitMs = registryWaitMs ?? 2_000
+    this.#observeWait = observeWait
     this.#registry = registry
     this.#snapshots = snapshots
     this.#journal = journal
@@ -67,38 +80,56 @@ export class RoomStateSource {
 
   /** Which incarnation of the room is current: the lasting store says (a tombstone stays). */
   async incarnation(room: string): Promise<Incarnation> {
-    const head = await this.#snapshots.head(room)
+    const head = await timedWait(this.#observeWait, 'snapshots', () => this.#snapshots.head(room))
     return { generation: currentGeneration(head), head }
   }
 
-  async load(room: string, { generation, head }: Incarnation): Promise<InitialState> {
+  /**
+   * The live peers holding the room, as the registry says (empty when it does not answer in
+   * time, or in single-server mode). Never rejects. A load starts it first, beside its other
+   * reads: a peer that registers after the answer is not missed, as the journal (read after
+   * subscribing) holds what its clients sent and anti-entropy brings the rest.
+   */
+  async lookUpPeers(room: string): Promise<PeerServer[]> {
+    if (!this.#fetchFromPeer) return []
+    try {
+      return await timedWait(this.#observeWait, 'registry', () =>
+        within(this.#registry.peersFor(room), this.#registryWaitMs, 'the registry lookup'),
+      )
+    } catch (error) {
+      this.#logger.warn({ err: error, room }, 'room registry unavailable; loading from the snapshot store')
+      return []
+    }
+  }
+
+  async load(
+    room: string,
+    { generation, head }: Incarnation,
+    peers: Promise<PeerServer[]> = this.lookUpPeers(room),
+  ): Promise<InitialState> {
     // The journal next: a server trims entries only after saving a snapshot that holds them,
     // so an entry gone by now is in the snapshot read after.
-    const journal = await this.#journal.read(incarnationKey(room, generation))
-    const fromPeer = await this.#fromPeers(room, generation)
+    const journal = await timedWait(this.#observeWait, 'journal', () =>
+      this.#journal.read(incarnationKey(room, generation)),
+    )
+    const fromPeer = await this.#fromPeers(room, generation, await peers)
     if (fromPeer) return { state: fromPeer, source: 'peer', generation, journal, storedVersion: undefined }
     if (!head || head.deleted) {
       return { state: null, source: 'empty', generation, journal, storedVersion: head?.version ?? null }
     }
-    const snapshot = await this.#snapshots.load(room)
+    const snapshot = await timedWait(this.#observeWait, 'snapshots', () => this.#snapshots.load(room))
     if (!snapshot || snapshot.deleted || snapshot.generation !== generation) {
       throw new Error(`room ${room} changed incarnation while it loaded; try again`)
     }
     return { state: snapshot.state, source: 'snapshot', generation, journal, storedVersion: snapshot.version }
   }
 
-  async #fromPeers(room: string, generation: number): Promise<Uint8Array | null> {
+  async #fromPeers(room: string, generation: number, peers: PeerServer[]): Promise<Uint8Array | null> {
     if (!this.#fetchFromPeer) return null
-    let peers: PeerServer[]
-    try {
-      peers = await within(this.#registry.peersFor(room), this.#registryWaitMs, 'the registry lookup')
-    } catch (error) {
-      this.#logger.warn({ err: error, room }, 'room registry unavailable; loading from the snapshot store')
-      return null
-    }
     for (const peer of peers) {
       try {
-        return await this.#fetchFromPeer(peer, room, generation)
+        const fetch = this.#fetchFromPeer
+        return await timedWait(this.#observeWait, 'peer', () => fetch(peer, room, generation))
       } catch (error) {
         this.#logger.warn(
           { err: error, room, peer: peer.serverId },

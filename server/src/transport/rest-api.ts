@@ -29,6 +29,8 @@ export interface RestApiDeps {
   limits: Limits
   /** The longest a write waits to be durable before answering 503 `UPDATE_NOT_SAVED`. */
   saveWaitMs: number
+  /** The longest a request waits for its room to load before answering 503 `ROOM_UNAVAILABLE` (`JOIN_WAIT_MS`). */
+  joinWaitMs: number
   metrics: ServerMetrics
   logger: Logger
   /** `GET /api/v1/rooms`: the metadata store's rooms (null: none kept), and the largest page. */
@@ -134,7 +136,7 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
 
   /** Holds the room (loading it if need be) while `use` runs, like a connection would. */
   async function withRoom(name: string, use: (room: Room) => Reply | Promise<Reply>): Promise<Reply> {
-    const hold = await holdForApi(deps.manager, name)
+    const hold = await holdForApi(deps.manager, name, deps.joinWaitMs)
     try {
       return await use(hold.room)
     } finally {

@@ -70,6 +70,8 @@ export interface GatewaySettings {
   serverId: string
   /** Origins a browser may connect from; empty: any. Requests without an Origin are not browsers. */
   allowedOrigins?: readonly string[]
+  /** The longest a connection waits for its room to load before it is closed with 1013 (`JOIN_WAIT_MS`). */
+  joinWaitMs: number
 }
 
 /**
@@ -86,6 +88,7 @@ export class WebSocketGateway {
   #onDrained: (() => void) | null = null
 
   private readonly limits: Limits
+  readonly #joinWaitMs: number
   /**
    * `<serverId>:<boot>:`, `boot` random per start: connection ids (and the webhook events and
    * metadata sessions named by them) never repeat when a server restarts under the same id.
@@ -95,9 +98,10 @@ export class WebSocketGateway {
 
   constructor(
     private readonly deps: GatewayDeps,
-    { limits, serverId, allowedOrigins = [] }: GatewaySettings,
+    { limits, serverId, allowedOrigins = [], joinWaitMs }: GatewaySettings,
   ) {
     this.limits = limits
+    this.#joinWaitMs = joinWaitMs
     this.#idPrefix = `${serverId}:${randomBytes(4).toString('hex')}:`
     this.allowedOrigins = new Set(allowedOrigins)
     this.#server = new WebSocketServer({
@@ -223,7 +227,8 @@ export class WebSocketGateway {
     if (announceSyncStatus) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     connection.acceptsEvents = acceptsEvents
     // Admitted before any frame can arrive, so frames sent while the room loads wait in order.
-    const live: LiveSocket = { socket, connection, admission: admit(manager, connection), alive: true }
+    const admission = admit(manager, connection, { joinWaitMs: this.#joinWaitMs, waits: metrics.joinWaits })
+    const live: LiveSocket = { socket, connection, admission, alive: true }
     this.#live.add(live)
     // Right after admission: whatever throws below, the close still releases the room.
     socket.on('close', () => this.#forget(live))

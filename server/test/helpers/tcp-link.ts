@@ -97,24 +97,27 @@ export class TcpLink {
       this.#sockets.add(socket)
       if (this.#mode.kind === 'blackhole') this.#hung.add(socket)
       socket.on('error', () => {})
-      socket.on('close', () => {
-        this.#sockets.delete(socket)
-        client.destroy()
-        upstream.destroy()
-      })
+      socket.on('close', () => this.#sockets.delete(socket))
     }
     this.#forward(client, upstream)
     this.#forward(upstream, client)
   }
 
-  /** Relays `from` to `to` through the link's mode, keeping the order of the chunks. */
+  /**
+   * Relays `from` to `to` through the link's mode, keeping the order of the chunks. When `from`
+   * closes, `to` is closed after the chunks still delayed (an HTTP answer followed by a close
+   * arrives whole, only late); a link cut or hung drops them.
+   */
   #forward(from: Socket, to: Socket): void {
-    const queue: { at: number; chunk: Buffer }[] = []
+    const queue: { at: number; chunk: Buffer | null }[] = []
     let timer: NodeJS.Timeout | null = null
+    const pass = (chunk: Buffer | null) => {
+      if (chunk) to.write(chunk)
+      else to.end(() => to.destroy())
+    }
     const drain = () => {
       timer = null
-      while (queue.length > 0 && (queue[0]?.at ?? 0) <= performance.now())
-        to.write(queue.shift()?.chunk ?? '')
+      while (queue.length > 0 && (queue[0]?.at ?? 0) <= performance.now()) pass(queue.shift()?.chunk ?? null)
       const next = queue[0]
       if (next) timer = setTimeout(drain, Math.max(0, next.at - performance.now()))
     }
@@ -129,7 +132,12 @@ export class TcpLink {
       timer ??= setTimeout(drain, delayMs)
     })
     from.on('close', () => {
-      if (timer) clearTimeout(timer)
+      if (this.#cut || this.#hung.has(from) || queue.length === 0) {
+        if (timer) clearTimeout(timer)
+        to.destroy()
+        return
+      }
+      queue.push({ at: queue.at(-1)?.at ?? performance.now(), chunk: null })
     })
   }
 }

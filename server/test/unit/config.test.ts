@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { DEFAULT_REDIS_LINK } from '../../src/adapters/redis-connection.js'
+import { DEFAULT_AWS_HTTP } from '../../src/backends.js'
 import { parseConfig } from '../../src/config.js'
 import { ConfigError } from '../../src/errors.js'
 import { SERVER_VERSION } from '../../src/server-version.js'
@@ -25,6 +26,8 @@ describe('configuration', () => {
     assert.deepEqual(config.auth, { mode: 'none' })
     assert.deepEqual(config.snapshot, { intervalMs: 30_000, retryBaseMs: 1_000, retryMaxMs: 30_000 })
     assert.equal(config.roomGraceMs, 5_000)
+    assert.equal(config.joinWaitMs, 30_000)
+    assert.deepEqual([config.roomLoadRetryMs, config.roomLoadRetryMaxMs], [250, 5_000])
     assert.equal(config.limits.maxConnectionsPerRoom, 2_000)
     const { snapshots, journal, registry } = config.backends
     assert.match(snapshots.kind === 'file' ? snapshots.folder : '', /data\/snapshots$/)
@@ -122,6 +125,7 @@ describe('configuration', () => {
       endpoint: 'http://127.0.0.1:5000',
       s3Endpoint: undefined,
       dynamoEndpoint: undefined,
+      ...DEFAULT_AWS_HTTP,
     }
     const link = DEFAULT_REDIS_LINK
     assert.deepEqual(backends.pubsub, { kind: 'redis', url: 'redis://cache:6379', link })
@@ -134,6 +138,17 @@ describe('configuration', () => {
     assert.deepEqual(ownJournal, { kind: 'redis', url: 'redis://journal:6379', cluster: false, link })
     assert.deepEqual(backends.registry, { kind: 'dynamodb', table: 'symphony-rooms', leaseMs: 30_000, aws })
     assert.deepEqual(backends.snapshots, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/', aws })
+    const tuned = parseConfig({
+      AUTH: 'none',
+      SNAPSHOTS: 's3://my-bucket/',
+      AWS_MAX_SOCKETS: '500',
+      AWS_CONNECT_TIMEOUT_MS: '1000',
+      AWS_REQUEST_TIMEOUT_MS: '20000',
+    }).backends.snapshots
+    assert.deepEqual(
+      tuned.kind === 's3' && [tuned.aws.maxSockets, tuned.aws.connectTimeoutMs, tuned.aws.requestTimeoutMs],
+      [500, 1_000, 20_000],
+    )
     const snapshotsOf = (url: string) => parseConfig({ AUTH: 'none', SNAPSHOTS: url }).backends.snapshots
     const noSlash = snapshotsOf('s3://my-bucket/rooms')
     assert.equal(noSlash.kind === 's3' && noSlash.prefix, 'rooms/', 'a prefix is a folder')
@@ -275,6 +290,11 @@ describe('configuration', () => {
       errorFor({ AUTH: 'none', MAX_MESSAGES_PER_SECOND: '50', MESSAGE_BURST: '10' }),
       /^MESSAGE_BURST/,
     )
+    assert.match(
+      errorFor({ AUTH: 'none', ROOM_LOAD_RETRY_MS: '1000', ROOM_LOAD_RETRY_MAX_MS: '500' }),
+      /^ROOM_LOAD_RETRY_MAX_MS: must be at least ROOM_LOAD_RETRY_MS/,
+    )
+    assert.match(errorFor({ AUTH: 'none', JOIN_WAIT_MS: '0' }), /^JOIN_WAIT_MS: /)
     for (const message of [errorFor({}), errorFor({ AUTH: 'none', PORT: 'x' })])
       assert.doesNotMatch(message, /\n/)
   })

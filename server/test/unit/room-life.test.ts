@@ -214,3 +214,67 @@ describe('a room’s life: one transition each', () => {
     assert.deepEqual([...states, life.state], ['gone', 'gone'])
   })
 })
+
+describe('a room’s load, retried while someone waits', () => {
+  /** A life whose load attempts the test settles one by one, retried after 100 ms doubling to 400. */
+  function retryingLife() {
+    const attempts: Deferred<string>[] = []
+    const steps: string[] = []
+    const life = new RoomLife<string>({
+      name: 'r',
+      graceMs: GRACE_MS,
+      retryUnloadMs: RETRY_MS,
+      loadRetry: { baseMs: 100, maxMs: 400 },
+      steps: {
+        load: () => {
+          const attempt = deferred<string>()
+          attempts.push(attempt)
+          steps.push('load')
+          return attempt.promise
+        },
+        saveBeforeUnload: async () => {},
+        closeDeleted: () => {},
+        savesSettled: async () => {},
+        free: async () => {},
+        removeStored: async () => {},
+        loadFailed: () => steps.push('load failed'),
+        loadRetrying: (_error, attempt) => steps.push(`retry ${attempt}`),
+      },
+    })
+    /** Attempt `n` fails as a store that is down does. */
+    const fail = async (n: number) => {
+      attempts[n]?.reject(new Error('store down'))
+      await settle()
+    }
+    return { life, attempts, steps, fail }
+  }
+
+  it('tries again while the room is held, and goes live once an attempt succeeds', async (t) => {
+    const tick = fakeTime(t)
+    const { life, attempts, steps, fail } = retryingLife()
+    life.hold()
+    await settle()
+    await fail(0)
+    assert.equal(life.state, 'loading', 'still loading, not gone')
+    await tick(100)
+    await fail(1)
+    await tick(200)
+    attempts[2]?.resolve('room')
+    assert.equal(await life.ready, 'room')
+    assert.equal(life.state, 'live')
+    assert.deepEqual(steps, ['load', 'retry 1', 'load', 'retry 2', 'load'])
+  })
+
+  it('gives up (loading → gone) once nobody holds the room', async (t) => {
+    const tick = fakeTime(t)
+    const { life, steps, fail } = retryingLife()
+    life.hold()
+    await settle()
+    await fail(0)
+    life.unhold() // the only joiner left while the load waited to retry
+    await tick(100)
+    await assert.rejects(life.ready, /store down/)
+    assert.equal(life.state, 'gone')
+    assert.deepEqual(steps, ['load', 'retry 1', 'load failed'])
+  })
+})

@@ -20,7 +20,10 @@ export const CloseCode = {
   MessageTooBig: 1009,
   /** The server failed while handling the connection. */
   InternalError: 1011,
-  /** The server is at its connection limit, or the room could not be loaded right now. */
+  /**
+   * The server is at its connection limit, or the room did not load within the client's wait
+   * (`JOIN_WAIT_MS`; a reconnection joins the load still going).
+   */
   TryAgainLater: 1013,
   /** The room already has its maximum number of connections. */
   RoomFull: 4001,

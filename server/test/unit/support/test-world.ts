@@ -38,6 +38,8 @@ export interface ServerSetup {
   /** Stands in for the server's pub/sub on `world.bus` (e.g. a `LossyPubSub`). */
   pubsub?: MemoryPubSub
   options?: Partial<RoomManagerOptions>
+  /** How long a client waits for its room to load before it is closed (1013). Default 30 s. */
+  joinWaitMs?: number
 }
 
 export interface ConnectOptions {
@@ -81,6 +83,7 @@ export class TestServer {
   readonly journal: UpdateJournal
   readonly #registry: MemoryRoomRegistry
   readonly #clients = new Set<TestClient>()
+  readonly #joinWaitMs: number
   #nextId = 0
 
   constructor(
@@ -89,6 +92,7 @@ export class TestServer {
     setup: ServerSetup,
   ) {
     const logger = recordingLogger(this.logs)
+    this.#joinWaitMs = setup.joinWaitMs ?? 30_000
     this.pubsub = setup.pubsub ?? new MemoryPubSub(id, world.bus)
     this.#registry = new MemoryRoomRegistry(
       { serverId: id, internalAddress: `${id}:0` },
@@ -145,7 +149,10 @@ export class TestServer {
     client.plugInto((frame) => connection.receive(frame), leave)
     this.#clients.add(client)
     // As the gateway does: admitted before the client's first frame.
-    const admission = admit(this.manager, connection)
+    const admission = admit(this.manager, connection, {
+      joinWaitMs: this.#joinWaitMs,
+      waits: this.metrics.joinWaits,
+    })
     client.sendSyncStep1()
     return Object.assign(client, { ready: admission.joined })
   }

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict'
+import { after, afterEach, before, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/wire'
+import * as Y from 'yjs'
+import { connectClient, destroyClients, eventually, synced, uniqueRoom } from './helpers/clients.js'
+import { type ClusterServer, metricValue, TestCluster } from './helpers/cluster.js'
+import { closed, openRaw, terminateRawSockets } from './helpers/raw-socket.js'
+import { destroyTestAwsClients, requireTestServices } from './helpers/services.js'
+import { TcpLink } from './helpers/tcp-link.js'
+
+const API_SECRET = 'a-rest-api-secret-of-32-characters!'
+const until = (check: () => boolean | Promise<boolean>, message: string, timeoutMs = 60_000) =>
+  eventually(check, message, timeoutMs)
+
+/**
+ * Slow dependencies delay a room's load, never refuse its clients (issue #37): S3 and DynamoDB
+ * (moto) reached through a relay that delays every chunk, with real server processes and clients.
+ */
+describe('slow dependencies', () => {
+  let cluster: TestCluster
+  const links: TcpLink[] = []
+  before(async () => {
+    cluster = await TestCluster.create()
+  })
+  afterEach(() => {
+    destroyClients()
+    terminateRawSockets()
+  })
+  after(async () => {
+    for (const link of links) link.close()
+    await cluster.stop()
+    destroyTestAwsClients()
+  })
+
+  /** A relay in front of moto, and a server reaching S3 and DynamoDB through it. */
+  async function serverBehindLink(name: string, env: Record<string, string>) {
+    const link = await TcpLink.open(Number(new URL(requireTestServices().awsEndpoint).port))
+    links.push(link)
+    const server = await cluster.start(name, { AWS_ENDPOINT_URL: `http://127.0.0.1:${link.port}`, ...env })
+    return { link, server }
+  }
+
+  async function storedRoom(base: string, text: string): Promise<string> {
+    const room = uniqueRoom(base)
+    const doc = new Y.Doc()
+    doc.getText('t').insert(0, text)
+    await cluster.putSnapshot(room, Y.encodeStateAsUpdate(doc))
+    return room
+  }
+
+  const metric = async (server: ClusterServer, sample: string) => metricValue(await server.metrics(), sample)
+
+  it('more calls than sockets on a slow store: every load waits its turn and every client syncs; /metrics shows the wait', async () => {
+    // Two sockets and a 300 ms connect timeout: before, the SDK's connect timeout also ran while
+    // a call queued for a socket, so the queue's tail failed without reaching the store.
+    const { link, server } = await serverBehindLink('queue', {
+      AWS_MAX_SOCKETS: '2',
+      AWS_CONNECT_TIMEOUT_MS: '300',
+    })
+    const rooms = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => storedRoom(`queue-${i}`, `saved ${i}`)),
+    )
+    link.slow(150)
+    const clients = rooms.flatMap((room) => [
+      connectClient(server.wsUrl, room),
+      connectClient(server.wsUrl, room),
+    ])
+    await until(
+      async () => (await metric(server, 'symphony_join_waiting')) > 0,
+      'clients wait for their rooms',
+    )
+    await Promise.all(clients.map((client) => synced(client)))
+    for (const [i, client] of clients.entries()) {
+      assert.equal(client.doc.getText('t').toString(), `saved ${Math.floor(i / 2)}`)
+    }
+    const text = await server.metrics()
+    const calls = metricValue(text, 'symphony_room_load_wait_seconds_count{dependency="snapshots"}')
+    const waited = metricValue(text, 'symphony_room_load_wait_seconds_sum{dependency="snapshots"}')
+    assert.ok(calls >= rooms.length * 2, `${calls} snapshot store calls`)
+    // Each call crosses the relay both ways.
+    assert.ok(waited >= calls * 0.3, `snapshot calls waited ${waited} s in all`)
+    assert.equal(metricValue(text, 'symphony_room_load_retries_total'), 0, 'no call failed')
+    assert.equal(metricValue(text, 'symphony_join_wait_seconds_count'), clients.length)
+    assert.equal(metricValue(text, 'symphony_join_waits_expired_total'), 0)
+    assert.equal(metricValue(text, 'symphony_join_waiting'), 0)
+  })
+
+  it('a store that is down: a client is closed (1013) only when its own wait runs out, and its reconnection is served once the store is back', async () => {
+    const { link, server } = await serverBehindLink('down', {
+      API_SECRET: API_SECRET,
+      JOIN_WAIT_MS: '1000',
+      ROOM_LOAD_RETRY_MAX_MS: '300',
+      ROOM_GRACE_MS: '5000',
+    })
+    const room = await storedRoom('down', 'kept')
+    link.cut()
+    const raw = await openRaw(`${server.wsUrl}/${room}`)
+    const gone = closed(raw)
+    await until(async () => (await metric(server, 'symphony_join_waiting')) === 1, 'the client waits')
+    assert.deepEqual(await gone, {
+      code: CloseCode.TryAgainLater,
+      reason: 'the room did not load within 1000 ms; retry',
+    })
+    assert.equal(await metric(server, 'symphony_join_waits_expired_total'), 1)
+    // The REST API waits as long, and answers 503.
+    const answer = await fetch(
+      `http://127.0.0.1:${server.port}/api/v1/rooms/${encodeURIComponent(room)}/document`,
+      {
+        headers: { Authorization: `Bearer ${API_SECRET}` },
+      },
+    )
+    assert.equal(answer.status, 503)
+    assert.deepEqual(((await answer.json()) as { error: { code: string } }).error.code, 'ROOM_UNAVAILABLE')
+    // A provider reconnects after each 1013, joining the load that retries while anyone waits.
+    const client = connectClient(server.wsUrl, room)
+    await until(
+      async () => (await metric(server, 'symphony_join_waits_expired_total')) >= 2,
+      "the provider's first wait ran out too",
+    )
+    // Retried while the provider waited (the raw client may have left before the first failure).
+    await until(async () => (await metric(server, 'symphony_room_load_retries_total')) > 0, 'a retried load')
+    link.restore()
+    await synced(client)
+    await until(() => client.doc.getText('t').toString() === 'kept', 'the stored state')
+  })
+
+  it('a store slower than the wait: the reconnecting client joins the load still going, which loads the room once', async () => {
+    const { link, server } = await serverBehindLink('slower', { JOIN_WAIT_MS: '700', ROOM_GRACE_MS: '5000' })
+    const room = await storedRoom('slower', 'slowly')
+    // A head and a get, each 800 ms or more: the load outlasts a client's 700 ms wait.
+    link.slow(400)
+    const client = connectClient(server.wsUrl, room)
+    await synced(client)
+    assert.equal(client.doc.getText('t').toString(), 'slowly')
+    assert.ok((await metric(server, 'symphony_join_waits_expired_total')) >= 1, 'its first wait ran out')
+    assert.equal(
+      await metric(server, 'symphony_room_loads_total{source="snapshot"}'),
+      1,
+      'one load served it',
+    )
+    link.restore()
+  })
+})
