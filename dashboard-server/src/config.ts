@@ -65,21 +65,21 @@ export function parseDashboardConfig(env: Record<string, string | undefined>): D
     const issue = parsed.error.issues[0]
     throw new Error(`${issue?.path.join('.')}: ${issue?.message}`)
   }
-  const e = parsed.data
-  if (!e.DASHBOARD_TOKEN && e.NODE_ENV === 'production') {
+  const vars = parsed.data
+  if (!vars.DASHBOARD_TOKEN && vars.NODE_ENV === 'production') {
     throw new Error(
       'DASHBOARD_TOKEN: required in production (NODE_ENV=production): the dashboard shows every room',
     )
   }
   return {
-    port: e.DASHBOARD_PORT,
-    host: e.DASHBOARD_HOST,
-    databaseUrl: withUrlPassword(e.DATABASE_URL, e.DATABASE_PASSWORD),
-    token: e.DASHBOARD_TOKEN ?? null,
-    allowedHosts: e.DASHBOARD_ALLOWED_HOSTS,
-    sessionTtlMs: e.DASHBOARD_SESSION_HOURS * 3_600_000,
-    internalToken: e.INTERNAL_TOKEN ?? null,
-    snapshots: e.SNAPSHOTS,
-    aws: { region: e.AWS_REGION, endpoint: e.AWS_ENDPOINT_URL },
+    port: vars.DASHBOARD_PORT,
+    host: vars.DASHBOARD_HOST,
+    databaseUrl: withUrlPassword(vars.DATABASE_URL, vars.DATABASE_PASSWORD),
+    token: vars.DASHBOARD_TOKEN ?? null,
+    allowedHosts: vars.DASHBOARD_ALLOWED_HOSTS,
+    sessionTtlMs: vars.DASHBOARD_SESSION_HOURS * 3_600_000,
+    internalToken: vars.INTERNAL_TOKEN ?? null,
+    snapshots: vars.SNAPSHOTS,
+    aws: { region: vars.AWS_REGION, endpoint: vars.AWS_ENDPOINT_URL },
   }
 }

@@ -164,6 +164,9 @@ const environment = z.object({
   MESSAGE_BURST: int(1, 1_000_000, DEFAULT_LIMITS.messageBurst),
 })
 
+/** The environment variables as read and checked: what the `…From` helpers below build settings from. */
+type Environment = z.infer<typeof environment>
+
 /** The port other servers fetch room state from (a host unset here is discovered at start-up). */
 export type InternalEndpointConfig = InternalEndpointOptions & { fetchTimeoutMs: number }
 
@@ -187,73 +190,73 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     const issue = parsed.error.issues[0]
     throw new ConfigError(`${issue?.path.join('.')}: ${issue?.message}`)
   }
-  const e = parsed.data
-  if (e.MESSAGE_BURST < e.MAX_MESSAGES_PER_SECOND) {
+  const vars = parsed.data
+  if (vars.MESSAGE_BURST < vars.MAX_MESSAGES_PER_SECOND) {
     throw new ConfigError('MESSAGE_BURST: must be at least MAX_MESSAGES_PER_SECOND')
   }
-  if (e.ROOM_LOAD_RETRY_MAX_MS < e.ROOM_LOAD_RETRY_MS) {
+  if (vars.ROOM_LOAD_RETRY_MAX_MS < vars.ROOM_LOAD_RETRY_MS) {
     throw new ConfigError('ROOM_LOAD_RETRY_MAX_MS: must be at least ROOM_LOAD_RETRY_MS')
   }
-  const link = redisLinkFrom(e)
+  const link = redisLinkFrom(vars)
   const aws: AwsClientOptions = {
-    region: e.AWS_REGION,
-    endpoint: e.AWS_ENDPOINT_URL,
-    s3Endpoint: e.AWS_ENDPOINT_URL_S3,
-    dynamoEndpoint: e.AWS_ENDPOINT_URL_DYNAMODB,
-    maxSockets: e.AWS_MAX_SOCKETS,
-    connectTimeoutMs: e.AWS_CONNECT_TIMEOUT_MS,
-    requestTimeoutMs: e.AWS_REQUEST_TIMEOUT_MS,
+    region: vars.AWS_REGION,
+    endpoint: vars.AWS_ENDPOINT_URL,
+    s3Endpoint: vars.AWS_ENDPOINT_URL_S3,
+    dynamoEndpoint: vars.AWS_ENDPOINT_URL_DYNAMODB,
+    maxSockets: vars.AWS_MAX_SOCKETS,
+    connectTimeoutMs: vars.AWS_CONNECT_TIMEOUT_MS,
+    requestTimeoutMs: vars.AWS_REQUEST_TIMEOUT_MS,
   }
   return {
-    port: e.PORT,
-    host: e.HOST,
-    serverId: e.SERVER_ID,
-    logLevel: e.LOG_LEVEL,
-    build: { version: SERVER_VERSION, commit: e.SYMPHONY_COMMIT ?? e.GIT_COMMIT ?? 'unknown' },
+    port: vars.PORT,
+    host: vars.HOST,
+    serverId: vars.SERVER_ID,
+    logLevel: vars.LOG_LEVEL,
+    build: { version: SERVER_VERSION, commit: vars.SYMPHONY_COMMIT ?? vars.GIT_COMMIT ?? 'unknown' },
     backends: {
       pubsub:
-        e.PUBSUB === 'memory'
+        vars.PUBSUB === 'memory'
           ? { kind: 'memory' }
-          : { kind: 'redis', url: withUrlPassword(e.PUBSUB, e.PUBSUB_PASSWORD), link },
+          : { kind: 'redis', url: withUrlPassword(vars.PUBSUB, vars.PUBSUB_PASSWORD), link },
       registry:
-        e.REGISTRY === 'memory'
-          ? { kind: 'memory', leaseMs: e.REGISTRY_LEASE_MS }
-          : { kind: 'dynamodb', table: e.REGISTRY.slice(11), leaseMs: e.REGISTRY_LEASE_MS, aws },
-      snapshots: snapshotsFrom(e.SNAPSHOTS, aws, e.SNAPSHOT_FILE_VERSIONS),
-      journal: journalFrom(e, link),
-      metadata: metadataFrom(e),
-      events: eventsFrom(e),
+        vars.REGISTRY === 'memory'
+          ? { kind: 'memory', leaseMs: vars.REGISTRY_LEASE_MS }
+          : { kind: 'dynamodb', table: vars.REGISTRY.slice(11), leaseMs: vars.REGISTRY_LEASE_MS, aws },
+      snapshots: snapshotsFrom(vars.SNAPSHOTS, aws, vars.SNAPSHOT_FILE_VERSIONS),
+      journal: journalFrom(vars, link),
+      metadata: metadataFrom(vars),
+      events: eventsFrom(vars),
     },
-    metadataSampleIntervalMs: e.METADATA_SAMPLE_INTERVAL_MS,
-    internal: internalFrom(e),
-    antiEntropyIntervalMs: e.ANTI_ENTROPY_INTERVAL_MS,
-    auth: authFrom(e),
-    devTokenSecret: devTokenSecretFrom(e),
-    apiSecret: e.API_SECRET ?? null,
-    apiSaveWaitMs: e.API_SAVE_WAIT_MS,
-    apiMaxListLimit: e.API_MAX_LIST_LIMIT,
-    registryWaitMs: e.REGISTRY_WAIT_MS,
-    joinWaitMs: e.JOIN_WAIT_MS,
-    roomLoadRetryMs: e.ROOM_LOAD_RETRY_MS,
-    roomLoadRetryMaxMs: e.ROOM_LOAD_RETRY_MAX_MS,
-    allowedOrigins: e.ALLOWED_ORIGINS,
-    snapshot: { ...DEFAULT_SNAPSHOT_POLICY, intervalMs: e.SNAPSHOT_INTERVAL_MS },
-    roomGraceMs: e.ROOM_GRACE_MS,
-    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    metadataSampleIntervalMs: vars.METADATA_SAMPLE_INTERVAL_MS,
+    internal: internalFrom(vars),
+    antiEntropyIntervalMs: vars.ANTI_ENTROPY_INTERVAL_MS,
+    auth: authFrom(vars),
+    devTokenSecret: devTokenSecretFrom(vars),
+    apiSecret: vars.API_SECRET ?? null,
+    apiSaveWaitMs: vars.API_SAVE_WAIT_MS,
+    apiMaxListLimit: vars.API_MAX_LIST_LIMIT,
+    registryWaitMs: vars.REGISTRY_WAIT_MS,
+    joinWaitMs: vars.JOIN_WAIT_MS,
+    roomLoadRetryMs: vars.ROOM_LOAD_RETRY_MS,
+    roomLoadRetryMaxMs: vars.ROOM_LOAD_RETRY_MAX_MS,
+    allowedOrigins: vars.ALLOWED_ORIGINS,
+    snapshot: { ...DEFAULT_SNAPSHOT_POLICY, intervalMs: vars.SNAPSHOT_INTERVAL_MS },
+    roomGraceMs: vars.ROOM_GRACE_MS,
+    shutdownTimeoutMs: vars.SHUTDOWN_TIMEOUT_MS,
     limits: {
-      maxMessageBytes: e.MAX_MESSAGE_BYTES,
-      maxDocumentBytes: e.MAX_DOCUMENT_BYTES,
-      maxDocumentStructs: e.MAX_DOCUMENT_STRUCTS,
-      maxPendingBytes: e.MAX_PENDING_BYTES,
-      maxPendingDeleteBytes: e.MAX_PENDING_DELETE_BYTES,
-      maxPresenceBytes: e.MAX_PRESENCE_BYTES,
-      maxBufferedBytes: e.MAX_BUFFERED_BYTES,
-      memoryBudgetBytes: e.MEMORY_BUDGET_BYTES,
-      maxConnections: e.MAX_CONNECTIONS,
-      maxConnectionsPerRoom: e.MAX_CONNECTIONS_PER_ROOM,
-      messagesPerSecond: e.MAX_MESSAGES_PER_SECOND,
-      messageBurst: e.MESSAGE_BURST,
-      pingIntervalMs: e.PING_INTERVAL_MS,
+      maxMessageBytes: vars.MAX_MESSAGE_BYTES,
+      maxDocumentBytes: vars.MAX_DOCUMENT_BYTES,
+      maxDocumentStructs: vars.MAX_DOCUMENT_STRUCTS,
+      maxPendingBytes: vars.MAX_PENDING_BYTES,
+      maxPendingDeleteBytes: vars.MAX_PENDING_DELETE_BYTES,
+      maxPresenceBytes: vars.MAX_PRESENCE_BYTES,
+      maxBufferedBytes: vars.MAX_BUFFERED_BYTES,
+      memoryBudgetBytes: vars.MEMORY_BUDGET_BYTES,
+      maxConnections: vars.MAX_CONNECTIONS,
+      maxConnectionsPerRoom: vars.MAX_CONNECTIONS_PER_ROOM,
+      messagesPerSecond: vars.MAX_MESSAGES_PER_SECOND,
+      messageBurst: vars.MESSAGE_BURST,
+      pingIntervalMs: vars.PING_INTERVAL_MS,
     },
   }
 }
@@ -286,105 +289,110 @@ function folderOf(fileUrl: string): string {
  * The update journal lives beside pub/sub: in Redis when pub/sub is, else in local files. A
  * cluster needs it shared, since the server that loads a crashed server's rooms must read it.
  */
-function journalFrom(e: z.infer<typeof environment>, link: RedisLinkSettings): JournalConfig {
-  if (e.JOURNAL_PASSWORD && !e.JOURNAL) {
+function journalFrom(vars: Environment, link: RedisLinkSettings): JournalConfig {
+  if (vars.JOURNAL_PASSWORD && !vars.JOURNAL) {
     throw new ConfigError('JOURNAL_PASSWORD: needs JOURNAL (the journal beside PUBSUB uses PUBSUB_PASSWORD)')
   }
-  const url = e.JOURNAL ?? (e.PUBSUB === 'memory' ? 'file://./data/journal' : e.PUBSUB)
+  const url = vars.JOURNAL ?? (vars.PUBSUB === 'memory' ? 'file://./data/journal' : vars.PUBSUB)
   if (/^rediss?:\/\//.test(url)) {
-    const password = e.JOURNAL ? e.JOURNAL_PASSWORD : e.PUBSUB_PASSWORD
-    return { kind: 'redis', url: withUrlPassword(url, password), cluster: e.JOURNAL_CLUSTER === '1', link }
+    const password = vars.JOURNAL ? vars.JOURNAL_PASSWORD : vars.PUBSUB_PASSWORD
+    return { kind: 'redis', url: withUrlPassword(url, password), cluster: vars.JOURNAL_CLUSTER === '1', link }
   }
-  if (e.JOURNAL_CLUSTER === '1') {
+  if (vars.JOURNAL_CLUSTER === '1') {
     throw new ConfigError('JOURNAL_CLUSTER: needs a Redis journal (redis://… or rediss://…)')
   }
   // (Without an explicit JOURNAL, internalFrom refuses a shared REGISTRY over memory pub/sub.)
-  if (e.REGISTRY !== 'memory' && e.JOURNAL) {
+  if (vars.REGISTRY !== 'memory' && vars.JOURNAL) {
     throw new ConfigError('JOURNAL: a shared REGISTRY needs a shared journal (redis://…), not local files')
   }
   return { kind: 'file', folder: folderOf(url) }
 }
 
 /** The link settings of every Redis connection (pub/sub and journal alike). */
-function redisLinkFrom(e: z.infer<typeof environment>): RedisLinkSettings {
+function redisLinkFrom(vars: Environment): RedisLinkSettings {
   return {
-    commandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
-    connectTimeoutMs: e.REDIS_CONNECT_TIMEOUT_MS,
-    keepAliveMs: e.REDIS_KEEPALIVE_MS,
-    retryMaxDelayMs: e.REDIS_RETRY_MAX_DELAY_MS,
-    heartbeatIntervalMs: e.REDIS_HEARTBEAT_INTERVAL_MS,
-    heartbeatTimeoutMs: e.REDIS_HEARTBEAT_TIMEOUT_MS,
+    commandTimeoutMs: vars.REDIS_COMMAND_TIMEOUT_MS,
+    connectTimeoutMs: vars.REDIS_CONNECT_TIMEOUT_MS,
+    keepAliveMs: vars.REDIS_KEEPALIVE_MS,
+    retryMaxDelayMs: vars.REDIS_RETRY_MAX_DELAY_MS,
+    heartbeatIntervalMs: vars.REDIS_HEARTBEAT_INTERVAL_MS,
+    heartbeatTimeoutMs: vars.REDIS_HEARTBEAT_TIMEOUT_MS,
   }
 }
 
 /** `pglite://./data/pg` is a folder relative to the working directory, like `file://`. */
-function metadataFrom(e: z.infer<typeof environment>): MetadataConfig {
-  const url = e.DATABASE_URL
-  const retentionDays = e.METADATA_RETENTION_DAYS
+function metadataFrom(vars: Environment): MetadataConfig {
+  const url = vars.DATABASE_URL
+  const retentionDays = vars.METADATA_RETENTION_DAYS
   if (url === 'none') return { kind: 'none' }
   if (!url.startsWith('pglite://')) {
-    return { kind: 'postgres', url: withUrlPassword(url, e.DATABASE_PASSWORD), retentionDays }
+    return { kind: 'postgres', url: withUrlPassword(url, vars.DATABASE_PASSWORD), retentionDays }
   }
   const rest = url.slice('pglite://'.length)
-  return { kind: 'pglite', folder: resolve(rest), port: e.PGLITE_PORT, retentionDays }
+  return { kind: 'pglite', folder: resolve(rest), port: vars.PGLITE_PORT, retentionDays }
 }
 
 /**
  * Peers exist only with a shared registry; then the internal endpoint must be guarded. A single
  * server opens it too when INTERNAL_TOKEN is set, so the dashboard can read live rooms.
  */
-function internalFrom(e: z.infer<typeof environment>): InternalEndpointConfig | null {
+function internalFrom(vars: Environment): InternalEndpointConfig | null {
   // A single server has no peers; it opens the endpoint only when given a token (for the dashboard).
-  if (e.REGISTRY === 'memory' && !e.INTERNAL_TOKEN) return null
-  if (e.REGISTRY !== 'memory' && e.PUBSUB === 'memory') {
+  if (vars.REGISTRY === 'memory' && !vars.INTERNAL_TOKEN) return null
+  if (vars.REGISTRY !== 'memory' && vars.PUBSUB === 'memory') {
     throw new ConfigError(
       'PUBSUB: a shared REGISTRY needs shared pub/sub (redis://…), or servers never see each other’s edits',
     )
   }
-  if (e.INTERNAL_PORT !== 0 && e.INTERNAL_PORT === e.PORT) {
+  if (vars.INTERNAL_PORT !== 0 && vars.INTERNAL_PORT === vars.PORT) {
     throw new ConfigError('INTERNAL_PORT: must differ from PORT')
   }
-  if (!e.INTERNAL_TOKEN) {
+  if (!vars.INTERNAL_TOKEN) {
     throw new ConfigError(
       'INTERNAL_TOKEN: required with a shared REGISTRY (it guards the peer state endpoint)',
     )
   }
   return {
-    port: e.INTERNAL_PORT,
-    token: e.INTERNAL_TOKEN,
-    advertisedHost: e.INTERNAL_HOST,
-    taskMetadataUrl: e.ECS_CONTAINER_METADATA_URI_V4,
-    fetchTimeoutMs: e.PEER_FETCH_TIMEOUT_MS,
+    port: vars.INTERNAL_PORT,
+    token: vars.INTERNAL_TOKEN,
+    advertisedHost: vars.INTERNAL_HOST,
+    taskMetadataUrl: vars.ECS_CONTAINER_METADATA_URI_V4,
+    fetchTimeoutMs: vars.PEER_FETCH_TIMEOUT_MS,
   }
 }
 
-function eventsFrom(e: z.infer<typeof environment>): EventsConfig {
-  if (!e.WEBHOOK_URL) {
-    if (e.WEBHOOK_SECRET) throw new ConfigError('WEBHOOK_SECRET: set WEBHOOK_URL too, or unset it')
+function eventsFrom(vars: Environment): EventsConfig {
+  if (!vars.WEBHOOK_URL) {
+    if (vars.WEBHOOK_SECRET) throw new ConfigError('WEBHOOK_SECRET: set WEBHOOK_URL too, or unset it')
     return { kind: 'none' }
   }
-  if (!e.WEBHOOK_SECRET) throw new ConfigError('WEBHOOK_URL: needs WEBHOOK_SECRET (whsec_…) to sign with')
-  return { kind: 'webhook', url: e.WEBHOOK_URL, secret: e.WEBHOOK_SECRET, debounceMs: e.WEBHOOK_DEBOUNCE_MS }
+  if (!vars.WEBHOOK_SECRET) throw new ConfigError('WEBHOOK_URL: needs WEBHOOK_SECRET (whsec_…) to sign with')
+  return {
+    kind: 'webhook',
+    url: vars.WEBHOOK_URL,
+    secret: vars.WEBHOOK_SECRET,
+    debounceMs: vars.WEBHOOK_DEBOUNCE_MS,
+  }
 }
 
-function devTokenSecretFrom(e: z.infer<typeof environment>): string | null {
-  if (e.DEV_TOKEN_ROUTE === '0') return null
-  if (!e.AUTH_SECRET) {
+function devTokenSecretFrom(vars: Environment): string | null {
+  if (vars.DEV_TOKEN_ROUTE === '0') return null
+  if (!vars.AUTH_SECRET) {
     throw new ConfigError(
       'DEV_TOKEN_ROUTE: needs AUTH_SECRET, which it signs with (and is for development only)',
     )
   }
-  return e.AUTH_SECRET
+  return vars.AUTH_SECRET
 }
 
-function authFrom(e: z.infer<typeof environment>): AuthConfig {
+function authFrom(vars: Environment): AuthConfig {
   const keys = [
-    e.AUTH_SECRET && 'AUTH_SECRET',
-    e.AUTH_PUBLIC_KEY && 'AUTH_PUBLIC_KEY',
-    e.AUTH_JWKS_URL && 'AUTH_JWKS_URL',
+    vars.AUTH_SECRET && 'AUTH_SECRET',
+    vars.AUTH_PUBLIC_KEY && 'AUTH_PUBLIC_KEY',
+    vars.AUTH_JWKS_URL && 'AUTH_JWKS_URL',
   ]
   const given = keys.filter(Boolean)
-  if (e.AUTH === 'none') {
+  if (vars.AUTH === 'none') {
     if (given.length > 0) throw new ConfigError(`AUTH: "none" contradicts ${given.join(' and ')}; unset one`)
     return { mode: 'none' }
   }
@@ -396,10 +404,10 @@ function authFrom(e: z.infer<typeof environment>): AuthConfig {
   if (given.length > 1) throw new ConfigError(`AUTH: set only one of ${given.join(', ')}`)
   return {
     mode: 'jwt',
-    secret: e.AUTH_SECRET,
-    publicKeyPem: e.AUTH_PUBLIC_KEY?.replaceAll('\\n', '\n'),
-    jwksUrl: e.AUTH_JWKS_URL,
-    issuer: e.AUTH_ISSUER,
-    audience: e.AUTH_AUDIENCE,
+    secret: vars.AUTH_SECRET,
+    publicKeyPem: vars.AUTH_PUBLIC_KEY?.replaceAll('\\n', '\n'),
+    jwksUrl: vars.AUTH_JWKS_URL,
+    issuer: vars.AUTH_ISSUER,
+    audience: vars.AUTH_AUDIENCE,
   }
 }
