@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { ARTIFACTS, launchChromium } from '@symphony/test-helpers/browser'
+import { connectSynced, destroyClients, eventually, uniqueRoom } from '@symphony/test-helpers/clients'
 import type { Browser, Page } from 'playwright-core'
 import * as Y from 'yjs'
-import { ARTIFACTS, launchChromium } from '../../server/test/helpers/browser.js'
-import { connectSynced, destroyClients, eventually, uniqueRoom } from '../../server/test/helpers/clients.js'
 import { DASHBOARD_TOKEN, type DashboardStack, startDashboardStack } from './helpers/dashboard-stack.js'
 
 /** Where the operations view's screenshot goes, to look at by eye. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import { after, before, describe, it } from 'node:test'
-import { connectSynced, destroyClients, eventually, uniqueRoom } from '../../server/test/helpers/clients.js'
+import { connectSynced, destroyClients, eventually, uniqueRoom } from '@symphony/test-helpers/clients'
 import { parseDashboardConfig } from '../src/config.js'
 import {
   DASHBOARD_TOKEN,

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { eventually } from '@symphony/test-helpers/clients'
+import { requireTestServices } from '@symphony/test-helpers/services'
 import { freePort, startSymphony } from '../../loadtest/src/bench/servers.js'
-import { eventually } from '../../server/test/helpers/clients.js'
-import { requireTestServices } from '../../server/test/helpers/services.js'
 import {
   type Instruction,
   parseDockerfile,

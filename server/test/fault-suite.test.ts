@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { type MotoService, startMoto } from '@symphony/dev-scripts/services'
 import { Redis } from 'ioredis'
-import { type MotoService, startMoto } from '../../scripts/lib/services.mjs'
 import { check } from './fault-suite/checker.js'
 import { runFaults } from './fault-suite/fault-run.js'
 import { Ledger } from './fault-suite/ledger.js'

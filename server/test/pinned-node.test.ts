@@ -24,7 +24,7 @@ import {
   PINNED_NODE_VERSION,
   resolveNode,
   withFirstOnPath,
-} from '../../scripts/lib/pinned-node.mjs'
+} from '@symphony/dev-scripts/pinned-node'
 
 const PINNED_MAJOR = PINNED_NODE_VERSION.split('.')[0] ?? ''
 

@@ -6,7 +6,7 @@ import {
   type TestRequirement,
   testPlan,
   testRequirements,
-} from '../../scripts/lib/test-requirements.mjs'
+} from '@symphony/dev-scripts/test-requirements'
 
 const rootPackage = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'))
 

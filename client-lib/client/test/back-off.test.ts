@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, it } from 'node:test'
+import { eventually } from '@symphony/test-helpers/clients'
 import WebSocket, { WebSocketServer } from 'ws'
-import { eventually } from '../../../server/test/helpers/clients.js'
 import { CloseCode, ReconnectSchedule, Room } from '../src/index.js'
 import { DEFAULT_MAX_PRESENCE_BYTES } from '../src/wire/presence-limits.js'
 

@@ -1,21 +1,12 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode, decodeEventSender, type EventSender, MESSAGE_BROADCAST } from '@symphony/client/wire'
+import { connectClient, destroyClients, eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { closed, collect, openRaw, terminateRawSockets } from '@symphony/test-helpers/raw-socket'
+import { startTestCluster, startTestServer, stopTestServers } from '@symphony/test-helpers/test-server'
+import { signToken, TEST_SECRET } from '@symphony/test-helpers/tokens'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
-import {
-  connectClient,
-  destroyClients,
-  eventually,
-  uniqueRoom,
-} from '../../../server/test/helpers/clients.js'
-import { closed, collect, openRaw, terminateRawSockets } from '../../../server/test/helpers/raw-socket.js'
-import {
-  startTestCluster,
-  startTestServer,
-  stopTestServers,
-} from '../../../server/test/helpers/test-server.js'
-import { signToken, TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 
 afterEach(async () => {

@@ -1,17 +1,13 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
+import { eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { serveJwks } from '@symphony/test-helpers/jwks'
+import { TcpLink } from '@symphony/test-helpers/tcp-link'
+import { startTestServer, stopTestServers, type TestServer } from '@symphony/test-helpers/test-server'
+import { signToken, TEST_SECRET } from '@symphony/test-helpers/tokens'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
-import { eventually, uniqueRoom } from '../../../server/test/helpers/clients.js'
-import { serveJwks } from '../../../server/test/helpers/jwks.js'
-import { TcpLink } from '../../../server/test/helpers/tcp-link.js'
-import {
-  startTestServer,
-  stopTestServers,
-  type TestServer,
-} from '../../../server/test/helpers/test-server.js'
-import { signToken, TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import { AuthDeniedError, createClient, type SymphonyClientError } from '../src/index.js'
 import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import { eventually, uniqueRoom } from '../../../server/test/helpers/clients.js'
-import { startTestServer, stopTestServers } from '../../../server/test/helpers/test-server.js'
+import { eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { startTestServer, stopTestServers } from '@symphony/test-helpers/test-server'
 import { createClient } from '../src/index.js'
 import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 

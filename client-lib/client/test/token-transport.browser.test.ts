@@ -3,12 +3,12 @@ import { createServer as createHttpServer } from 'node:http'
 import { type AddressInfo, connect, createServer, type Server } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { launchChromium } from '@symphony/test-helpers/browser'
+import { eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { startTestServer, type TestServer } from '@symphony/test-helpers/test-server'
+import { signToken, TEST_SECRET } from '@symphony/test-helpers/tokens'
 import { build } from 'esbuild'
 import type { Browser } from 'playwright-core'
-import { launchChromium } from '../../../server/test/helpers/browser.js'
-import { eventually, uniqueRoom } from '../../../server/test/helpers/clients.js'
-import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
-import { signToken, TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 
 const CLIENT_LIB = fileURLToPath(new URL('..', import.meta.url))
 

@@ -3,12 +3,12 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { launchChromium } from '@symphony/test-helpers/browser'
+import { uniqueRoom } from '@symphony/test-helpers/clients'
+import { TcpLink } from '@symphony/test-helpers/tcp-link'
+import { startTestServer, type TestServer } from '@symphony/test-helpers/test-server'
 import { build } from 'esbuild'
 import type { Browser } from 'playwright-core'
-import { launchChromium } from '../../../server/test/helpers/browser.js'
-import { uniqueRoom } from '../../../server/test/helpers/clients.js'
-import { TcpLink } from '../../../server/test/helpers/tcp-link.js'
-import { startTestServer, type TestServer } from '../../../server/test/helpers/test-server.js'
 
 const CLIENT_LIB = fileURLToPath(new URL('..', import.meta.url))
 

@@ -4,17 +4,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
 import { MESSAGE_SYNC_STATUS } from '@symphony/client/wire'
+import { connectClient, destroyClients, eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { GatedJournal } from '@symphony/test-helpers/controlled-journal'
+import { TcpLink } from '@symphony/test-helpers/tcp-link'
+import { startTestServer, stopTestServers } from '@symphony/test-helpers/test-server'
+import { signToken, TEST_SECRET } from '@symphony/test-helpers/tokens'
 import { FileUpdateJournal } from '../../../server/src/adapters/file-update-journal.js'
-import {
-  connectClient,
-  destroyClients,
-  eventually,
-  uniqueRoom,
-} from '../../../server/test/helpers/clients.js'
-import { GatedJournal } from '../../../server/test/helpers/controlled-journal.js'
-import { TcpLink } from '../../../server/test/helpers/tcp-link.js'
-import { startTestServer, stopTestServers } from '../../../server/test/helpers/test-server.js'
-import { signToken, TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import type { Room } from '../src/index.js'
 import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 

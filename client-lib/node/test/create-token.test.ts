@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict'
 import { generateKeyPairSync, type KeyObject } from 'node:crypto'
 import { afterEach, describe, it } from 'node:test'
+import { eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { serveJwks } from '@symphony/test-helpers/jwks'
+import { startTestServer, stopTestServers, type TestServer } from '@symphony/test-helpers/test-server'
+import { signToken, TEST_SECRET } from '@symphony/test-helpers/tokens'
 import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair } from 'jose'
-import { eventually, uniqueRoom } from '../../../server/test/helpers/clients.js'
-import { serveJwks } from '../../../server/test/helpers/jwks.js'
-import {
-  startTestServer,
-  stopTestServers,
-  type TestServer,
-} from '../../../server/test/helpers/test-server.js'
-import { signToken, TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import { destroyNodeClients, nodeClient, recordErrors } from '../../client/test/helpers/node-client.js'
 import { createToken, MAX_INFO_BYTES, MAX_NAME_CHARS, type TokenOptions } from '../src/index.js'
 

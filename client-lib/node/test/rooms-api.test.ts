@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
+import { cleanUpAfterTest } from '@symphony/test-helpers/cleanup'
+import { connectClient, connectSynced, eventually, synced, uniqueRoom } from '@symphony/test-helpers/clients'
+import { isolatedDatabaseUrl, testMetadataSink } from '@symphony/test-helpers/test-database'
+import { startTestServer } from '@symphony/test-helpers/test-server'
+import { TEST_SECRET } from '@symphony/test-helpers/tokens'
 import * as Y from 'yjs'
-import { cleanUpAfterTest } from '../../../server/test/helpers/cleanup.js'
-import {
-  connectClient,
-  connectSynced,
-  eventually,
-  synced,
-  uniqueRoom,
-} from '../../../server/test/helpers/clients.js'
-import { isolatedDatabaseUrl, testMetadataSink } from '../../../server/test/helpers/test-database.js'
-import { startTestServer } from '../../../server/test/helpers/test-server.js'
-import { TEST_SECRET } from '../../../server/test/helpers/tokens.js'
 import { createRoomsApi, createToken, SymphonyApiError } from '../src/index.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'

@@ -3,14 +3,9 @@ import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, afterEach, describe, it } from 'node:test'
+import { connectSynced, destroyClients, eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { startTestServer, stopTestServers } from '@symphony/test-helpers/test-server'
 import { Webhook } from 'standardwebhooks'
-import {
-  connectSynced,
-  destroyClients,
-  eventually,
-  uniqueRoom,
-} from '../../../server/test/helpers/clients.js'
-import { startTestServer, stopTestServers } from '../../../server/test/helpers/test-server.js'
 import { verifyWebhook, type WebhookEvent, WebhookVerificationError } from '../src/index.js'
 
 /** The recipe docs/api.md gives: 32 random bytes, base64, after `whsec_`. */

@@ -1,18 +1,18 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { freePort } from '../../../scripts/lib/services.mjs'
+import { freePort } from '@symphony/dev-scripts/services'
+import { uniqueName } from '@symphony/test-helpers/services'
+import { connectIsolatedDatabase } from '@symphony/test-helpers/test-database'
+import {
+  startTestServer,
+  type TestServer,
+  type TestServerOverrides,
+} from '@symphony/test-helpers/test-server'
 import type { DatabaseConnection } from '../../../server/src/adapters/postgres/connect.js'
 import { migrate } from '../../../server/src/adapters/postgres/migrations.js'
 import { PgMetadataSink } from '../../../server/src/adapters/postgres/pg-metadata-sink.js'
 import { openSnapshotStore, snapshotsFrom } from '../../../server/src/adapters/select-snapshot-store.js'
 import { silentLogger } from '../../../server/src/logger.js'
-import { uniqueName } from '../../../server/test/helpers/services.js'
-import { connectIsolatedDatabase } from '../../../server/test/helpers/test-database.js'
-import {
-  startTestServer,
-  type TestServer,
-  type TestServerOverrides,
-} from '../../../server/test/helpers/test-server.js'
 import { createDashboardApp, type DashboardDeps } from '../../src/app.js'
 import { LiveEvents } from '../../src/live-events.js'
 import { DashboardMetrics } from '../../src/metrics.js'

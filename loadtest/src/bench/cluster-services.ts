@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs'
-import { startPostgres, startRedis } from '../../../scripts/lib/services.mjs'
+import { startPostgres, startRedis } from '@symphony/dev-scripts/services'
 import type { Placement } from '../virtual-users/room-run.js'
 import { pin, type StartedServer, type StartOptions, startSymphony } from './servers.js'
 

@@ -4,7 +4,7 @@ import { availableParallelism, homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { freePort } from '../../../scripts/lib/services.mjs'
+import { freePort } from '@symphony/dev-scripts/services'
 import type { Placement } from '../virtual-users/room-run.js'
 
 const root = fileURLToPath(new URL('../../../', import.meta.url))

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { apiRoomPath, internalAuthorization, internalRoomPath } from '@symphony/client/wire'
-import { freePort, type MotoService, type RedisService, startRedis } from '../../../scripts/lib/services.mjs'
+import { freePort, type MotoService, type RedisService, startRedis } from '@symphony/dev-scripts/services'
 import { createAwsClients } from '../../src/adapters/aws-clients.js'
 import { createRegistryTable } from '../../src/adapters/dynamo-room-registry.js'
 import { createSnapshotBucket } from '../../src/adapters/s3-snapshot-store.js'

@@ -1,4 +1,4 @@
-import type { MotoService } from '../../../scripts/lib/services.mjs'
+import type { MotoService } from '@symphony/dev-scripts/services'
 import { eventually, uniqueRoom } from '../helpers/clients.js'
 import { randomFromSeed } from '../helpers/seeded-random.js'
 import { signToken, TEST_SECRET } from '../helpers/tokens.js'

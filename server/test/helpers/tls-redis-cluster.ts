@@ -3,8 +3,8 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort, REDIS_SERVER } from '@symphony/dev-scripts/services'
 import { Redis } from 'ioredis'
-import { freePort, REDIS_SERVER } from '../../../scripts/lib/services.mjs'
 import { eventually } from './clients.js'
 
 /** The node's name in its certificate and in what it announces (CLUSTER SLOTS), as MemoryDB's nodes do. */

@@ -7,11 +7,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { freePort } from '@symphony/dev-scripts/services'
+import { launchChromium } from '@symphony/test-helpers/browser'
+import { TEST_SECRET } from '@symphony/test-helpers/tokens'
 import { build } from 'esbuild'
 import type { Browser } from 'playwright-core'
-import { freePort } from '../../../../scripts/lib/services.mjs'
-import { launchChromium } from '../../../../server/test/helpers/browser.js'
-import { TEST_SECRET } from '../../../../server/test/helpers/tokens.js'
 
 export const ROOT = fileURLToPath(new URL('../../../../', import.meta.url))
 
