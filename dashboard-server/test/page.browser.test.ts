@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { ARTIFACTS, launchChromium } from '@symphony/test-helpers/browser'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { addShape, openWhiteboard } from '@symphony/test-helpers/whiteboard'
 import type { Browser, Page } from 'playwright-core'
 import * as Y from 'yjs'
 import { DASHBOARD_TOKEN, type DashboardStack, startDashboardStack } from './helpers/dashboard-stack.js'
@@ -83,20 +84,8 @@ describe('dashboard page in Chromium', () => {
   })
 
   /** The whiteboard in a browser profile of its own (another person's laptop), synced to `room`. */
-  async function openWhiteboard(room: string, name: string): Promise<Page> {
-    const page = await (await browser.newContext({ viewport: { width: 1000, height: 650 } })).newPage()
-    await page.goto(`${stack.sync.httpUrl}/?room=${encodeURIComponent(room)}&name=${name}`)
-    await page.waitForSelector('#status[data-status="synced"]')
-    return page
-  }
-
-  /** Picks `kind`'s tool and clicks the canvas at `at`: one new shape. */
-  async function addShape(page: Page, kind: 'rect' | 'ellipse', at: [number, number]): Promise<void> {
-    await page.click(`[data-kind=${kind}]`)
-    const box = await page.locator('#canvas').boundingBox()
-    assert.ok(box)
-    await page.mouse.click(box.x + at[0], box.y + at[1])
-  }
+  const openBoard = (room: string, name: string): Promise<Page> =>
+    openWhiteboard(browser, stack.sync.httpUrl, room, name)
 
   /** Waits until `page` shows `count` shapes of each kind. */
   async function showsShapes(page: Page, counts: { rect: number; ellipse: number }): Promise<void> {
@@ -110,7 +99,7 @@ describe('dashboard page in Chromium', () => {
 
   it('restores a saved version from the room page, asked first: two whiteboards on the room show it at once', async () => {
     const room = uniqueRoom('restore')
-    const [alice, bob] = [await openWhiteboard(room, 'Alice'), await openWhiteboard(room, 'Bob')]
+    const [alice, bob] = [await openBoard(room, 'Alice'), await openBoard(room, 'Bob')]
     await addShape(alice, 'rect', [120, 120])
     await showsShapes(bob, { rect: 1, ellipse: 0 })
     await stack.sync.server.manager.save(room) // the version to go back to: one rectangle

@@ -16,6 +16,8 @@ import * as Y from 'yjs'
 import { launchChromium } from './helpers/browser.js'
 import { eventually, uniqueRoom } from './helpers/clients.js'
 import { TEST_SECRET } from './helpers/tokens.js'
+import { versionHolding, versionsApi } from './helpers/versions.js'
+import { addShape, boardDocument, boardOf, openWhiteboard, waitForBoard } from './helpers/whiteboard.js'
 
 const START = fileURLToPath(new URL('../../scripts/start.mjs', import.meta.url))
 const WEBHOOK_SECRET = `whsec_${randomBytes(24).toString('base64')}`
@@ -103,21 +105,7 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
   const base = () => `http://127.0.0.1:${started.port}`
 
   /** A whiteboard tab in `room`, synced. */
-  const openBoard = async (room: string): Promise<Page> => {
-    const page = await (await browser.newContext()).newPage()
-    await page.goto(`${base()}/?room=${room}`)
-    await page.waitForSelector('#status[data-status="synced"]')
-    return page
-  }
-
-  /** Draws a rectangle on the tab's board; resolves with its shape id. */
-  const drawRect = async (page: Page): Promise<string | null> => {
-    await page.click('[data-kind=rect]')
-    const box = await page.locator('#canvas').boundingBox()
-    assert.ok(box)
-    await page.mouse.click(box.x + 200, box.y + 150)
-    return page.locator('rect[data-shape-id]').first().getAttribute('data-shape-id')
-  }
+  const openBoard = (room: string): Promise<Page> => openWhiteboard(browser, base(), room)
 
   /** Adds the ellipse `posted` to the room's board through the REST API; resolves with the status. */
   const postEllipse = async (rest: string, authorization: string): Promise<number> => {
@@ -159,7 +147,7 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
   it('serves the whiteboard: two pages get tokens, sync, and each sees the other', async () => {
     const room = uniqueRoom('whiteboard')
     const [a, b] = [await openBoard(room), await openBoard(room)]
-    const id = await drawRect(a)
+    const id = await addShape(a, 'rect', [200, 150])
     await b.waitForSelector(`rect[data-shape-id="${id}"]`)
     await Promise.all([a.context().close(), b.context().close()])
   })
@@ -209,29 +197,16 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
     const rest = `${base()}/api/v1/rooms/${encodeURIComponent(room)}`
     const authorization = `Bearer ${started.apiSecret}`
     const [a, b] = [await openBoard(room), await openBoard(room)]
-    const id = await drawRect(a)
+    const id = await addShape(a, 'rect', [200, 150])
     await b.waitForSelector(`rect[data-shape-id="${id}"]`)
     // The version holding just the rectangle, once saved.
-    const versionWith = async (shapes: number): Promise<string | null> => {
-      const { versions } = (await (
-        await fetch(`${rest}/versions`, { headers: { authorization } })
-      ).json()) as {
-        versions: { id: string }[]
-      }
-      for (const { id: version } of versions) {
-        const document = (await (
-          await fetch(`${rest}/versions/${version}/document`, { headers: { authorization } })
-        ).json()) as {
-          shapes?: Record<string, unknown>
-        }
-        if (Object.keys(document.shapes ?? {}).length === shapes) return version
-      }
-      return null
-    }
+    const api = { httpUrl: base(), apiSecret: started.apiSecret }
+    const saved = await boardOf(a)
+    const savedDocument = await boardDocument(a)
     let first: string | null = null
     await eventually(
       async () => {
-        first = await versionWith(1)
+        first = await versionHolding(api, room, savedDocument)
         return first !== null
       },
       'a version holds the rectangle',
@@ -241,15 +216,9 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
     assert.equal(await postEllipse(rest, authorization), 204)
     await Promise.all([a, b].map((page) => page.waitForSelector('ellipse[data-shape-id="posted"]')))
 
-    const restored = await fetch(`${rest}/versions/${first}/restore`, {
-      method: 'POST',
-      headers: { authorization },
-    })
+    const restored = await versionsApi(api, room, `/${first}/restore`, 'POST')
     assert.equal(restored.status, 200)
-    for (const page of [a, b]) {
-      await page.waitForSelector('ellipse[data-shape-id="posted"]', { state: 'detached' })
-      await page.waitForSelector(`rect[data-shape-id="${id}"]`)
-    }
+    await Promise.all([waitForBoard(a, saved), waitForBoard(b, saved)])
     await eventually(
       () => hooks.received.some((e) => e.type === 'document.restored' && e.room === room),
       'the receiver hears of the restore',

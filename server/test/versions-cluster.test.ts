@@ -1,37 +1,15 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, it } from 'node:test'
-import { isDeepStrictEqual } from 'node:util'
 import { internalAuthorization, internalVersionPath } from '@symphony/client/wire'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { type ClusterServer, TestCluster } from './helpers/cluster.js'
 import { destroyTestAwsClients } from './helpers/services.js'
+import { type RestApi, type Version, versionHolding, versionsApi } from './helpers/versions.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 
-interface Version {
-  id: string
-  savedAt: string
-  bytes: number
-}
-
-/** `/api/v1/rooms/<room>/versions<rest>` on a cluster server. */
-async function versionsApi(server: ClusterServer, room: string, rest = '', method = 'GET') {
-  const response = await fetch(
-    `http://127.0.0.1:${server.port}/api/v1/rooms/${encodeURIComponent(room)}/versions${rest}`,
-    { method, headers: { authorization: `Bearer ${API_SECRET}` } },
-  )
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> }
-}
-
-/** The id of the newest saved version whose document is `json`, or null. */
-async function versionHolding(server: ClusterServer, room: string, json: unknown): Promise<string | null> {
-  const { body } = await versionsApi(server, room, '?limit=5')
-  for (const version of (body.versions as Version[] | undefined) ?? []) {
-    const { body: document } = await versionsApi(server, room, `/${version.id}/document`)
-    if (isDeepStrictEqual(document, json)) return version.id // root types come in any order
-  }
-  return null
-}
+/** A cluster server's REST API. */
+const rest = (server: ClusterServer): RestApi => ({ httpUrl: server.httpUrl, apiSecret: API_SECRET })
 
 /** Version history on S3 object versions (moto), restored through real server processes. */
 describe('versions and restore in a real local cluster (S3 object versions)', () => {
@@ -62,7 +40,7 @@ describe('versions and restore in a real local cluster (S3 object versions)', ()
     let first: string | null = null
     await eventually(
       async () => {
-        first = await versionHolding(c, room, { text: 'the first draft' })
+        first = await versionHolding(rest(c), room, { text: 'the first draft' })
         return first !== null
       },
       'the first draft is a saved version in S3',
@@ -74,25 +52,25 @@ describe('versions and restore in a real local cluster (S3 object versions)', ()
     await eventually(() => textOf(onA) === 'first draft', 'A has the edit', 10_000)
     await eventually(
       async () =>
-        (await versionHolding(c, room, { text: 'first draft', meta: { status: 'edited' } })) !== null,
+        (await versionHolding(rest(c), room, { text: 'first draft', meta: { status: 'edited' } })) !== null,
       'the edit is saved too',
       15_000,
     )
 
-    const restored = await versionsApi(c, room, `/${first}/restore`, 'POST')
+    const restored = await versionsApi(rest(c), room, `/${first}/restore`, 'POST')
     assert.equal(restored.status, 200, JSON.stringify(restored.body))
     for (const client of [onA, onB]) {
       await eventually(() => textOf(client) === 'the first draft', 'both clients see the restore', 10_000)
       await eventually(() => client.doc.getMap('meta').size === 0, 'the map entry is gone', 10_000)
     }
-    const { body } = await versionsApi(a, room, '?limit=1')
+    const { body } = await versionsApi(rest(a), room, '?limit=1')
     const [newest] = body.versions as Version[]
     assert.equal(
       newest?.id,
       (restored.body as { version: string }).version,
       'the restore is the newest version',
     )
-    const { body: newestDocument } = await versionsApi(b, room, `/${newest?.id}/document`)
+    const { body: newestDocument } = await versionsApi(rest(b), room, `/${newest?.id}/document`)
     assert.deepEqual(newestDocument, { text: 'the first draft', meta: {} })
 
     // The dashboard's way in: a server's internal endpoint, answering as the REST API does.

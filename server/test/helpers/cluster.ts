@@ -16,6 +16,8 @@ const LEASE_MS = 2_000
 export interface ClusterServer extends ServerProcess {
   name: string
   wsUrl: string
+  /** Its public HTTP base: the REST API, and the demo whiteboard at `/`. */
+  httpUrl: string
   /** Prometheus text of its /metrics. */
   metrics(): Promise<string>
 }
@@ -75,6 +77,7 @@ export class TestCluster {
       ...process,
       name,
       wsUrl: `ws://127.0.0.1:${process.port}`,
+      httpUrl: `http://127.0.0.1:${process.port}`,
       metrics: async () => (await fetch(`http://127.0.0.1:${process.port}/metrics`)).text(),
     }
     this.servers.push(server)
