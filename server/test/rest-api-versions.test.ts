@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
 import { destroyNodeClients, nodeClient } from '../../client-lib/client/test/helpers/node-client.js'
@@ -6,7 +9,9 @@ import { MemorySnapshotStore } from '../src/adapters/memory-snapshot-store.js'
 import type { RoomEvent, RoomEventSink } from '../src/ports/room-events.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectClient, connectSynced, eventually, synced, uniqueRoom } from './helpers/clients.js'
+import { startServerProcess } from './helpers/server-process.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
+import { versionsApi as sharedVersionsApi, versionHolding } from './helpers/versions.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 const auth = { authorization: `Bearer ${API_SECRET}` }
@@ -124,6 +129,55 @@ describe('REST API: versions', () => {
     for (const client of [a, b]) await eventually(() => textOf(client.doc) === 'hello', 'undone everywhere')
     assert.equal(a.doc.getMap('map').get('title'), 'second')
     assert.deepEqual(a.doc.getArray('list').toJSON(), ['added'])
+  })
+
+  it('restores one version asked for twice at once (a double click) to exactly that version', async () => {
+    // The built server, as `npm start` runs it: its restores are made on a worker thread, so two
+    // of them overlap (from source they run inline, one after the other).
+    const data = mkdtempSync(join(tmpdir(), 'symphony-restore-twice-'))
+    const server = await startServerProcess({
+      AUTH: 'none',
+      DATABASE_URL: 'none',
+      API_SECRET,
+      SNAPSHOTS: `file://${join(data, 'snapshots')}`,
+      SNAPSHOT_INTERVAL_MS: '100',
+    })
+    const api = { httpUrl: `http://127.0.0.1:${server.port}`, apiSecret: API_SECRET }
+    try {
+      const room = uniqueRoom('versions')
+      const a = await connectSynced(`ws://127.0.0.1:${server.port}`, room)
+      a.doc.getText('text').insert(0, 'hello world')
+      a.doc.getArray('list').push(['x', 'y'])
+      const version = { text: 'hello world', list: ['x', 'y'] }
+      let saved: string | null = null
+      await eventually(async () => {
+        saved = await versionHolding(api, room, version)
+        return saved !== null
+      }, 'the version is saved')
+      a.doc.getText('text').delete(0, 6)
+      a.doc.getArray('list').delete(0, 1)
+      await eventually(
+        async () => (await versionHolding(api, room, { text: 'world', list: ['y'] })) !== null,
+        'the edit is saved',
+      )
+      // Each restore computed from the state before the other's would re-insert what was deleted.
+      const answers = await Promise.all(
+        [0, 1].map(() => sharedVersionsApi(api, room, `/${saved}/restore`, 'POST')),
+      )
+      assert.deepEqual(
+        answers.map((answer) => answer.status),
+        [200, 200],
+      )
+      await eventually(() => textOf(a.doc) === 'hello world', 'the client has the version')
+      assert.deepEqual(a.doc.getArray('list').toJSON(), ['x', 'y'])
+      assert.notEqual(
+        await versionHolding(api, room, version, 1),
+        null,
+        'the newest version holds exactly it',
+      )
+    } finally {
+      server.child.kill('SIGKILL')
+    }
   })
 
   it('merges an offline client’s edits onto the restored document', async () => {

@@ -16,7 +16,8 @@ export interface SentMark {
  * Which subscribed channels this server holds alone, learnt from what Redis answers a PUBLISH
  * (how many subscribers received it: 1 is this server's own subscriber). A channel held alone
  * is not published to: no message is paid for that only Redis and its sender would see. A
- * server that subscribes later announces itself by publishing (the room's digest once loaded);
+ * server that subscribes later announces itself by publishing (the room's digest once loaded, an
+ * announcement when its subscriber reconnects);
  * hearing any message from another server makes the channel shared again, and the digest's
  * answer carries what was not published meanwhile.
  */

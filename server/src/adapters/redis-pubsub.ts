@@ -196,13 +196,31 @@ export class RedisPubSub implements PubSub {
   }
 
   #subscribeAll(connection: Redis): void {
-    const channels = [this.#heartbeatChannel.toString(), ...this.#handlers.keys()]
+    const rooms = [...this.#handlers.keys()]
+    const channels = [this.#heartbeatChannel.toString(), ...rooms]
     // Subscribing again is idempotent, and does not rely on ioredis having recorded every channel.
-    connection.subscribe(...channels).catch((error: unknown) => {
-      if (connection !== this.#subscriber.connection) return // replaced meanwhile: the new one subscribes
-      this.#outcomes.failed('pubsub', 'resubscribe', error)
-      this.#logger.error({ err: error, channels: channels.length }, 'redis re-subscription failed')
-    })
+    connection.subscribe(...channels).then(
+      () => this.#announce(rooms),
+      (error: unknown) => {
+        if (connection !== this.#subscriber.connection) return // replaced meanwhile: the new one subscribes
+        this.#outcomes.failed('pubsub', 'resubscribe', error)
+        this.#logger.error({ err: error, channels: channels.length }, 'redis re-subscription failed')
+      },
+    )
+  }
+
+  /**
+   * Tells each room's other holders that this server listens again (its subscriber reconnected):
+   * one that held the room alone meanwhile, publishing nothing, publishes again. An announcement
+   * is the sender id alone, no frame: receivers note the sender and deliver nothing.
+   */
+  #announce(channels: string[]): void {
+    for (const channel of channels) {
+      if (!this.#handlers.has(channel)) continue // left meanwhile
+      if (this.#pending.length === 0) flushAtTurnEnd('publish', this.#flush)
+      this.#pending.push(channel, Buffer.from(this.#header))
+      this.#marks.push(this.#peers.sent(channel))
+    }
   }
 
   #dispatch(channel: string, message: Buffer): void {
@@ -213,6 +231,7 @@ export class RedisPubSub implements PubSub {
       const decoder = decoding.createDecoder(message)
       decoding.readVarString(decoder)
       frameStart = decoder.pos
+      if (frameStart === message.length) return // an announcement (`#announce`): heard, nothing to deliver
     } catch (error) {
       this.#logger.warn({ err: error, channel }, 'dropped a pub/sub message without a sender id')
       return

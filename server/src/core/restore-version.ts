@@ -38,11 +38,27 @@ export interface RestoreOutcome {
  * tombstone or a version of an earlier incarnation (the room was deleted since: its content is not
  * in the new one's history, so no update of it can bring it back), and as a client's update would.
  */
-export async function restoreVersion(
-  deps: RestoreVersionDeps,
-  name: string,
-  id: string,
-): Promise<RestoreOutcome> {
+export function restoreVersion(deps: RestoreVersionDeps, name: string, id: string): Promise<RestoreOutcome> {
+  // One restore of a room at a time here, each made from the state the one before left: two made
+  // from one state would each bring back what was deleted since, twice (text and lists doubled).
+  const queue = restoring.get(deps) ?? new Map<string, Promise<void>>()
+  restoring.set(deps, queue)
+  const run = (queue.get(name) ?? Promise.resolve()).then(() => restoreNow(deps, name, id))
+  const settled = run.then(
+    () => {},
+    () => {},
+  )
+  queue.set(name, settled)
+  void settled.then(() => {
+    if (queue.get(name) === settled) queue.delete(name)
+  })
+  return run
+}
+
+/** Each server's restores under way, by room (the deps are the server's). */
+const restoring = new WeakMap<RestoreVersionDeps, Map<string, Promise<void>>>()
+
+async function restoreNow(deps: RestoreVersionDeps, name: string, id: string): Promise<RestoreOutcome> {
   const version = await fromSnapshotStore(deps.snapshots.readVersion(name, id))
   if (version.deleted) {
     throw new VersionNotRestorableError(`version ${id} is the room's deletion: it holds no document`)
