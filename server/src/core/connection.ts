@@ -1,11 +1,6 @@
 import { CloseCode, closeCodeName } from '@symphony/client/wire'
-import {
-  DocumentTooLargeError,
-  MessageTooBigError,
-  PendingLimitError,
-  ProtocolError,
-  ServerBusyError,
-} from '../errors.js'
+import { closeAnswer } from '../error-answers.js'
+import { ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
@@ -403,7 +398,7 @@ export class Connection implements RoomMember, MemoryHolder {
   }
 
   #fail(error: unknown): void {
-    const [code, reason] = closeFor(error)
+    const { code, reason } = closeAnswer(error)
     if (code === CloseCode.InternalError) {
       this.#logger.error(
         { err: error, room: this.roomName, connection: this.id },
@@ -412,14 +407,4 @@ export class Connection implements RoomMember, MemoryHolder {
     }
     this.close(code, reason)
   }
-}
-
-/** The close code and reason for an error raised while handling a client's frame. */
-function closeFor(error: unknown): [number, string] {
-  if (error instanceof ProtocolError) return [CloseCode.ProtocolError, error.message]
-  if (error instanceof DocumentTooLargeError) return [CloseCode.DocumentTooLarge, error.message]
-  if (error instanceof PendingLimitError) return [CloseCode.TooMuchPending, error.message]
-  if (error instanceof MessageTooBigError) return [CloseCode.MessageTooBig, error.message]
-  if (error instanceof ServerBusyError) return [CloseCode.TryAgainLater, error.message]
-  return [CloseCode.InternalError, 'internal error']
 }

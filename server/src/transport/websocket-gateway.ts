@@ -21,7 +21,7 @@ import { type Admission, admit } from '../core/admission.js'
 import { Connection, type Identity } from '../core/connection.js'
 import type { MemoryBudget } from '../core/memory-budget.js'
 import type { RoomManager } from '../core/room-manager.js'
-import { AuthError } from '../errors.js'
+import { AUTH_FAILED, httpAnswer } from '../error-answers.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
@@ -153,11 +153,11 @@ export class WebSocketGateway {
     try {
       identity = await this.deps.authenticator.authenticate(upgradeToken(request.headers, query), room)
     } catch (error) {
-      if (error instanceof AuthError) {
-        return refuse(error.status, error.code, error.message, error.retryAfterSeconds)
+      const answer = httpAnswer(error, AUTH_FAILED)
+      if (answer.code === AUTH_FAILED.code) {
+        this.deps.logger.error({ err: error, room }, 'authentication failed unexpectedly')
       }
-      this.deps.logger.error({ err: error, room }, 'authentication failed unexpectedly')
-      return refuse(500, 'AUTH_FAILED', 'authentication could not be completed')
+      return refuse(answer.status, answer.code, answer.message, answer.retryAfterSeconds)
     }
     if (socket.destroyed) return
     // Shutdown may have begun while the token was being checked.
