@@ -53,6 +53,15 @@ import { SyncAnswers } from './sync-answers.js'
 
 /** Transaction origin of updates that came from another server. */
 const REMOTE = Symbol('remote')
+
+/** Who sent a frame: a local client, through its connection, or another server over pub/sub. */
+type FrameSource = { readonly from: 'client'; readonly connection: RoomMember } | { readonly from: 'peer' }
+const FROM_PEER: FrameSource = { from: 'peer' }
+
+/** Reached only for a message kind `#dispatch` does not handle, which the compiler refuses. */
+function unhandled(message: never): never {
+  throw new Error(`unhandled message kind ${(message as Message).kind}`)
+}
 /** Transaction origin of a stored snapshot merged into the live room. */
 const STORED = Symbol('stored')
 /** Transaction origin of the room's author bindings (`AuthorBinding`). */
@@ -296,17 +305,24 @@ export class Room implements MemberRoom, MemoryHolder {
       throw error
     }
     this.#observer.messageReceived(message.kind)
-    return this.#dispatch(connection, message, frame, receivedAt)
+    return this.#dispatch(message, { from: 'client', connection }, frame, receivedAt)
   }
 
+  /**
+   * The one handler of every message kind, from a client or a peer: a kind added to `Message`
+   * and left out here fails to compile (the `never` below). Peers sync by digest and ask
+   * nothing: their requests and sync-status are ignored.
+   */
   #dispatch(
-    connection: RoomMember,
     message: Message,
+    source: FrameSource,
     frame: Uint8Array,
     receivedAt: number,
   ): Promise<void> | undefined {
+    const connection = source.from === 'client' ? source.connection : null
     switch (message.kind) {
       case 'sync-step1': {
+        if (!connection) return
         // Each answer encodes the whole difference; a client may not ask in a tight loop.
         if (!connection.takeRoomRequest()) {
           connection.close(CloseCode.RateLimited, 'sync requests too frequent')
@@ -319,6 +335,7 @@ export class Room implements MemberRoom, MemoryHolder {
       case 'sync-step2':
       case 'update':
         // Every client answers our sync step 1, usually with nothing: not a write attempt.
+        if (!connection) return this.#applyPeerUpdate(message, frame, receivedAt)
         if (isEmptyUpdate(message.update)) return
         if (!connection.canWrite) connection.denyWrite()
         else if (message.update.length > SLICE_ABOVE_BYTES) {
@@ -327,6 +344,12 @@ export class Room implements MemberRoom, MemoryHolder {
         return
       case 'awareness': {
         const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes)
+        if (!connection) {
+          this.#presenceOwners.saw(entries, PEER)
+          this.presence.apply(entries)
+          this.#broadcast(frame, null)
+          return
+        }
         // A connection speaks for the ids it introduced, not for the others' presence its
         // provider sends back (y-websocket echoes every presence it hears).
         const owned = this.#presenceOwners.saw(entries, connection)
@@ -340,11 +363,18 @@ export class Room implements MemberRoom, MemoryHolder {
         return
       }
       case 'query-awareness':
+        if (!connection) return
         if (connection.takeRoomRequest())
           connection.send(this.presence.presentFrame() ?? encodeAwarenessEntries([]))
         else connection.close(CloseCode.RateLimited, 'presence queries too frequent')
         return
       case 'broadcast': {
+        if (!connection) {
+          // A peer's events are stamped with their sender already: relayed as they came.
+          checkBroadcast(message.payload, this.#options.maxPresenceBytes)
+          this.#relayEvent(frame, null)
+          return
+        }
         // Only writers speak to the room: a viewer must not announce "approved" to everyone.
         if (!connection.canWrite) {
           connection.close(CloseCode.ReadOnly, 'read-only access: broadcast events are refused')
@@ -367,12 +397,26 @@ export class Room implements MemberRoom, MemoryHolder {
         // Frames are handled in order, so every earlier one is applied; answered once durable
         // (journaled and confirmed, or in a saved snapshot): the client shows "saved" on it.
         // Never for a connection whose writes were refused: the server does not hold its edits.
-        if (connection.writeDenied) return
+        if (!connection || connection.writeDenied) return
         connection.answerSyncStatus(this.#durableFor(connection), encodeSyncStatus(message.payload))
         return
       case 'auth':
         return
+      default:
+        return unhandled(message)
     }
+  }
+
+  /** A peer's update: often one this server already has (anti-entropy answers), then nothing is forwarded. */
+  #applyPeerUpdate(
+    message: Extract<Message, { kind: 'update' | 'sync-step2' }>,
+    frame: Uint8Array,
+    receivedAt: number,
+  ): undefined {
+    if (!this.#apply(message.update, REMOTE)) return
+    this.#notJournaledHere = this.version
+    this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
+    this.#observer.updateHandled(receivedAt)
   }
 
   /** `durable()`, and for a connection that joined while the room held unsaved changes, a save of them. */
@@ -451,24 +495,7 @@ export class Room implements MemberRoom, MemoryHolder {
         this.#answerDigest(digest)
         return
       }
-      const message = decodeMessage(frame, 'peer')
-      if (message.kind === 'update' || message.kind === 'sync-step2') {
-        // Peers often send what this server already has (anti-entropy answers): then nothing is
-        // forwarded and the room is not marked dirty.
-        if (this.#apply(message.update, REMOTE)) {
-          this.#notJournaledHere = this.version
-          this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
-          this.#observer.updateHandled(receivedAt)
-        }
-      } else if (message.kind === 'awareness') {
-        const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes)
-        this.#presenceOwners.saw(entries, PEER)
-        this.presence.apply(entries)
-        this.#broadcast(frame, null)
-      } else if (message.kind === 'broadcast') {
-        checkBroadcast(message.payload, this.#options.maxPresenceBytes)
-        this.#relayEvent(frame, null)
-      }
+      void this.#dispatch(decodeMessage(frame, 'peer'), FROM_PEER, frame, receivedAt)
     } catch (error) {
       this.#observer.remoteMessageDropped()
       this.#logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
@@ -858,7 +885,7 @@ export class Room implements MemberRoom, MemoryHolder {
   /** A broadcast event, to the connections that announced they understand one. */
   #relayEvent(frame: Uint8Array, except: RoomMember | null): void {
     for (const connection of this.connections) {
-      if (connection !== except && connection.acceptsEvents) connection.send(frame)
+      if (connection !== except && connection.capabilities.has('events')) connection.send(frame)
     }
   }
 }
