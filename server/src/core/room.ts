@@ -36,7 +36,7 @@ import {
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
-import type { Author } from './author-binding.js'
+import { API_SUBJECT, type Author } from './author-binding.js'
 import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
 import { DocumentMemory } from './document-memory.js'
 import {
@@ -50,9 +50,13 @@ import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { SyncAnswers } from './sync-answers.js'
+import type { UpdateOrigin, Writer } from './update-origin.js'
 
 /** Transaction origin of updates that came from another server. */
 const REMOTE = Symbol('remote')
+
+/** The writer of the REST API's and restores' updates: its client ids are bound to `API_SUBJECT`. */
+const API_WRITER: Writer = { identity: { userId: API_SUBJECT, name: null }, canWrite: true }
 
 /** Who sent a frame: a local client, through its connection, or another server over pub/sub. */
 type FrameSource = { readonly from: 'client'; readonly connection: RoomMember } | { readonly from: 'peer' }
@@ -198,7 +202,7 @@ export class Room implements MemberRoom, MemoryHolder {
    * the client's own edits, made durable nowhere yet (it sent them to a server that died, and this
    * one got them from a peer), so its sync-status answers wait for a save holding them.
    */
-  readonly #joinedUnsaved = new WeakMap<RoomMember, number>()
+  readonly #joinedUnsaved = new WeakMap<Writer, number>()
   /** Connections whose barrier already asked for a save (one early save each, at most). */
   readonly #askedToSave = new WeakSet<RoomMember>()
   /** The latest version whose change this server did not journal (a peer's, over pub/sub or at load). */
@@ -337,11 +341,11 @@ export class Room implements MemberRoom, MemoryHolder {
         // Every client answers our sync step 1, usually with nothing: not a write attempt.
         if (!connection) return this.#applyPeerUpdate(message, frame, receivedAt)
         if (isEmptyUpdate(message.update)) return
-        if (!connection.canWrite) connection.denyWrite()
-        else if (message.update.length > SLICE_ABOVE_BYTES) {
-          return this.#applyBigClientUpdate(connection, message, frame, receivedAt)
-        } else return this.#applyClientUpdate(connection, message, frame, receivedAt)
-        return
+        if (!connection.canWrite) {
+          connection.denyWrite()
+          return
+        }
+        return this.#applyWrite(connection, message, frame, receivedAt)
       case 'awareness': {
         const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes)
         if (!connection) {
@@ -407,6 +411,40 @@ export class Room implements MemberRoom, MemoryHolder {
     }
   }
 
+  /**
+   * Applies `update` from `origin`, with every check a client's update gets (a peer's: those of
+   * a peer's). The REST API and a restore write here, under `API_SUBJECT`, as no connection.
+   * Throws, or returns a promise that rejects, as `receive` does.
+   */
+  applyUpdate(update: Uint8Array, origin: UpdateOrigin): Promise<void> | undefined {
+    const receivedAt = performance.now()
+    const message = { kind: 'update', update } as const
+    const frame = encodeUpdate(update)
+    switch (origin.kind) {
+      case 'client':
+        return this.#dispatch(message, { from: 'client', connection: origin.connection }, frame, receivedAt)
+      case 'peer':
+        return this.#applyPeerUpdate(message, frame, receivedAt)
+      case 'rest':
+      case 'restore':
+        this.#observer.messageReceived(message.kind)
+        if (isEmptyUpdate(update)) return
+        return this.#applyWrite(API_WRITER, message, frame, receivedAt)
+    }
+  }
+
+  /** A writer's update: a big one applied a slice per turn, any other at once. */
+  #applyWrite(
+    writer: Writer,
+    message: Message & { update: Uint8Array },
+    frame: Uint8Array,
+    receivedAt: number,
+  ): Promise<void> | undefined {
+    if (message.update.length > SLICE_ABOVE_BYTES)
+      return this.#applyBigClientUpdate(writer, message, frame, receivedAt)
+    return this.#applyClientUpdate(writer, message, frame, receivedAt)
+  }
+
   /** A peer's update: often one this server already has (anti-entropy answers), then nothing is forwarded. */
   #applyPeerUpdate(
     message: Extract<Message, { kind: 'update' | 'sync-step2' }>,
@@ -436,7 +474,7 @@ export class Room implements MemberRoom, MemoryHolder {
    * (it joined after they came from a peer, or it resent one that changed nothing): its answers
    * wait for a save holding them. Readers are never answered, so they cost no save.
    */
-  #holdAnswersForUnsaved(connection: RoomMember): void {
+  #holdAnswersForUnsaved(connection: Writer): void {
     if (!connection.canWrite || this.#notJournaledHere <= this.#saves.savedVersion) return
     const held = this.#joinedUnsaved.get(connection) ?? -1
     this.#joinedUnsaved.set(connection, Math.max(held, this.#notJournaledHere))
@@ -597,7 +635,7 @@ export class Room implements MemberRoom, MemoryHolder {
    * connection's later frames wait their turn).
    */
   #applyClientUpdate(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -610,7 +648,7 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   async #applyOnceBound(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -638,7 +676,7 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   #applyChecked(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -658,7 +696,7 @@ export class Room implements MemberRoom, MemoryHolder {
 
   /** Sends a client's applied update to the other local clients and, once, to the other servers. */
   #forward(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -680,7 +718,7 @@ export class Room implements MemberRoom, MemoryHolder {
    * arrival, and it is refused (`ServerBusyError`) when the budget cannot take it.
    */
   #applyBigClientUpdate(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -697,7 +735,7 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   async #applyBig(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -876,7 +914,7 @@ export class Room implements MemberRoom, MemoryHolder {
       )
   }
 
-  #broadcast(frame: Uint8Array, except: RoomMember | null): void {
+  #broadcast(frame: Uint8Array, except: Writer | null): void {
     for (const connection of this.connections) {
       if (connection !== except) connection.send(frame)
     }
