@@ -1,8 +1,29 @@
 import type { ServerErrorCode, ServerErrorStatus } from '@symphony/client/wire'
+
+/**
+ * Every `code` a `SymphonyError` carries. A new one must be answered in `error-answers.ts`
+ * (its close code and HTTP answer): the compiler names a code left out there.
+ */
+export type SymphonyErrorCode =
+  | AuthErrorCode
+  | 'PROTOCOL_ERROR'
+  | 'CONFIG_ERROR'
+  | 'DOCUMENT_TOO_LARGE'
+  | 'MESSAGE_TOO_BIG'
+  | 'PENDING_LIMIT'
+  | 'SERVER_BUSY'
+  | 'SNAPSHOT_CONFLICT'
+  | 'VERSION_NOT_FOUND'
+  | 'SNAPSHOTS_UNAVAILABLE'
+  | 'VERSION_NOT_RESTORABLE'
+  | 'ROOM_DELETED'
+  | 'RESTORE_MISMATCH'
+  | 'HEARTBEAT_MISSED'
+
 /** Base of every error Symphony raises on purpose; `code` is stable and safe to match on. */
 export class SymphonyError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: SymphonyErrorCode,
     message: string,
     options?: ErrorOptions,
   ) {

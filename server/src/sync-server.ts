@@ -13,7 +13,7 @@ import type { ServerSample } from './ports/metadata-sink.js'
 import { yjsVersionCheck } from './protocol/yjs-internals.js'
 import type { ResolvedServerOptions } from './server-options.js'
 import { readServerSample } from './server-sample.js'
-import { createApiWriter, holdForApi } from './transport/api-writer.js'
+import { holdForApi } from './transport/api-writer.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
 import { createPeerStateFetcher } from './transport/peer-state-client.js'
@@ -101,12 +101,6 @@ export class SyncServer {
     const versions = createVersionsRoute({
       snapshots: this.#adapters.snapshots,
       events: this.#adapters.events,
-      writer: createApiWriter({
-        serverId: options.serverId,
-        limits: options.limits,
-        metrics: this.metrics,
-        logger,
-      }),
       hold: (name) => holdForApi(this.manager, name, options.joinWaitMs),
       save: (name) => this.manager.save(name),
       saveWaitMs: options.apiSaveWaitMs,

@@ -16,6 +16,7 @@ import {
 } from '../protocol/yjs-internals.js'
 import { PEER } from './presence-owners.js'
 import type { RoomMember } from './room-member.js'
+import type { Writer } from './update-origin.js'
 
 /** What the client ids of REST API writes are bound to (the API has no token subject; no token may carry this one). */
 export const API_SUBJECT = 'symphony:api'
@@ -101,7 +102,7 @@ export class AuthorBinding {
    * (`ServerBusyError`, close 1013: its owner may be about to write under it, and a client learns
    * ids from presence). Resends of what the room holds are the content check's (`HeldContent`).
    */
-  admit(ranges: ClockRanges, held: HeldContent, writer: RoomMember): Authorship {
+  admit(ranges: ClockRanges, held: HeldContent, writer: Writer): Authorship {
     if (!this.#enabled) return APPLY
     const subject = writer.identity.userId
     const unbound: number[] = []
@@ -131,7 +132,7 @@ export class AuthorBinding {
   }
 
   /** Binds `clients` to `writer`'s subject; resolves once the binding is applied (or failed). */
-  bind(clients: number[], writer: RoomMember): Promise<unknown> {
+  bind(clients: number[], writer: Writer): Promise<unknown> {
     const { userId: subject, name } = writer.identity
     const written = this.#writing.then(() => this.#bindNow(clients, subject, name))
     this.#writing = written.catch(() => {})

@@ -8,7 +8,7 @@ import type { ScannedUpdate } from '../protocol/update-scan.js'
 import type { CutUpdate } from '../protocol/update-slices.js'
 import { waitingStructs } from '../protocol/yjs-internals.js'
 import { AuthorBinding, type AuthorBindingInit, type Authorship } from './author-binding.js'
-import type { RoomMember } from './room-member.js'
+import type { Writer } from './update-origin.js'
 
 /** A client's update as checked: what its authors need, and what the guard read of it. */
 export interface CheckedUpdate {
@@ -46,7 +46,7 @@ export class ClientUpdateChecks {
    * Checks an update applied in one go. Throws what the checks refuse with; returns what its
    * authors need before it may be applied.
    */
-  check(update: Uint8Array, writer: RoomMember): CheckedUpdate {
+  check(update: Uint8Array, writer: Writer): CheckedUpdate {
     const scanned = checkUpdate(update, this.#doc, this.#budget)
     this.authors.checkServerParts(checkReservedWrites(scanned), this.#held)
     const ranges = rangesOf(scanned)
@@ -61,7 +61,7 @@ export class ClientUpdateChecks {
    * the same turn: nothing it was checked against has changed), false if `gone()` meanwhile.
    * Call `reserve` first.
    */
-  async checkSliced(update: CutUpdate, writer: RoomMember, gone: () => boolean): Promise<boolean> {
+  async checkSliced(update: CutUpdate, writer: Writer, gone: () => boolean): Promise<boolean> {
     for (;;) {
       this.authors.checkServerParts(update.server, this.#held)
       const before = this.#heldOf(update.ranges)

@@ -1,13 +1,9 @@
 import { CloseCode, closeCodeName } from '@symphony/client/wire'
-import {
-  DocumentTooLargeError,
-  MessageTooBigError,
-  PendingLimitError,
-  ProtocolError,
-  ServerBusyError,
-} from '../errors.js'
+import { closeAnswer } from '../error-answers.js'
+import { ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
+import { type Capabilities, NO_CAPABILITIES } from '../protocol/capabilities.js'
 import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
 import type { MemoryBudget, MemoryHolder } from './memory-budget.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
@@ -59,6 +55,8 @@ export interface ConnectionInit {
   logger: Logger
   /** What the connection's unsent bytes and waiting frames are charged to; it may shed the connection. */
   memory?: MemoryBudget
+  /** The protocol extensions the client declared (none by default). */
+  capabilities?: Capabilities
 }
 
 export const READ_ONLY_REASON = 'read-only access: document updates are ignored'
@@ -94,8 +92,8 @@ export class Connection implements RoomMember, MemoryHolder {
   readonly incarnation: number | 'none' | null
   readonly identity: Identity
   readonly awarenessClientIds = new Set<number>()
-  /** The client asked for broadcast events (`?broadcast=1`): plain providers never get one. */
-  acceptsEvents = false
+  /** The protocol extensions the client declared: plain providers declare none. */
+  readonly capabilities: Capabilities
   readonly #rate: TokenBucket
   readonly #roomRequests = new TokenBucket(ROOM_REQUESTS_PER_SECOND, ROOM_REQUEST_BURST)
   #room: MemberRoom | null = null
@@ -132,8 +130,10 @@ export class Connection implements RoomMember, MemoryHolder {
     metrics,
     logger,
     memory,
+    capabilities,
   }: ConnectionInit) {
     this.id = id
+    this.capabilities = capabilities ?? NO_CAPABILITIES
     this.roomName = roomName
     this.incarnation = incarnation ?? null
     this.identity = identity
@@ -403,7 +403,7 @@ export class Connection implements RoomMember, MemoryHolder {
   }
 
   #fail(error: unknown): void {
-    const [code, reason] = closeFor(error)
+    const { code, reason } = closeAnswer(error)
     if (code === CloseCode.InternalError) {
       this.#logger.error(
         { err: error, room: this.roomName, connection: this.id },
@@ -412,14 +412,4 @@ export class Connection implements RoomMember, MemoryHolder {
     }
     this.close(code, reason)
   }
-}
-
-/** The close code and reason for an error raised while handling a client's frame. */
-function closeFor(error: unknown): [number, string] {
-  if (error instanceof ProtocolError) return [CloseCode.ProtocolError, error.message]
-  if (error instanceof DocumentTooLargeError) return [CloseCode.DocumentTooLarge, error.message]
-  if (error instanceof PendingLimitError) return [CloseCode.TooMuchPending, error.message]
-  if (error instanceof MessageTooBigError) return [CloseCode.MessageTooBig, error.message]
-  if (error instanceof ServerBusyError) return [CloseCode.TryAgainLater, error.message]
-  return [CloseCode.InternalError, 'internal error']
 }

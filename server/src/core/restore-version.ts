@@ -2,10 +2,8 @@ import { within } from '../deadline.js'
 import { fromSnapshotStore, VersionNotRestorableError } from '../errors.js'
 import type { RoomEventSink } from '../ports/room-events.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
-import { encodeUpdate } from '../protocol/codec.js'
 import { restoreOnWorker } from './restore-on-worker.js'
 import type { RoomHold } from './room-manager.js'
-import type { RoomMember } from './room-member.js'
 
 export interface RestoreVersionDeps {
   /** Holds the room, loading it if need be (`RoomManager.acquire`). */
@@ -14,8 +12,6 @@ export interface RestoreVersionDeps {
   save: (room: string) => Promise<void>
   snapshots: SnapshotStore
   events: RoomEventSink
-  /** The member the restore is applied as (the REST API's writer: its client ids bound to `symphony:api`). */
-  writer: (room: string) => RoomMember
   /** The longest the restore waits to be journaled, then saved as a version of its own. */
   saveWaitMs: number
 }
@@ -74,7 +70,7 @@ async function restoreNow(deps: RestoreVersionDeps, name: string, id: string): P
     // Made off this thread; the room may change meanwhile, and the update merges with that as an
     // edit made at the same time would.
     const update = await restoreOnWorker(room.encodeState(), version.state)
-    await room.receive(deps.writer(name), encodeUpdate(update))
+    await room.applyUpdate(update, { kind: 'restore', version: id })
     const saved = await within(
       room.durable().then(() => deps.save(name)),
       deps.saveWaitMs,

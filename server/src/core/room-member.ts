@@ -1,3 +1,4 @@
+import type { Capabilities } from '../protocol/capabilities.js'
 import type { AwarenessEntry } from '../protocol/codec.js'
 
 /**
@@ -14,8 +15,8 @@ export interface RoomMember {
   readonly canWrite: boolean
   /** Whether a write of this member was ever refused (it is read-only). */
   readonly writeDenied: boolean
-  /** The client asked for broadcast events (`?broadcast=1`): plain providers never get one. */
-  readonly acceptsEvents: boolean
+  /** The protocol extensions the client declared: broadcast events go only to those with `events`. */
+  readonly capabilities: Capabilities
   send(frame: Uint8Array): void
   /**
    * Sends a sync answer, built by `answer` when it is sent; while the member's previous answer is

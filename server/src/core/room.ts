@@ -36,7 +36,7 @@ import {
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
-import type { Author } from './author-binding.js'
+import { API_SUBJECT, type Author } from './author-binding.js'
 import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
 import { DocumentMemory } from './document-memory.js'
 import {
@@ -50,9 +50,22 @@ import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { SyncAnswers } from './sync-answers.js'
+import type { UpdateOrigin, Writer } from './update-origin.js'
 
 /** Transaction origin of updates that came from another server. */
 const REMOTE = Symbol('remote')
+
+/** The writer of the REST API's and restores' updates: its client ids are bound to `API_SUBJECT`. */
+const API_WRITER: Writer = { identity: { userId: API_SUBJECT, name: null }, canWrite: true }
+
+/** Who sent a frame: a local client, through its connection, or another server over pub/sub. */
+type FrameSource = { readonly from: 'client'; readonly connection: RoomMember } | { readonly from: 'peer' }
+const FROM_PEER: FrameSource = { from: 'peer' }
+
+/** Reached only for a message kind `#dispatch` does not handle, which the compiler refuses. */
+function unhandled(message: never): never {
+  throw new Error(`unhandled message kind ${(message as Message).kind}`)
+}
 /** Transaction origin of a stored snapshot merged into the live room. */
 const STORED = Symbol('stored')
 /** Transaction origin of the room's author bindings (`AuthorBinding`). */
@@ -189,7 +202,7 @@ export class Room implements MemberRoom, MemoryHolder {
    * the client's own edits, made durable nowhere yet (it sent them to a server that died, and this
    * one got them from a peer), so its sync-status answers wait for a save holding them.
    */
-  readonly #joinedUnsaved = new WeakMap<RoomMember, number>()
+  readonly #joinedUnsaved = new WeakMap<Writer, number>()
   /** Connections whose barrier already asked for a save (one early save each, at most). */
   readonly #askedToSave = new WeakSet<RoomMember>()
   /** The latest version whose change this server did not journal (a peer's, over pub/sub or at load). */
@@ -296,17 +309,24 @@ export class Room implements MemberRoom, MemoryHolder {
       throw error
     }
     this.#observer.messageReceived(message.kind)
-    return this.#dispatch(connection, message, frame, receivedAt)
+    return this.#dispatch(message, { from: 'client', connection }, frame, receivedAt)
   }
 
+  /**
+   * The one handler of every message kind, from a client or a peer: a kind added to `Message`
+   * and left out here fails to compile (the `never` below). Peers sync by digest and ask
+   * nothing: their requests and sync-status are ignored.
+   */
   #dispatch(
-    connection: RoomMember,
     message: Message,
+    source: FrameSource,
     frame: Uint8Array,
     receivedAt: number,
   ): Promise<void> | undefined {
+    const connection = source.from === 'client' ? source.connection : null
     switch (message.kind) {
       case 'sync-step1': {
+        if (!connection) return
         // Each answer encodes the whole difference; a client may not ask in a tight loop.
         if (!connection.takeRoomRequest()) {
           connection.close(CloseCode.RateLimited, 'sync requests too frequent')
@@ -319,14 +339,21 @@ export class Room implements MemberRoom, MemoryHolder {
       case 'sync-step2':
       case 'update':
         // Every client answers our sync step 1, usually with nothing: not a write attempt.
+        if (!connection) return this.#applyPeerUpdate(message, frame, receivedAt)
         if (isEmptyUpdate(message.update)) return
-        if (!connection.canWrite) connection.denyWrite()
-        else if (message.update.length > SLICE_ABOVE_BYTES) {
-          return this.#applyBigClientUpdate(connection, message, frame, receivedAt)
-        } else return this.#applyClientUpdate(connection, message, frame, receivedAt)
-        return
+        if (!connection.canWrite) {
+          connection.denyWrite()
+          return
+        }
+        return this.#applyWrite(connection, message, frame, receivedAt)
       case 'awareness': {
         const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes)
+        if (!connection) {
+          this.#presenceOwners.saw(entries, PEER)
+          this.presence.apply(entries)
+          this.#broadcast(frame, null)
+          return
+        }
         // A connection speaks for the ids it introduced, not for the others' presence its
         // provider sends back (y-websocket echoes every presence it hears).
         const owned = this.#presenceOwners.saw(entries, connection)
@@ -340,11 +367,18 @@ export class Room implements MemberRoom, MemoryHolder {
         return
       }
       case 'query-awareness':
+        if (!connection) return
         if (connection.takeRoomRequest())
           connection.send(this.presence.presentFrame() ?? encodeAwarenessEntries([]))
         else connection.close(CloseCode.RateLimited, 'presence queries too frequent')
         return
       case 'broadcast': {
+        if (!connection) {
+          // A peer's events are stamped with their sender already: relayed as they came.
+          checkBroadcast(message.payload, this.#options.maxPresenceBytes)
+          this.#relayEvent(frame, null)
+          return
+        }
         // Only writers speak to the room: a viewer must not announce "approved" to everyone.
         if (!connection.canWrite) {
           connection.close(CloseCode.ReadOnly, 'read-only access: broadcast events are refused')
@@ -367,12 +401,60 @@ export class Room implements MemberRoom, MemoryHolder {
         // Frames are handled in order, so every earlier one is applied; answered once durable
         // (journaled and confirmed, or in a saved snapshot): the client shows "saved" on it.
         // Never for a connection whose writes were refused: the server does not hold its edits.
-        if (connection.writeDenied) return
+        if (!connection || connection.writeDenied) return
         connection.answerSyncStatus(this.#durableFor(connection), encodeSyncStatus(message.payload))
         return
       case 'auth':
         return
+      default:
+        return unhandled(message)
     }
+  }
+
+  /**
+   * Applies `update` from `origin`, with every check a client's update gets (a peer's: those of
+   * a peer's). The REST API and a restore write here, under `API_SUBJECT`, as no connection.
+   * Throws, or returns a promise that rejects, as `receive` does.
+   */
+  applyUpdate(update: Uint8Array, origin: UpdateOrigin): Promise<void> | undefined {
+    const receivedAt = performance.now()
+    const message = { kind: 'update', update } as const
+    const frame = encodeUpdate(update)
+    switch (origin.kind) {
+      case 'client':
+        return this.#dispatch(message, { from: 'client', connection: origin.connection }, frame, receivedAt)
+      case 'peer':
+        return this.#applyPeerUpdate(message, frame, receivedAt)
+      case 'rest':
+      case 'restore':
+        this.#observer.messageReceived(message.kind)
+        if (isEmptyUpdate(update)) return
+        return this.#applyWrite(API_WRITER, message, frame, receivedAt)
+    }
+  }
+
+  /** A writer's update: a big one applied a slice per turn, any other at once. */
+  #applyWrite(
+    writer: Writer,
+    message: Message & { update: Uint8Array },
+    frame: Uint8Array,
+    receivedAt: number,
+  ): Promise<void> | undefined {
+    if (message.update.length > SLICE_ABOVE_BYTES)
+      return this.#applyBigClientUpdate(writer, message, frame, receivedAt)
+    return this.#applyClientUpdate(writer, message, frame, receivedAt)
+  }
+
+  /** A peer's update: often one this server already has (anti-entropy answers), then nothing is forwarded. */
+  #applyPeerUpdate(
+    message: Extract<Message, { kind: 'update' | 'sync-step2' }>,
+    frame: Uint8Array,
+    receivedAt: number,
+  ): undefined {
+    if (!this.#apply(message.update, REMOTE)) return
+    this.#notJournaledHere = this.version
+    this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
+    this.#observer.updateHandled(receivedAt)
   }
 
   /** `durable()`, and for a connection that joined while the room held unsaved changes, a save of them. */
@@ -392,7 +474,7 @@ export class Room implements MemberRoom, MemoryHolder {
    * (it joined after they came from a peer, or it resent one that changed nothing): its answers
    * wait for a save holding them. Readers are never answered, so they cost no save.
    */
-  #holdAnswersForUnsaved(connection: RoomMember): void {
+  #holdAnswersForUnsaved(connection: Writer): void {
     if (!connection.canWrite || this.#notJournaledHere <= this.#saves.savedVersion) return
     const held = this.#joinedUnsaved.get(connection) ?? -1
     this.#joinedUnsaved.set(connection, Math.max(held, this.#notJournaledHere))
@@ -451,24 +533,7 @@ export class Room implements MemberRoom, MemoryHolder {
         this.#answerDigest(digest)
         return
       }
-      const message = decodeMessage(frame, 'peer')
-      if (message.kind === 'update' || message.kind === 'sync-step2') {
-        // Peers often send what this server already has (anti-entropy answers): then nothing is
-        // forwarded and the room is not marked dirty.
-        if (this.#apply(message.update, REMOTE)) {
-          this.#notJournaledHere = this.version
-          this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
-          this.#observer.updateHandled(receivedAt)
-        }
-      } else if (message.kind === 'awareness') {
-        const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes)
-        this.#presenceOwners.saw(entries, PEER)
-        this.presence.apply(entries)
-        this.#broadcast(frame, null)
-      } else if (message.kind === 'broadcast') {
-        checkBroadcast(message.payload, this.#options.maxPresenceBytes)
-        this.#relayEvent(frame, null)
-      }
+      void this.#dispatch(decodeMessage(frame, 'peer'), FROM_PEER, frame, receivedAt)
     } catch (error) {
       this.#observer.remoteMessageDropped()
       this.#logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
@@ -570,7 +635,7 @@ export class Room implements MemberRoom, MemoryHolder {
    * connection's later frames wait their turn).
    */
   #applyClientUpdate(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -583,7 +648,7 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   async #applyOnceBound(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -611,7 +676,7 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   #applyChecked(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -631,7 +696,7 @@ export class Room implements MemberRoom, MemoryHolder {
 
   /** Sends a client's applied update to the other local clients and, once, to the other servers. */
   #forward(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -653,7 +718,7 @@ export class Room implements MemberRoom, MemoryHolder {
    * arrival, and it is refused (`ServerBusyError`) when the budget cannot take it.
    */
   #applyBigClientUpdate(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -670,7 +735,7 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   async #applyBig(
-    connection: RoomMember,
+    connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
@@ -849,7 +914,7 @@ export class Room implements MemberRoom, MemoryHolder {
       )
   }
 
-  #broadcast(frame: Uint8Array, except: RoomMember | null): void {
+  #broadcast(frame: Uint8Array, except: Writer | null): void {
     for (const connection of this.connections) {
       if (connection !== except) connection.send(frame)
     }
@@ -858,7 +923,7 @@ export class Room implements MemberRoom, MemoryHolder {
   /** A broadcast event, to the connections that announced they understand one. */
   #relayEvent(frame: Uint8Array, except: RoomMember | null): void {
     for (const connection of this.connections) {
-      if (connection !== except && connection.acceptsEvents) connection.send(frame)
+      if (connection !== except && connection.capabilities.has('events')) connection.send(frame)
     }
   }
 }

@@ -9,7 +9,7 @@ import {
 import type { Authenticator } from '../auth/authenticator.js'
 import { requestToken } from '../auth/request-token.js'
 import type { DependencyState } from '../dependency-health.js'
-import { AuthError } from '../errors.js'
+import { AUTH_FAILED, httpAnswer } from '../error-answers.js'
 import type { ServerMetrics } from '../metrics.js'
 import { answerDevToken, DEV_TOKEN_PATH } from './dev-token-route.js'
 import { parseRequestTarget } from './request-target.js'
@@ -116,12 +116,11 @@ function answerAccessCheck(
     .then(
       (identity) => sendJson(response, 200, { room, access: identity.access, userId: identity.userId }),
       (error: unknown) => {
-        if (error instanceof AuthError) {
-          if (error.retryAfterSeconds !== undefined) {
-            response.setHeader('Retry-After', String(error.retryAfterSeconds))
-          }
-          sendError(response, error.status, error.code, error.message)
-        } else sendError(response, 500, 'AUTH_FAILED', 'authentication could not be completed')
+        const answer = httpAnswer(error, AUTH_FAILED)
+        if (answer.retryAfterSeconds !== undefined) {
+          response.setHeader('Retry-After', String(answer.retryAfterSeconds))
+        }
+        sendError(response, answer.status, answer.code, answer.message)
       },
     )
 }

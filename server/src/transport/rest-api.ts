@@ -14,10 +14,9 @@ import { DeadlineError, within } from '../deadline.js'
 import { ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
-import { encodeUpdate } from '../protocol/codec.js'
 import { documentToJson } from '../protocol/document-json.js'
 import { ApiRefusal, toRefusal } from './api-refusal.js'
-import { createApiWriter, holdForApi } from './api-writer.js'
+import { holdForApi } from './api-writer.js'
 import { listRooms, type RoomListDeps } from './room-list-route.js'
 import type { VersionsRoute } from './versions-route.js'
 
@@ -56,7 +55,6 @@ export type ApiHandler = (
  */
 export function createRestApi(deps: RestApiDeps): ApiHandler {
   const expected = Buffer.from(`Bearer ${deps.secret}`)
-  const writer = createApiWriter(deps)
   const { versions } = deps
 
   return (request, response, path, query) => {
@@ -107,7 +105,7 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
       case 'POST /update': {
         const update = await readBody(request, deps.limits.maxMessageBytes)
         return withRoom(name, async (room) => {
-          await room.receive(writer(name), encodeUpdate(update))
+          await room.applyUpdate(update, { kind: 'rest' })
           // A 2xx means saved: journaled and confirmed, or in a saved snapshot.
           const saved = await within(room.durable(), deps.saveWaitMs, 'saving the update').then(
             () => true,

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import {
-  BROADCAST_PARAM,
   CloseCode,
   INCARNATION_PARAM,
   isValidRoomName,
@@ -11,7 +10,6 @@ import {
   roomFromPath,
   type ServerErrorCode,
   type ServerErrorStatus,
-  SYNC_STATUS_PARAM,
 } from '@symphony/client/wire'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Authenticator } from '../auth/authenticator.js'
@@ -21,11 +19,12 @@ import { type Admission, admit } from '../core/admission.js'
 import { Connection, type Identity } from '../core/connection.js'
 import type { MemoryBudget } from '../core/memory-budget.js'
 import type { RoomManager } from '../core/room-manager.js'
-import { AuthError } from '../errors.js'
+import { AUTH_FAILED, httpAnswer } from '../error-answers.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
 import type { RoomEventSink } from '../ports/room-events.js'
+import { type Capabilities, capabilitiesFrom } from '../protocol/capabilities.js'
 import { encodeSyncStatus } from '../protocol/codec.js'
 import { refuseUpgrade } from './http-refusal.js'
 import { parseRequestTarget } from './request-target.js'
@@ -43,12 +42,10 @@ interface LiveSocket {
 interface AcceptedUpgrade {
   room: string
   identity: Identity
-  /** The client asked (`?syncStatus=1`) to be told that this server answers sync-status requests. */
-  announceSyncStatus: boolean
+  /** The protocol extensions the client declared on the URL (`?syncStatus=1`, `?broadcast=1`). */
+  capabilities: Capabilities
   /** The incarnation the client's copy belongs to (`?incarnation=`), `none`, or null: not asked. */
   incarnation: number | 'none' | null
-  /** The client asked (`?broadcast=1`) for broadcast events. */
-  acceptsEvents: boolean
 }
 
 const SYNC_STATUS_ANNOUNCEMENT = encodeSyncStatus(new Uint8Array(0))
@@ -153,20 +150,19 @@ export class WebSocketGateway {
     try {
       identity = await this.deps.authenticator.authenticate(upgradeToken(request.headers, query), room)
     } catch (error) {
-      if (error instanceof AuthError) {
-        return refuse(error.status, error.code, error.message, error.retryAfterSeconds)
+      const answer = httpAnswer(error, AUTH_FAILED)
+      if (answer.code === AUTH_FAILED.code) {
+        this.deps.logger.error({ err: error, room }, 'authentication failed unexpectedly')
       }
-      this.deps.logger.error({ err: error, room }, 'authentication failed unexpectedly')
-      return refuse(500, 'AUTH_FAILED', 'authentication could not be completed')
+      return refuse(answer.status, answer.code, answer.message, answer.retryAfterSeconds)
     }
     if (socket.destroyed) return
     // Shutdown may have begun while the token was being checked.
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
-    const announceSyncStatus = query.get(SYNC_STATUS_PARAM) === '1'
-    const acceptsEvents = query.get(BROADCAST_PARAM) === '1'
+    const capabilities = capabilitiesFrom(query)
     const incarnation = parseIncarnationParam(query.get(INCARNATION_PARAM))
     this.#server.handleUpgrade(request, socket, head, (ws) =>
-      this.#accept(ws, { room, identity, announceSyncStatus, acceptsEvents, incarnation }),
+      this.#accept(ws, { room, identity, capabilities, incarnation }),
     )
   }
 
@@ -186,10 +182,7 @@ export class WebSocketGateway {
     return drained
   }
 
-  #accept(
-    socket: WebSocket,
-    { room, identity, announceSyncStatus, acceptsEvents, incarnation }: AcceptedUpgrade,
-  ): void {
+  #accept(socket: WebSocket, { room, identity, capabilities, incarnation }: AcceptedUpgrade): void {
     const { manager, metrics, metadata, logger } = this.deps
     socket.on('error', (error: Error & { code?: string }) => {
       // ws has already closed the socket (1009 for an oversized message, 1002 for a bad frame).
@@ -223,9 +216,9 @@ export class WebSocketGateway {
       metrics,
       logger,
       memory: this.deps.memory,
+      capabilities,
     })
-    if (announceSyncStatus) connection.send(SYNC_STATUS_ANNOUNCEMENT)
-    connection.acceptsEvents = acceptsEvents
+    if (capabilities.has('sync-status')) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     // Admitted before any frame can arrive, so frames sent while the room loads wait in order.
     const admission = admit(manager, connection, { joinWaitMs: this.#joinWaitMs, waits: metrics.joinWaits })
     const live: LiveSocket = { socket, connection, admission, alive: true }
