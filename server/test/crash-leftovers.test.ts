@@ -35,8 +35,12 @@ function forgedTag(parts: { space?: string; boot?: string }): string {
   return [parts.space ?? space, pid, parts.boot ?? boot, n].join('-')
 }
 
-/** Files that are not a room's snapshot: temporary files, locks, locks taken over. */
-const leftovers = (folder: string) => readdirSync(folder).filter((name) => !name.endsWith('.ybin'))
+/**
+ * Files that are not a room's snapshot or its kept versions (`<room>.ybin.versions`, there once a
+ * save replaced another): temporary files, locks, locks taken over.
+ */
+const leftovers = (folder: string) =>
+  readdirSync(folder).filter((name) => !name.endsWith('.ybin') && !name.endsWith('.ybin.versions'))
 
 describe('what a snapshot saver killed mid-save leaves', () => {
   it(
