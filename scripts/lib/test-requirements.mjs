@@ -101,14 +101,12 @@ export function testPlan({
   const missing = requirements.filter((r) => !r.found)
   if (missing.length === 0) return { notes }
   const packages = [...new Set(missing.flatMap((r) => r.debian))]
-  const list = missing.map((r) => `  - ${r.what}: ${r.why}`)
+  const missingHere = [needs, 'Missing here:', ...missing.map((r) => `  - ${r.what}: ${r.why}`)]
   if (!hasAptGet) {
     return {
       notes,
       stop: [
-        needs,
-        'Missing here:',
-        ...list,
+        ...missingHere,
         `The suite expects Debian's packages (${packages.join(', ')}) at Debian's paths. On another`,
         'Linux, run it in a Debian container, from this folder:',
         '',
@@ -120,9 +118,7 @@ export function testPlan({
     return {
       notes,
       stop: [
-        needs,
-        'Missing here:',
-        ...list,
+        ...missingHere,
         'Install them, then run npm test again:',
         '',
         `  sudo apt-get install -y ${packages.join(' ')}`,

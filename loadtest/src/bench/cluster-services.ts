@@ -10,35 +10,41 @@ import { pin, type StartedServer, type StartOptions, startSymphony } from './ser
  * their CPU is reported as the helpers'.
  */
 export async function startSymphonyCluster(options: StartOptions): Promise<StartedServer> {
+  const services = await startClusterServices(options)
+  try {
+    const server = await startSymphony({ ...options, env: services.env })
+    return {
+      ...server,
+      name: 'symphony (cluster adapters)',
+      get helperPids() {
+        return services.helperPids()
+      },
+      async stop() {
+        await server.stop()
+        await services.stop()
+      },
+    }
+  } catch (error) {
+    await services.stop()
+    throw error
+  }
+}
+
+/** Redis and Postgres for the servers, pinned to their CPUs; `env` points the servers at them. */
+async function startClusterServices(options: StartOptions) {
   const redis = await startRedis()
   const postgres = await startPostgres().catch(async (error) => {
     await redis.stop()
     throw error
   })
-  const stopServices = () => Promise.all([redis.stop(), postgres.stop()])
   if (options.cpus) pin(redis.pid, options.cpus)
   // Connections' backends are forked from the postmaster later and inherit its CPUs.
   if (options.cpus) for (const pid of withChildren(postgres.pid)) pin(pid, options.cpus)
-  try {
-    const server = await startSymphony({
-      ...options,
-      env: { ...options.env, PUBSUB: redis.url, JOURNAL: redis.url, DATABASE_URL: postgres.url },
-    })
-    return {
-      ...server,
-      name: 'symphony (cluster adapters)',
-      // Read when asked: by then the server's connections have their backends.
-      get helperPids() {
-        return [redis.pid, ...withChildren(postgres.pid)]
-      },
-      async stop() {
-        await server.stop()
-        await stopServices()
-      },
-    }
-  } catch (error) {
-    await stopServices()
-    throw error
+  return {
+    env: { ...options.env, PUBSUB: redis.url, JOURNAL: redis.url, DATABASE_URL: postgres.url },
+    // Read when asked: by then the servers' connections have their backends.
+    helperPids: () => [redis.pid, ...withChildren(postgres.pid)],
+    stop: () => Promise.all([redis.stop(), postgres.stop()]),
   }
 }
 
@@ -52,15 +58,8 @@ export async function startSymphonyCluster3(
   options: StartOptions,
   placement: Placement,
 ): Promise<StartedServer> {
-  const redis = await startRedis()
-  const postgres = await startPostgres().catch(async (error) => {
-    await redis.stop()
-    throw error
-  })
-  const stopServices = () => Promise.all([redis.stop(), postgres.stop()])
-  if (options.cpus) pin(redis.pid, options.cpus)
-  if (options.cpus) for (const pid of withChildren(postgres.pid)) pin(pid, options.cpus)
-  const env = { ...options.env, PUBSUB: redis.url, JOURNAL: redis.url, DATABASE_URL: postgres.url }
+  const services = await startClusterServices(options)
+  const { env } = services
   // The first migrates the metadata schema; the others find it done.
   const first = await Promise.allSettled([startSymphony({ ...options, env })])
   const others =
@@ -71,7 +70,7 @@ export async function startSymphonyCluster3(
   const servers = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []))
   const stopAll = async () => {
     await Promise.all(servers.map((server) => server.stop()))
-    await stopServices()
+    await services.stop()
   }
   const failed = started.find((result) => result.status === 'rejected')
   if (failed) {
@@ -87,7 +86,7 @@ export async function startSymphonyCluster3(
     pid: one.pid,
     pids: servers.map((server) => server.pid),
     get helperPids() {
-      return [redis.pid, ...withChildren(postgres.pid)]
+      return services.helperPids()
     },
     stop: stopAll,
   }
