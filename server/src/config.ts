@@ -175,7 +175,7 @@ export type InternalEndpointConfig = InternalEndpointOptions & { fetchTimeoutMs:
  * `main` passes it through), plus the log level.
  */
 export interface Config
-  extends Required<Omit<SyncServerOptions, 'adapters' | 'logger' | 'demoFolder' | 'internal'>> {
+  extends Required<Omit<SyncServerOptions, 'adapters' | 'hooks' | 'logger' | 'demoFolder' | 'internal'>> {
   logLevel: LogLevel
   limits: Limits
   snapshot: SnapshotPolicy

@@ -3,6 +3,7 @@ import { hostname } from 'node:os'
 import { resolve } from 'node:path'
 import type { Backends } from './backends.js'
 import { silentLogger } from './logger.js'
+import { NO_HOOKS } from './server-hooks.js'
 import {
   DEFAULT_API_MAX_LIST_LIMIT,
   DEFAULT_LIMITS,
@@ -47,6 +48,7 @@ async function resolveOptions(options: SyncServerOptions): Promise<ResolvedServe
     demoFolder: null,
     devTokenSecret: null,
     apiSecret: null,
+    hooks: NO_HOOKS,
     ...withoutUnset(options),
     limits: { ...DEFAULT_LIMITS, ...withoutUnset(options.limits ?? {}) },
     snapshot: { ...DEFAULT_SNAPSHOT_POLICY, ...withoutUnset(options.snapshot ?? {}) },

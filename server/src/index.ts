@@ -75,6 +75,7 @@ export {
   VERSION_ID_PATTERN,
 } from './ports/snapshot-store.js'
 export type { JournalContents, JournalPosition, UpdateJournal } from './ports/update-journal.js'
+export { NO_HOOKS, type ServerHooks } from './server-hooks.js'
 export {
   DEFAULT_LIMITS,
   DEFAULT_SNAPSHOT_POLICY,

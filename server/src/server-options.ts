@@ -5,6 +5,7 @@ import type { SnapshotPolicy } from './core/snapshot-writer.js'
 import type { Logger } from './logger.js'
 import type { BuildInfo } from './metrics.js'
 import type { AdapterContext, Adapters } from './ports/adapters.js'
+import type { ServerHooks } from './server-hooks.js'
 
 const MiB = 1024 * 1024
 
@@ -136,6 +137,8 @@ export interface SyncServerOptions {
    * instead of `backends` for the ports they fill. The server closes them at shutdown.
    */
   adapters?: Partial<Adapters> | ((context: AdapterContext) => Partial<Adapters>)
+  /** An embedding app's hooks into each room's life (`server-hooks.ts`); default none. */
+  hooks?: ServerHooks
   /** For `symphony_build_info`. Default: this package's version, commit "unknown". */
   build?: BuildInfo
   /** Default: silent. */
