@@ -26,23 +26,34 @@ export class PresenceOwners<Owner> {
   readonly #owners = new Map<number, Ownership<Owner>>()
   #purgeAt = PURGE_MIN_OWNERS
 
-  /** Records what `source` sent; returns the ids among `entries` it owns now. */
-  saw(entries: AwarenessEntry[], source: Owner | typeof PEER, now = Date.now()): Set<number> {
+  /**
+   * Records what `source` sent; returns the entries among `entries` whose ids it owns now: `entries`
+   * itself when it owns them all (the common case, one entry of the sender's own), so a presence
+   * message allocates nothing here.
+   */
+  saw(entries: AwarenessEntry[], source: Owner | typeof PEER, now = Date.now()): AwarenessEntry[] {
     if (this.#owners.size >= this.#purgeAt) this.#purge(now)
-    const owned = new Set<number>()
-    for (const { clientId, state } of entries) {
-      const current = this.#current(clientId, now)
-      if (state === null) {
-        // Its owner's removal frees the id; anyone else's is ignored.
-        if (current?.owner === source) this.#owners.delete(clientId)
-        continue
-      }
-      if (!current) this.#owners.set(clientId, { owner: source, seenAt: now })
-      else if (current.owner === source) current.seenAt = now
-      else continue
-      owned.add(clientId)
+    let owned: AwarenessEntry[] | null = null
+    for (let index = 0; index < entries.length; index++) {
+      const entry = entries[index] as AwarenessEntry
+      if (this.#take(entry, source, now)) owned?.push(entry)
+      else owned ??= entries.slice(0, index)
     }
-    return owned
+    return owned ?? entries
+  }
+
+  /** Whether `source` owns `entry`'s id once it is recorded (a removal frees the id: not owned). */
+  #take({ clientId, state }: AwarenessEntry, source: Owner | typeof PEER, now: number): boolean {
+    const current = this.#current(clientId, now)
+    if (state === null) {
+      // Its owner's removal frees the id; anyone else's is ignored.
+      if (current?.owner === source) this.#owners.delete(clientId)
+      return false
+    }
+    if (!current) this.#owners.set(clientId, { owner: source, seenAt: now })
+    else if (current.owner === source) current.seenAt = now
+    else return false
+    return true
   }
 
   /** The owner of `clientId`'s presence now, or undefined when no one speaks for it. */

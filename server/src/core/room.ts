@@ -356,8 +356,7 @@ export class Room implements MemberRoom, MemoryHolder {
         }
         // A connection speaks for the ids it introduced, not for the others' presence its
         // provider sends back (y-websocket echoes every presence it hears).
-        const owned = this.#presenceOwners.saw(entries, connection)
-        connection.claimAwarenessClients(entries.filter((entry) => owned.has(entry.clientId)))
+        connection.claimAwarenessClients(this.#presenceOwners.saw(entries, connection))
         this.presence.apply(entries)
         // A client alone here hears nothing else, and its provider drops a connection silent
         // for 30 s: it gets its own state back (and ignores it: same clock). With company, the
