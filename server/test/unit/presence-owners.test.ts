@@ -32,7 +32,10 @@ describe('presence owners', () => {
     assert.equal(owners.saw(mine, 'alice', 0), mine, 'no copy for a sender speaking for its own')
     owners.saw([present(3)], 'bob', 0)
     // Carol echoes Alice's and Bob's around her own: she owns hers alone, and a removal owns nothing.
-    assert.deepEqual(ids(owners.saw([present(1), present(4), present(3), present(5), gone(4)], 'carol', 0)), [4, 5])
+    assert.deepEqual(
+      ids(owners.saw([present(1), present(4), present(3), present(5), gone(4)], 'carol', 0)),
+      [4, 5],
+    )
   })
 
   it('frees an id when its owner removes it or leaves, never when someone else removes it', () => {
