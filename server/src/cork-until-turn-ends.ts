@@ -1,5 +1,3 @@
-import type { Writable } from 'node:stream'
-
 /**
  * What leaves at the end of an event-loop turn. Streams written to since the loop last went idle
  * are corked on their first write and uncorked once the current batch of input has been handled,
@@ -8,7 +6,7 @@ import type { Writable } from 'node:stream'
  * (journal appends, then publishes) are flushed first, in that order, before any client socket
  * is uncorked: an update leaves for the journal before anyone is sent it.
  */
-const corked = new Set<Writable>()
+const corked = new Set<Corkable>()
 /** `flushes[0]`: the journal's; `flushes[1]`: the publishers'. */
 const flushes: [(() => void)[], (() => void)[]] = [[], []]
 let scheduled = false
@@ -16,7 +14,13 @@ let scheduled = false
 /** When a batch is flushed: the journal's first, then what is published, then the sockets. */
 export type TurnStage = 'journal' | 'publish'
 
-export function corkUntilTurnEnds(stream: Writable): void {
+/** A stream, or anything that holds writes until told to let them go (`WsTransport`). */
+export interface Corkable {
+  cork(): void
+  uncork(): void
+}
+
+export function corkUntilTurnEnds(stream: Corkable): void {
   if (corked.has(stream)) return
   schedule()
   corked.add(stream)
@@ -42,6 +46,8 @@ function endTurn(): void {
     const due = stage.splice(0)
     for (const flush of due) flush()
   }
-  for (const stream of corked) stream.uncork()
+  // Taken out first too: a stream written to while the others are uncorked is corked anew.
+  const due = [...corked]
   corked.clear()
+  for (const stream of due) stream.uncork()
 }
