@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { runOnPinnedNode } from './lib/pinned-node.mjs'
 import { prettyLine } from './lib/pretty-log.mjs'
+import { serverNodeFlags } from './lib/server-node-flags.mjs'
 
 // The server runs on the Node the images ship (package.json devEngines), whatever this machine's is.
 await runOnPinnedNode(import.meta.url)
@@ -29,8 +30,8 @@ env.INTERNAL_HOST ??= '127.0.0.1'
 const database = env.DATABASE_URL ?? 'pglite://./data/pg'
 const children = new Set()
 
-function run(script, name, childEnv, onLine) {
-  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
+function run(script, name, childEnv, onLine, nodeFlags = []) {
+  const child = spawn(process.execPath, [...nodeFlags, fileURLToPath(new URL(script, import.meta.url))], {
     cwd: root,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -64,37 +65,43 @@ function startDashboard(databaseUrl) {
   })
 }
 
-run('../server/dist/main.js', 'sync', env, (line) => {
-  if (line.includes('"msg":"embedded Postgres (PGlite) serving"')) startDashboard(JSON.parse(line).url)
-  if (line.includes('"msg":"listening"') && /^postgres(ql)?:/.test(database)) startDashboard(database)
-  if (line.includes('"msg":"listening"')) {
-    const { port } = JSON.parse(line)
-    console.log(`\n  Symphony is running.`)
-    console.log(
-      `  Whiteboard demo: http://localhost:${port}/   (open it in two tabs; ?room=<name> picks a room)`,
-    )
-    console.log(`  React example:   http://localhost:${port}/react   (a shared to-do list with presence)`)
-    console.log(`  WebSocket:       ws://localhost:${port}/<room>`)
-    console.log(`  REST API:        http://localhost:${port}/api/v1/rooms/<room>/document`)
-    console.log(`                   (Authorization: Bearer ${env.API_SECRET})`)
-    console.log(`  Health/metrics:  http://localhost:${port}/healthz  http://localhost:${port}/metrics`)
-    const metadata = database.startsWith('pglite://')
-      ? `PGlite in ${database.slice('pglite://'.length)}, served at postgres://postgres@127.0.0.1:${env.PGLITE_PORT ?? 5433}/postgres`
-      : database === 'none'
-        ? 'not kept (DATABASE_URL=none), so no dashboard'
-        : 'in DATABASE_URL'
-    console.log(`  Metadata:        ${metadata}`)
-    console.log(
-      `  Auth:            ${env.AUTH === 'none' ? 'off (AUTH=none; set AUTH_SECRET to turn it on)' : 'on'}`,
-    )
-    if (env.DEV_TOKEN_ROUTE === '1') {
+run(
+  '../server/dist/main.js',
+  'sync',
+  env,
+  (line) => {
+    if (line.includes('"msg":"embedded Postgres (PGlite) serving"')) startDashboard(JSON.parse(line).url)
+    if (line.includes('"msg":"listening"') && /^postgres(ql)?:/.test(database)) startDashboard(database)
+    if (line.includes('"msg":"listening"')) {
+      const { port } = JSON.parse(line)
+      console.log(`\n  Symphony is running.`)
       console.log(
-        `  Dev tokens:      http://localhost:${port}/dev/token?room=<room>   (development only: the demo's tokens)`,
+        `  Whiteboard demo: http://localhost:${port}/   (open it in two tabs; ?room=<name> picks a room)`,
       )
+      console.log(`  React example:   http://localhost:${port}/react   (a shared to-do list with presence)`)
+      console.log(`  WebSocket:       ws://localhost:${port}/<room>`)
+      console.log(`  REST API:        http://localhost:${port}/api/v1/rooms/<room>/document`)
+      console.log(`                   (Authorization: Bearer ${env.API_SECRET})`)
+      console.log(`  Health/metrics:  http://localhost:${port}/healthz  http://localhost:${port}/metrics`)
+      const metadata = database.startsWith('pglite://')
+        ? `PGlite in ${database.slice('pglite://'.length)}, served at postgres://postgres@127.0.0.1:${env.PGLITE_PORT ?? 5433}/postgres`
+        : database === 'none'
+          ? 'not kept (DATABASE_URL=none), so no dashboard'
+          : 'in DATABASE_URL'
+      console.log(`  Metadata:        ${metadata}`)
+      console.log(
+        `  Auth:            ${env.AUTH === 'none' ? 'off (AUTH=none; set AUTH_SECRET to turn it on)' : 'on'}`,
+      )
+      if (env.DEV_TOKEN_ROUTE === '1') {
+        console.log(
+          `  Dev tokens:      http://localhost:${port}/dev/token?room=<room>   (development only: the demo's tokens)`,
+        )
+      }
+      console.log('  Ctrl-C stops everything.\n')
     }
-    console.log('  Ctrl-C stops everything.\n')
-  }
-})
+  },
+  serverNodeFlags(env.NODE_OPTIONS),
+)
 
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {

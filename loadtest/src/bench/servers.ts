@@ -4,6 +4,7 @@ import { availableParallelism, homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
+import { serverNodeFlags } from '@symphony/dev-scripts/server-node-flags'
 import { freePort } from '@symphony/dev-scripts/services'
 import type { Placement } from '../virtual-users/room-run.js'
 
@@ -47,7 +48,9 @@ export async function startSymphony(options: StartOptions = {}): Promise<Started
     ...options.env,
     LOG_LEVEL: 'info', // readiness is read from the log
   }
-  const child = launch(join(root, 'server/dist/main.js'), env, options.cpus)
+  // With the V8 flags `npm start` gives it (unless NODE_OPTIONS sets its own).
+  const flags = serverNodeFlags(options.env?.NODE_OPTIONS ?? process.env.NODE_OPTIONS)
+  const child = launch(join(root, 'server/dist/main.js'), env, options.cpus, flags)
   // Listening comes first; with a metadata database, wait for its migration too, so a run does
   // not measure the server's start-up.
   const ready =
@@ -159,9 +162,14 @@ function hasTaskset(): boolean {
   }
 }
 
-function launch(script: string, env: Record<string, string>, cpus: string | undefined): ChildProcess {
+function launch(
+  script: string,
+  env: Record<string, string>,
+  cpus: string | undefined,
+  nodeFlags: readonly string[] = [],
+): ChildProcess {
   const command = cpus ? 'taskset' : process.execPath
-  const args = cpus ? ['-c', cpus, process.execPath, script] : [script]
+  const args = cpus ? ['-c', cpus, process.execPath, ...nodeFlags, script] : [...nodeFlags, script]
   // taskset execs node in place, so the child's pid is the server's.
   return spawn(command, args, spawnOptions(env))
 }
