@@ -56,3 +56,52 @@ describe('fault injector: gaps between faults', () => {
     )
   })
 })
+
+describe('fault injector: a Redis wipe waits for the rooms', () => {
+  it('a fault that empties Redis comes only once a live server holds every room again', async () => {
+    const running = [true, true]
+    let heldFrom = Number.POSITIVE_INFINITY
+    let redisStoppedAt = 0
+    const cluster = {
+      size: 2,
+      kill: async (i: number) => {
+        running[i] = false
+      },
+      startServer: async (i: number) => {
+        running[i] = true
+        // Its clients bring room b back well after the server listens (a loaded machine).
+        heldFrom = Math.min(heldFrom, performance.now() + 2_000)
+      },
+      isRunning: (i: number) => running[i],
+      isPaused: () => false,
+      heldState: async (_server: number, room: string) =>
+        room === 'a' || performance.now() >= heldFrom ? new Uint8Array([0]) : null,
+      redis: {
+        restart: async () => {
+          redisStoppedAt = performance.now()
+        },
+      },
+      links: () => ({}),
+      resume: () => {},
+    } as unknown as FaultCluster
+    const injector = new FaultInjector({
+      cluster,
+      ledger: new Ledger(),
+      rooms: ['a', 'b'],
+      quietAfterRedisLossMs: 0,
+    })
+    const base = { server: 0, mode: 'cut', slowMs: 0, store: 's3', killAfter: false, killDelayMs: 0 } as const
+    const schedule: Schedule = {
+      episodes: [
+        { ...base, kind: 'kill', atMs: 0, durationMs: 100 } as FaultEpisode,
+        { ...base, kind: 'redis-restart', atMs: 200, durationMs: 100 } as FaultEpisode,
+      ],
+      deletes: [],
+    }
+    await injector.play(schedule, performance.now())
+    assert.ok(
+      redisStoppedAt >= heldFrom,
+      `Redis restarted ${Math.round(heldFrom - redisStoppedAt)} ms before room b was held`,
+    )
+  })
+})
