@@ -19,6 +19,7 @@ export type SymphonyErrorCode =
   | 'ROOM_DELETED'
   | 'RESTORE_MISMATCH'
   | 'HEARTBEAT_MISSED'
+  | 'UPDATE_REFUSED'
 
 /** Base of every error Symphony raises on purpose; `code` is stable and safe to match on. */
 export class SymphonyError extends Error {
@@ -92,6 +93,13 @@ export class MessageTooBigError extends SymphonyError {
 export class PendingLimitError extends SymphonyError {
   constructor(message: string) {
     super('PENDING_LIMIT', message)
+  }
+}
+
+/** An update the embedding app refused (its `beforeApply` hook): nothing of it is applied or stored. */
+export class UpdateRefusedError extends SymphonyError {
+  constructor(message: string) {
+    super('UPDATE_REFUSED', message)
   }
 }
 

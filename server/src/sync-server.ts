@@ -78,7 +78,14 @@ export class SyncServer {
       logger,
     })
     this.manager = new RoomManager(
-      { ...this.#adapters, stateSource, metrics: this.metrics, memory: this.memory, logger },
+      {
+        ...this.#adapters,
+        stateSource,
+        metrics: this.metrics,
+        memory: this.memory,
+        hooks: options.hooks,
+        logger,
+      },
       {
         roomGraceMs: options.roomGraceMs,
         registryWaitMs: options.registryWaitMs,
@@ -93,6 +100,7 @@ export class SyncServer {
         },
         maxPresenceBytes: options.limits.maxPresenceBytes,
         antiEntropyIntervalMs: options.antiEntropyIntervalMs,
+        hookTimeoutMs: options.hookTimeoutMs,
         // With AUTH=none there are no subjects to bind client ids to.
         bindAuthors: options.auth.mode !== 'none',
       },

@@ -12,6 +12,7 @@ import type { RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
+import type { ServerHooks } from '../server-hooks.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import { incarnationKey } from './incarnation.js'
 import type { MemoryCharges } from './memory-budget.js'
@@ -30,6 +31,8 @@ export interface RoomManagerOptions extends RoomOptions {
   /** How a failed load is retried while someone waits for the room; unset: not retried. */
   loadRetry?: LoadRetry
   snapshot: SnapshotPolicy
+  /** The longest an app's hook may take (`HOOK_TIMEOUT_MS`). */
+  hookTimeoutMs?: number
 }
 
 /** How many shed rooms' sizes are kept (a few dozen bytes each). */
@@ -47,6 +50,8 @@ export interface RoomManagerDeps {
   metrics: ServerMetrics
   /** The server's memory budget: each room charges its presence and big updates to it. */
   memory?: MemoryCharges
+  /** The embedding app's hooks (`ServerHooks`); default none. */
+  hooks?: ServerHooks
   logger: Logger
 }
 
@@ -138,6 +143,10 @@ export class RoomManager {
       this.deps.metrics.outOfSpace('journal', room, false)
       this.deps.metrics.dependencies.succeeded('journal')
     },
+  }
+
+  get #hookTimeoutMs(): number {
+    return this.options.hookTimeoutMs ?? 5_000
   }
 
   get #registryWaitMs(): number {
@@ -513,6 +522,7 @@ export class RoomManager {
       onChange: () => writer?.markDirty(),
       observer: metrics,
       memory: this.deps.memory,
+      hooks: { ...this.deps.hooks, timeoutMs: this.#hookTimeoutMs },
       loadedFromPeer: from.source === 'peer',
       saves: {
         get savedVersion() {

@@ -33,6 +33,7 @@ import {
   waitingDeletions,
   waitingStructs,
 } from '../protocol/yjs-internals.js'
+import type { ServerHooks } from '../server-hooks.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
@@ -50,13 +51,18 @@ import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { SyncAnswers } from './sync-answers.js'
+import { UpdateApproval } from './update-approval.js'
 import type { UpdateOrigin, Writer } from './update-origin.js'
 
 /** Transaction origin of updates that came from another server. */
 const REMOTE = Symbol('remote')
 
 /** The writer of the REST API's and restores' updates: its client ids are bound to `API_SUBJECT`. */
-const API_WRITER: Writer = { identity: { userId: API_SUBJECT, name: null }, canWrite: true }
+const API_WRITER: Writer = {
+  identity: { userId: API_SUBJECT, name: null },
+  canWrite: true,
+  origin: { kind: 'rest' },
+}
 
 /** Who sent a frame: a local client, through its connection, or another server over pub/sub. */
 type FrameSource = { readonly from: 'client'; readonly connection: RoomMember } | { readonly from: 'peer' }
@@ -119,6 +125,14 @@ export interface RoomInit {
   memory?: MemoryCharges
   /** The budget shed the room (its connections are closed): unload it as soon as it is free. */
   onShed?: () => void
+  /** The embedding app's hooks the room runs (`ServerHooks`), and how long each may take. */
+  hooks?: RoomHooks
+}
+
+/** The hooks a room runs itself: on the updates and app messages of its writers. */
+export interface RoomHooks extends Pick<ServerHooks, 'beforeApply' | 'messages'> {
+  /** `HOOK_TIMEOUT_MS`: the longest a hook may take. */
+  timeoutMs: number
 }
 
 /** What a room needs of its snapshot writer to acknowledge only what is durable. */
@@ -154,6 +168,8 @@ export class Room implements MemberRoom, MemoryHolder {
   /** Which connection (or peer) speaks for each presence id: what an id's first write is checked against. */
   readonly #presenceOwners = new PresenceOwners<RoomMember>()
   readonly #checks: ClientUpdateChecks
+  /** The app's `beforeApply`, if it has one: asked before each write is applied. */
+  readonly #approval: UpdateApproval | null
   /** Grows with every applied change; the snapshot writer compares it with what it saved. */
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
@@ -223,6 +239,7 @@ export class Room implements MemberRoom, MemoryHolder {
     saves,
     loadedFromPeer,
     memory,
+    hooks,
   }: RoomInit) {
     this.#saves = saves ?? ALWAYS_SAVED
     this.#memory = memory ?? UNBOUNDED_MEMORY
@@ -254,6 +271,16 @@ export class Room implements MemberRoom, MemoryHolder {
       ownerOf: (clientId) => this.#presenceOwners.ownerOf(clientId),
       write: (update) => this.#writeBinding(update),
     })
+    this.#approval = hooks?.beforeApply
+      ? new UpdateApproval({
+          room: name,
+          beforeApply: hooks.beforeApply,
+          timeoutMs: hooks.timeoutMs,
+          state: () => this.encodeState(),
+          memory: this.#memory,
+          logger,
+        })
+      : null
     doc.on('afterTransaction', this.#recordChange)
     if (options.antiEntropyIntervalMs > 0) {
       // Jittered so the servers holding a room do not all publish at the same moment.
@@ -429,7 +456,12 @@ export class Room implements MemberRoom, MemoryHolder {
       case 'restore':
         this.#observer.messageReceived(message.kind)
         if (isEmptyUpdate(update)) return
-        return this.#applyWrite(API_WRITER, message, frame, receivedAt)
+        return this.#applyWrite(
+          origin.kind === 'rest' ? API_WRITER : { ...API_WRITER, origin },
+          message,
+          frame,
+          receivedAt,
+        )
     }
   }
 
@@ -641,6 +673,28 @@ export class Room implements MemberRoom, MemoryHolder {
     receivedAt: number,
   ): Promise<void> | undefined {
     const checked = this.#checks.check(message.update, connection)
+    if (this.#approval) return this.#applyApproved(this.#approval, connection, message, frame, receivedAt)
+    if (checked.authorship.kind !== 'apply') {
+      return this.#applyOnceBound(connection, message, frame, receivedAt, checked)
+    }
+    this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
+  }
+
+  /**
+   * An update that passed the server's checks, once the app's `beforeApply` accepts it: checked
+   * again then, as other writers may have changed the room while the hook ran. Nothing of it is
+   * journaled, applied or bound before.
+   */
+  async #applyApproved(
+    approval: UpdateApproval,
+    connection: Writer,
+    message: Message & { update: Uint8Array },
+    frame: Uint8Array,
+    receivedAt: number,
+  ): Promise<void> {
+    await approval.approve(connection, message.update)
+    if (this.#destroyed) return
+    const checked = this.#checks.check(message.update, connection)
     if (checked.authorship.kind !== 'apply') {
       return this.#applyOnceBound(connection, message, frame, receivedAt, checked)
     }
@@ -752,6 +806,9 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#sizeBound += update.length
     try {
       const cut = await checkAndSlice(update, Y.encodeStateVector(this.doc), maxStructs)
+      if (this.#destroyed) return
+      // Checked whole on the worker by now: the app may build the document it would make.
+      if (this.#approval) await this.#approval.approve(connection, update)
       if (this.#destroyed) return
       // From here until it is applied, no other client writes where it does.
       const release = this.#checks.reserve(cut.ranges)
