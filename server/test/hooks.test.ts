@@ -217,3 +217,90 @@ describe('beforeApply', () => {
     assert.equal(checkedOn.length, 1, 'checked once, on server a')
   })
 })
+
+/** A new room's first content, the same bytes every time: a document with a fixed client id. */
+function welcomeSeed(): Uint8Array {
+  const doc = new Y.Doc()
+  doc.clientID = 1
+  doc.getText('t').insert(0, 'welcome')
+  return Y.encodeStateAsUpdate(doc)
+}
+
+describe('onLoad', () => {
+  it('seeds a room that has nothing stored; once saved, the room loads from its stores and is not seeded again', async () => {
+    const loads: string[] = []
+    const t = await startTestServer({
+      hooks: {
+        onLoad: ({ room }) => {
+          loads.push(room)
+          return welcomeSeed()
+        },
+      },
+    })
+    const room = uniqueRoom('seeded')
+    const alice = await connectSynced(t.wsUrl, room)
+    assert.equal(alice.doc.getText('t').toString(), 'welcome')
+    alice.doc.getText('t').insert(7, '!')
+    await eventually(
+      () => t.server.manager.loadedRoom(room)?.doc.getText('t').toString() === 'welcome!',
+      'applied',
+    )
+    alice.destroy()
+    await eventually(() => t.server.manager.roomState(room) === 'gone', 'the room unloaded')
+    const bob = await connectSynced(t.wsUrl, room)
+    assert.equal(bob.doc.getText('t').toString(), 'welcome!', 'loaded from the stores, seeded once')
+    assert.deepEqual(loads, [room])
+  })
+
+  it('fails the load when it throws or does not answer within hookTimeoutMs; the load is retried while the client waits', async () => {
+    const logger = recordingLogger()
+    let calls = 0
+    const t = await startTestServer({
+      logger,
+      hookTimeoutMs: 200,
+      roomLoadRetryMs: 20,
+      roomLoadRetryMaxMs: 50,
+      hooks: {
+        onLoad: () => {
+          calls++
+          if (calls === 1) throw new Error('app database down')
+          if (calls === 2) return new Promise<Uint8Array>(() => {}) // hangs past the timeout
+          return welcomeSeed()
+        },
+      },
+    })
+    const alice = await connectSynced(t.wsUrl, uniqueRoom('seed-retry'))
+    assert.equal(alice.doc.getText('t').toString(), 'welcome')
+    assert.equal(calls, 3)
+    const failures = logger.entries.filter((entry) => /room load failed/.test(entry.message))
+    assert.ok(failures.length >= 1, 'the failed loads are logged')
+  })
+})
+
+describe('onStore', () => {
+  it('gets each saved state after the save; a failure is logged and the room saved and handed over again', async () => {
+    const logger = recordingLogger()
+    const stored: { room: string; text: string }[] = []
+    let fail = true
+    const t = await startTestServer({
+      logger,
+      snapshot: { intervalMs: 100, retryBaseMs: 20, retryMaxMs: 200 },
+      hooks: {
+        onStore: ({ room, document }) => {
+          if (fail) {
+            fail = false
+            throw new Error('search index down')
+          }
+          stored.push({ room, text: document().getText('t').toString() })
+        },
+      },
+    })
+    const room = uniqueRoom('stored')
+    const alice = await connectSynced(t.wsUrl, room)
+    alice.doc.getText('t').insert(0, 'indexed')
+    // The first hand-over fails; with no further edit, the next interval saves and hands over again.
+    await eventually(() => stored.length > 0, 'handed over after the failure')
+    assert.deepEqual(stored[0], { room, text: 'indexed' })
+    assert.ok(logger.entries.some((entry) => entry.level === 'error' && /onStore failed/.test(entry.message)))
+  })
+})

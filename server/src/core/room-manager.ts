@@ -13,6 +13,7 @@ import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import type { ServerHooks } from '../server-hooks.js'
+import { AppPersistence } from './app-persistence.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import { incarnationKey } from './incarnation.js'
 import type { MemoryCharges } from './memory-budget.js'
@@ -100,6 +101,8 @@ export class RoomManager {
   readonly #waiting = new Map<string, number>()
   /** What the rooms the memory budget shed held then, the latest `SHED_SIZES_KEPT`, oldest first. */
   readonly #shedSizes = new Map<string, number>()
+  /** The app's persistence beside the stores (`onLoad`, `onStore`). */
+  readonly #app: AppPersistence
 
   constructor(
     private readonly deps: RoomManagerDeps,
@@ -108,6 +111,11 @@ export class RoomManager {
     deps.metrics.storageFull.labels('journal').set(0)
     deps.metrics.storageFull.labels('snapshots').set(0)
     deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
+    this.#app = new AppPersistence({
+      hooks: deps.hooks ?? {},
+      timeoutMs: this.#hookTimeoutMs,
+      logger: deps.logger,
+    })
   }
 
   /** The journal may have lost what it confirmed: save every room that relies on it now. */
@@ -443,6 +451,9 @@ export class RoomManager {
       })
       created = loaded
       if (encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(encoded)
+      // Nothing stored anywhere: a new room, which the app may seed (journaled, so it is saved).
+      const seed = source === 'empty' && journal.updates.length === 0 ? await this.#app.seed(name) : null
+      if (seed) loaded.room.seed(seed)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
       room = loaded.room // from here on frames go straight to the room, also while registering
       // Registering only lets peers fetch the state from here; clients need not wait for it (a
@@ -548,6 +559,7 @@ export class RoomManager {
         logger.warn({ room: name, generation }, 'the room was deleted while this server held it; dropping it')
         void life.delete()
       },
+      ...(this.#app.storesSnapshots ? { onSaved: (state) => this.#app.stored(name, state) } : {}),
     })
     return {
       room,

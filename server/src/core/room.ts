@@ -74,6 +74,8 @@ function unhandled(message: never): never {
 }
 /** Transaction origin of a stored snapshot merged into the live room. */
 const STORED = Symbol('stored')
+/** Transaction origin of the app's first content for a new room (`onLoad`). */
+const SEEDED = Symbol('seeded')
 /** Transaction origin of the room's author bindings (`AuthorBinding`). */
 const BINDING = Symbol('binding')
 
@@ -654,6 +656,14 @@ export class Room implements MemberRoom, MemoryHolder {
     if (this.#antiEntropyTimer) clearInterval(this.#antiEntropyTimer)
     this.doc.destroy()
     this.connections.clear()
+  }
+
+  /**
+   * The app's first content for a new room (`onLoad`), before any client joins: journaled like an
+   * edit, so it is saved, and trusted (the app's own, not a client's: no check).
+   */
+  seed(update: Uint8Array): void {
+    if (this.#apply(update, SEEDED)) this.#journal.record(update)
   }
 
   /** Every binding of a client id to a token subject, by client id. */
