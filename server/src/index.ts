@@ -75,6 +75,7 @@ export {
   VERSION_ID_PATTERN,
 } from './ports/snapshot-store.js'
 export type { JournalContents, JournalPosition, UpdateJournal } from './ports/update-journal.js'
+export type { RoomApi } from './room-api.js'
 export {
   type AppMessage,
   type AppMessageHandler,

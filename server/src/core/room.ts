@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import { CloseCode } from '@symphony/client/wire'
+import { CloseCode, type EventSender } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
@@ -413,17 +413,12 @@ export class Room implements MemberRoom, MemoryHolder {
           connection.close(CloseCode.ReadOnly, 'read-only access: broadcast events are refused')
           return
         }
-        // Ephemeral: to the clients here and on the other servers that asked for events, never
-        // stored. Stamped with its sender here; the other servers relay these very bytes.
-        checkBroadcast(message.payload, this.#options.maxPresenceBytes)
         const { id: connectionId, identity } = connection
-        const relayed = encodeRelayedEvent(message.payload, {
-          connectionId,
-          userId: identity.userId,
-          name: identity.name,
-        })
-        this.#relayEvent(relayed, connection)
-        this.#pubsub.publish(this.#channel, relayed)
+        this.#sendEvent(
+          message.payload,
+          { connectionId, userId: identity.userId, name: identity.name },
+          connection,
+        )
         return
       }
       case 'sync-status':
@@ -985,6 +980,25 @@ export class Room implements MemberRoom, MemoryHolder {
     for (const connection of this.connections) {
       if (connection !== except) connection.send(frame)
     }
+  }
+
+  /**
+   * Sends a broadcast event (JSON text) from `sender` to the room's clients that hear events, here
+   * and on every other server; `MessageTooBigError` or `ProtocolError` for a payload refused.
+   */
+  broadcastEvent(payload: Uint8Array, sender: EventSender): void {
+    this.#sendEvent(payload, sender, null)
+  }
+
+  /**
+   * Ephemeral: to the clients here and on the other servers that asked for events, never stored.
+   * Stamped with its sender here; the other servers relay these very bytes.
+   */
+  #sendEvent(payload: Uint8Array, sender: EventSender, except: RoomMember | null): void {
+    checkBroadcast(payload, this.#options.maxPresenceBytes)
+    const relayed = encodeRelayedEvent(payload, sender)
+    this.#relayEvent(relayed, except)
+    this.#pubsub.publish(this.#channel, relayed)
   }
 
   /** A broadcast event, to the connections that announced they understand one. */
