@@ -1,7 +1,8 @@
-import { type EventSender, isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/wire'
-import { API_SUBJECT, type Author } from './core/author-binding.js'
+import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/wire'
+import type { Author } from './core/author-binding.js'
 import type { Room } from './core/room.js'
 import type { RoomManager } from './core/room-manager.js'
+import { serverSender } from './core/server-sender.js'
 import { DeadlineError, within } from './deadline.js'
 import { documentToJson } from './protocol/document-json.js'
 import { ApiRefusal } from './transport/api-refusal.js'
@@ -46,11 +47,6 @@ export interface RoomApiDeps {
   joinWaitMs: number
   /** `API_SAVE_WAIT_MS`: the longest `applyUpdate` waits for its update to be saved. */
   saveWaitMs: number
-}
-
-/** The sender the server stamps on its own broadcast events (`RoomApi.broadcast`, app messages). */
-export function serverSender(serverId: string): EventSender {
-  return { connectionId: `${serverId}:server`, userId: API_SUBJECT, name: null }
 }
 
 /** The room `name` (checked: 400 `ROOM_NAME_INVALID`) on this server. */

@@ -91,7 +91,13 @@ export interface AppMessage {
   readonly data: unknown
   readonly user: HookUser
   readonly connectionId: string
-  /** Sends `data` as a broadcast event to every client of the room that hears them, on every server, the sender included. */
+  /** Whether the sender's token grants writing (`rw`): a read-only user's message is the app's to judge. */
+  readonly canWrite: boolean
+  /**
+   * Sends `data` as a broadcast event to every client of the room that hears them, on every
+   * server, the sender included; stamped as the server's (`from.userId` is `symphony:api`), so
+   * clients can tell it from a client's own broadcast.
+   */
   broadcast(data: unknown): void
 }
 

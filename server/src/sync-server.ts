@@ -102,6 +102,7 @@ export class SyncServer {
         maxPresenceBytes: options.limits.maxPresenceBytes,
         antiEntropyIntervalMs: options.antiEntropyIntervalMs,
         hookTimeoutMs: options.hookTimeoutMs,
+        serverId: options.serverId,
         // With AUTH=none there are no subjects to bind client ids to.
         bindAuthors: options.auth.mode !== 'none',
       },

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
+import type { EventSender } from '@symphony/client/wire'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
+import type { SymphonyClientError } from '../../client-lib/client/src/index.js'
+import { destroyNodeClients, nodeClient } from '../../client-lib/client/test/helpers/node-client.js'
 import { refuse, type ServerHooks, type UpdateToApply } from '../src/server-hooks.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, type TestClient, uniqueRoom } from './helpers/clients.js'
@@ -11,7 +14,10 @@ import { startTestCluster, startTestServer, type TestServer } from './helpers/te
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 
-afterEach(cleanUpAfterTest)
+afterEach(async () => {
+  await destroyNodeClients()
+  await cleanUpAfterTest()
+})
 
 /** A schema check: every value of the root map `todos` is `{ title: string, done: boolean }`. */
 function todosValid(update: UpdateToApply): void {
@@ -302,5 +308,70 @@ describe('onStore', () => {
     await eventually(() => stored.length > 0, 'handed over after the failure')
     assert.deepEqual(stored[0], { room, text: 'indexed' })
     assert.ok(logger.entries.some((entry) => entry.level === 'error' && /onStore failed/.test(entry.message)))
+  })
+})
+
+describe('app messages', () => {
+  it('hands a message to its handler with the sender; the reply goes to the sender, a broadcast to everyone, a refusal back as an error', async () => {
+    const logger = recordingLogger()
+    let nextId = 1
+    const t = await startTestServer({
+      logger,
+      hookTimeoutMs: 200,
+      hooks: {
+        messages: {
+          'comment.add': ({ data, user, broadcast }) => {
+            const { text } = (data ?? {}) as { text?: unknown }
+            if (typeof text !== 'string' || text === '') refuse('a comment needs some text')
+            const comment = { id: nextId++, text, by: user.userId }
+            broadcast({ type: 'comment.added', comment })
+            return comment
+          },
+          'comment.crash': () => {
+            throw new Error('handler bug')
+          },
+          'comment.hang': () => new Promise(() => {}),
+        },
+      },
+    })
+    const room = uniqueRoom('messages')
+    const alice = nodeClient(t.wsUrl).enter(room)
+    const bob = nodeClient(t.wsUrl).enter(room)
+    await Promise.all([alice.whenSynced(), bob.whenSynced()])
+    const heard: { data: unknown; from: EventSender | null }[] = []
+    bob.on('event', (data, from) => heard.push({ data, from }))
+
+    assert.deepEqual(await alice.request('comment.add', { text: 'looks good' }), {
+      id: 1,
+      text: 'looks good',
+      by: 'anonymous',
+    })
+    await eventually(() => heard.length === 1, 'bob hears the broadcast')
+    assert.deepEqual(heard[0]?.data, {
+      type: 'comment.added',
+      comment: { id: 1, text: 'looks good', by: 'anonymous' },
+    })
+    assert.equal(heard[0]?.from?.userId, 'symphony:api', "stamped as the server's")
+
+    const refusal = (await alice
+      .request('comment.add', { text: '' })
+      .catch((error) => error)) as SymphonyClientError
+    assert.equal(refusal.code, 'MESSAGE_REFUSED')
+    assert.equal(refusal.details.serverCode, 'MESSAGE_REFUSED')
+    assert.equal(refusal.message, 'a comment needs some text')
+    const unknown = (await alice.request('comment.edit', {}).catch((error) => error)) as SymphonyClientError
+    assert.equal(unknown.details.serverCode, 'UNKNOWN_MESSAGE_TYPE')
+    const crashed = (await alice.request('comment.crash', {}).catch((error) => error)) as SymphonyClientError
+    assert.equal(crashed.details.serverCode, 'MESSAGE_FAILED')
+    assert.ok(logger.entries.some((entry) => entry.level === 'error' && /handler threw/.test(entry.message)))
+    // Past hookTimeoutMs the sender is answered; the connection is fine after every refusal.
+    const hung = (await alice.request('comment.hang', {}).catch((error) => error)) as SymphonyClientError
+    assert.equal(hung.details.serverCode, 'HOOK_TIMEOUT')
+    assert.deepEqual(await alice.request('comment.add', { text: 'again' }), {
+      id: 2,
+      text: 'again',
+      by: 'anonymous',
+    })
+    assert.equal(alice.status, 'synced')
   })
 })

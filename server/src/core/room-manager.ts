@@ -22,6 +22,7 @@ import { type JournalOutcomes, RoomJournal } from './room-journal.js'
 import { type LoadRetry, RoomLife, type RoomState } from './room-life.js'
 import type { RoomStateSource } from './room-state-source.js'
 import { timedWait } from './room-waits.js'
+import { serverSender } from './server-sender.js'
 import { type KnownStoredVersion, type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
 
 export interface RoomManagerOptions extends RoomOptions {
@@ -34,6 +35,8 @@ export interface RoomManagerOptions extends RoomOptions {
   snapshot: SnapshotPolicy
   /** The longest an app's hook may take (`HOOK_TIMEOUT_MS`). */
   hookTimeoutMs?: number
+  /** Names the server on the broadcast events it sends itself. */
+  serverId?: string
 }
 
 /** How many shed rooms' sizes are kept (a few dozen bytes each). */
@@ -533,7 +536,11 @@ export class RoomManager {
       onChange: () => writer?.markDirty(),
       observer: metrics,
       memory: this.deps.memory,
-      hooks: { ...this.deps.hooks, timeoutMs: this.#hookTimeoutMs },
+      hooks: {
+        ...this.deps.hooks,
+        timeoutMs: this.#hookTimeoutMs,
+        serverSender: serverSender(this.options.serverId ?? 'server'),
+      },
       loadedFromPeer: from.source === 'peer',
       saves: {
         get savedVersion() {

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { CloseCode, type EventSender } from '@symphony/client/wire'
 import * as Y from 'yjs'
-import { DocumentTooLargeError, ServerBusyError } from '../errors.js'
+import { DocumentTooLargeError, ProtocolError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
 import type { PubSub } from '../ports/pubsub.js'
@@ -35,6 +35,7 @@ import {
 } from '../protocol/yjs-internals.js'
 import type { ServerHooks } from '../server-hooks.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
+import { AppMessages } from './app-messages.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
 import { API_SUBJECT, type Author } from './author-binding.js'
@@ -135,6 +136,8 @@ export interface RoomInit {
 export interface RoomHooks extends Pick<ServerHooks, 'beforeApply' | 'messages'> {
   /** `HOOK_TIMEOUT_MS`: the longest a hook may take. */
   timeoutMs: number
+  /** What the server stamps on the broadcast events it sends itself. */
+  serverSender: EventSender
 }
 
 /** What a room needs of its snapshot writer to acknowledge only what is durable. */
@@ -172,6 +175,8 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly #checks: ClientUpdateChecks
   /** The app's `beforeApply`, if it has one: asked before each write is applied. */
   readonly #approval: UpdateApproval | null
+  /** The app's own message types (`hooks.messages`), if it has any. */
+  readonly #appMessages: AppMessages | null
   /** Grows with every applied change; the snapshot writer compares it with what it saved. */
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
@@ -280,6 +285,17 @@ export class Room implements MemberRoom, MemoryHolder {
           timeoutMs: hooks.timeoutMs,
           state: () => this.encodeState(),
           memory: this.#memory,
+          logger,
+        })
+      : null
+    this.#appMessages = hooks?.messages
+      ? new AppMessages({
+          room: name,
+          handlers: hooks.messages,
+          timeoutMs: hooks.timeoutMs,
+          maxBytes: options.maxPresenceBytes,
+          broadcast: (payload, sender) => this.broadcastEvent(payload, sender),
+          serverSender: hooks.serverSender,
           logger,
         })
       : null
@@ -421,6 +437,12 @@ export class Room implements MemberRoom, MemoryHolder {
         )
         return
       }
+      case 'app':
+        // Answered to its sender by the app's handler; peers never relay app messages.
+        if (!connection) return
+        if (!this.#appMessages) throw new ProtocolError('this server defines no app messages')
+        this.#appMessages.receive(connection, message.payload)
+        return
       case 'sync-status':
         // Frames are handled in order, so every earlier one is applied; answered once durable
         // (journaled and confirmed, or in a saved snapshot): the client shows "saved" on it.
