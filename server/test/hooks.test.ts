@@ -206,6 +206,27 @@ describe('beforeApply', () => {
     assert.equal((await closed).code, CloseCode.TryAgainLater)
   })
 
+  it("reserves documentAfter()'s copy against the memory budget: a copy that does not fit refuses the update as busy (1013)", async () => {
+    const t = await startTestServer({
+      limits: { memoryBudgetBytes: 4 * 1024 * 1024 },
+      hooks: {
+        beforeApply: (update) => {
+          if (update.origin === 'client') update.documentAfter()
+        },
+      },
+    })
+    const name = uniqueRoom('scratch-budget')
+    // 300 KB of text: the document fits the budget, a scratch copy of it (16 bytes a byte) does not.
+    const big = new Y.Doc()
+    big.getText('t').insert(0, 'x'.repeat(300_000))
+    await t.server.room(name).applyUpdate(Y.encodeStateAsUpdate(big))
+    const alice = await connectSynced(t.wsUrl, name)
+    const closed = closeOf(alice)
+    alice.doc.getText('t').insert(0, 'y')
+    assert.equal((await closed).code, CloseCode.TryAgainLater)
+    assert.equal((await t.server.room(name).toJSON()).t, 'x'.repeat(300_000), 'not applied')
+  })
+
   it('is not run again for a peer’s update: the server the author is connected to checks it once', async () => {
     const checkedOn: string[] = []
     const [a, b] = await startTestCluster({
