@@ -61,6 +61,8 @@ export interface UpdateToApply {
   readonly user: HookUser
   /** The author's connection (`client` only), as webhooks and broadcast events name it. */
   readonly connectionId: string | null
+  /** The saved version being restored (`restore` only), as `GET …/versions` lists it. */
+  readonly version: string | null
   /**
    * The room's document as it would be with the update applied: a scratch copy, built on the
    * first call (O(document), charged to the server's memory budget) and dropped after the hook.

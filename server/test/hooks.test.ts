@@ -114,6 +114,38 @@ describe('beforeApply', () => {
     assert.equal(seen[0]?.connectionId, null)
   })
 
+  it('sees a restore with its origin and version, and may refuse it like any write (422)', async () => {
+    const seen: UpdateToApply[] = []
+    let refuseRestores = true
+    const t = await startTestServer({
+      apiSecret: API_SECRET,
+      hooks: {
+        beforeApply: (update) => {
+          seen.push(update)
+          if (update.origin === 'restore' && refuseRestores) refuse('restores are off')
+        },
+      },
+    })
+    const room = uniqueRoom('restore')
+    const api = `${t.httpUrl}/api/v1/rooms/${encodeURIComponent(room)}/versions`
+    const headers = { authorization: `Bearer ${API_SECRET}` }
+    assert.equal((await post(t, room, todoUpdate('a', { title: 'first', done: false }))).status, 204)
+    await t.server.manager.save(room)
+    assert.equal((await post(t, room, todoUpdate('b', { title: 'second', done: false }))).status, 204)
+    const { versions } = (await (await fetch(api, { headers })).json()) as { versions: { id: string }[] }
+    const oldest = versions.at(-1)?.id ?? ''
+    const refused = await fetch(`${api}/${encodeURIComponent(oldest)}/restore`, { method: 'POST', headers })
+    assert.equal(refused.status, 422)
+    assert.equal(((await refused.json()) as { error: { code: string } }).error.code, 'UPDATE_REFUSED')
+    const restore = seen.find((update) => update.origin === 'restore')
+    assert.equal(restore?.version, oldest)
+    assert.equal(restore?.user.userId, 'symphony:api')
+    refuseRestores = false
+    const restored = await fetch(`${api}/${encodeURIComponent(oldest)}/restore`, { method: 'POST', headers })
+    assert.equal(restored.status, 200)
+    assert.deepEqual(Object.keys((await documentOf(t, room)).todos as object), ['a'])
+  })
+
   it('gives a client update its author and connection; a hook that throws refuses (fail closed) and is logged', async () => {
     const logger = recordingLogger()
     const seen: UpdateToApply[] = []

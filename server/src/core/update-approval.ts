@@ -43,6 +43,7 @@ export class UpdateApproval {
       origin: writer.origin?.kind ?? 'client',
       user: { userId: writer.identity.userId, name: writer.identity.name },
       connectionId: writer.origin ? null : (writer.id ?? null),
+      version: writer.origin?.kind === 'restore' ? writer.origin.version : null,
       documentAfter: () => {
         scratch ??= this.#scratchCopy(update)
         return scratch.doc
