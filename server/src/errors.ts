@@ -19,6 +19,7 @@ export type SymphonyErrorCode =
   | 'ROOM_DELETED'
   | 'RESTORE_MISMATCH'
   | 'HEARTBEAT_MISSED'
+  | 'UPDATE_REFUSED'
 
 /** Base of every error Symphony raises on purpose; `code` is stable and safe to match on. */
 export class SymphonyError extends Error {
@@ -92,6 +93,13 @@ export class MessageTooBigError extends errorWithCode('MESSAGE_TOO_BIG') {}
 
 /** An update that would leave the room holding more than it may wait for missing updates. */
 export class PendingLimitError extends errorWithCode('PENDING_LIMIT') {}
+
+/** An update the embedding app refused (its `beforeApply` hook): nothing of it is applied or stored. */
+export class UpdateRefusedError extends SymphonyError {
+  constructor(message: string) {
+    super('UPDATE_REFUSED', message)
+  }
+}
 
 /** The server cannot take this message right now (its worker is busy or gone): retry later. */
 export class ServerBusyError extends errorWithCode('SERVER_BUSY') {}
