@@ -5,6 +5,7 @@ import { flushAtTurnEnd } from '../cork-until-turn-ends.js'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { PubSub, RoomMessageHandler } from '../ports/pubsub.js'
+import { isRoomDeletedFrame } from '../protocol/codec.js'
 import { ChannelPeers, type SentMark } from './channel-peers.js'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './redis-connection.js'
 import { DependencyLinks, RedisLink } from './redis-link.js'
@@ -19,6 +20,8 @@ const PUBLISH_MANY = `
 local receivers = {}
 for i = 1, #ARGV, 2 do receivers[#receivers + 1] = redis.call('PUBLISH', ARGV[i], ARGV[i + 1]) end
 return receivers`
+
+const MAX_MESSAGES_PER_COMMAND = 1_000
 
 type PublisherCommands = Redis & {
   publishMany(...channelsAndMessages: (string | Buffer)[]): Promise<number[]>
@@ -136,35 +139,46 @@ export class RedisPubSub implements PubSub {
     // One command per event-loop turn, holding every message of the turn: a command per message
     // (its write, its timer, its reply) was most of what a message paid to cross servers.
     const channel = this.#channel(room)
-    if (this.#peers.isAlone(channel)) return // nobody else would receive it
+    // A deletion is always published: a server that subscribed and still loads has not announced itself.
+    if (this.#peers.isAlone(channel) && !isRoomDeletedFrame(message)) return // nobody else would receive it
     if (this.#pending.length === 0) flushAtTurnEnd('publish', this.#flush)
     this.#pending.push(channel, Buffer.concat([this.#header, message]))
     this.#marks.push(this.#peers.sent(channel))
   }
 
   readonly #flush = (): void => {
-    const batch = this.#pending
-    const marks = this.#marks
-    if (batch.length === 0) return
+    const all = this.#pending
+    const allMarks = this.#marks
+    if (all.length === 0) return
     this.#pending = []
     this.#marks = []
     // While ioredis reconnects it queues the command, which keeps its place among later ones.
     const publisher = this.#publisher.connection as PublisherCommands
-    const sent =
-      batch.length === 2
-        ? publisher.publish(batch[0] as string, batch[1] as Buffer).then((receivers) => [receivers])
-        : publisher.publishMany(...batch)
-    sent.then(
-      (receivers) => {
-        receivers.forEach((count, i) => {
-          this.#peers.replied(marks[i] ?? null, count)
-        })
-      },
-      (error: unknown) => {
-        this.#outcomes.failed('pubsub', 'publish', error)
-        this.#logger.error({ err: error, messages: batch.length / 2 }, 'redis publish failed')
-      },
-    )
+    // Bounded commands: a turn may hold tens of thousands of messages, past V8's argument limit.
+    for (let start = 0; start < all.length; start += 2 * MAX_MESSAGES_PER_COMMAND) {
+      const batch = all.slice(start, start + 2 * MAX_MESSAGES_PER_COMMAND)
+      const marks = allMarks.slice(start / 2, start / 2 + MAX_MESSAGES_PER_COMMAND)
+      let sent: Promise<number[]>
+      try {
+        sent =
+          batch.length === 2
+            ? publisher.publish(batch[0] as string, batch[1] as Buffer).then((receivers) => [receivers])
+            : publisher.publishMany(...batch)
+      } catch (error) {
+        sent = Promise.reject(error)
+      }
+      sent.then(
+        (receivers) => {
+          receivers.forEach((count, i) => {
+            this.#peers.replied(marks[i] ?? null, count)
+          })
+        },
+        (error: unknown) => {
+          this.#outcomes.failed('pubsub', 'publish', error)
+          this.#logger.error({ err: error, messages: batch.length / 2 }, 'redis publish failed')
+        },
+      )
+    }
   }
 
   /** False once Redis has said that only this server received the room's latest message. */
