@@ -71,6 +71,11 @@ export class RedisPubSub implements PubSub {
   #marks: (SentMark | null)[] = []
   readonly #peers = new ChannelPeers()
   readonly #flushMs: number
+  /**
+   * Each subscribed room's channel, named once rather than per message; a pure function of the
+   * room, so a name missing here (a room left meanwhile) is only named again.
+   */
+  readonly #channelNames = new Map<string, string>()
   #flushTimer: NodeJS.Timeout | null = null
 
   constructor(serverId: string, redisUrl: string, options: RedisPubSubOptions) {
@@ -116,6 +121,7 @@ export class RedisPubSub implements PubSub {
   /** Resolves once Redis has confirmed the subscription (ioredis queues it while reconnecting). */
   async subscribe(room: string, handler: RoomMessageHandler): Promise<void> {
     const channel = this.#channel(room)
+    this.#channelNames.set(room, channel)
     // Registered first: a message may arrive right after Redis confirms, before this resolves.
     this.#handlers.set(channel, handler)
     this.#peers.track(channel)
@@ -136,6 +142,7 @@ export class RedisPubSub implements PubSub {
 
   async unsubscribe(room: string): Promise<void> {
     const channel = this.#channel(room)
+    this.#channelNames.delete(room)
     // Dropped first, so nothing is delivered for the room even before Redis confirms.
     this.#handlers.delete(channel)
     this.#peers.forget(channel)
@@ -205,7 +212,7 @@ export class RedisPubSub implements PubSub {
   }
 
   #channel(room: string): string {
-    return `${this.#prefix}room:${roomKey(room)}`
+    return this.#channelNames.get(room) ?? `${this.#prefix}room:${roomKey(room)}`
   }
 
   #receive(channel: Buffer, message: Buffer): void {
@@ -253,9 +260,10 @@ export class RedisPubSub implements PubSub {
     if (!handler) return // unsubscribed while Redis was still sending
     let frameStart: number
     try {
+      // The sender id is skipped, not decoded: a string per message is garbage nobody reads.
       const decoder = decoding.createDecoder(message)
-      decoding.readVarString(decoder)
-      frameStart = decoder.pos
+      frameStart = decoding.readVarUint(decoder) + decoder.pos
+      if (frameStart > message.length) throw new Error('the sender id runs past the message')
       if (frameStart === message.length) return // an announcement (`#announce`): heard, nothing to deliver
     } catch (error) {
       this.#logger.warn({ err: error, channel }, 'dropped a pub/sub message without a sender id')
