@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './adapters/redis-connection.js'
+import { DEFAULT_PUBSUB_FLUSH_MS } from './adapters/redis-pubsub.js'
 import { DEFAULT_SNAPSHOT_VERSIONS, MAX_SNAPSHOT_VERSIONS } from './adapters/snapshot-versions.js'
 import type { AuthConfig } from './auth/authenticator.js'
 import {
@@ -68,6 +69,7 @@ const environment = z.object({
     .default('memory')
     .refine((v) => v === 'memory' || /^rediss?:\/\/./.test(v), 'must be "memory" or redis://host:port'),
   PUBSUB_PASSWORD: optionalText,
+  PUBSUB_FLUSH_MS: int(0, 100, DEFAULT_PUBSUB_FLUSH_MS),
   REDIS_COMMAND_TIMEOUT_MS: int(100, 600_000, DEFAULT_REDIS_LINK.commandTimeoutMs),
   REDIS_CONNECT_TIMEOUT_MS: int(100, 600_000, DEFAULT_REDIS_LINK.connectTimeoutMs),
   REDIS_KEEPALIVE_MS: int(1_000, 3_600_000, DEFAULT_REDIS_LINK.keepAliveMs),
@@ -147,6 +149,7 @@ const environment = z.object({
   API_MAX_LIST_LIMIT: int(1, 100_000, DEFAULT_API_MAX_LIST_LIMIT),
   REGISTRY_WAIT_MS: int(50, 600_000, DEFAULT_TIMINGS.registryWaitMs),
   JOIN_WAIT_MS: int(100, 3_600_000, DEFAULT_TIMINGS.joinWaitMs),
+  HOOK_TIMEOUT_MS: int(1, 600_000, DEFAULT_TIMINGS.hookTimeoutMs),
   ROOM_LOAD_RETRY_MS: int(10, 600_000, DEFAULT_TIMINGS.roomLoadRetryMs),
   ROOM_LOAD_RETRY_MAX_MS: int(10, 3_600_000, DEFAULT_TIMINGS.roomLoadRetryMaxMs),
   PING_INTERVAL_MS: int(100, 600_000, DEFAULT_LIMITS.pingIntervalMs),
@@ -217,7 +220,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       pubsub:
         vars.PUBSUB === 'memory'
           ? { kind: 'memory' }
-          : { kind: 'redis', url: withUrlPassword(vars.PUBSUB, vars.PUBSUB_PASSWORD), link },
+          : {
+              kind: 'redis',
+              url: withUrlPassword(vars.PUBSUB, vars.PUBSUB_PASSWORD),
+              link,
+              flushMs: vars.PUBSUB_FLUSH_MS,
+            },
       registry:
         vars.REGISTRY === 'memory'
           ? { kind: 'memory', leaseMs: vars.REGISTRY_LEASE_MS }
@@ -237,6 +245,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     apiMaxListLimit: vars.API_MAX_LIST_LIMIT,
     registryWaitMs: vars.REGISTRY_WAIT_MS,
     joinWaitMs: vars.JOIN_WAIT_MS,
+    hookTimeoutMs: vars.HOOK_TIMEOUT_MS,
     roomLoadRetryMs: vars.ROOM_LOAD_RETRY_MS,
     roomLoadRetryMaxMs: vars.ROOM_LOAD_RETRY_MAX_MS,
     allowedOrigins: vars.ALLOWED_ORIGINS,

@@ -75,7 +75,19 @@ export {
   VERSION_ID_PATTERN,
 } from './ports/snapshot-store.js'
 export type { JournalContents, JournalPosition, UpdateJournal } from './ports/update-journal.js'
-export { NO_HOOKS, type ServerHooks } from './server-hooks.js'
+export type { RoomApi } from './room-api.js'
+export {
+  type AppMessage,
+  type AppMessageHandler,
+  HookRefusal,
+  type HookUser,
+  NO_HOOKS,
+  type RoomToLoad,
+  refuse,
+  type ServerHooks,
+  type StoredRoom,
+  type UpdateToApply,
+} from './server-hooks.js'
 export {
   DEFAULT_LIMITS,
   DEFAULT_SNAPSHOT_POLICY,

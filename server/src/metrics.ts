@@ -46,6 +46,7 @@ export class ServerMetrics {
     auth: 0,
     'sync-status': 0,
     broadcast: 0,
+    app: 0,
     unknown: 0,
   }
   readonly #pubsubErrors = this.#counter(
