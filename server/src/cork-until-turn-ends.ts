@@ -57,5 +57,12 @@ function endTurn(): void {
   // Taken out first too: a stream written to while the others are uncorked is corked anew.
   const due = [...corked]
   corked.clear()
-  for (const stream of due) stream.uncork()
+  for (const stream of due) {
+    // As a flush: one stream that throws must not leave the others holding their frames.
+    try {
+      stream.uncork()
+    } catch (error) {
+      process.emitWarning(error as Error)
+    }
+  }
 }

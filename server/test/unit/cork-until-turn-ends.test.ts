@@ -34,4 +34,22 @@ describe('the end of a turn', () => {
     const [warning] = await warned
     assert.match(String(warning), /Maximum call stack/)
   })
+
+  it('a stream whose uncork throws leaves the other streams to go out', async () => {
+    const broken = {
+      cork() {},
+      uncork: () => {
+        throw new Error('a broken socket')
+      },
+    }
+    const socket = new PassThrough()
+    const warned = once(process, 'warning')
+    corkUntilTurnEnds(broken)
+    corkUntilTurnEnds(socket)
+    socket.write('frame')
+    const [data] = await once(socket, 'data')
+    assert.equal(String(data), 'frame')
+    const [warning] = await warned
+    assert.match(String(warning), /a broken socket/)
+  })
 })
