@@ -24,11 +24,14 @@ function largestYoungGeneration(flags: readonly string[]): number {
 }
 
 describe('the V8 flags `npm start` runs the sync server with', () => {
-  it('cap the young generation at about 32 MiB, where V8 alone grows it to 64 MiB or more under the same allocation', () => {
+  it('keep the young generation below the 64 MiB or more V8 alone grows it to under the same allocation', () => {
     const capped = largestYoungGeneration(SERVER_NODE_FLAGS)
-    assert.ok(capped < 40, `${capped} MiB with ${SERVER_NODE_FLAGS.join(' ')}`)
+    assert.ok(capped < 64, `${capped} MiB with ${SERVER_NODE_FLAGS.join(' ')}`)
     const uncapped = largestYoungGeneration([])
-    assert.ok(uncapped >= 64, `${uncapped} MiB by default: the flag would change nothing`)
+    assert.ok(
+      uncapped >= 64 && uncapped > capped,
+      `${uncapped} MiB by default: the flag would change nothing`,
+    )
   })
 
   it('give way to a NODE_OPTIONS that sizes the young generation itself', () => {
