@@ -19,6 +19,7 @@ export type SymphonyErrorCode =
   | 'ROOM_DELETED'
   | 'RESTORE_MISMATCH'
   | 'HEARTBEAT_MISSED'
+  | 'CONNECTION_REFUSED'
 
 /** Base of every error Symphony raises on purpose; `code` is stable and safe to match on. */
 export class SymphonyError extends Error {
@@ -142,6 +143,16 @@ export class VersionNotRestorableError extends SymphonyError {
 export class RoomDeletedError extends SymphonyError {
   constructor(message: string) {
     super('ROOM_DELETED', message)
+  }
+}
+
+/**
+ * An app's `onConnect` hook refuses the connection: the upgrade is answered 403
+ * `CONNECTION_REFUSED` with this message (the client sees it as `AUTH_REFUSED`, and stops).
+ */
+export class ConnectionRefusedError extends SymphonyError {
+  constructor(message: string) {
+    super('CONNECTION_REFUSED', message)
   }
 }
 

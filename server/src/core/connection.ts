@@ -2,9 +2,9 @@ import { CloseCode, closeCodeName } from '@symphony/client/wire'
 import { closeAnswer } from '../error-answers.js'
 import { ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
-import type { ServerMetrics } from '../metrics.js'
 import { type Capabilities, NO_CAPABILITIES } from '../protocol/capabilities.js'
 import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
+import type { CoreMetrics } from './core-metrics.js'
 import type { MemoryBudget, MemoryHolder } from './memory-budget.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { TokenBucket } from './token-bucket.js'
@@ -51,13 +51,19 @@ export interface ConnectionInit {
   identity: Identity
   transport: Transport
   limits: ConnectionLimits
-  metrics: ServerMetrics
+  metrics: ConnectionMetrics
   logger: Logger
   /** What the connection's unsent bytes and waiting frames are charged to; it may shed the connection. */
   memory?: MemoryBudget
   /** The protocol extensions the client declared (none by default). */
   capabilities?: Capabilities
 }
+
+/** What a connection counts: its frames and bytes (hot path), refused writes, server-side closes. */
+export type ConnectionMetrics = Pick<
+  CoreMetrics,
+  'messagesReceived' | 'bytesReceived' | 'messagesSent' | 'bytesSent' | 'writesDenied' | 'connectionsClosed'
+>
 
 export const READ_ONLY_REASON = 'read-only access: document updates are ignored'
 
@@ -117,7 +123,7 @@ export class Connection implements RoomMember, MemoryHolder {
   readonly #memory: MemoryBudget | null
   readonly #transport: Transport
   readonly #limits: ConnectionLimits
-  readonly #metrics: ServerMetrics
+  readonly #metrics: ConnectionMetrics
   readonly #logger: Logger
 
   constructor({

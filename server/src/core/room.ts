@@ -3,7 +3,6 @@ import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
-import type { ServerMetrics } from '../metrics.js'
 import type { PubSub } from '../ports/pubsub.js'
 import {
   boundedStateVector,
@@ -37,8 +36,11 @@ import { compareDigest, digestOf } from './anti-entropy.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
 import { API_SUBJECT, type Author } from './author-binding.js'
+import { changeOriginOf, type OriginWriter, PEER_ORIGIN } from './change-origin.js'
 import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
+import type { CoreMetrics } from './core-metrics.js'
 import { DocumentMemory } from './document-memory.js'
+import type { EventStream } from './event-stream.js'
 import {
   BIG_UPDATE_RESERVE_FACTOR,
   type MemoryCharges,
@@ -56,7 +58,11 @@ import type { UpdateOrigin, Writer } from './update-origin.js'
 const REMOTE = Symbol('remote')
 
 /** The writer of the REST API's and restores' updates: its client ids are bound to `API_SUBJECT`. */
-const API_WRITER: Writer = { identity: { userId: API_SUBJECT, name: null }, canWrite: true }
+const API_WRITER: OriginWriter = {
+  identity: { userId: API_SUBJECT, name: null },
+  canWrite: true,
+  changeOrigin: { kind: 'rest' },
+}
 
 /** Who sent a frame: a local client, through its connection, or another server over pub/sub. */
 type FrameSource = { readonly from: 'client'; readonly connection: RoomMember } | { readonly from: 'peer' }
@@ -90,7 +96,7 @@ export interface RoomOptions {
 }
 
 /** What a room reports of the frames it handles; called on the hot path. */
-export type RoomObserver = Pick<ServerMetrics, 'messageReceived' | 'updateHandled' | 'remoteMessageDropped'>
+export type RoomObserver = Pick<CoreMetrics, 'messageReceived' | 'updateHandled' | 'remoteMessageDropped'>
 
 const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {}, remoteMessageDropped() {} }
 
@@ -115,6 +121,8 @@ export interface RoomInit {
   /** The loaded state came from a peer: this server journaled none of it. */
   loadedFromPeer?: boolean
   observer?: RoomObserver
+  /** Told of each change (`document.changed`), when someone listens. */
+  events?: Pick<EventStream, 'listens' | 'emit'>
   /** The server's memory budget: presence, big updates and the document are charged to it. */
   memory?: MemoryCharges
   /** The budget shed the room (its connections are closed): unload it as soon as it is free. */
@@ -195,6 +203,7 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly #onChange: () => void
   readonly #onShed: () => void
   readonly #observer: RoomObserver
+  readonly #events: RoomInit['events']
   readonly #saves: RoomSaves
   readonly #memory: MemoryCharges
   /**
@@ -220,6 +229,7 @@ export class Room implements MemberRoom, MemoryHolder {
     onChange,
     onShed,
     observer,
+    events,
     saves,
     loadedFromPeer,
     memory,
@@ -247,6 +257,7 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#onChange = onChange
     this.#onShed = onShed ?? (() => {})
     this.#observer = observer ?? UNOBSERVED
+    this.#events = events
     this.#checks = new ClientUpdateChecks({
       doc,
       budget: options.waiting,
@@ -426,10 +437,15 @@ export class Room implements MemberRoom, MemoryHolder {
       case 'peer':
         return this.#applyPeerUpdate(message, frame, receivedAt)
       case 'rest':
-      case 'restore':
+      case 'restore': {
         this.#observer.messageReceived(message.kind)
         if (isEmptyUpdate(update)) return
-        return this.#applyWrite(API_WRITER, message, frame, receivedAt)
+        const writer: OriginWriter =
+          origin.kind === 'rest'
+            ? API_WRITER
+            : { ...API_WRITER, changeOrigin: { kind: 'restore', version: origin.version } }
+        return this.#applyWrite(writer, message, frame, receivedAt)
+      }
     }
   }
 
@@ -455,6 +471,15 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#notJournaledHere = this.version
     this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
     this.#observer.updateHandled(receivedAt)
+    this.#emitChange(null)
+  }
+
+  /** `document.changed` for a change of `writer`'s (null: a peer's); nothing built if nobody listens. */
+  #emitChange(writer: Writer | null): void {
+    const events = this.#events
+    if (!events?.listens('document.changed')) return
+    const origin = writer ? changeOriginOf(writer) : PEER_ORIGIN
+    events.emit({ type: 'document.changed', room: this.name, origin, document: this.doc, at: Date.now() })
   }
 
   /** `durable()`, and for a connection that joined while the room held unsaved changes, a save of them. */
@@ -609,7 +634,10 @@ export class Room implements MemberRoom, MemoryHolder {
     // Yjs emits no update for parts that only wait for missing dependencies: they count too, or
     // the next save would drop what the other server saved waiting.
     changed ||= waitingChanged(this.doc, waitingBefore)
-    if (changed && !this.#destroyed) this.#changed(state.length)
+    if (changed && !this.#destroyed) {
+      this.#changed(state.length)
+      this.#emitChange(null)
+    }
     return changed
   }
 
@@ -706,6 +734,7 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#broadcast(forwarded, connection)
     this.#observer.updateHandled(receivedAt)
     this.#pubsub.publish(this.#channel, forwarded)
+    this.#emitChange(connection)
   }
 
   /**

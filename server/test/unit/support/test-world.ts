@@ -3,13 +3,13 @@ import { MemoryBus, MemoryPubSub } from '../../../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../../../src/adapters/memory-room-registry.js'
 import { MemorySnapshotStore } from '../../../src/adapters/memory-snapshot-store.js'
 import { MemoryJournalTable, MemoryUpdateJournal } from '../../../src/adapters/memory-update-journal.js'
-import { NoopMetadataSink } from '../../../src/adapters/noop-metadata-sink.js'
 import { admit } from '../../../src/core/admission.js'
 import { type Access, Connection, type ConnectionLimits } from '../../../src/core/connection.js'
+import { EventStream } from '../../../src/core/event-stream.js'
 import { RoomManager, type RoomManagerOptions } from '../../../src/core/room-manager.js'
 import { RoomStateSource } from '../../../src/core/room-state-source.js'
 import { ServerMetrics } from '../../../src/metrics.js'
-import { NO_ROOM_EVENTS } from '../../../src/ports/room-events.js'
+import { observeMetrics } from '../../../src/observers/metrics-observer.js'
 import type { SnapshotStore } from '../../../src/ports/snapshot-store.js'
 import type { UpdateJournal } from '../../../src/ports/update-journal.js'
 import { type LogEntry, recordingLogger } from '../../helpers/recording-logger.js'
@@ -109,6 +109,9 @@ export class TestServer {
       fetchFromPeer: null,
       logger,
     })
+    // What the server wires: the core's events counted in its metrics.
+    const events = new EventStream(logger)
+    observeMetrics(events, this.metrics)
     this.manager = new RoomManager(
       {
         pubsub: this.pubsub,
@@ -116,8 +119,7 @@ export class TestServer {
         snapshots,
         journal: this.journal,
         stateSource,
-        metadata: new NoopMetadataSink(),
-        events: NO_ROOM_EVENTS,
+        events,
         metrics: this.metrics,
         logger,
       },
