@@ -51,7 +51,22 @@ export type {
 export { type Config, type InternalEndpointConfig, parseConfig, snapshotsFrom } from './config.js'
 export type { SnapshotPolicy } from './core/snapshot-writer.js'
 export { createSyncServer } from './create-sync-server.js'
-export { ConfigError, SnapshotConflictError, SnapshotVersionNotFoundError, SymphonyError } from './errors.js'
+export type {
+  ChangeOrigin,
+  ConnectionInfo,
+  ServerEvent,
+  ServerEventListener,
+  ServerEventOf,
+  ServerEvents,
+  ServerEventType,
+} from './core/server-events.js'
+export {
+  ConfigError,
+  ConnectionRefusedError,
+  SnapshotConflictError,
+  SnapshotVersionNotFoundError,
+  SymphonyError,
+} from './errors.js'
 export { createLogger, type Logger, type LogLevel, silentLogger } from './logger.js'
 export type { BuildInfo } from './metrics.js'
 export type { AdapterContext, AdapterProbes, Adapters } from './ports/adapters.js'
@@ -75,7 +90,13 @@ export {
   VERSION_ID_PATTERN,
 } from './ports/snapshot-store.js'
 export type { JournalContents, JournalPosition, UpdateJournal } from './ports/update-journal.js'
-export { NO_HOOKS, type ServerHooks } from './server-hooks.js'
+export {
+  type ChangeInfo,
+  DEFAULT_ON_CHANGE_DEBOUNCE_MS,
+  DEFAULT_ON_CHANGE_MAX_WAIT_MS,
+  NO_HOOKS,
+  type ServerHooks,
+} from './server-hooks.js'
 export {
   DEFAULT_LIMITS,
   DEFAULT_SNAPSHOT_POLICY,
