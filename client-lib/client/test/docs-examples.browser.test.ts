@@ -7,7 +7,7 @@ import type { Browser } from 'playwright-core'
 import { type DocExample, docExamples, fencedBlocks, repositoryPages } from './helpers/doc-examples.js'
 import { runExample } from './helpers/run-doc-example.js'
 import { scratchApp } from './helpers/scratch-app.js'
-import { exampleDependencies, typeCheckExamples } from './helpers/type-check-doc-examples.js'
+import { embedsServer, exampleDependencies, typeCheckExamples } from './helpers/type-check-doc-examples.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
@@ -175,7 +175,8 @@ describe("the documentation's code, type-checked and run from the packed package
     },
   ]
   before(async () => {
-    app = scratchApp(exampleDependencies([...documented.examples, ...fixtures]))
+    const examples = [...documented.examples, ...fixtures]
+    app = scratchApp(exampleDependencies(examples), { server: embedsServer(examples) })
     browser = await launchChromium()
   })
   after(async () => {

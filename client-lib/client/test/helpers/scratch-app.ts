@@ -59,13 +59,15 @@ export function pinned(...names: string[]): string[] {
  * `packages`, as a developer would before they are on the registry: nothing resolves from the
  * workspace.
  */
-export function scratchApp(packages: string[]): string {
+export function scratchApp(packages: string[], { server = false } = {}): string {
   const app = mkdtempSync(join(tmpdir(), 'symphony-app-'))
   const packed = execFileSync('node', [join(ROOT, 'scripts/pack-packages.mjs'), join(app, 'tarballs')], {
     encoding: 'utf8',
   })
   const tarballs = packed.trim().split('\n')
   assert.equal(tarballs.length, 3, 'client, react and node')
+  // The sync server too, for the examples that embed it (docs/embedding.md).
+  if (server) tarballs.push(packWorkspace('server', join(app, 'tarballs')))
   writeFileSync(
     join(app, 'package.json'),
     JSON.stringify({ name: 'scratch-app', private: true, type: 'module' }),
@@ -193,6 +195,16 @@ export function appSuite(packages: string[]): AppSuite {
     if (suite.app) rmSync(suite.app, { recursive: true, force: true })
   })
   return suite
+}
+
+/** Packs one workspace (built) into `destination`; returns the tarball's path. */
+function packWorkspace(workspace: string, destination: string): string {
+  const output = execFileSync(
+    'npm',
+    ['pack', '--json', '--workspace', workspace, '--pack-destination', destination],
+    { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  return join(destination, (JSON.parse(output) as { filename: string }[])[0]?.filename ?? '')
 }
 
 /** `name@<the version the repository has>`, or `name` (the registry's latest) when it has none. */

@@ -8,8 +8,15 @@ import { dirname, join } from 'node:path'
 import type { DocExample, DocFile } from './doc-examples.js'
 import { repositoryVersion, TSC } from './scratch-app.js'
 
-/** The published packages: they come from the tarballs, never the registry. */
-const PACKED = new Set(['@symphony/client', '@symphony/react', '@symphony/node'])
+/** The packages that come from the tarballs, never the registry (the server: for examples embedding it). */
+const PACKED = new Set(['@symphony/client', '@symphony/react', '@symphony/node', '@symphony/server'])
+
+/** Whether an example imports the sync server itself (`createSyncServer`): its app installs it packed. */
+export function embedsServer(examples: DocExample[]): boolean {
+  return examples.some((example) =>
+    example.files.some((file) => /['"]@symphony\/server['"/]/.test(file.code)),
+  )
+}
 
 /** The packages the examples import (and their types), at the versions the repository has. */
 export function exampleDependencies(examples: DocExample[]): string[] {
