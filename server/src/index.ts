@@ -49,8 +49,6 @@ export type {
   SnapshotsConfig,
 } from './backends.js'
 export { type Config, type InternalEndpointConfig, parseConfig, snapshotsFrom } from './config.js'
-export type { SnapshotPolicy } from './core/snapshot-writer.js'
-export { createSyncServer } from './create-sync-server.js'
 export type {
   ChangeOrigin,
   ConnectionInfo,
@@ -60,6 +58,8 @@ export type {
   ServerEvents,
   ServerEventType,
 } from './core/server-events.js'
+export type { SnapshotPolicy } from './core/snapshot-writer.js'
+export { createSyncServer } from './create-sync-server.js'
 export {
   ConfigError,
   ConnectionRefusedError,

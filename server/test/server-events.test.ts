@@ -32,6 +32,7 @@ const EVERY_TYPE: ServerEventType[] = [
   'snapshot.saved',
   'snapshot.failed',
   'journal.failed',
+  'update.refused',
 ]
 
 /** Every event of `room` (or of no room) the stream reports from now on, in order. */
@@ -56,11 +57,13 @@ function api(t: TestServer, room: string, rest: string, init: RequestInit = {}) 
   })
 }
 
-/** An update that sets `key` in the map `m`, as the REST API would be sent. */
-function setting(key: string, value: string): Uint8Array {
+/** One writer's document: each update sets `key` in the map `m` over the writer's previous ones. */
+function writer() {
   const doc = new Y.Doc()
-  doc.getMap('m').set(key, value)
-  return Y.encodeStateAsUpdate(doc)
+  return (key: string, value: string): Uint8Array => {
+    doc.getMap('m').set(key, value)
+    return Y.encodeStateAsUpdate(doc)
+  }
 }
 
 describe('the event stream (server.events)', () => {
@@ -125,6 +128,7 @@ describe('the event stream (server.events)', () => {
         body: new Blob([update as Uint8Array<ArrayBuffer>]),
         headers: { 'content-type': 'application/octet-stream' },
       })
+    const setting = writer()
     assert.equal((await post(setting('title', 'first'))).status, 204)
     await t.server.manager.save(room)
     assert.equal((await post(setting('title', 'second'))).status, 204)
@@ -218,6 +222,27 @@ describe('the event stream (server.events)', () => {
         .filter((type) => type.startsWith('snapshot.') || type.startsWith('journal.')),
       ['journal.failed', 'snapshot.failed', 'snapshot.saved'],
     )
+  })
+
+  it("reports a read-only connection's refused update, with its author", async () => {
+    const t = await startTestServer({ auth: { mode: 'jwt', secret: TEST_SECRET } })
+    const room = uniqueRoom('events-read-only')
+    const seen = record(t.server.events, room)
+    const token = await signToken({ room, access: 'ro', sub: 'viewer', name: 'V' })
+    const viewer = connectClient(t.wsUrl, room, { token })
+    await synced(viewer)
+    viewer.doc.getText('t').insert(0, 'not allowed')
+    await eventually(() => ofType(seen, 'update.refused').length > 0, 'the refusal is reported')
+    const [refused] = ofType(seen, 'update.refused')
+    const [joined] = ofType(seen, 'connection.joined')
+    assert.equal(refused?.code, 'READ_ONLY')
+    assert.deepEqual(refused?.origin, {
+      kind: 'client',
+      connectionId: joined?.connectionId,
+      userId: 'viewer',
+      name: 'V',
+    })
+    assert.equal(ofType(seen, 'document.changed').length, 0, 'nothing changed')
   })
 
   it('logs a listener that throws (or rejects); the other listeners and the room go on', async () => {

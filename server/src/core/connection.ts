@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js'
 import { type Capabilities, NO_CAPABILITIES } from '../protocol/capabilities.js'
 import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
 import type { CoreMetrics } from './core-metrics.js'
+import type { EventStream } from './event-stream.js'
 import type { MemoryBudget, MemoryHolder } from './memory-budget.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { TokenBucket } from './token-bucket.js'
@@ -57,12 +58,14 @@ export interface ConnectionInit {
   memory?: MemoryBudget
   /** The protocol extensions the client declared (none by default). */
   capabilities?: Capabilities
+  /** Told of each write refused (`update.refused`). */
+  events?: Pick<EventStream, 'emit'>
 }
 
 /** What a connection counts: its frames and bytes (hot path), refused writes, server-side closes. */
 export type ConnectionMetrics = Pick<
   CoreMetrics,
-  'messagesReceived' | 'bytesReceived' | 'messagesSent' | 'bytesSent' | 'writesDenied' | 'connectionsClosed'
+  'messagesReceived' | 'bytesReceived' | 'messagesSent' | 'bytesSent' | 'connectionsClosed'
 >
 
 export const READ_ONLY_REASON = 'read-only access: document updates are ignored'
@@ -125,6 +128,7 @@ export class Connection implements RoomMember, MemoryHolder {
   readonly #limits: ConnectionLimits
   readonly #metrics: ConnectionMetrics
   readonly #logger: Logger
+  readonly #events: ConnectionInit['events']
 
   constructor({
     id,
@@ -137,7 +141,9 @@ export class Connection implements RoomMember, MemoryHolder {
     logger,
     memory,
     capabilities,
+    events,
   }: ConnectionInit) {
+    this.#events = events
     this.id = id
     this.capabilities = capabilities ?? NO_CAPABILITIES
     this.roomName = roomName
@@ -335,7 +341,15 @@ export class Connection implements RoomMember, MemoryHolder {
 
   /** Refuses a write from a read-only connection, telling the client why once. */
   denyWrite(): void {
-    this.#metrics.writesDenied.inc()
+    const { userId, name } = this.identity
+    const origin = { kind: 'client', connectionId: this.id, userId, name } as const
+    this.#events?.emit({
+      type: 'update.refused',
+      room: this.roomName,
+      origin,
+      code: 'READ_ONLY',
+      at: Date.now(),
+    })
     if (this.#writeDenied) return
     this.#writeDenied = true
     this.send(encodePermissionDenied(READ_ONLY_REASON))

@@ -29,8 +29,6 @@ export interface CoreMetrics {
   remoteMessageDropped(): void
   /** The server closed a connection; `code`: the close code's name. */
   readonly connectionsClosed: { labels(code: string): Count }
-  /** A read-only connection's update was refused. */
-  readonly writesDenied: Count
   /** A snapshot save met another server's save first (merged, then saved again). */
   readonly snapshotConflicts: Count
   readonly journalReplayed: Count

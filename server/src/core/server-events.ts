@@ -82,6 +82,17 @@ export type ServerEvent =
       readonly document: Y.Doc
       readonly at: number
     }
+  /**
+   * An update was refused, nothing of it applied: `code` says why (`READ_ONLY`: the connection
+   * may only read).
+   */
+  | {
+      readonly type: 'update.refused'
+      readonly room: string
+      readonly origin: ChangeOrigin
+      readonly code: string
+      readonly at: number
+    }
   /** The room was restored to saved version `version` (the REST API's or the dashboard's restore). */
   | {
       readonly type: 'document.restored'

@@ -19,6 +19,9 @@ export function observeMetrics(events: ServerEvents, metrics: ServerMetrics): vo
     metrics.outOfSpace('snapshots', room, false) // gone from this server: no longer one that cannot be saved
     metrics.rooms.dec()
   })
+  events.on('update.refused', ({ code }) => {
+    if (code === 'READ_ONLY') metrics.writesDenied.inc()
+  })
   events.on('snapshot.saved', ({ room, seconds }) => {
     metrics.snapshots.inc()
     metrics.snapshotDuration.observe(seconds)

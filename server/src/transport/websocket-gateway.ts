@@ -241,6 +241,7 @@ export class WebSocketGateway {
       logger,
       memory: this.deps.memory,
       capabilities,
+      events,
     })
     if (capabilities.has('sync-status')) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     // Admitted before any frame can arrive, so frames sent while the room loads wait in order.

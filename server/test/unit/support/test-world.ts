@@ -78,6 +78,7 @@ export class TestWorld {
 export class TestServer {
   readonly manager: RoomManager
   readonly metrics = new ServerMetrics()
+  readonly events: EventStream
   readonly logs: LogEntry[] = []
   readonly pubsub: MemoryPubSub
   readonly journal: UpdateJournal
@@ -92,6 +93,7 @@ export class TestServer {
     setup: ServerSetup,
   ) {
     const logger = recordingLogger(this.logs)
+    this.events = new EventStream(logger)
     this.#joinWaitMs = setup.joinWaitMs ?? 30_000
     this.pubsub = setup.pubsub ?? new MemoryPubSub(id, world.bus)
     this.#registry = new MemoryRoomRegistry(
@@ -110,7 +112,7 @@ export class TestServer {
       logger,
     })
     // What the server wires: the core's events counted in its metrics.
-    const events = new EventStream(logger)
+    const events = this.events
     observeMetrics(events, this.metrics)
     this.manager = new RoomManager(
       {
@@ -146,6 +148,7 @@ export class TestServer {
       transport: client.transport,
       limits: { ...LIMITS, ...limits },
       metrics: this.metrics,
+      events: this.events,
       logger: recordingLogger(this.logs),
     })
     client.plugInto((frame) => connection.receive(frame), leave)
