@@ -59,10 +59,6 @@ export class EventStream implements ServerEvents {
   }
 
   #failed(error: unknown, event: ServerEvent): void {
-    this.#logger.error({ err: error, event: event.type, room: roomOf(event) }, 'an event listener failed')
+    this.#logger.error({ err: error, event: event.type, room: event.room }, 'an event listener failed')
   }
-}
-
-function roomOf(event: ServerEvent): string | null {
-  return event.room
 }
