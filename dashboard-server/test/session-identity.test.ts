@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createToken } from '@symphony/node'
 import { eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { destroyNodeClients, nodeClient } from '@symphony/test-helpers/node-client'
 import { TEST_SECRET } from '@symphony/test-helpers/tokens'
-import { destroyNodeClients, nodeClient } from '../../client-lib/client/test/helpers/node-client.js'
 import { DASHBOARD_TOKEN, type DashboardStack, startDashboardStack } from './helpers/dashboard-stack.js'
 
 interface Session {

@@ -66,6 +66,8 @@ export const SERVER_SETTINGS_NOT_EXPOSED: Record<string, string> = {
   SNAPSHOT_FILE_VERSIONS:
     'the stack saves rooms to S3, where the bucket versioning and lifecycle rule keep old versions',
   GIT_COMMIT: 'an alias of SYMPHONY_COMMIT, which the `commit` option sets',
+  HOOK_TIMEOUT_MS:
+    'only a server embedded with hooks (createSyncServer) uses it; the deployed image has none',
 }
 
 export type ServerSettings = Partial<Record<keyof typeof TUNABLE_SERVER_SETTINGS, string>>

@@ -6,7 +6,6 @@ import { after, before, describe, test } from 'node:test'
 import { type RedisService, startRedis } from '@symphony/dev-scripts/services'
 import { type StartedServer, startHocuspocus, startSymphony } from '../src/bench/servers.js'
 import { runLocal } from '../src/distribution/local-run.js'
-import { metric } from '../src/measurement/server-stats.js'
 import { type RunSettings, runSettings, UsageError } from '../src/options.js'
 
 const SECRET = 'loadtest-secret-that-is-32-chars-long!'
@@ -107,7 +106,7 @@ describe('a short local run against a real server', () => {
   })
 })
 
-describe('a run across two servers joined by Redis', () => {
+describe('runs across two servers joined by Redis', () => {
   let redis: RedisService
   let servers: StartedServer[] = []
   before(async () => {
@@ -120,61 +119,53 @@ describe('a run across two servers joined by Redis', () => {
     await redis.stop()
   })
 
-  test("spreads each room's users over the servers, and sums the CPU of every process given", async () => {
-    const [a, b] = servers as [StartedServer, StartedServer]
-    const received = async (server: StartedServer) =>
-      metric(
-        await (await fetch(`${server.url.replace(/^ws/, 'http')}/metrics`)).text(),
-        'symphony_messages_received_total',
-      ) ?? 0
-    const report = await runLocal(
-      settings(a, { url: `${a.url},${b.url}`, 'server-pid': `${a.pid},${b.pid},${redis.pid}` }),
-    )
-    assert.equal(
-      report.convergence.converged,
-      report.convergence.rooms,
-      'every room converged across servers',
-    )
-    assert.deepEqual([report.drops.updates, report.drops.presence], [0, 0])
-    assert.ok(report.counts.updatesObserved > 0, 'edits reached the observers')
-    for (const server of [a, b]) assert.ok((await received(server)) > 0, `${server.url} had users`)
-    assert.equal(report.target.url, `${a.url},${b.url}`)
-    assert.ok((report.server.cpuPercent.mean ?? 0) > 0, 'the processes used CPU')
-  })
-})
+  /** The rooms a server has loaded, from any source (a sum over the counter's `source` labels). */
+  const roomLoads = async (server: StartedServer) => {
+    const text = await (await fetch(`${server.url.replace(/^ws/, 'http')}/metrics`)).text()
+    const samples = text.matchAll(/^symphony_room_loads_total(?:\{[^}]*\})? (\S+)$/gm)
+    return [...samples].reduce((sum, [, value]) => sum + Number(value), 0)
+  }
 
-describe('--placement room: each room on one server', () => {
-  let redis: RedisService
-  let servers: StartedServer[] = []
-  before(async () => {
-    redis = await startRedis()
-    const env = { AUTH_SECRET: SECRET, PUBSUB: redis.url, DATABASE_URL: 'none' }
-    servers = await Promise.all([startSymphony({ env }), startSymphony({ env })])
-  })
-  after(async () => {
-    await Promise.all(servers.map((server) => server.stop()))
-    await redis.stop()
-  })
-
-  test('puts every user of a room on one server, the rooms taking the servers in turn', async () => {
-    const [a, b] = servers as [StartedServer, StartedServer]
-    const loads = async (server: StartedServer) =>
-      metric(
-        await (await fetch(`${server.url.replace(/^ws/, 'http')}/metrics`)).text(),
-        'symphony_room_loads_total',
-      ) ?? 0
-    const report = await runLocal(
-      settings(a, {
-        url: `${a.url},${b.url}`,
-        rooms: '4',
-        placement: 'room',
-        'server-pid': `${a.pid},${b.pid}`,
-      }),
-    )
-    assert.equal(report.convergence.converged, report.convergence.rooms, 'every room converged')
-    // Spread, each server would load all 4 rooms; placed, each loads its 2.
-    assert.deepEqual([await loads(a), await loads(b)], [2, 2])
-  })
+  // Each run has rooms of its own (a random prefix), so the loads it adds are its own.
+  const cases = [
+    {
+      name: "--placement spread (the default): each room's users over both servers, which both load every room",
+      options: {},
+      rooms: 3,
+      loads: [3, 3],
+    },
+    {
+      name: '--placement room: every user of a room on one server, the rooms taking the servers in turn',
+      options: { placement: 'room' },
+      rooms: 4,
+      loads: [2, 2],
+    },
+  ]
+  for (const { name, options, rooms, loads } of cases) {
+    test(`${name}; the CPU of every process given is summed`, async () => {
+      const [a, b] = servers as [StartedServer, StartedServer]
+      const loadsBefore = await Promise.all([roomLoads(a), roomLoads(b)])
+      const report = await runLocal(
+        settings(a, {
+          url: `${a.url},${b.url}`,
+          rooms: String(rooms),
+          'server-pid': `${a.pid},${b.pid},${redis.pid}`,
+          ...options,
+        }),
+      )
+      assert.deepEqual(report.convergence, { rooms, converged: rooms, failures: [] })
+      assert.deepEqual([report.drops.updates, report.drops.presence], [0, 0])
+      assert.ok(report.counts.updatesObserved > 0, 'edits reached the observers')
+      const loadsAfter = await Promise.all([roomLoads(a), roomLoads(b)])
+      assert.deepEqual(
+        loadsAfter.map((count, i) => count - (loadsBefore[i] ?? 0)),
+        loads,
+        'rooms each server loaded',
+      )
+      assert.equal(report.target.url, `${a.url},${b.url}`)
+      assert.ok((report.server.cpuPercent.mean ?? 0) > 0, 'the processes used CPU')
+    })
+  }
 })
 
 describe('run options', () => {

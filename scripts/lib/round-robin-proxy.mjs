@@ -4,6 +4,21 @@
 import { createServer, request } from 'node:http'
 import { connect } from 'node:net'
 
+/** @import { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http' */
+/** @import { Duplex } from 'node:stream' */
+/** @import { AddressInfo, Socket } from 'node:net' */
+
+/**
+ * @typedef {object} ProxyTarget
+ * @property {string} host
+ * @property {number} port
+ */
+/**
+ * @typedef {object} RoundRobinProxy
+ * @property {number} port The port it listens on (the one picked when asked for 0).
+ * @property {() => Promise<void>} close Stops listening and drops every connection it holds.
+ */
+
 /** How long a target may take to accept the TCP connection before the next one is tried. */
 const CONNECT_TIMEOUT_MS = 2_000
 
@@ -20,11 +35,15 @@ const HOP_BY_HOP = new Set([
   'upgrade',
 ])
 
-/** The headers minus the hop-by-hop ones, including any the `connection` header names. */
+/**
+ * The headers minus the hop-by-hop ones, including any the `connection` header names.
+ * @param {IncomingHttpHeaders} headers
+ */
 function endToEndHeaders(headers) {
   const named = String(headers.connection ?? '')
     .split(',')
     .map((name) => name.trim().toLowerCase())
+  /** @type {OutgoingHttpHeaders} */
   const kept = {}
   for (const [name, value] of Object.entries(headers)) {
     if (value !== undefined && !HOP_BY_HOP.has(name) && !named.includes(name)) kept[name] = value
@@ -32,7 +51,10 @@ function endToEndHeaders(headers) {
   return kept
 }
 
-/** The upgrade request as it arrived: request line and raw headers, ready to replay to a target. */
+/**
+ * The upgrade request as it arrived: request line and raw headers, ready to replay to a target.
+ * @param {IncomingMessage} req
+ */
 function requestHead(req) {
   let head = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`
   for (let i = 0; i < req.rawHeaders.length; i += 2)
@@ -40,8 +62,9 @@ function requestHead(req) {
   return `${head}\r\n`
 }
 
+/** @param {unknown} error what connecting or forwarding failed with (an Error) */
 function badGatewayBody(error) {
-  return JSON.stringify({ error: { code: 'bad_gateway', message: error.message } })
+  return JSON.stringify({ error: { code: 'bad_gateway', message: /** @type {Error} */ (error).message } })
 }
 
 /**
@@ -51,6 +74,8 @@ function badGatewayBody(error) {
  * separately, so the few requests of a page load never decide where the page's WebSocket lands: two
  * sockets opened one after the other always reach different targets. HTTP responses carry
  * `x-symphony-backend: <target port>`.
+ * @param {{ port: number, host?: string, targets: ProxyTarget[] }} options
+ * @returns {Promise<RoundRobinProxy>}
  */
 export function startRoundRobinProxy({ port, host = '127.0.0.1', targets }) {
   if (!Array.isArray(targets) || targets.length === 0) {
@@ -58,27 +83,33 @@ export function startRoundRobinProxy({ port, host = '127.0.0.1', targets }) {
   }
   const next = { http: 0, upgrade: 0 }
   // Every socket the proxy holds (client connections and upstream tunnels), destroyed by close().
+  /** @type {Set<Duplex>} */
   const sockets = new Set()
-  const track = (socket) => {
+  const track = (/** @type {Duplex} */ socket) => {
     sockets.add(socket)
     socket.once('close', () => sockets.delete(socket))
   }
 
-  /** A TCP connection to the next target in turn that accepts one; rejects when none does. */
+  /**
+   * A TCP connection to the next target in turn that accepts one; rejects when none does.
+   * @param {'http' | 'upgrade'} kind
+   * @returns {Promise<{ socket: Socket, target: ProxyTarget }>}
+   */
   function connectNext(kind) {
     const first = next[kind]
     next[kind] = (first + 1) % targets.length
     return new Promise((resolve, reject) => {
+      /** @type {string[]} */
       const failures = []
-      const attempt = (n) => {
+      const attempt = (/** @type {number} */ n) => {
         if (n === targets.length) {
           reject(new Error(`no backend accepted the connection (${failures.join('; ')})`))
           return
         }
-        const target = targets[(first + n) % targets.length]
+        const target = /** @type {ProxyTarget} */ (targets[(first + n) % targets.length])
         const socket = connect({ host: target.host, port: target.port })
         socket.setTimeout(CONNECT_TIMEOUT_MS, () => socket.destroy(new Error('connect timed out')))
-        const onError = (error) => {
+        const onError = (/** @type {NodeJS.ErrnoException} */ error) => {
           socket.destroy()
           failures.push(`${target.host}:${target.port} ${error.code ?? error.message}`)
           attempt(n + 1)
@@ -95,6 +126,10 @@ export function startRoundRobinProxy({ port, host = '127.0.0.1', targets }) {
     })
   }
 
+  /**
+   * @param {IncomingMessage} req
+   * @param {ServerResponse} res
+   */
   async function onRequest(req, res) {
     let connected
     try {
@@ -136,6 +171,11 @@ export function startRoundRobinProxy({ port, host = '127.0.0.1', targets }) {
     req.pipe(upstream)
   }
 
+  /**
+   * @param {IncomingMessage} req
+   * @param {Socket} client
+   * @param {Buffer} head
+   */
   async function onUpgrade(req, client, head) {
     client.on('error', () => client.destroy())
     let connected
@@ -173,7 +213,7 @@ export function startRoundRobinProxy({ port, host = '127.0.0.1', targets }) {
     onRequest(req, res)
   })
   server.on('upgrade', (req, socket, head) => {
-    onUpgrade(req, socket, head)
+    onUpgrade(req, /** @type {Socket} */ (socket), head) // a net.Socket, which Node types as a Duplex
   })
   server.on('connection', track)
   server.on('clientError', (_error, socket) => socket.destroy())
@@ -182,9 +222,10 @@ export function startRoundRobinProxy({ port, host = '127.0.0.1', targets }) {
     server.once('error', reject)
     server.listen(port, host, () => {
       server.removeListener('error', reject)
+      /** @type {Promise<void> | undefined} */
       let closing
       resolve({
-        port: server.address().port,
+        port: /** @type {AddressInfo} */ (server.address()).port,
         close() {
           closing ??= new Promise((done) => {
             server.close(() => done())

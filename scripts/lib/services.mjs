@@ -11,10 +11,37 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { debianPostgresBin, ensureDebianPackage } from './debian-package.mjs'
 
+/** @import { ChildProcess, SpawnOptions } from 'node:child_process' */
+/** @import { AddressInfo } from 'node:net' */
+
+/**
+ * A test's own redis-server. `pid` is the running process's (it changes with `restart()`); `start()`
+ * starts it again on the same port after `stop()`.
+ * @typedef {{
+ *   url: string,
+ *   port: number,
+ *   readonly pid: number,
+ *   restart(): Promise<void>,
+ *   start(): Promise<void>,
+ *   stop(): Promise<void>,
+ * }} RedisService
+ */
+/**
+ * moto's server (S3, DynamoDB and the rest on one port). `pid`: a test may SIGSTOP it to stall them.
+ * @typedef {{ endpoint: string, port: number, pid: number, stop(): Promise<void> }} MotoService
+ */
+/**
+ * A throwaway PostgreSQL cluster. `pid` is the postmaster's (each connection gets a child process of it).
+ * @typedef {{ url: string, port: number, pid: number, stop(): Promise<void> }} PostgresService
+ */
+
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const HOST = '127.0.0.1'
 
-/** Absolute path of the redis-server binary the tests use (Debian's package). */
+/**
+ * Absolute path of the redis-server binary the tests use (Debian's package).
+ * @type {string}
+ */
 export const REDIS_SERVER = '/usr/bin/redis-server'
 
 const VENV = join(root, '.services', 'venv')
@@ -23,9 +50,11 @@ const MOTO_SERVER = join(VENV, 'bin', 'moto_server')
 const MOTO_INSTALLED = join(VENV, '.moto-installed')
 
 // Every child still running; the exit hook kills them synchronously, whatever way this process ends.
+/** @type {Set<ChildProcess>} */
 const children = new Set()
 let exitHookInstalled = false
 
+/** @param {ChildProcess} child */
 function track(child) {
   if (!exitHookInstalled) {
     exitHookInstalled = true
@@ -42,13 +71,13 @@ function track(child) {
   child.once('error', () => children.delete(child))
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+const sleep = (/** @type {number} */ ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** A TCP port free on the loopback address right now: listens on port 0, reads the port, closes. */
 /**
  * A port nothing listens on, for a server started a moment later (or restarted on the same port).
  * Taken below the kernel's ephemeral range where there is room, so no port-0 listener or outgoing
  * connection of another test can be handed it in between (EADDRINUSE).
+ * @returns {Promise<number>}
  */
 export async function freePort() {
   const range = portsBelowEphemeral()
@@ -69,14 +98,18 @@ function portsBelowEphemeral() {
   }
 }
 
-/** Listens on `port` (0: any), closes, and resolves to the port it had. */
+/**
+ * Listens on `port` (0: any), closes, and resolves to the port it had.
+ * @param {number} port
+ * @returns {Promise<number>}
+ */
 function listenOnce(port) {
   return new Promise((resolve, reject) => {
     const server = createServer()
     server.unref()
     server.once('error', reject)
     server.listen(port, HOST, () => {
-      const address = server.address()
+      const address = /** @type {AddressInfo} */ (server.address())
       server.close(() => resolve(address.port))
     })
   })
@@ -85,6 +118,9 @@ function listenOnce(port) {
 /**
  * Spawns a long-running service. Its output is kept (the last few KiB) for error messages, not printed.
  * The child is unref'd, so a caller that forgets stop() still exits, and the exit hook kills it.
+ * @param {string} command
+ * @param {string[]} args
+ * @param {SpawnOptions} [options]
  */
 function launch(command, args, options = {}) {
   const child = spawn(command, args, {
@@ -94,14 +130,18 @@ function launch(command, args, options = {}) {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
-  const keep = (chunk) => {
+  const keep = (/** @type {Buffer} */ chunk) => {
     output = (output + chunk).slice(-4000)
   }
-  child.stdout.on('data', keep)
-  child.stderr.on('data', keep)
-  child.stdout.unref?.()
-  child.stderr.unref?.()
+  // Both piped (stdio above); their sockets are unref'd so they do not keep this process alive.
+  const stdout = /** @type {import('node:net').Socket} */ (child.stdout)
+  const stderr = /** @type {import('node:net').Socket} */ (child.stderr)
+  stdout.on('data', keep)
+  stderr.on('data', keep)
+  stdout.unref?.()
+  stderr.unref?.()
   child.unref()
+  /** @type {Error | undefined} */
   let failure
   child.once('error', (error) => {
     failure = error
@@ -109,7 +149,7 @@ function launch(command, args, options = {}) {
   track(child)
   return {
     child,
-    /** Why the child is gone (an Error), or undefined while it runs. */
+    /** Why the child is gone (an Error), or undefined while it runs. @type {() => Error | undefined} */
     gone: () =>
       failure ??
       (child.exitCode !== null || child.signalCode !== null
@@ -119,7 +159,13 @@ function launch(command, args, options = {}) {
   }
 }
 
-/** Polls `ready()` until it is true; fails when the child dies or `timeoutMs` passes. */
+/**
+ * Polls `ready()` until it is true; fails when the child dies or `timeoutMs` passes.
+ * @param {string} name
+ * @param {ReturnType<typeof launch>} launched
+ * @param {() => Promise<boolean>} ready
+ * @param {number} timeoutMs
+ */
 async function waitReady(name, launched, ready, timeoutMs) {
   const deadline = Date.now() + timeoutMs
   for (;;) {
@@ -134,7 +180,13 @@ async function waitReady(name, launched, ready, timeoutMs) {
   }
 }
 
-/** `signal`, then SIGKILL if the child is still there after `graceMs`; resolves once it has exited. */
+/**
+ * `signal`, then SIGKILL if the child is still there after `graceMs`; resolves once it has exited.
+ * @param {ChildProcess} child
+ * @param {number} [graceMs]
+ * @param {NodeJS.Signals} [signal]
+ * @returns {Promise<void>}
+ */
 function stopChild(child, graceMs = 5000, signal = 'SIGTERM') {
   if (child.exitCode !== null || child.signalCode !== null || !children.has(child)) return Promise.resolve()
   return new Promise((resolve) => {
@@ -148,12 +200,17 @@ function stopChild(child, graceMs = 5000, signal = 'SIGTERM') {
   })
 }
 
-/** Sends one inline Redis command; resolves with the reply's first bytes, or '' when nothing answers. */
+/**
+ * Sends one inline Redis command; resolves with the reply's first bytes, or '' when nothing answers.
+ * @param {number} port
+ * @param {string} command
+ * @returns {Promise<string>}
+ */
 function redisCommand(port, command, timeoutMs = 1000) {
   return new Promise((resolve) => {
     let reply = ''
     const socket = createConnection({ host: HOST, port })
-    const done = (value) => {
+    const done = (/** @type {string} */ value) => {
       socket.destroy()
       resolve(value)
     }
@@ -171,10 +228,12 @@ function redisCommand(port, command, timeoutMs = 1000) {
 /**
  * Starts redis-server (installing Debian's package when missing) on a free loopback port, without
  * persistence. `restart()` stops it and starts it again on the same port.
+ * @returns {Promise<RedisService>}
  */
 export async function startRedis() {
   ensureDebianPackage('redis-server', REDIS_SERVER)
   const port = await freePort()
+  /** @type {ReturnType<typeof launch>} */
   let launched
 
   async function start() {
@@ -212,7 +271,7 @@ export async function startRedis() {
     port,
     /** The running redis-server's process id (it changes with `restart()`). */
     get pid() {
-      return launched.child.pid
+      return /** @type {number} */ (launched.child.pid) // set: waitReady saw it running
     },
     async restart() {
       await stop()
@@ -224,7 +283,13 @@ export async function startRedis() {
   }
 }
 
-/** Runs a command to completion, its output shown; rejects when it fails. */
+/**
+ * Runs a command to completion, its output shown; rejects when it fails.
+ * @param {string} command
+ * @param {string[]} args
+ * @param {SpawnOptions & { quiet?: boolean }} [options]
+ * @returns {Promise<void>}
+ */
 function run(command, args, options = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
@@ -260,9 +325,14 @@ const PIP_TOOLS = {
 /** The cfn-lint command in .services/venv (`ensureCfnLint` installs it). */
 export const CFN_LINT = PIP_TOOLS['cfn-lint'].binary
 
+/** @type {Map<keyof typeof PIP_TOOLS, Promise<void>>} */
 const pipInstalls = new Map()
 
-/** Makes sure .services/venv holds the tool; the first run installs it from PyPI. */
+/**
+ * Makes sure .services/venv holds the tool; the first run installs it from PyPI.
+ * @param {keyof typeof PIP_TOOLS} name
+ * @returns {Promise<void>}
+ */
 function ensurePipTool(name) {
   const { requirement, binary, marker } = PIP_TOOLS[name]
   if (!pipInstalls.has(name)) {
@@ -291,7 +361,7 @@ function ensurePipTool(name) {
     install.catch(() => pipInstalls.delete(name))
     pipInstalls.set(name, install)
   }
-  return pipInstalls.get(name)
+  return /** @type {Promise<void>} */ (pipInstalls.get(name))
 }
 
 const ensureMoto = () => ensurePipTool('moto')
@@ -299,7 +369,11 @@ const ensureMoto = () => ensurePipTool('moto')
 /** Makes sure .services/venv holds the pinned cfn-lint (the CloudFormation linter the infra tests run). */
 export const ensureCfnLint = () => ensurePipTool('cfn-lint')
 
-/** Resolves true when anything answers HTTP on the port. */
+/**
+ * Resolves true when anything answers HTTP on the port.
+ * @param {number} port
+ * @returns {Promise<boolean>}
+ */
 function httpAnswers(port) {
   return new Promise((resolve) => {
     const req = request({ host: HOST, port, path: '/moto-api/', timeout: 1000 }, (res) => {
@@ -312,7 +386,10 @@ function httpAnswers(port) {
   })
 }
 
-/** Starts moto's server (S3, DynamoDB and the rest on one port), installing it when missing. */
+/**
+ * Starts moto's server (S3, DynamoDB and the rest on one port), installing it when missing.
+ * @returns {Promise<MotoService>}
+ */
 export async function startMoto() {
   await ensureMoto()
   const port = await freePort()
@@ -322,7 +399,7 @@ export async function startMoto() {
     endpoint: `http://${HOST}:${port}`,
     port,
     /** The moto_server's process id (a test may SIGSTOP its own moto to stall S3 and DynamoDB). */
-    pid: launched.child.pid,
+    pid: /** @type {number} */ (launched.child.pid), // set: waitReady saw it running
     stop: () => stopChild(launched.child),
   }
 }
@@ -341,11 +418,13 @@ function postgresBin() {
  * temporary folder on a free loopback port. TCP logins need a password (SCRAM, as on RDS), so tests
  * exercise real password handling. Postgres refuses to run as root, so as root it runs as the
  * `postgres` user Debian's package creates.
+ * @returns {Promise<PostgresService>}
  */
 export async function startPostgres() {
   const bin = postgresBin()
   const folder = mkdtempSync(join(tmpdir(), 'symphony-pg-'))
   // Spawned as that user directly (not through runuser), so the exit hook's SIGKILL reaches postgres.
+  /** @type {{ uid: number, gid: number } | { uid?: undefined, gid?: undefined }} */
   const user = userInfo().uid === 0 ? postgresUser() : {}
   if (user.uid !== undefined) chownSync(folder, user.uid, user.gid)
   const data = join(folder, 'data')
@@ -371,7 +450,7 @@ export async function startPostgres() {
     url: `postgres://postgres:${password}@${HOST}:${port}/postgres`,
     port,
     /** The postmaster's process id (each connection gets a child process of it). */
-    pid: launched.child.pid,
+    pid: /** @type {number} */ (launched.child.pid), // set: waitReady saw it running
     async stop() {
       // SIGINT is Postgres's fast shutdown: SIGTERM would wait for every client to disconnect.
       await stopChild(launched.child, 5000, 'SIGINT')
@@ -382,15 +461,20 @@ export async function startPostgres() {
 
 /** The uid and gid of the `postgres` user (Postgres will not run as root). */
 function postgresUser() {
-  const id = (flag) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim())
+  const id = (/** @type {string} */ flag) =>
+    Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim())
   return { uid: id('-u'), gid: id('-g') }
 }
 
-/** Whether something answers a Postgres SSLRequest on `port` (any one-byte reply). */
+/**
+ * Whether something answers a Postgres SSLRequest on `port` (any one-byte reply).
+ * @param {number} port
+ * @returns {Promise<boolean>}
+ */
 function acceptsConnections(port) {
   return new Promise((resolve) => {
     const socket = createConnection({ host: HOST, port })
-    const done = (value) => {
+    const done = (/** @type {boolean} */ value) => {
       socket.destroy()
       resolve(value)
     }

@@ -11,12 +11,31 @@ import { ensureCfnLint } from './services.mjs'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
-/** The suite in a Debian container with the pinned Node, from the repository's folder (bash, zsh or PowerShell). */
+/**
+ * One thing the suite needs besides Node: what it is, why, the Debian packages that provide it, and
+ * whether this machine has it.
+ * @typedef {{ what: string, why: string, debian: string[], found: boolean }} TestRequirement
+ */
+/**
+ * What to do before the suite can run: lines that say what to do instead (`stop`), or the Debian
+ * packages to install now (`install`, for the requirements named in `missing`), or neither.
+ * @typedef {{ notes?: string[], stop?: string[], install?: undefined, missing?: undefined }
+ *   | { notes: string[], install: string[], missing: string[], stop?: undefined }} TestPlan
+ */
+
+/**
+ * The suite in a Debian container with the pinned Node, from the repository's folder (bash, zsh or PowerShell).
+ * @type {string}
+ */
 export const CONTAINER_COMMAND =
   `docker run --rm -it --privileged -v "\${PWD}:/symphony" -v /symphony/node_modules -v /symphony/.services ` +
   `-w /symphony node:${PINNED_NODE_VERSION}-bookworm bash -c 'npm ci && npm test'`
 
-/** Whether `command args` runs and exits 0 (output ignored). */
+/**
+ * Whether `command args` runs and exits 0 (output ignored).
+ * @param {string} command
+ * @param {string[]} args
+ */
 function succeeds(command, args) {
   try {
     execFileSync(command, args, { stdio: 'ignore' })
@@ -29,6 +48,15 @@ function succeeds(command, args) {
 /** Whether `python3 -m venv` can make a venv with pip (Debian's python3 needs python3-venv for it). */
 const pythonMakesVenvs = () => succeeds('python3', ['-c', 'import venv, ensurepip'])
 
+/**
+ * What the suite needs here, each with whether it is found (the probes are this machine's unless given).
+ * @param {{
+ *   exists?: (path: string) => boolean,
+ *   postgresBin?: () => string | null,
+ *   python?: () => boolean,
+ * }} [probes]
+ * @returns {TestRequirement[]}
+ */
 export function testRequirements({
   exists = existsSync,
   postgresBin = () => debianPostgresBin(exists),
@@ -75,6 +103,14 @@ export function testRequirements({
  * What to do before the suite can run on this machine: `{ install }` (Debian packages apt-get can
  * install now), `{ stop }` (lines saying what to do instead), or `{}` when all is there. `notes`
  * are said either way.
+ * @param {{
+ *   platform?: string,
+ *   requirements?: TestRequirement[],
+ *   hasAptGet?: boolean,
+ *   isRoot?: boolean,
+ *   canSudo?: () => boolean,
+ * }} [machine]
+ * @returns {TestPlan}
  */
 export function testPlan({
   platform = process.platform,

@@ -43,6 +43,7 @@ async function resolveOptions(options: SyncServerOptions): Promise<ResolvedServe
     joinWaitMs: DEFAULT_TIMINGS.joinWaitMs,
     roomLoadRetryMs: DEFAULT_TIMINGS.roomLoadRetryMs,
     roomLoadRetryMaxMs: DEFAULT_TIMINGS.roomLoadRetryMaxMs,
+    hookTimeoutMs: DEFAULT_TIMINGS.hookTimeoutMs,
     build: { version: SERVER_VERSION, commit: 'unknown' },
     logger: silentLogger,
     demoFolder: null,

@@ -26,6 +26,7 @@ const ANSWERS = {
   MESSAGE_TOO_BIG: { close: CloseCode.MessageTooBig, http: 'UPDATE_TOO_LARGE' },
   PENDING_LIMIT: { close: CloseCode.TooMuchPending, http: 'UPDATE_WAITS_TOO_MUCH' },
   SERVER_BUSY: { close: CloseCode.TryAgainLater, http: 'SERVER_BUSY' },
+  UPDATE_REFUSED: { close: CloseCode.UpdateRefused, http: 'UPDATE_REFUSED' },
   VERSION_NOT_FOUND: { close: CloseCode.InternalError, http: 'VERSION_NOT_FOUND' },
   VERSION_NOT_RESTORABLE: { close: CloseCode.InternalError, http: 'VERSION_NOT_RESTORABLE' },
   SNAPSHOTS_UNAVAILABLE: { close: CloseCode.InternalError, http: 'SNAPSHOTS_UNAVAILABLE' },

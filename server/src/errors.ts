@@ -19,6 +19,7 @@ export type SymphonyErrorCode =
   | 'ROOM_DELETED'
   | 'RESTORE_MISMATCH'
   | 'HEARTBEAT_MISSED'
+  | 'UPDATE_REFUSED'
   | 'CONNECTION_REFUSED'
 
 /** Base of every error Symphony raises on purpose; `code` is stable and safe to match on. */
@@ -33,19 +34,29 @@ export class SymphonyError extends Error {
   }
 }
 
-/** A frame that does not follow the y-websocket protocol. */
-export class ProtocolError extends SymphonyError {
-  constructor(message: string, options?: ErrorOptions) {
-    super('PROTOCOL_ERROR', message, options)
+/** A `SymphonyError` class whose errors always carry one `code`. */
+interface ErrorWithCode<C extends SymphonyErrorCode> {
+  new (message: string, options?: ErrorOptions): SymphonyError & { readonly code: C }
+}
+
+/**
+ * The base of an error class that always carries `code`: `class XError extends errorWithCode('X') {}`
+ * keeps the class's own name and `instanceof`, and types `code` as that one code.
+ */
+function errorWithCode<C extends SymphonyErrorCode>(code: C): ErrorWithCode<C> {
+  return class extends SymphonyError {
+    declare readonly code: C
+    constructor(message: string, options?: ErrorOptions) {
+      super(code, message, options)
+    }
   }
 }
 
+/** A frame that does not follow the y-websocket protocol. */
+export class ProtocolError extends errorWithCode('PROTOCOL_ERROR') {}
+
 /** Start-up configuration that cannot be used. */
-export class ConfigError extends SymphonyError {
-  constructor(message: string) {
-    super('CONFIG_ERROR', message)
-  }
-}
+export class ConfigError extends errorWithCode('CONFIG_ERROR') {}
 
 type AuthErrorCode = Extract<
   ServerErrorCode,
@@ -76,53 +87,32 @@ export class AuthError<C extends AuthErrorCode = AuthErrorCode> extends Symphony
 }
 
 /** An update that would grow a document past the configured ceiling. */
-export class DocumentTooLargeError extends SymphonyError {
-  constructor(message: string) {
-    super('DOCUMENT_TOO_LARGE', message)
-  }
-}
+export class DocumentTooLargeError extends errorWithCode('DOCUMENT_TOO_LARGE') {}
 
 /** A message, or a part of one, past a configured size limit. */
-export class MessageTooBigError extends SymphonyError {
-  constructor(message: string) {
-    super('MESSAGE_TOO_BIG', message)
-  }
-}
+export class MessageTooBigError extends errorWithCode('MESSAGE_TOO_BIG') {}
 
 /** An update that would leave the room holding more than it may wait for missing updates. */
-export class PendingLimitError extends SymphonyError {
+export class PendingLimitError extends errorWithCode('PENDING_LIMIT') {}
+
+/** An update the embedding app refused (its `beforeApply` hook): nothing of it is applied or stored. */
+export class UpdateRefusedError extends SymphonyError {
   constructor(message: string) {
-    super('PENDING_LIMIT', message)
+    super('UPDATE_REFUSED', message)
   }
 }
 
 /** The server cannot take this message right now (its worker is busy or gone): retry later. */
-export class ServerBusyError extends SymphonyError {
-  constructor(message: string) {
-    super('SERVER_BUSY', message)
-  }
-}
+export class ServerBusyError extends errorWithCode('SERVER_BUSY') {}
 
 /** A conditional snapshot save found another version stored than the one it expected. */
-export class SnapshotConflictError extends SymphonyError {
-  constructor(message: string, options?: ErrorOptions) {
-    super('SNAPSHOT_CONFLICT', message, options)
-  }
-}
+export class SnapshotConflictError extends errorWithCode('SNAPSHOT_CONFLICT') {}
 
 /** A snapshot version id (or a versions cursor) that the store does not hold for the room. */
-export class SnapshotVersionNotFoundError extends SymphonyError {
-  constructor(message: string) {
-    super('VERSION_NOT_FOUND', message)
-  }
-}
+export class SnapshotVersionNotFoundError extends errorWithCode('VERSION_NOT_FOUND') {}
 
 /** The snapshot store failed a versions request (listing or reading a version). */
-export class SnapshotsUnavailableError extends SymphonyError {
-  constructor(message: string, options?: ErrorOptions) {
-    super('SNAPSHOTS_UNAVAILABLE', message, options)
-  }
-}
+export class SnapshotsUnavailableError extends errorWithCode('SNAPSHOTS_UNAVAILABLE') {}
 
 /** A store's answer to a versions request: its own refusals as they are, any other failure a `SnapshotsUnavailableError`. */
 export function fromSnapshotStore<T>(request: Promise<T>): Promise<T> {
@@ -133,28 +123,16 @@ export function fromSnapshotStore<T>(request: Promise<T>): Promise<T> {
 }
 
 /** A saved version that cannot be restored into the live room: a deletion, or an earlier incarnation's. */
-export class VersionNotRestorableError extends SymphonyError {
-  constructor(message: string) {
-    super('VERSION_NOT_RESTORABLE', message)
-  }
-}
+export class VersionNotRestorableError extends errorWithCode('VERSION_NOT_RESTORABLE') {}
 
 /** The room's snapshot store holds a later incarnation or its tombstone: this one was deleted. */
-export class RoomDeletedError extends SymphonyError {
-  constructor(message: string) {
-    super('ROOM_DELETED', message)
-  }
-}
+export class RoomDeletedError extends errorWithCode('ROOM_DELETED') {}
 
 /**
  * An app's `onConnect` hook refuses the connection: the upgrade is answered 403
  * `CONNECTION_REFUSED` with this message (the client sees it as `AUTH_REFUSED`, and stops).
  */
-export class ConnectionRefusedError extends SymphonyError {
-  constructor(message: string) {
-    super('CONNECTION_REFUSED', message)
-  }
-}
+export class ConnectionRefusedError extends errorWithCode('CONNECTION_REFUSED') {}
 
 /** Whether a write failed because the disk (or quota) is full: it heals when space returns. */
 export function isOutOfSpace(error: unknown): boolean {

@@ -90,12 +90,21 @@ export {
   VERSION_ID_PATTERN,
 } from './ports/snapshot-store.js'
 export type { JournalContents, JournalPosition, UpdateJournal } from './ports/update-journal.js'
+export type { RoomApi } from './room-api.js'
 export {
+  type AppMessage,
+  type AppMessageHandler,
   type ChangeInfo,
   DEFAULT_ON_CHANGE_DEBOUNCE_MS,
   DEFAULT_ON_CHANGE_MAX_WAIT_MS,
+  HookRefusal,
+  type HookUser,
   NO_HOOKS,
+  type RoomToLoad,
+  refuse,
   type ServerHooks,
+  type StoredRoom,
+  type UpdateToApply,
 } from './server-hooks.js'
 export {
   DEFAULT_LIMITS,

@@ -43,6 +43,7 @@ export class ServerMetrics implements CoreMetrics {
     auth: 0,
     'sync-status': 0,
     broadcast: 0,
+    app: 0,
     unknown: 0,
   }
   readonly #pubsubErrors = this.#counter(

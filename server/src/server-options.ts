@@ -77,6 +77,7 @@ export const DEFAULT_TIMINGS = {
   joinWaitMs: 30_000,
   roomLoadRetryMs: 250,
   roomLoadRetryMaxMs: 5_000,
+  hookTimeoutMs: 5_000,
 } as const
 
 /** The endpoint peers fetch room state from. */
@@ -173,6 +174,11 @@ export interface SyncServerOptions {
   roomLoadRetryMs?: number
   /** The longest pause between a room's load attempts. Default 5 000 ms. */
   roomLoadRetryMaxMs?: number
+  /**
+   * The longest a hook (`hooks`: beforeApply, onLoad, onStore, an app message's handler) may take
+   * before the server goes on without it (each hook says how). Default 5 000 ms.
+   */
+  hookTimeoutMs?: number
 }
 
 /** Every option decided: what a `SyncServer` runs with. */

@@ -15,6 +15,7 @@ import { observeServer } from './observers/observe-server.js'
 import type { AdapterContext, Adapters } from './ports/adapters.js'
 import type { ServerSample } from './ports/metadata-sink.js'
 import { yjsVersionCheck } from './protocol/yjs-internals.js'
+import { type RoomApi, roomApi } from './room-api.js'
 import type { ResolvedServerOptions } from './server-options.js'
 import { readServerSample } from './server-sample.js'
 import { holdForApi } from './transport/api-writer.js'
@@ -101,6 +102,7 @@ export class SyncServer {
         events: this.#events,
         metrics: this.metrics,
         memory: this.memory,
+        hooks: options.hooks,
         logger,
       },
       {
@@ -117,6 +119,8 @@ export class SyncServer {
         },
         maxPresenceBytes: options.limits.maxPresenceBytes,
         antiEntropyIntervalMs: options.antiEntropyIntervalMs,
+        hookTimeoutMs: options.hookTimeoutMs,
+        serverId: options.serverId,
         // With AUTH=none there are no subjects to bind client ids to.
         bindAuthors: options.auth.mode !== 'none',
       },
@@ -135,7 +139,7 @@ export class SyncServer {
         token: options.internal?.token ?? '',
         loadedIncarnation: (name) => this.manager.loadedIncarnation(name),
         dropDeleted: (name, generation) => this.manager.dropDeleted(name, generation),
-        deleteRoom: (name) => this.manager.delete(name),
+        deleteRoom: (name) => this.room(name).delete(),
         versions,
       }),
     )
@@ -167,11 +171,8 @@ export class SyncServer {
         api: options.apiSecret
           ? createRestApi({
               secret: options.apiSecret,
-              serverId: options.serverId,
-              manager: this.manager,
+              room: (name) => this.room(name),
               limits: options.limits,
-              saveWaitMs: options.apiSaveWaitMs,
-              joinWaitMs: options.joinWaitMs,
               list: { catalog: this.#adapters.metadata.catalog ?? null, maxLimit: options.apiMaxListLimit },
               versions,
               metrics: this.metrics,
@@ -220,6 +221,17 @@ export class SyncServer {
     await listen(syncServer.#http, options.port, options.host)
     syncServer.#ready = true
     return syncServer
+  }
+
+  /**
+   * The room `name`, from your code: apply an update (with every check a REST write gets), read
+   * its state or JSON, send a broadcast event, delete it (`RoomApi`). Each call loads the room if
+   * this server does not hold it and holds it while it runs. Throws `ROOM_NAME_INVALID` (400) for
+   * a name the server refuses.
+   */
+  room(name: string): RoomApi {
+    const { serverId, joinWaitMs, apiSaveWaitMs } = this.options
+    return roomApi(name, { manager: this.manager, serverId, joinWaitMs, saveWaitMs: apiSaveWaitMs })
   }
 
   get port(): number {

@@ -2,15 +2,14 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
+import { destroyNodeClients, nodeClient } from '@symphony/test-helpers/node-client'
 import { Webhook } from 'standardwebhooks'
 import * as Y from 'yjs'
-import { destroyNodeClients, nodeClient } from '../../client-lib/client/test/helpers/node-client.js'
 import { roomKey } from '../src/adapters/room-keys.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
-import { TestCluster } from './helpers/cluster.js'
-import { destroyTestAwsClients } from './helpers/services.js'
+import { useTestCluster } from './helpers/cluster.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 const WEBHOOK_SECRET = `whsec_${randomBytes(24).toString('base64')}`
@@ -25,14 +24,7 @@ function api(server: { port: number }, room: string, rest = '', init: RequestIni
 
 /** The REST API and webhooks of real server processes over Redis, DynamoDB and S3 (moto). */
 describe('the REST API, webhooks and broadcast events in a real local cluster', () => {
-  let cluster: TestCluster
-  before(async () => {
-    cluster = await TestCluster.create()
-  })
-  after(async () => {
-    await cluster.stop()
-    destroyTestAwsClients()
-  })
+  const cluster = useTestCluster()
   afterEach(destroyClients)
 
   it('a write through one server reaches the clients of another; a delete there clears every store', async () => {

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
 import { createServer } from 'node:net'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
 import { connectClient, connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
-import { metricValue, REGISTRY_LEASE_MS, TestCluster } from './helpers/cluster.js'
-import { destroyTestAwsClients } from './helpers/services.js'
+import { metricValue, REGISTRY_LEASE_MS, useTestCluster } from './helpers/cluster.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
 /** Cluster conditions (S3, registry, metrics) get longer than the default to come true. */
@@ -12,14 +11,7 @@ const until = (check: () => Promise<boolean>, message: string, timeoutMs = 15_00
   eventually(check, message, timeoutMs)
 
 describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (moto)', () => {
-  let cluster: TestCluster
-  before(async () => {
-    cluster = await TestCluster.create()
-  })
-  after(async () => {
-    await cluster.stop()
-    destroyTestAwsClients()
-  })
+  const cluster = useTestCluster()
   afterEach(destroyClients)
 
   it('clients on three servers in one room converge, updates and presence both', async () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { after, afterEach, describe, it } from 'node:test'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
-import { type ClusterServer, metricValue, TestCluster } from './helpers/cluster.js'
-import { destroyTestAwsClients, requireTestServices } from './helpers/services.js'
+import { type ClusterServer, metricValue, useTestCluster } from './helpers/cluster.js'
+import { requireTestServices } from './helpers/services.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
 interface DependencyState {
@@ -25,16 +25,11 @@ const until = (check: () => Promise<boolean>, message: string) => eventually(che
 
 /** Real server processes whose Redis or DynamoDB goes away: /healthz and /metrics must say so. */
 describe('dependency health of a real server', () => {
-  let cluster: TestCluster
+  const cluster = useTestCluster()
   const links: TcpLink[] = []
-  before(async () => {
-    cluster = await TestCluster.create()
-  })
   afterEach(() => destroyClients())
-  after(async () => {
+  after(() => {
     for (const link of links) link.close()
-    await cluster.stop()
-    destroyTestAwsClients()
   })
 
   it('Redis cut off: /healthz names pub/sub and the journal failing (still 200), errors counted, then recovers', async () => {

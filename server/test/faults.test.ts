@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { after, afterEach, describe, it } from 'node:test'
 import { type RoundRobinProxy, startRoundRobinProxy } from '@symphony/dev-scripts/round-robin-proxy'
 import { freePort } from '@symphony/dev-scripts/services'
 import * as Y from 'yjs'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
-import { type ClusterServer, metricValue, TestCluster } from './helpers/cluster.js'
+import { type ClusterServer, metricValue, useTestCluster } from './helpers/cluster.js'
 import { converged, EditingClient, holdsAllEdits, keepEditing } from './helpers/editing-clients.js'
 import { seededRandom } from './helpers/seeded-random.js'
-import { destroyTestAwsClients, requireTestServices } from './helpers/services.js'
+import { requireTestServices } from './helpers/services.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
 const until = (check: () => boolean | Promise<boolean>, message: string, timeoutMs = 20_000) =>
@@ -21,20 +21,15 @@ const isRunning = (server: ClusterServer) =>
  * in moto, real y-websocket clients, and a round-robin proxy standing in for the load balancer.
  */
 describe('faults on a real local cluster', () => {
-  let cluster: TestCluster
+  const cluster = useTestCluster()
   const proxies: RoundRobinProxy[] = []
   const links: TcpLink[] = []
-  before(async () => {
-    cluster = await TestCluster.create()
-  })
   afterEach(() => {
     destroyClients()
   })
   after(async () => {
     for (const link of links) link.close()
     await Promise.all(proxies.map((proxy) => proxy.close()))
-    await cluster.stop()
-    destroyTestAwsClients()
   })
 
   /** `count` servers on fixed ports (so a restart comes back where the proxy expects it). */

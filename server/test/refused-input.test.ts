@@ -7,9 +7,9 @@ import pg from 'pg'
 import * as Y from 'yjs'
 import { decodeDigest, encodeUpdate } from '../src/protocol/codec.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
-import { TestCluster } from './helpers/cluster.js'
+import { useTestCluster } from './helpers/cluster.js'
 import { closed, openRaw, refusedStatus, terminateRawSockets } from './helpers/raw-socket.js'
-import { destroyTestAwsClients, requireTestServices, uniqueName } from './helpers/services.js'
+import { requireTestServices, uniqueName } from './helpers/services.js'
 import { signToken, TEST_SECRET } from './helpers/tokens.js'
 
 const until = (check: () => Promise<boolean>, message: string) => eventually(check, message, 15_000)
@@ -32,11 +32,10 @@ async function watchPubSub(redisUrl: string) {
 const contentFrames = (frames: Uint8Array[] = []) => frames.filter((frame) => decodeDigest(frame) === null)
 
 describe('refused input leaves no trace in Redis, S3, DynamoDB or Postgres', () => {
-  let cluster: TestCluster
+  const cluster = useTestCluster()
   let database: pg.Client
   let databaseUrl: string
   before(async () => {
-    cluster = await TestCluster.create()
     const schema = uniqueName('refused').replaceAll('-', '_')
     database = new pg.Client(requireTestServices().databaseUrl)
     await database.connect()
@@ -49,9 +48,7 @@ describe('refused input leaves no trace in Redis, S3, DynamoDB or Postgres', () 
   after(async () => {
     destroyClients()
     terminateRawSockets()
-    await cluster.stop()
     await database.end()
-    destroyTestAwsClients()
   })
 
   it('refused upgrades, read-only writes, malformed, oversized and too-large updates', async () => {

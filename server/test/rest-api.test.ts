@@ -2,12 +2,8 @@ import assert from 'node:assert/strict'
 import { request as httpRequest } from 'node:http'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
+import { destroyNodeClients, nodeClient, recordErrors } from '@symphony/test-helpers/node-client'
 import * as Y from 'yjs'
-import {
-  destroyNodeClients,
-  nodeClient,
-  recordErrors,
-} from '../../client-lib/client/test/helpers/node-client.js'
 import { MemoryUpdateJournal } from '../src/adapters/memory-update-journal.js'
 import type { JournalPosition } from '../src/ports/update-journal.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'

@@ -1,10 +1,6 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import {
-  destroyNodeClients,
-  nodeClient,
-  recordErrors,
-} from '../../client-lib/client/test/helpers/node-client.js'
+import { destroyNodeClients, nodeClient, recordErrors } from '@symphony/test-helpers/node-client'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectClient, connectSynced, eventually } from './helpers/clients.js'
 import { startTestCluster, startTestServer } from './helpers/test-server.js'

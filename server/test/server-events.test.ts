@@ -5,6 +5,7 @@ import { MemorySnapshotStore } from '../src/adapters/memory-snapshot-store.js'
 import { MemoryJournalTable, MemoryUpdateJournal } from '../src/adapters/memory-update-journal.js'
 import type { ServerEvent, ServerEventOf, ServerEvents, ServerEventType } from '../src/core/server-events.js'
 import type { JournalPosition } from '../src/ports/update-journal.js'
+import { refuse } from '../src/server-hooks.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectClient, connectSynced, eventually, synced, uniqueRoom } from './helpers/clients.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
@@ -242,6 +243,19 @@ describe('the event stream (server.events)', () => {
       userId: 'viewer',
       name: 'V',
     })
+    assert.equal(ofType(seen, 'document.changed').length, 0, 'nothing changed')
+  })
+
+  it("reports an update the app's beforeApply refused, with its author and the code", async () => {
+    const t = await startTestServer({ hooks: { beforeApply: () => refuse('titles are read-only') } })
+    const room = uniqueRoom('events-before-apply')
+    const seen = record(t.server.events, room)
+    const client = await connectSynced(t.wsUrl, room)
+    client.doc.getText('t').insert(0, 'refused')
+    await eventually(() => ofType(seen, 'update.refused').length === 1, 'the refusal is reported')
+    const [refused] = ofType(seen, 'update.refused')
+    assert.equal(refused?.code, 'UPDATE_REFUSED')
+    assert.equal(refused?.origin.kind, 'client')
     assert.equal(ofType(seen, 'document.changed').length, 0, 'nothing changed')
   })
 

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { after, afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { connectClient, destroyClients, eventually, synced, uniqueRoom } from './helpers/clients.js'
-import { type ClusterServer, metricValue, TestCluster } from './helpers/cluster.js'
+import { type ClusterServer, metricValue, useTestCluster } from './helpers/cluster.js'
 import { closed, openRaw, terminateRawSockets } from './helpers/raw-socket.js'
-import { destroyTestAwsClients, requireTestServices } from './helpers/services.js'
+import { requireTestServices } from './helpers/services.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
 const API_SECRET = 'a-rest-api-secret-of-32-characters!'
@@ -17,19 +17,14 @@ const until = (check: () => boolean | Promise<boolean>, message: string, timeout
  * (moto) reached through a relay that delays every chunk, with real server processes and clients.
  */
 describe('slow dependencies', () => {
-  let cluster: TestCluster
+  const cluster = useTestCluster()
   const links: TcpLink[] = []
-  before(async () => {
-    cluster = await TestCluster.create()
-  })
   afterEach(() => {
     destroyClients()
     terminateRawSockets()
   })
-  after(async () => {
+  after(() => {
     for (const link of links) link.close()
-    await cluster.stop()
-    destroyTestAwsClients()
   })
 
   /** A relay in front of moto, and a server reaching S3 and DynamoDB through it. */

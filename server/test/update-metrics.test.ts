@@ -79,7 +79,7 @@ describe('operational metrics of a real server', () => {
     assert.equal(byType(text, 'unknown'), 1)
     const types = [...text.matchAll(/^symphony_messages_received_by_type_total\{type="([^"]*)"\}/gm)]
     const known = ['sync-step1', 'sync-step2', 'update', 'awareness', 'query-awareness', 'auth']
-    known.push('sync-status', 'broadcast', 'unknown')
+    known.push('sync-status', 'broadcast', 'app', 'unknown')
     assert.deepEqual(types.map((match) => match[1]).sort(), known.sort(), 'only the fixed set of labels')
   })
 

@@ -3,8 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from './helpers/browser.js'
 import { eventually, uniqueRoom } from './helpers/clients.js'
-import { type ClusterServer, TestCluster } from './helpers/cluster.js'
-import { destroyTestAwsClients } from './helpers/services.js'
+import { type ClusterServer, useTestCluster } from './helpers/cluster.js'
 import { type RestApi, type Version, versionHolding, versionsApi } from './helpers/versions.js'
 import { addShape, boardDocument, boardOf, drag, openWhiteboard, waitForBoard } from './helpers/whiteboard.js'
 
@@ -19,20 +18,17 @@ const rest = (server: ClusterServer): RestApi => ({ httpUrl: server.httpUrl, api
  * through the REST API of the third.
  */
 describe('restore in a real local cluster, seen by whiteboards in Chromium', () => {
-  let cluster: TestCluster
+  const cluster = useTestCluster()
   let browser: Browser
   let servers: ClusterServer[]
   before(async () => {
-    const launched = launchChromium() // while the cluster starts
-    cluster = await TestCluster.create()
+    const launched = launchChromium() // while the servers start
     const env = { API_SECRET, SNAPSHOT_INTERVAL_MS: '200' } // versions to restore come quickly
     servers = await Promise.all(['wb-a', 'wb-b', 'wb-c'].map((name) => cluster.start(name, env)))
     browser = await launched
   })
   after(async () => {
     await browser?.close()
-    await cluster?.stop()
-    destroyTestAwsClients()
   })
 
   it('tabs on two servers draw, a third server restores a saved version: both tabs show exactly it', async () => {

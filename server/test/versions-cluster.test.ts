@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { afterEach, describe, it } from 'node:test'
 import { internalAuthorization, internalVersionPath } from '@symphony/client/wire'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
-import { type ClusterServer, TestCluster } from './helpers/cluster.js'
-import { destroyTestAwsClients } from './helpers/services.js'
+import { type ClusterServer, useTestCluster } from './helpers/cluster.js'
 import { type RestApi, type Version, versionHolding, versionsApi } from './helpers/versions.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
@@ -13,14 +12,7 @@ const rest = (server: ClusterServer): RestApi => ({ httpUrl: server.httpUrl, api
 
 /** Version history on S3 object versions (moto), restored through real server processes. */
 describe('versions and restore in a real local cluster (S3 object versions)', () => {
-  let cluster: TestCluster
-  before(async () => {
-    cluster = await TestCluster.create()
-  })
-  after(async () => {
-    await cluster.stop()
-    destroyTestAwsClients()
-  })
+  const cluster = useTestCluster()
   afterEach(destroyClients)
 
   it('a restore through a third server reaches the clients of two others, and is saved as a version', async () => {

@@ -31,6 +31,15 @@ export type ClientErrorCode =
    * close the connection for it) and the previous one stays.
    */
   | 'PRESENCE_TOO_BIG'
+  /**
+   * `room.request`: the server's app answered with an error; `details.serverCode` says which
+   * (`MESSAGE_REFUSED` with its reason, `UNKNOWN_MESSAGE_TYPE`, `MESSAGE_FAILED`, `HOOK_TIMEOUT`).
+   */
+  | 'MESSAGE_REFUSED'
+  /** `room.request` while the room is not connected: nothing was sent. */
+  | 'NOT_CONNECTED'
+  /** `room.request`: the connection closed, or the timeout passed, before the reply. */
+  | 'NO_REPLY'
 
 /**
  * The error a room reports through `room.on('error', cb)` and `whenSynced()` rejections.

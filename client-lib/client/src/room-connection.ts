@@ -5,6 +5,7 @@ import type { Awareness } from 'y-protocols/awareness'
 import { messageAuth, WebsocketProvider } from 'y-websocket'
 import type * as Y from 'yjs'
 import { checkAccess } from './access-check.js'
+import { AppRequests } from './app-requests.js'
 import { isAuthDenied, SymphonyClientError } from './errors.js'
 import { sendOwnPresenceOnly } from './own-presence.js'
 import type { ReconnectSchedule } from './reconnect-schedule.js'
@@ -72,6 +73,7 @@ export interface RoomConnectionOptions extends ConnectionSettings {
 export class RoomConnection {
   readonly #provider: WebsocketProvider
   readonly #unsynced: UnsyncedChanges
+  readonly #requests: AppRequests
   // A room connects as soon as its offline copy is loaded: it is not offline meanwhile.
   #status: RoomStatus = 'connecting'
   /** What stopped connecting for good (status `'failed'`), until `start`. */
@@ -139,10 +141,12 @@ export class RoomConnection {
     })
     provider.on('connection-close', (event) => {
       this.#unsynced.disconnected()
+      this.#requests.disconnected()
       void this.#closed(event)
     })
     this.#provider = provider
     this.#unsynced = new UnsyncedChanges(provider, options.doc, options.onUnsynced)
+    this.#requests = new AppRequests(provider)
     // globalThis, not window: workers get online/offline events too.
     globalThis.addEventListener?.('online', this.#online)
     globalThis.addEventListener?.('offline', this.#offline)
@@ -170,6 +174,11 @@ export class RoomConnection {
     encoding.writeVarUint8Array(frame, new TextEncoder().encode(JSON.stringify(data)))
     ws.send(encoding.toUint8Array(frame))
     return true
+  }
+
+  /** Sends an app message to the server's `type` handler; resolves with its reply (see `AppRequests`). */
+  request(type: string, data: unknown, timeoutMs: number): Promise<unknown> {
+    return this.#requests.request(type, data, timeoutMs)
   }
 
   /** Whether local edits wait for the server's acknowledgement. */

@@ -209,6 +209,25 @@ export class Room<P extends object = Record<string, unknown>> {
   }
 
   /**
+   * Sends `data` (any JSON) to the handler the server's app defines for `type`
+   * (`createSyncServer({ hooks: { messages } })`) and resolves with its answer. Rejects with
+   * `MESSAGE_REFUSED` (`details.serverCode`: `MESSAGE_REFUSED` with the app's reason,
+   * `UNKNOWN_MESSAGE_TYPE`, `MESSAGE_FAILED`, `HOOK_TIMEOUT`), `NOT_CONNECTED` (nothing sent), or
+   * `NO_REPLY` (the connection closed, or `timeoutMs` passed, first: it may have been handled).
+   * The server caps a message like a presence state (16 KiB by default).
+   *
+   * @example
+   * const comment = await room.request('comment.add', { text: 'Looks good' })
+   */
+  request(
+    type: string,
+    data: unknown,
+    { timeoutMs = 10_000 }: { timeoutMs?: number } = {},
+  ): Promise<unknown> {
+    return this.#connection.request(type, data, timeoutMs)
+  }
+
+  /**
    * Whether edits made here (or loaded from the offline store) are not yet held by the server:
    * true from a change until the server acknowledges it, and for as long as the room is offline
    * or read-only. Use it for a "Saving…" badge, or to warn before the page closes.

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode, decodeEventSender, type EventSender, MESSAGE_BROADCAST } from '@symphony/client/wire'
 import { connectClient, destroyClients, eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { destroyNodeClients, nodeClient, recordErrors } from '@symphony/test-helpers/node-client'
 import { closed, collect, openRaw, terminateRawSockets } from '@symphony/test-helpers/raw-socket'
 import { startTestCluster, startTestServer, stopTestServers } from '@symphony/test-helpers/test-server'
 import { signToken, TEST_SECRET } from '@symphony/test-helpers/tokens'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
-import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 
 afterEach(async () => {
   destroyClients()

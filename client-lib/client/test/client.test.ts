@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
+import { AuthDeniedError, createClient, type SymphonyClientError } from '@symphony/client'
 import { eventually, uniqueRoom } from '@symphony/test-helpers/clients'
 import { serveJwks } from '@symphony/test-helpers/jwks'
+import { destroyNodeClients, nodeClient, recordErrors } from '@symphony/test-helpers/node-client'
 import { TcpLink } from '@symphony/test-helpers/tcp-link'
 import { startTestServer, stopTestServers, type TestServer } from '@symphony/test-helpers/test-server'
 import { signToken, TEST_SECRET } from '@symphony/test-helpers/tokens'
 import { exportJWK, generateKeyPair, SignJWT } from 'jose'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
-import { AuthDeniedError, createClient, type SymphonyClientError } from '../src/index.js'
-import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 
 afterEach(async () => {
   await destroyNodeClients()

@@ -3,8 +3,13 @@ import { rmSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { launchChromium } from '@symphony/test-helpers/browser'
+import {
+  type DocExample,
+  docExamples,
+  fencedBlocks,
+  repositoryPages,
+} from '@symphony/test-helpers/doc-examples'
 import type { Browser } from 'playwright-core'
-import { type DocExample, docExamples, fencedBlocks, repositoryPages } from './helpers/doc-examples.js'
 import { runExample } from './helpers/run-doc-example.js'
 import { scratchApp } from './helpers/scratch-app.js'
 import { embedsServer, exampleDependencies, typeCheckExamples } from './helpers/type-check-doc-examples.js'

@@ -8,10 +8,10 @@ import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { launchChromium } from '@symphony/test-helpers/browser'
 import { uniqueRoom } from '@symphony/test-helpers/clients'
+import { docFile } from '@symphony/test-helpers/doc-examples'
 import { startTestServer, type TestServer } from '@symphony/test-helpers/test-server'
 import { TEST_SECRET } from '@symphony/test-helpers/tokens'
 import type { Browser, Page } from 'playwright-core'
-import { docFile } from './helpers/doc-examples.js'
 import { bundleIn, scratchApp, serveApp, startBackend, swap, TSC } from './helpers/scratch-app.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))

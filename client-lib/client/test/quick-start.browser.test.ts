@@ -5,10 +5,10 @@ import { after, before, describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { launchChromium } from '@symphony/test-helpers/browser'
 import { uniqueRoom } from '@symphony/test-helpers/clients'
+import { docFile } from '@symphony/test-helpers/doc-examples'
 import { startTestServer, type TestServer } from '@symphony/test-helpers/test-server'
 import { build } from 'esbuild'
 import type { Browser, Page } from 'playwright-core'
-import { docFile } from './helpers/doc-examples.js'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const CLIENT_LIB = fileURLToPath(new URL('..', import.meta.url))

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
+import { createClient } from '@symphony/client'
 import { eventually, uniqueRoom } from '@symphony/test-helpers/clients'
+import { destroyNodeClients, nodeClient, recordErrors } from '@symphony/test-helpers/node-client'
 import { startTestServer, stopTestServers } from '@symphony/test-helpers/test-server'
-import { createClient } from '../src/index.js'
-import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 
 afterEach(async () => {
   await destroyNodeClients()

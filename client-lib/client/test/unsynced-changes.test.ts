@@ -3,15 +3,15 @@ import { mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
+import type { Room } from '@symphony/client'
 import { MESSAGE_SYNC_STATUS } from '@symphony/client/wire'
 import { connectClient, destroyClients, eventually, uniqueRoom } from '@symphony/test-helpers/clients'
 import { GatedJournal } from '@symphony/test-helpers/controlled-journal'
+import { destroyNodeClients, nodeClient, recordErrors } from '@symphony/test-helpers/node-client'
 import { TcpLink } from '@symphony/test-helpers/tcp-link'
 import { startTestServer, stopTestServers } from '@symphony/test-helpers/test-server'
 import { signToken, TEST_SECRET } from '@symphony/test-helpers/tokens'
 import { FileUpdateJournal } from '../../../server/src/adapters/file-update-journal.js'
-import type { Room } from '../src/index.js'
-import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 
 afterEach(async () => {
   destroyClients()

@@ -3,10 +3,10 @@ import { generateKeyPairSync, type KeyObject } from 'node:crypto'
 import { afterEach, describe, it } from 'node:test'
 import { eventually, uniqueRoom } from '@symphony/test-helpers/clients'
 import { serveJwks } from '@symphony/test-helpers/jwks'
+import { destroyNodeClients, nodeClient, recordErrors } from '@symphony/test-helpers/node-client'
 import { startTestServer, stopTestServers, type TestServer } from '@symphony/test-helpers/test-server'
 import { signToken, TEST_SECRET } from '@symphony/test-helpers/tokens'
 import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair } from 'jose'
-import { destroyNodeClients, nodeClient, recordErrors } from '../../client/test/helpers/node-client.js'
 import { createToken, MAX_INFO_BYTES, MAX_NAME_CHARS, type TokenOptions } from '../src/index.js'
 
 afterEach(async () => {

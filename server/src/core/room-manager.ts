@@ -10,6 +10,8 @@ import type { RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
+import type { ServerHooks } from '../server-hooks.js'
+import { AppPersistence } from './app-persistence.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import type { CoreMetrics } from './core-metrics.js'
 import type { EventStream } from './event-stream.js'
@@ -20,6 +22,7 @@ import { type JournalOutcomes, RoomJournal } from './room-journal.js'
 import { type LoadRetry, RoomLife, type RoomState } from './room-life.js'
 import type { RoomStateSource } from './room-state-source.js'
 import { timedWait } from './room-waits.js'
+import { serverSender } from './server-sender.js'
 import { type KnownStoredVersion, type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
 
 export interface RoomManagerOptions extends RoomOptions {
@@ -30,6 +33,10 @@ export interface RoomManagerOptions extends RoomOptions {
   /** How a failed load is retried while someone waits for the room; unset: not retried. */
   loadRetry?: LoadRetry
   snapshot: SnapshotPolicy
+  /** The longest an app's hook may take (`HOOK_TIMEOUT_MS`). */
+  hookTimeoutMs?: number
+  /** Names the server on the broadcast events it sends itself. */
+  serverId?: string
 }
 
 /** How many shed rooms' sizes are kept (a few dozen bytes each). */
@@ -46,6 +53,8 @@ export interface RoomManagerDeps {
   metrics: CoreMetrics
   /** The server's memory budget: each room charges its presence and big updates to it. */
   memory?: MemoryCharges
+  /** The embedding app's hooks (`ServerHooks`); default none. */
+  hooks?: ServerHooks
   logger: Logger
 }
 
@@ -94,12 +103,19 @@ export class RoomManager {
   readonly #waiting = new Map<string, number>()
   /** What the rooms the memory budget shed held then, the latest `SHED_SIZES_KEPT`, oldest first. */
   readonly #shedSizes = new Map<string, number>()
+  /** The app's persistence beside the stores (`onLoad`, `onStore`). */
+  readonly #app: AppPersistence
 
   constructor(
     private readonly deps: RoomManagerDeps,
     private readonly options: RoomManagerOptions,
   ) {
     deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
+    this.#app = new AppPersistence({
+      hooks: deps.hooks ?? {},
+      timeoutMs: this.#hookTimeoutMs,
+      logger: deps.logger,
+    })
   }
 
   /** The journal may have lost what it confirmed: save every room that relies on it now. */
@@ -140,6 +156,10 @@ export class RoomManager {
       this.deps.metrics.outOfSpace('journal', room, false)
       this.deps.metrics.dependencies.succeeded('journal')
     },
+  }
+
+  get #hookTimeoutMs(): number {
+    return this.options.hookTimeoutMs ?? 5_000
   }
 
   get #registryWaitMs(): number {
@@ -435,6 +455,9 @@ export class RoomManager {
       })
       created = loaded
       if (encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(encoded)
+      // Nothing stored anywhere: a new room, which the app may seed (journaled, so it is saved).
+      const seed = source === 'empty' && journal.updates.length === 0 ? await this.#app.seed(name) : null
+      if (seed) loaded.room.seed(seed)
       for (const frame of buffered) loaded.room.receiveRemote(frame)
       room = loaded.room // from here on frames go straight to the room, also while registering
       // Registering only lets peers fetch the state from here; clients need not wait for it (a
@@ -510,6 +533,11 @@ export class RoomManager {
       observer: metrics,
       events,
       memory: this.deps.memory,
+      hooks: {
+        ...this.deps.hooks,
+        timeoutMs: this.#hookTimeoutMs,
+        serverSender: serverSender(this.options.serverId ?? 'server'),
+      },
       loadedFromPeer: from.source === 'peer',
       saves: {
         get savedVersion() {
@@ -536,6 +564,7 @@ export class RoomManager {
         logger.warn({ room: name, generation }, 'the room was deleted while this server held it; dropping it')
         void life.delete()
       },
+      ...(this.#app.storesSnapshots ? { onSaved: (state) => this.#app.stored(name, state) } : {}),
     })
     return {
       room,

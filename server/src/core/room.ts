@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import { CloseCode } from '@symphony/client/wire'
+import { CloseCode, type EventSender } from '@symphony/client/wire'
 import * as Y from 'yjs'
-import { DocumentTooLargeError, ServerBusyError } from '../errors.js'
+import { DocumentTooLargeError, ProtocolError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { PubSub } from '../ports/pubsub.js'
 import {
@@ -32,11 +32,13 @@ import {
   waitingDeletions,
   waitingStructs,
 } from '../protocol/yjs-internals.js'
+import type { ServerHooks } from '../server-hooks.js'
 import { compareDigest, digestOf } from './anti-entropy.js'
+import { AppMessages } from './app-messages.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
 import { API_SUBJECT, type Author } from './author-binding.js'
-import { changeOriginOf, type OriginWriter, PEER_ORIGIN } from './change-origin.js'
+import { changeOriginOf, PEER_ORIGIN } from './change-origin.js'
 import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
 import type { CoreMetrics } from './core-metrics.js'
 import { DocumentMemory } from './document-memory.js'
@@ -52,16 +54,17 @@ import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { SyncAnswers } from './sync-answers.js'
+import { UpdateApproval } from './update-approval.js'
 import type { UpdateOrigin, Writer } from './update-origin.js'
 
 /** Transaction origin of updates that came from another server. */
 const REMOTE = Symbol('remote')
 
 /** The writer of the REST API's and restores' updates: its client ids are bound to `API_SUBJECT`. */
-const API_WRITER: OriginWriter = {
+const API_WRITER: Writer = {
   identity: { userId: API_SUBJECT, name: null },
   canWrite: true,
-  changeOrigin: { kind: 'rest' },
+  origin: { kind: 'rest' },
 }
 
 /** Who sent a frame: a local client, through its connection, or another server over pub/sub. */
@@ -74,6 +77,8 @@ function unhandled(message: never): never {
 }
 /** Transaction origin of a stored snapshot merged into the live room. */
 const STORED = Symbol('stored')
+/** Transaction origin of the app's first content for a new room (`onLoad`). */
+const SEEDED = Symbol('seeded')
 /** Transaction origin of the room's author bindings (`AuthorBinding`). */
 const BINDING = Symbol('binding')
 
@@ -127,6 +132,16 @@ export interface RoomInit {
   memory?: MemoryCharges
   /** The budget shed the room (its connections are closed): unload it as soon as it is free. */
   onShed?: () => void
+  /** The embedding app's hooks the room runs (`ServerHooks`), and how long each may take. */
+  hooks?: RoomHooks
+}
+
+/** The hooks a room runs itself: on the updates and app messages of its writers. */
+export interface RoomHooks extends Pick<ServerHooks, 'beforeApply' | 'messages'> {
+  /** `HOOK_TIMEOUT_MS`: the longest a hook may take. */
+  timeoutMs: number
+  /** What the server stamps on the broadcast events it sends itself. */
+  serverSender: EventSender
 }
 
 /** What a room needs of its snapshot writer to acknowledge only what is durable. */
@@ -162,6 +177,10 @@ export class Room implements MemberRoom, MemoryHolder {
   /** Which connection (or peer) speaks for each presence id: what an id's first write is checked against. */
   readonly #presenceOwners = new PresenceOwners<RoomMember>()
   readonly #checks: ClientUpdateChecks
+  /** The app's `beforeApply`, if it has one: asked before each write is applied. */
+  readonly #approval: UpdateApproval | null
+  /** The app's own message types (`hooks.messages`), if it has any. */
+  readonly #appMessages: AppMessages | null
   /** Grows with every applied change; the snapshot writer compares it with what it saved. */
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
@@ -233,6 +252,7 @@ export class Room implements MemberRoom, MemoryHolder {
     saves,
     loadedFromPeer,
     memory,
+    hooks,
   }: RoomInit) {
     this.#saves = saves ?? ALWAYS_SAVED
     this.#memory = memory ?? UNBOUNDED_MEMORY
@@ -265,6 +285,35 @@ export class Room implements MemberRoom, MemoryHolder {
       ownerOf: (clientId) => this.#presenceOwners.ownerOf(clientId),
       write: (update) => this.#writeBinding(update),
     })
+    this.#approval = hooks?.beforeApply
+      ? new UpdateApproval({
+          room: name,
+          beforeApply: hooks.beforeApply,
+          timeoutMs: hooks.timeoutMs,
+          state: () => this.encodeState(),
+          memory: this.#memory,
+          logger,
+          refused: (writer, code) =>
+            this.#events?.emit({
+              type: 'update.refused',
+              room: name,
+              origin: changeOriginOf(writer),
+              code,
+              at: Date.now(),
+            }),
+        })
+      : null
+    this.#appMessages = hooks?.messages
+      ? new AppMessages({
+          room: name,
+          handlers: hooks.messages,
+          timeoutMs: hooks.timeoutMs,
+          maxBytes: options.maxPresenceBytes,
+          broadcast: (payload, sender) => this.broadcastEvent(payload, sender),
+          serverSender: hooks.serverSender,
+          logger,
+        })
+      : null
     doc.on('afterTransaction', this.#recordChange)
     if (options.antiEntropyIntervalMs > 0) {
       // Jittered so the servers holding a room do not all publish at the same moment.
@@ -395,19 +444,20 @@ export class Room implements MemberRoom, MemoryHolder {
           connection.close(CloseCode.ReadOnly, 'read-only access: broadcast events are refused')
           return
         }
-        // Ephemeral: to the clients here and on the other servers that asked for events, never
-        // stored. Stamped with its sender here; the other servers relay these very bytes.
-        checkBroadcast(message.payload, this.#options.maxPresenceBytes)
         const { id: connectionId, identity } = connection
-        const relayed = encodeRelayedEvent(message.payload, {
-          connectionId,
-          userId: identity.userId,
-          name: identity.name,
-        })
-        this.#relayEvent(relayed, connection)
-        this.#pubsub.publish(this.#channel, relayed)
+        this.#sendEvent(
+          message.payload,
+          { connectionId, userId: identity.userId, name: identity.name },
+          connection,
+        )
         return
       }
+      case 'app':
+        // Answered to its sender by the app's handler; peers never relay app messages.
+        if (!connection) return
+        if (!this.#appMessages) throw new ProtocolError('this server defines no app messages')
+        this.#appMessages.receive(connection, message.payload)
+        return
       case 'sync-status':
         // Frames are handled in order, so every earlier one is applied; answered once durable
         // (journaled and confirmed, or in a saved snapshot): the client shows "saved" on it.
@@ -437,15 +487,15 @@ export class Room implements MemberRoom, MemoryHolder {
       case 'peer':
         return this.#applyPeerUpdate(message, frame, receivedAt)
       case 'rest':
-      case 'restore': {
+      case 'restore':
         this.#observer.messageReceived(message.kind)
         if (isEmptyUpdate(update)) return
-        const writer: OriginWriter =
-          origin.kind === 'rest'
-            ? API_WRITER
-            : { ...API_WRITER, changeOrigin: { kind: 'restore', version: origin.version } }
-        return this.#applyWrite(writer, message, frame, receivedAt)
-      }
+        return this.#applyWrite(
+          origin.kind === 'rest' ? API_WRITER : { ...API_WRITER, origin },
+          message,
+          frame,
+          receivedAt,
+        )
     }
   }
 
@@ -652,6 +702,14 @@ export class Room implements MemberRoom, MemoryHolder {
     this.connections.clear()
   }
 
+  /**
+   * The app's first content for a new room (`onLoad`), before any client joins: journaled like an
+   * edit, so it is saved, and trusted (the app's own, not a client's: no check).
+   */
+  seed(update: Uint8Array): void {
+    if (this.#apply(update, SEEDED)) this.#journal.record(update)
+  }
+
   /** Every binding of a client id to a token subject, by client id. */
   authors(): Author[] {
     return this.#checks.authors.authors()
@@ -668,6 +726,28 @@ export class Room implements MemberRoom, MemoryHolder {
     frame: Uint8Array,
     receivedAt: number,
   ): Promise<void> | undefined {
+    const checked = this.#checks.check(message.update, connection)
+    if (this.#approval) return this.#applyApproved(this.#approval, connection, message, frame, receivedAt)
+    if (checked.authorship.kind !== 'apply') {
+      return this.#applyOnceBound(connection, message, frame, receivedAt, checked)
+    }
+    this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
+  }
+
+  /**
+   * An update that passed the server's checks, once the app's `beforeApply` accepts it: checked
+   * again then, as other writers may have changed the room while the hook ran. Nothing of it is
+   * journaled, applied or bound before.
+   */
+  async #applyApproved(
+    approval: UpdateApproval,
+    connection: Writer,
+    message: Message & { update: Uint8Array },
+    frame: Uint8Array,
+    receivedAt: number,
+  ): Promise<void> {
+    await approval.approve(connection, message.update)
+    if (this.#destroyed) return
     const checked = this.#checks.check(message.update, connection)
     if (checked.authorship.kind !== 'apply') {
       return this.#applyOnceBound(connection, message, frame, receivedAt, checked)
@@ -781,6 +861,9 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#sizeBound += update.length
     try {
       const cut = await checkAndSlice(update, Y.encodeStateVector(this.doc), maxStructs)
+      if (this.#destroyed) return
+      // Checked whole on the worker by now: the app may build the document it would make.
+      if (this.#approval) await this.#approval.approve(connection, update)
       if (this.#destroyed) return
       // From here until it is applied, no other client writes where it does.
       const release = this.#checks.reserve(cut.ranges)
@@ -947,6 +1030,25 @@ export class Room implements MemberRoom, MemoryHolder {
     for (const connection of this.connections) {
       if (connection !== except) connection.send(frame)
     }
+  }
+
+  /**
+   * Sends a broadcast event (JSON text) from `sender` to the room's clients that hear events, here
+   * and on every other server; `MessageTooBigError` or `ProtocolError` for a payload refused.
+   */
+  broadcastEvent(payload: Uint8Array, sender: EventSender): void {
+    this.#sendEvent(payload, sender, null)
+  }
+
+  /**
+   * Ephemeral: to the clients here and on the other servers that asked for events, never stored.
+   * Stamped with its sender here; the other servers relay these very bytes.
+   */
+  #sendEvent(payload: Uint8Array, sender: EventSender, except: RoomMember | null): void {
+    checkBroadcast(payload, this.#options.maxPresenceBytes)
+    const relayed = encodeRelayedEvent(payload, sender)
+    this.#relayEvent(relayed, except)
+    this.#pubsub.publish(this.#channel, relayed)
   }
 
   /** A broadcast event, to the connections that announced they understand one. */

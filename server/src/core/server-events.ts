@@ -84,7 +84,8 @@ export type ServerEvent =
     }
   /**
    * An update was refused, nothing of it applied: `code` says why (`READ_ONLY`: the connection
-   * may only read).
+   * may only read; `UPDATE_REFUSED`: the app's `beforeApply` refused it, or threw; `SERVER_BUSY`:
+   * it did not answer in time, or its scratch copy did not fit the memory budget).
    */
   | {
       readonly type: 'update.refused'

@@ -51,6 +51,11 @@ export interface SnapshotWriterInit {
    * server held it (it missed the deletion). Nothing more is saved.
    */
   onDeleted: () => void
+  /**
+   * Handed each saved state (the app's `onStore`); resolves false when it failed, and the room
+   * is saved again (and this called again) at the next interval.
+   */
+  onSaved?: (state: Uint8Array) => Promise<boolean>
 }
 
 /** Another server saving at the same moment is routine; this many in a row is not. */
@@ -70,6 +75,9 @@ export class SnapshotWriter {
   #savedWaiters: { version: number; resolve: () => void }[] = []
   readonly #generation: number
   readonly #onDeleted: () => void
+  readonly #onSaved: SnapshotWriterInit['onSaved']
+  /** The last saved state was not taken by `onSaved`: save again at the next interval. */
+  #handOverOwed = false
   readonly #room: Snapshottable
   readonly #store: SnapshotStore
   readonly #journal: SnapshotWriterInit['journal']
@@ -90,13 +98,14 @@ export class SnapshotWriter {
     this.#storedVersion = init.storedVersion
     this.#generation = init.generation
     this.#onDeleted = init.onDeleted
+    this.#onSaved = init.onSaved
     this.#savedVersion = unsavedAtLoad ? room.version - 1 : room.version
     if (unsavedAtLoad) this.markDirty()
   }
 
   /** The room holds changes no saved snapshot holds, or updates its journal failed to keep. */
   get dirty(): boolean {
-    return this.#room.version > this.#savedVersion || !this.#journal.isDurable
+    return this.#room.version > this.#savedVersion || !this.#journal.isDurable || this.#handOverOwed
   }
 
   /** The latest room version a saved snapshot holds. */
@@ -161,13 +170,16 @@ export class SnapshotWriter {
     const room = this.#room.name
     try {
       const journaled = this.#journal.mark() // before encoding: the snapshot holds all of these
-      const version = await this.#saveMerged()
+      this.#handOverOwed = false
+      const { version, state } = await this.#saveMerged()
       this.#savedVersion = Math.max(this.#savedVersion, version)
       this.#journal.saved(journaled) // never awaits the journal: trimming runs on its own
       this.#releaseSavedWaiters()
       this.#failures = 0
       const seconds = (performance.now() - started) / 1000
       this.#events.emit({ type: 'snapshot.saved', room, seconds, at: Date.now() })
+      // After the save is acknowledged, and on the save queue: one hand-over at a time, in order.
+      if (this.#onSaved) this.#handOverOwed = !(await this.#onSaved(state))
       if (this.dirty) this.markDirty()
     } catch (error) {
       if (error instanceof RoomDeletedError) throw error // not a failure: the room is gone
@@ -193,9 +205,9 @@ export class SnapshotWriter {
    * Saves the room's garbage-collected state over the stored version it holds everything of.
    * When another server saved in between, the store refuses; that snapshot is merged into the
    * room (a CRDT union, so a server whose copy lags never erases another's edits) and the save
-   * is tried again over it. Resolves with the room version saved.
+   * is tried again over it. Resolves with the room version saved and its state.
    */
-  async #saveMerged(): Promise<number> {
+  async #saveMerged(): Promise<{ version: number; state: Uint8Array }> {
     if (this.#storedVersion === undefined) await this.#absorbStored()
     for (let conflicts = 0; ; conflicts++) {
       const version = this.#room.version
@@ -203,7 +215,7 @@ export class SnapshotWriter {
       try {
         const expected = this.#storedVersion ?? null
         this.#storedVersion = await this.#store.save(this.#room.name, state, expected, this.#generation)
-        return version
+        return { version, state }
       } catch (error) {
         if (!(error instanceof SnapshotConflictError) || conflicts >= MAX_CONFLICTS_PER_WRITE) throw error
         this.#metrics.snapshotConflicts.inc()

@@ -10,5 +10,14 @@ export type UpdateOrigin =
   | { readonly kind: 'restore'; readonly version: string }
   | { readonly kind: 'peer' }
 
-/** What the checks of a write need of its writer: whom its client ids are bound to, and whether it may write. */
-export type Writer = Pick<RoomMember, 'identity' | 'canWrite'>
+/** The origins that write as no connection, under `API_SUBJECT`. */
+export type ApiOrigin = Extract<UpdateOrigin, { kind: 'rest' | 'restore' }>
+
+/**
+ * What the checks of a write need of its writer: whom its client ids are bound to, and whether it
+ * may write; a connection also has its `id`, a write of the REST API or a restore its `origin`.
+ */
+export type Writer = Pick<RoomMember, 'identity' | 'canWrite'> & {
+  readonly id?: string
+  readonly origin?: ApiOrigin
+}

@@ -1,5 +1,6 @@
 import { isUtf8 } from 'node:buffer'
 import {
+  type AppReply,
   decodeEventSender,
   type EventSender,
   encodeEventSender,
@@ -38,6 +39,8 @@ export type Message =
   | { kind: 'sync-status'; payload: Uint8Array }
   /** JSON text, checked by `checkBroadcast` before it goes anywhere. */
   | { kind: 'broadcast'; payload: Uint8Array }
+  /** An app message (`MESSAGE_APP`): JSON text of an `AppRequest`, checked like a broadcast event. */
+  | { kind: 'app'; payload: Uint8Array }
 
 /**
  * Decodes one binary frame; throws `ProtocolError` on anything that is not exactly one message.
@@ -82,6 +85,8 @@ function readMessage(decoder: decoding.Decoder): Message {
       }
       case MessageType.Broadcast:
         return { kind: 'broadcast', payload: decoding.readVarUint8Array(decoder) }
+      case MessageType.App:
+        return { kind: 'app', payload: decoding.readVarUint8Array(decoder) }
       case MessageType.Auth:
         // Clients have nothing to say to us on this channel; skip the body.
         decoder.pos = decoder.arr.length
@@ -127,6 +132,14 @@ function encodeSync(syncType: number, payload: Uint8Array): Uint8Array {
 export const encodeSyncStep1 = (stateVector: Uint8Array) => encodeSync(SyncType.Step1, stateVector)
 export const encodeSyncStep2 = (update: Uint8Array) => encodeSync(SyncType.Step2, update)
 export const encodeUpdate = (update: Uint8Array) => encodeSync(SyncType.Update, update)
+
+/** The server's answer to one app message (`MESSAGE_APP`). */
+export function encodeAppReply(reply: AppReply): Uint8Array {
+  return encodeWith((encoder) => {
+    encoding.writeVarUint(encoder, MessageType.App)
+    encoding.writeVarUint8Array(encoder, new TextEncoder().encode(JSON.stringify(reply)))
+  })
+}
 
 export function encodeAwareness(update: Uint8Array): Uint8Array {
   return encodeWith((encoder) => {

@@ -8,28 +8,20 @@ import {
   ROOM_NAME_RULE,
 } from '@symphony/client/wire'
 import type { Limits } from '../config.js'
-import type { Room } from '../core/room.js'
-import type { RoomManager } from '../core/room-manager.js'
-import { DeadlineError, within } from '../deadline.js'
 import { ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
-import { documentToJson } from '../protocol/document-json.js'
+import type { RoomApi } from '../room-api.js'
 import { ApiRefusal, toRefusal } from './api-refusal.js'
-import { holdForApi } from './api-writer.js'
 import { listRooms, type RoomListDeps } from './room-list-route.js'
 import type { VersionsRoute } from './versions-route.js'
 
 export interface RestApiDeps {
   /** `API_SECRET`: callers send `Authorization: Bearer <secret>`. */
   secret: string
-  serverId: string
-  manager: RoomManager
+  /** A room's API (`SyncServer.room`): every room route answers through it. */
+  room: (name: string) => RoomApi
   limits: Limits
-  /** The longest a write waits to be durable before answering 503 `UPDATE_NOT_SAVED`. */
-  saveWaitMs: number
-  /** The longest a request waits for its room to load before answering 503 `ROOM_UNAVAILABLE` (`JOIN_WAIT_MS`). */
-  joinWaitMs: number
   metrics: ServerMetrics
   logger: Logger
   /** `GET /api/v1/rooms`: the metadata store's rooms (null: none kept), and the largest page. */
@@ -93,52 +85,22 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
     const name = target.room
     if (!isValidRoomName(name)) throw new ApiRefusal(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
     const route = `${request.method} ${target.part && `/${target.part}`}`
+    const room = deps.room(name)
     switch (route) {
       case 'GET /document':
-        return withRoom(name, (room) => ({ status: 200, json: documentToJson(room.encodeState()) }))
+        return { status: 200, json: await room.toJSON() }
       case 'GET /authors':
-        return withRoom(name, (room) => ({ status: 200, json: { authors: room.authors() } }))
-      case 'GET /update': {
-        const stateVector = decodeStateVector(query.get('stateVector'))
-        return withRoom(name, (room) => ({ status: 200, bytes: diffFor(room, stateVector) }))
-      }
-      case 'POST /update': {
-        const update = await readBody(request, deps.limits.maxMessageBytes)
-        return withRoom(name, async (room) => {
-          await room.applyUpdate(update, { kind: 'rest' })
-          // A 2xx means saved: journaled and confirmed, or in a saved snapshot.
-          const saved = await within(room.durable(), deps.saveWaitMs, 'saving the update').then(
-            () => true,
-            (error: unknown) => {
-              if (error instanceof DeadlineError) return false
-              throw error
-            },
-          )
-          if (!saved) {
-            throw new ApiRefusal(
-              503,
-              'UPDATE_NOT_SAVED',
-              'the update is applied but not saved yet (the journal and snapshot stores are failing); it is saved once they answer, and sending it again is harmless',
-            )
-          }
-          return { status: 204 }
-        })
-      }
+        return { status: 200, json: { authors: await room.authors() } }
+      case 'GET /update':
+        return { status: 200, bytes: await diffFor(room, decodeStateVector(query.get('stateVector'))) }
+      case 'POST /update':
+        await room.applyUpdate(await readBody(request, deps.limits.maxMessageBytes))
+        return { status: 204 }
       case 'DELETE ':
-        await deps.manager.delete(name)
+        await room.delete()
         return { status: 204 }
       default:
         throw new ApiRefusal(405, 'METHOD_NOT_ALLOWED', `${request.method} is not a method of this route`)
-    }
-  }
-
-  /** Holds the room (loading it if need be) while `use` runs, like a connection would. */
-  async function withRoom(name: string, use: (room: Room) => Reply | Promise<Reply>): Promise<Reply> {
-    const hold = await holdForApi(deps.manager, name, deps.joinWaitMs)
-    try {
-      return await use(hold.room)
-    } finally {
-      hold.release()
     }
   }
 }
@@ -166,9 +128,9 @@ function decodeStateVector(base64: string | null): Uint8Array {
 }
 
 /** What a holder of `stateVector` lacks; a vector that is base64 but no state vector is refused. */
-function diffFor(room: Room, stateVector: Uint8Array): Uint8Array {
+async function diffFor(room: RoomApi, stateVector: Uint8Array): Promise<Uint8Array> {
   try {
-    return room.encodeDiff(stateVector)
+    return await room.encodeState(stateVector)
   } catch (error) {
     if (error instanceof ProtocolError) throw new ApiRefusal(400, 'STATE_VECTOR_INVALID', error.message)
     throw error

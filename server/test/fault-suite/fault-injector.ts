@@ -14,6 +14,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.
 const DELETE_TIMEOUT_MS = 15_000
 /** How long a deletion waits for a server that is up and not stopped. */
 const DELETE_WAIT_MS = 15_000
+/** How long a fault that empties Redis waits for every room to be held again (then it comes anyway). */
+const ROOMS_HELD_WAIT_MS = 30_000
 
 export interface FaultInjectorOptions {
   cluster: FaultCluster
@@ -65,6 +67,7 @@ export class FaultInjector {
     let notBefore = startedAt
     for (const [index, episode] of schedule.episodes.entries()) {
       await sleep(Math.max(startedAt + episode.atMs, notBefore) - performance.now())
+      if (emptiesRedis(episode)) await this.#untilEveryRoomHeld()
       this.#note(describeEpisode(episode))
       await this.#play(episode).catch((error: unknown) => {
         this.problems.push(`${episode.kind}: ${(error as Error).message}`)
@@ -161,6 +164,32 @@ export class FaultInjector {
     }
   }
 
+  /**
+   * Edits acknowledged on the journal alone are safe from a Redis wipe only once a live server holds
+   * their room (it replayed them and will save them). After a crash its rooms come back as their
+   * clients reconnect, which a loaded machine slows past any fixed gap: wait for it.
+   */
+  async #untilEveryRoomHeld(): Promise<void> {
+    const deadline = performance.now() + ROOMS_HELD_WAIT_MS
+    let waiting = this.#rooms
+    while (performance.now() < deadline) {
+      const held = await Promise.all(waiting.map((room) => this.#isHeld(room)))
+      waiting = waiting.filter((_, i) => !held[i])
+      if (waiting.length === 0) return
+      await sleep(100)
+    }
+    this.#note(`rooms still not held after ${ROOMS_HELD_WAIT_MS} ms: ${waiting.join(', ')}`)
+  }
+
+  async #isHeld(room: string): Promise<boolean> {
+    for (let server = 0; server < this.#cluster.size; server++) {
+      if (!this.#cluster.isRunning(server) || this.#cluster.isPaused(server)) continue
+      const state = await this.#cluster.heldState(server, room).catch(() => null)
+      if (state) return true
+    }
+    return false
+  }
+
   async #delete(planned: PlannedDelete, startedAt: number): Promise<void> {
     await sleep(startedAt + planned.atMs - performance.now())
     const room = this.#rooms[planned.room] ?? ''
@@ -206,6 +235,10 @@ export class FaultInjector {
     process.kill(this.#cluster.moto.pid, signal)
     this.#motoPaused = signal === 'SIGSTOP'
   }
+}
+
+function emptiesRedis(episode: FaultEpisode): boolean {
+  return episode.kind === 'redis-restart' || episode.kind === 'redis-outage-kill'
 }
 
 function apply(

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { after, before } from 'node:test'
 import { QueryCommand } from '@aws-sdk/client-dynamodb'
 import { PutObjectCommand } from '@aws-sdk/client-s3'
 import { type RedisService, startRedis } from '@symphony/dev-scripts/services'
@@ -8,7 +9,7 @@ import { createRegistryTable } from '../../src/adapters/dynamo-room-registry.js'
 import { createSnapshotBucket, S3SnapshotStore } from '../../src/adapters/s3-snapshot-store.js'
 import { storedState } from '../../src/contracts/stored-snapshots.js'
 import { type ServerProcess, startServerProcess } from './server-process.js'
-import { requireTestServices, testAwsClients, uniqueName } from './services.js'
+import { destroyTestAwsClients, requireTestServices, testAwsClients, uniqueName } from './services.js'
 
 const BUCKET = 'symphony-test-snapshots'
 const LEASE_MS = 2_000
@@ -31,21 +32,32 @@ export class TestCluster {
   readonly servers: ClusterServer[] = []
   readonly prefix = `${uniqueName('cluster')}/`
   readonly internalToken = randomBytes(16).toString('hex')
+  readonly table = uniqueName('rooms')
+  #redis: RedisService | undefined
 
-  private constructor(
-    readonly redis: RedisService,
-    readonly table: string,
-  ) {}
-
+  /** A cluster opened now, for a caller that stops it itself (a test file uses `useTestCluster()`). */
   static async create(): Promise<TestCluster> {
+    const cluster = new TestCluster()
+    await cluster.open()
+    return cluster
+  }
+
+  /** Starts its Redis and makes its table and bucket: once, before anything else uses it. */
+  async open(): Promise<void> {
+    if (this.#redis) throw new Error('the test cluster is open already')
     const { dynamo, s3 } = testAwsClients()
-    const table = uniqueName('rooms')
     const [redis] = await Promise.all([
       startRedis(),
-      createRegistryTable(dynamo, table),
+      createRegistryTable(dynamo, this.table),
       createSnapshotBucket(s3, BUCKET),
     ])
-    return new TestCluster(redis, table)
+    this.#redis = redis
+  }
+
+  /** The cluster's own Redis (open from its `before` hook on). */
+  get redis(): RedisService {
+    if (!this.#redis) throw new Error('the test cluster is not open yet: use it in a test or a later hook')
+    return this.#redis
   }
 
   /** Starts one sync server; `env` overrides the cluster defaults (e.g. a Redis URL through a TcpLink). */
@@ -139,8 +151,23 @@ export class TestCluster {
         await server.exited
       }),
     )
-    await this.redis.stop()
+    await this.#redis?.stop() // not there when opening failed
   }
+}
+
+/**
+ * The cluster of the enclosing `describe`: opened in a `before` hook and stopped in an `after` hook
+ * (the shared AWS clients with it), both registered by this call. Hooks registered after it run
+ * once it is open, and, for `after`, once it has stopped.
+ */
+export function useTestCluster(): TestCluster {
+  const cluster = new TestCluster()
+  before(() => cluster.open())
+  after(async () => {
+    await cluster.stop()
+    destroyTestAwsClients()
+  })
+  return cluster
 }
 
 /** The value of a Prometheus sample line, e.g. `symphony_room_loads_total{source="peer"}`; 0 if absent. */

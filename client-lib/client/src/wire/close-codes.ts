@@ -52,6 +52,13 @@ export const CloseCode = {
    */
   ReadOnly: 4403,
   /**
+   * The server's app refused an update (its `beforeApply` hook, e.g. a schema check): the reason
+   * says why. Not applied, not stored, seen by no one; the client's copy still holds it, so
+   * reconnecting would send it again. In y-websocket's 4400–4499 range (its provider stops too);
+   * the number mirrors HTTP 422.
+   */
+  UpdateRefused: 4422,
+  /**
    * The room was deleted (the REST API's DELETE): its content is gone, do not reconnect. In
    * y-websocket's 4400–4499 range, so its provider does not reconnect either.
    */
@@ -83,6 +90,7 @@ const FINAL_CODES: ReadonlySet<number> = new Set([
   CloseCode.MessageTooBig,
   CloseCode.DocumentTooLarge,
   CloseCode.TooMuchPending,
+  CloseCode.UpdateRefused,
   CloseCode.RoomDeleted,
 ])
 

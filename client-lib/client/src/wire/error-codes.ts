@@ -50,6 +50,8 @@ export const SERVER_ERROR_CODES = {
   DOCUMENT_TOO_LARGE: 413,
   /** 415: a REST update not sent as `application/octet-stream`. */
   UNSUPPORTED_MEDIA_TYPE: 415,
+  /** 422: the server's app refused the update (its `beforeApply` hook); the message says why. */
+  UPDATE_REFUSED: 422,
   /** 422: the update waits for updates the room never received, past the room's budget. */
   UPDATE_WAITS_TOO_MUCH: 422,
   /** 500: the server could not finish authenticating the request. */

@@ -7,6 +7,7 @@
  * @example
  * import { CloseCode, roomPath } from '@symphony/client/wire'
  */
+export * from './app-messages.js'
 export * from './close-codes.js'
 export * from './error-codes.js'
 export * from './event-sender.js'

@@ -20,6 +20,8 @@ export const MessageType = {
   Broadcast: 103,
   /** Symphony's extension: `MESSAGE_INCARNATION`, sent by servers only. */
   Incarnation: 104,
+  /** Symphony's extension: `MESSAGE_APP`, the embedding app's own message types. */
+  App: 105,
 } as const
 
 /** Sub-types of a sync message (y-protocols/sync). */

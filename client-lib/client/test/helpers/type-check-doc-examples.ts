@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { isBuiltin } from 'node:module'
 import { dirname, join } from 'node:path'
-import type { DocExample, DocFile } from './doc-examples.js'
+import type { DocExample, DocFile } from '@symphony/test-helpers/doc-examples'
 import { repositoryVersion, TSC } from './scratch-app.js'
 
 /** The packages that come from the tarballs, never the registry (the server: for examples embedding it). */

@@ -1,11 +1,11 @@
-import WebSocket from 'ws'
 import {
   type ClientOptions,
   createClient,
   type Room,
   type SymphonyClient,
   type SymphonyClientError,
-} from '../../src/index.js'
+} from '@symphony/client'
+import WebSocket from 'ws'
 
 const clients = new Set<SymphonyClient>()
 

@@ -1,0 +1,89 @@
+import { type AppReply, type EventSender, parseAppRequest } from '@symphony/client/wire'
+import { DeadlineError, within } from '../deadline.js'
+import { ProtocolError } from '../errors.js'
+import type { Logger } from '../logger.js'
+import { checkBroadcast, encodeAppReply } from '../protocol/codec.js'
+import { type AppMessage, type AppMessageHandler, HookRefusal } from '../server-hooks.js'
+import type { RoomMember } from './room-member.js'
+
+/** What a room's app messages are handled with. */
+export interface AppMessagesInit {
+  room: string
+  handlers: Readonly<Record<string, AppMessageHandler>>
+  /** `HOOK_TIMEOUT_MS`: the longest a handler may take before the sender is answered `HOOK_TIMEOUT`. */
+  timeoutMs: number
+  /** `MAX_PRESENCE_BYTES`: the largest message (and broadcast) a client may send. */
+  maxBytes: number
+  /** Sends a broadcast event (JSON text) to the room's clients, on every server, from `sender`. */
+  broadcast: (payload: Uint8Array, sender: EventSender) => void
+  /** What the server stamps on the events it sends itself. */
+  serverSender: EventSender
+  logger: Logger
+}
+
+/**
+ * The app's own message types (`hooks.messages`): each request is handed to its handler with
+ * the room and the sender's identity, and the sender alone gets the answer. Handlers run
+ * concurrently (a slow one holds no other frame); how many one connection has running is bounded
+ * by its message rate times `timeoutMs`.
+ */
+export class AppMessages {
+  readonly #init: AppMessagesInit
+
+  constructor(init: AppMessagesInit) {
+    this.#init = init
+  }
+
+  /** Handles one request of `sender`'s; throws `ProtocolError` / `MessageTooBigError` for a malformed one. */
+  receive(sender: RoomMember, payload: Uint8Array): void {
+    const { room, handlers, maxBytes } = this.#init
+    checkBroadcast(payload, maxBytes)
+    const request = parseAppRequest(new TextDecoder().decode(payload))
+    if (!request) throw new ProtocolError('an app message that is not { id, type, data }')
+    const { id, type, data } = request
+    const handler = Object.hasOwn(handlers, type) ? handlers[type] : undefined
+    if (!handler) {
+      this.#reply(sender, { id, error: { code: 'UNKNOWN_MESSAGE_TYPE', message: `no handler for ${type}` } })
+      return
+    }
+    const message: AppMessage = {
+      room,
+      type,
+      data,
+      user: { userId: sender.identity.userId, name: sender.identity.name },
+      connectionId: sender.id,
+      canWrite: sender.canWrite,
+      broadcast: (event) => {
+        this.#init.broadcast(new TextEncoder().encode(JSON.stringify(event ?? null)), this.#init.serverSender)
+      },
+    }
+    within(
+      Promise.resolve().then(() => handler(message)),
+      this.#init.timeoutMs,
+      `the ${type} message handler`,
+    ).then(
+      (result) => this.#reply(sender, { id, data: result ?? null }),
+      (error: unknown) => this.#reply(sender, { id, error: this.#errorOf(error, type) }),
+    )
+  }
+
+  #errorOf(error: unknown, type: string): Extract<AppReply, { error: unknown }>['error'] {
+    if (error instanceof HookRefusal) return { code: 'MESSAGE_REFUSED', message: error.message }
+    if (error instanceof DeadlineError) {
+      this.#init.logger.warn({ room: this.#init.room, type }, 'an app message handler did not answer in time')
+      return { code: 'HOOK_TIMEOUT', message: `the server did not answer within ${this.#init.timeoutMs} ms` }
+    }
+    this.#init.logger.error({ err: error, room: this.#init.room, type }, 'an app message handler threw')
+    return { code: 'MESSAGE_FAILED', message: 'the server could not handle this message' }
+  }
+
+  #reply(sender: RoomMember, reply: AppReply): void {
+    let frame: Uint8Array
+    try {
+      frame = encodeAppReply(reply)
+    } catch (error) {
+      frame = encodeAppReply({ id: reply.id, error: this.#errorOf(error, 'reply') }) // not JSON
+    }
+    sender.send(frame)
+  }
+}
