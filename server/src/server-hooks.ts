@@ -32,17 +32,18 @@ export interface ServerHooks {
    * A client passed the token check and asks to join `room`; runs on the server it connects to,
    * before the WebSocket upgrade (the client waits for it). Throw `ConnectionRefusedError` to
    * refuse: HTTP 403 `CONNECTION_REFUSED` with your message; any other throw refuses with 500
-   * `INTERNAL_ERROR` and is logged.
+   * `INTERNAL_ERROR` and is logged; no answer within `hookTimeoutMs` refuses with 503 `SERVER_BUSY`.
    */
   onConnect?: (connection: ConnectionInfo) => void | Promise<void>
-  /** A connection `onConnect` let in has ended; runs on its server. A throw is logged. */
+  /** A connection `onConnect` let in has ended; runs on its server. A throw (or a call past `hookTimeoutMs`) is logged. */
   onDisconnect?: (connection: ConnectionInfo) => void | Promise<void>
   /**
    * The room's document changed, debounced per room: called `onChangeDebounceMs` after the last
    * change, and at least every `onChangeMaxWaitMs` while changes keep coming, and once more for
    * what is pending when the room unloads. Runs on the server where the changes were made (a
    * client's server, or the one the REST API wrote through), never for a peer's copy, so each
-   * change is reported once in a cluster. Calls for one room never overlap. A throw is logged.
+   * change is reported once in a cluster. Calls for one room never overlap, but one still running
+   * after `hookTimeoutMs` is logged and no longer holds the next. A throw is logged.
    */
   onChange?: (change: ChangeInfo) => void | Promise<void>
   /** Quiet time after a room's last change before `onChange` runs. Default 2 000 ms. */

@@ -81,6 +81,7 @@ export class SyncServer {
       metadata: this.#adapters.metadata,
       webhooks: this.#adapters.events,
       hooks: options.hooks,
+      hookTimeoutMs: options.hookTimeoutMs,
       logger,
     })
     const fetchPeerState: PeerStateFetcher | null = options.internal
@@ -159,6 +160,7 @@ export class SyncServer {
         serverId: options.serverId,
         allowedOrigins: options.allowedOrigins,
         joinWaitMs: options.joinWaitMs,
+        hookTimeoutMs: options.hookTimeoutMs,
       },
     )
     const staticFiles = options.demoFolder ? loadStaticFiles(options.demoFolder) : new Map()

@@ -110,6 +110,26 @@ describe('the onConnect and onDisconnect hooks', () => {
     assert.equal((logged?.fields.err as Error | undefined)?.message, 'database down')
   })
 
+  it('refuses as busy (503 SERVER_BUSY) when onConnect does not answer within hookTimeoutMs', async () => {
+    let answer = () => {}
+    const hung = new Promise<void>((resolve) => {
+      answer = resolve
+    })
+    const t = await startTestServer({ hookTimeoutMs: 50, hooks: { onConnect: () => hung } })
+    try {
+      // Without the bound the upgrade would wait for the hook: this guard fails the test instead.
+      const guard = new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000).unref())
+      const refused = await Promise.race([
+        refusedStatus(`${t.wsUrl}/${uniqueRoom('hooks-slow-connect')}`),
+        guard,
+      ])
+      assert.equal(refused?.status, 503)
+      assert.equal(JSON.parse(refused?.body ?? '{}').error?.code, 'SERVER_BUSY')
+    } finally {
+      answer()
+    }
+  })
+
   it('calls onDisconnect with the same connection once it has left; a throw is logged', async () => {
     const logger = recordingLogger()
     const left: ConnectionInfo[] = []
@@ -210,6 +230,28 @@ describe('the onChange hook', () => {
       [{ kind: 'rest' }, { kind: 'rest' }],
     )
     assert.equal(overlapped, false)
+    assert.ok(logger.entries.some((entry) => entry.message === 'the onChange hook failed'))
+  })
+
+  it('logs an onChange call past hookTimeoutMs, and the next call does not wait for it', async () => {
+    const logger = recordingLogger()
+    const calls: number[] = []
+    const t = await startTestServer({
+      logger,
+      hookTimeoutMs: 50,
+      hooks: {
+        onChangeDebounceMs: 0,
+        onChange: ({ changes }) => {
+          calls.push(changes)
+          return new Promise<void>(() => {}) // hangs
+        },
+      },
+    })
+    const client = await connectSynced(t.wsUrl, uniqueRoom('hooks-slow-change'))
+    client.doc.getText('t').insert(0, 'a')
+    await eventually(() => calls.length === 1, 'the first call')
+    client.doc.getText('t').insert(0, 'b')
+    await eventually(() => calls.length === 2, 'the second call, though the first never settled')
     assert.ok(logger.entries.some((entry) => entry.message === 'the onChange hook failed'))
   })
 

@@ -1,4 +1,5 @@
 import type { ServerEvents } from '../core/server-events.js'
+import { within } from '../deadline.js'
 import type { Logger } from '../logger.js'
 import {
   type ChangeInfo,
@@ -14,12 +15,19 @@ export interface HooksObserver {
   settle(): Promise<void>
 }
 
-export function observeHooks(events: ServerEvents, hooks: ServerHooks, logger: Logger): HooksObserver {
+export function observeHooks(
+  events: ServerEvents,
+  { hooks, hookTimeoutMs, logger }: { hooks: ServerHooks; hookTimeoutMs: number; logger: Logger },
+): HooksObserver {
   const { onDisconnect, onChange } = hooks
+  // A call that hangs is logged once it is late; it goes on, and the next calls do not wait for it.
+  const bounded = (call: () => unknown, what: string) =>
+    within(Promise.resolve().then(call), hookTimeoutMs, `the ${what} hook`)
   if (onDisconnect) {
     events.on('connection.left', ({ room, connectionId, userId, name, info, access }) => {
       // The event's own fields only: the app keeps nothing of the stream's objects.
-      const call = async () => onDisconnect({ room, connectionId, userId, name, info, access })
+      const call = () =>
+        bounded(() => onDisconnect({ room, connectionId, userId, name, info, access }), 'onDisconnect')
       call().catch((err: unknown) =>
         logger.error({ err, room, connectionId }, 'the onDisconnect hook failed'),
       )
@@ -31,7 +39,7 @@ export function observeHooks(events: ServerEvents, hooks: ServerHooks, logger: L
       debounceMs: hooks.onChangeDebounceMs ?? DEFAULT_ON_CHANGE_DEBOUNCE_MS,
       maxWaitMs: hooks.onChangeMaxWaitMs ?? DEFAULT_ON_CHANGE_MAX_WAIT_MS,
     },
-    (_room, change) => onChange(change),
+    (_room, change) => bounded(() => onChange(change), 'onChange'),
     (err, room) => logger.error({ err, room }, 'the onChange hook failed'),
   )
   events.on('document.changed', ({ room, origin, document }) => {

@@ -14,6 +14,8 @@ export interface ServerObservers {
   metadata: MetadataSink
   webhooks: RoomEventSink
   hooks: ServerHooks
+  /** The longest one call of `onDisconnect` or `onChange` may take before it is logged and the next may run. */
+  hookTimeoutMs: number
   logger: Logger
 }
 
@@ -25,5 +27,5 @@ export function observeServer(events: ServerEvents, observers: ServerObservers):
   observeMetrics(events, observers.metrics)
   observeMetadata(events, observers.metadata)
   observeWebhooks(events, observers.webhooks)
-  return observeHooks(events, observers.hooks, observers.logger)
+  return observeHooks(events, observers)
 }

@@ -22,6 +22,7 @@ import type { EventStream } from '../core/event-stream.js'
 import type { MemoryBudget } from '../core/memory-budget.js'
 import type { RoomManager } from '../core/room-manager.js'
 import type { ConnectionInfo } from '../core/server-events.js'
+import { DeadlineError, within } from '../deadline.js'
 import { AUTH_FAILED, httpAnswer } from '../error-answers.js'
 import type { Logger } from '../logger.js'
 import { type Capabilities, capabilitiesFrom } from '../protocol/capabilities.js'
@@ -73,6 +74,8 @@ export interface GatewaySettings {
   allowedOrigins?: readonly string[]
   /** The longest a connection waits for its room to load before it is closed with 1013 (`JOIN_WAIT_MS`). */
   joinWaitMs: number
+  /** The longest `onConnect` may take; past it the connection is refused as busy (`HOOK_TIMEOUT_MS`). */
+  hookTimeoutMs?: number
 }
 
 /**
@@ -90,6 +93,7 @@ export class WebSocketGateway {
 
   private readonly limits: Limits
   readonly #joinWaitMs: number
+  readonly #hookTimeoutMs: number
   /**
    * `<serverId>:<boot>:`, `boot` random per start: connection ids (and the webhook events and
    * metadata sessions named by them) never repeat when a server restarts under the same id.
@@ -99,10 +103,11 @@ export class WebSocketGateway {
 
   constructor(
     private readonly deps: GatewayDeps,
-    { limits, serverId, allowedOrigins = [], joinWaitMs }: GatewaySettings,
+    { limits, serverId, allowedOrigins = [], joinWaitMs, hookTimeoutMs = 5_000 }: GatewaySettings,
   ) {
     this.limits = limits
     this.#joinWaitMs = joinWaitMs
+    this.#hookTimeoutMs = hookTimeoutMs
     this.#idPrefix = `${serverId}:${randomBytes(4).toString('hex')}:`
     this.allowedOrigins = new Set(allowedOrigins)
     this.#server = new WebSocketServer({
@@ -167,9 +172,24 @@ export class WebSocketGateway {
     const { onConnect } = this.deps
     if (onConnect) {
       const { userId, name, info, access } = identity
+      const timeoutMs = this.#hookTimeoutMs
       try {
-        await onConnect({ room, connectionId: id, userId, name, info, access })
+        const call = Promise.resolve().then(() =>
+          onConnect({ room, connectionId: id, userId, name, info, access }),
+        )
+        await within(call, timeoutMs, 'the onConnect hook')
       } catch (error) {
+        if (error instanceof DeadlineError) {
+          this.deps.logger.warn(
+            { room, timeoutMs },
+            'onConnect did not answer in time; the connection is refused as busy',
+          )
+          return refuse(
+            503,
+            'SERVER_BUSY',
+            `the server's check of this connection took over ${timeoutMs} ms; retry later`,
+          )
+        }
         const answer = httpAnswer(error)
         if (answer.code === 'INTERNAL_ERROR')
           this.deps.logger.error({ err: error, room }, 'the onConnect hook failed')
