@@ -36,8 +36,8 @@ export interface RedisBackend {
   url: string
   link?: Partial<RedisLinkSettings>
 }
-/** `PUBSUB`. */
-export type PubSubConfig = { kind: 'memory' } | RedisBackend
+/** `PUBSUB`; `flushMs`: how long messages gather before one publish command (`PUBSUB_FLUSH_MS`). */
+export type PubSubConfig = { kind: 'memory' } | (RedisBackend & { flushMs?: number })
 /** `REGISTRY`; a lease is refreshed while held and ignored once `leaseMs` old (`REGISTRY_LEASE_MS`). */
 export type RegistryConfig =
   | { kind: 'memory'; leaseMs: number }

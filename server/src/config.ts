@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './adapters/redis-connection.js'
+import { DEFAULT_PUBSUB_FLUSH_MS } from './adapters/redis-pubsub.js'
 import { DEFAULT_SNAPSHOT_VERSIONS, MAX_SNAPSHOT_VERSIONS } from './adapters/snapshot-versions.js'
 import type { AuthConfig } from './auth/authenticator.js'
 import {
@@ -68,6 +69,7 @@ const environment = z.object({
     .default('memory')
     .refine((v) => v === 'memory' || /^rediss?:\/\/./.test(v), 'must be "memory" or redis://host:port'),
   PUBSUB_PASSWORD: optionalText,
+  PUBSUB_FLUSH_MS: int(0, 100, DEFAULT_PUBSUB_FLUSH_MS),
   REDIS_COMMAND_TIMEOUT_MS: int(100, 600_000, DEFAULT_REDIS_LINK.commandTimeoutMs),
   REDIS_CONNECT_TIMEOUT_MS: int(100, 600_000, DEFAULT_REDIS_LINK.connectTimeoutMs),
   REDIS_KEEPALIVE_MS: int(1_000, 3_600_000, DEFAULT_REDIS_LINK.keepAliveMs),
@@ -218,7 +220,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       pubsub:
         vars.PUBSUB === 'memory'
           ? { kind: 'memory' }
-          : { kind: 'redis', url: withUrlPassword(vars.PUBSUB, vars.PUBSUB_PASSWORD), link },
+          : {
+              kind: 'redis',
+              url: withUrlPassword(vars.PUBSUB, vars.PUBSUB_PASSWORD),
+              link,
+              flushMs: vars.PUBSUB_FLUSH_MS,
+            },
       registry:
         vars.REGISTRY === 'memory'
           ? { kind: 'memory', leaseMs: vars.REGISTRY_LEASE_MS }

@@ -40,7 +40,15 @@ function endTurn(): void {
   for (const stage of flushes) {
     // Taken out first: a flush may schedule the next turn's work.
     const due = stage.splice(0)
-    for (const flush of due) flush()
+    for (const flush of due) {
+      // A flush reports its own failures; one that throws anyway must not leave the turn's other
+      // batches unsent and every client socket corked.
+      try {
+        flush()
+      } catch (error) {
+        process.emitWarning(error as Error)
+      }
+    }
   }
   for (const stream of corked) stream.uncork()
   corked.clear()

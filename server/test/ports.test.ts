@@ -208,6 +208,33 @@ metadataSinkContract('NoopMetadataSink', async () => new NoopMetadataSink())
 // What the real adapters promise beyond the contracts.
 
 describe('RedisPubSub', () => {
+  it('gathers what is published for its flush window into one command, in order (PUBSUB_FLUSH_MS)', async () => {
+    const { redisUrl } = requireTestServices()
+    const channelPrefix = `${uniqueName('flush')}:`
+    const a = new RedisPubSub('a', redisUrl, { channelPrefix, logger: silentLogger, flushMs: 600_000 })
+    const b = new RedisPubSub('b', redisUrl, { channelPrefix, logger: silentLogger })
+    const c = new RedisPubSub('c', redisUrl, { channelPrefix, logger: silentLogger, flushMs: 0 })
+    let aClosed: Promise<void> | null = null
+    try {
+      const room = uniqueRoom('flush')
+      const heard: string[] = []
+      await b.subscribe(room, (message) => heard.push(Buffer.from(message).toString()))
+      a.publish(room, Buffer.from('one'))
+      await new Promise((resolve) => setImmediate(resolve))
+      a.publish(room, Buffer.from('two')) // a later turn, same window
+      // C publishes at the end of its turn: B hears C while A still holds its window's messages.
+      c.publish(room, Buffer.from('marker'))
+      await eventually(() => heard.includes('marker'), 'B hears C')
+      assert.deepEqual(heard, ['marker'])
+      aClosed = a.close() // the window's messages leave ahead of QUIT
+      await aClosed
+      await eventually(() => heard.length === 3, "B hears A's messages")
+      assert.deepEqual(heard, ['marker', 'one', 'two'])
+    } finally {
+      await Promise.all([aClosed ?? a.close(), b.close(), c.close()])
+    }
+  })
+
   it('re-subscribes by itself after its subscriber connection drops, and logs it', async () => {
     const { redisUrl } = requireTestServices()
     const logs: LogEntry[] = []

@@ -136,7 +136,9 @@ export class RedisUpdateJournal implements UpdateJournal {
     if (batch.length === 0) return
     this.#pending = []
     // A Redis Cluster (MemoryDB) runs a command on one slot: there, a command per room.
-    const groups = this.#cluster ? byRoom(batch) : [batch]
+    const groups = (this.#cluster ? byRoom(batch) : [batch]).flatMap((group) =>
+      chunks(group, MAX_APPENDS_PER_COMMAND),
+    )
     for (const group of groups) {
       this.#within(this.#appendAll(group), 'a journal append').then(
         (ids) => {
@@ -209,6 +211,15 @@ export class RedisUpdateJournal implements UpdateJournal {
   #stream(room: string, writer: string): string {
     return `${this.#prefix}journal:{${roomKey(room)}}:${writer}`
   }
+}
+
+const MAX_APPENDS_PER_COMMAND = 1_000
+
+function chunks<T>(items: T[], size: number): T[][] {
+  if (items.length <= size) return [items]
+  const out: T[][] = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
 }
 
 function byRoom(appends: PendingAppend[]): PendingAppend[][] {

@@ -15,6 +15,7 @@ export function openPubSub(config: PubSubConfig, context: AdapterContext): PubSu
         logger: context.logger,
         outcomes: context.outcomes,
         link: config.link,
+        flushMs: config.flushMs,
       })
   }
 }

@@ -407,7 +407,12 @@ export class Room implements MemberRoom, MemoryHolder {
         }
         return this.#applyWrite(connection, message, frame, receivedAt)
       case 'awareness': {
-        const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes)
+        // Peers' presence is not checked again, as their updates are not (a client's server did).
+        const entries = decodeAwarenessUpdate(
+          message.update,
+          this.#options.maxPresenceBytes,
+          connection !== null,
+        )
         if (!connection) {
           this.#presenceOwners.saw(entries, PEER)
           this.presence.apply(entries)

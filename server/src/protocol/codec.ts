@@ -212,9 +212,15 @@ const MAX_AWARENESS_ENTRIES = 64
  * The entries of an awareness update, their JSON states checked but not parsed. Throws
  * `MessageTooBigError` for a state over `maxStateBytes`, and `ProtocolError` if the update is
  * malformed or a state is not JSON in UTF-8 (Node's y-websocket clients crash on anything else),
- * or is nested too deep (the next joiner's reader would overflow its stack).
+ * or is nested too deep (the next joiner's reader would overflow its stack). `checkStates` false
+ * (a peer's update, which the server its client sent it to checked) skips the JSON and UTF-8
+ * checks: they were half of what a peer's presence frame cost.
  */
-export function decodeAwarenessUpdate(update: Uint8Array, maxStateBytes: number): AwarenessEntry[] {
+export function decodeAwarenessUpdate(
+  update: Uint8Array,
+  maxStateBytes: number,
+  checkStates = true,
+): AwarenessEntry[] {
   const decoder = decoding.createDecoder(update)
   try {
     const count = decoding.readVarUint(decoder)
@@ -227,9 +233,11 @@ export function decodeAwarenessUpdate(update: Uint8Array, maxStateBytes: number)
       if (state.length > maxStateBytes) {
         throw new MessageTooBigError(`a presence state of ${state.length} bytes (at most ${maxStateBytes})`)
       }
-      if (!isUtf8(state)) throw new Error(`the state of client ${clientId} is not UTF-8`)
-      const problem = jsonTextProblem(state, MAX_JSON_DEPTH)
-      if (problem) throw new Error(`the state of client ${clientId} is ${problem}`)
+      if (checkStates) {
+        if (!isUtf8(state)) throw new Error(`the state of client ${clientId} is not UTF-8`)
+        const problem = jsonTextProblem(state, MAX_JSON_DEPTH)
+        if (problem) throw new Error(`the state of client ${clientId} is ${problem}`)
+      }
       entries.push({ clientId, clock, state: isJsonNull(state) ? null : state })
     }
     if (decoding.hasContent(decoder)) throw new Error('trailing bytes')

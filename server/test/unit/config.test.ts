@@ -128,7 +128,7 @@ describe('configuration', () => {
       ...DEFAULT_AWS_HTTP,
     }
     const link = DEFAULT_REDIS_LINK
-    assert.deepEqual(backends.pubsub, { kind: 'redis', url: 'redis://cache:6379', link })
+    assert.deepEqual(backends.pubsub, { kind: 'redis', url: 'redis://cache:6379', link, flushMs: 5 })
     assert.deepEqual(
       backends.journal,
       { kind: 'redis', url: 'redis://cache:6379', cluster: false, link },
@@ -180,6 +180,7 @@ describe('configuration', () => {
       REDIS_RETRY_MAX_DELAY_MS: '500',
       REDIS_HEARTBEAT_INTERVAL_MS: '1000',
       REDIS_HEARTBEAT_TIMEOUT_MS: '1500',
+      PUBSUB_FLUSH_MS: '0',
     }).backends
     const link = {
       commandTimeoutMs: 2_000,
@@ -189,8 +190,9 @@ describe('configuration', () => {
       heartbeatIntervalMs: 1_000,
       heartbeatTimeoutMs: 1_500,
     }
-    assert.deepEqual(pubsub, { kind: 'redis', url: 'redis://cache:6379', link })
+    assert.deepEqual(pubsub, { kind: 'redis', url: 'redis://cache:6379', link, flushMs: 0 })
     assert.deepEqual(journal, { kind: 'redis', url: 'redis://journal:6379', cluster: false, link })
+    assert.match(errorFor({ AUTH: 'none', PUBSUB_FLUSH_MS: '101' }), /^PUBSUB_FLUSH_MS: /)
     assert.match(errorFor({ AUTH: 'none', REDIS_COMMAND_TIMEOUT_MS: '0' }), /^REDIS_COMMAND_TIMEOUT_MS: /)
     assert.match(
       errorFor({ AUTH: 'none', REDIS_HEARTBEAT_TIMEOUT_MS: 'soon' }),

@@ -177,5 +177,8 @@ describe('presence table', () => {
     assert.throws(() => decodeAwarenessUpdate(update(text('ok').subarray(1)), 1_024), {
       code: 'PROTOCOL_ERROR',
     })
+    // A peer's update, checked by the server its client sent it to: only its size and shape count.
+    assert.equal(decodeAwarenessUpdate(update(invalidUtf8), 1_024, false)[0]?.state?.length, 4)
+    assert.throws(() => decodeAwarenessUpdate(update(big), 1_024, false), { code: 'MESSAGE_TOO_BIG' })
   })
 })
