@@ -37,6 +37,8 @@ const ANSWERS = {
   PROTOCOL_INVALID: { close: CloseCode.PolicyViolation, http: 'PROTOCOL_INVALID' },
   ROOM_FORBIDDEN: { close: CloseCode.PolicyViolation, http: 'ROOM_FORBIDDEN' },
   AUTH_UNAVAILABLE: { close: CloseCode.TryAgainLater, http: 'AUTH_UNAVAILABLE' },
+  // An app's onConnect hook refused the connection, before the upgrade.
+  CONNECTION_REFUSED: { close: CloseCode.PolicyViolation, http: 'CONNECTION_REFUSED' },
   // Raised inside the server and handled there; one that escapes is the server's own failure.
   CONFIG_ERROR: INTERNAL,
   SNAPSHOT_CONFLICT: INTERNAL,

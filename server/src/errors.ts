@@ -20,6 +20,7 @@ export type SymphonyErrorCode =
   | 'RESTORE_MISMATCH'
   | 'HEARTBEAT_MISSED'
   | 'UPDATE_REFUSED'
+  | 'CONNECTION_REFUSED'
 
 /** Base of every error Symphony raises on purpose; `code` is stable and safe to match on. */
 export class SymphonyError extends Error {
@@ -126,6 +127,12 @@ export class VersionNotRestorableError extends errorWithCode('VERSION_NOT_RESTOR
 
 /** The room's snapshot store holds a later incarnation or its tombstone: this one was deleted. */
 export class RoomDeletedError extends errorWithCode('ROOM_DELETED') {}
+
+/**
+ * An app's `onConnect` hook refuses the connection: the upgrade is answered 403
+ * `CONNECTION_REFUSED` with this message (the client sees it as `AUTH_REFUSED`, and stops).
+ */
+export class ConnectionRefusedError extends errorWithCode('CONNECTION_REFUSED') {}
 
 /** Whether a write failed because the disk (or quota) is full: it heals when space returns. */
 export function isOutOfSpace(error: unknown): boolean {

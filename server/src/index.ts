@@ -49,9 +49,24 @@ export type {
   SnapshotsConfig,
 } from './backends.js'
 export { type Config, type InternalEndpointConfig, parseConfig, snapshotsFrom } from './config.js'
+export type {
+  ChangeOrigin,
+  ConnectionInfo,
+  ServerEvent,
+  ServerEventListener,
+  ServerEventOf,
+  ServerEvents,
+  ServerEventType,
+} from './core/server-events.js'
 export type { SnapshotPolicy } from './core/snapshot-writer.js'
 export { createSyncServer } from './create-sync-server.js'
-export { ConfigError, SnapshotConflictError, SnapshotVersionNotFoundError, SymphonyError } from './errors.js'
+export {
+  ConfigError,
+  ConnectionRefusedError,
+  SnapshotConflictError,
+  SnapshotVersionNotFoundError,
+  SymphonyError,
+} from './errors.js'
 export { createLogger, type Logger, type LogLevel, silentLogger } from './logger.js'
 export type { BuildInfo } from './metrics.js'
 export type { AdapterContext, AdapterProbes, Adapters } from './ports/adapters.js'
@@ -79,6 +94,9 @@ export type { RoomApi } from './room-api.js'
 export {
   type AppMessage,
   type AppMessageHandler,
+  type ChangeInfo,
+  DEFAULT_ON_CHANGE_DEBOUNCE_MS,
+  DEFAULT_ON_CHANGE_MAX_WAIT_MS,
   HookRefusal,
   type HookUser,
   NO_HOOKS,

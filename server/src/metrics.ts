@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import type { CoreMetrics, MessageKind } from './core/core-metrics.js'
 import { MEMORY_KINDS, type MemoryBudget } from './core/memory-budget.js'
 import type { JoinWaitObserver, LoadWaitObserver } from './core/room-waits.js'
 import { DependencyHealth } from './dependency-health.js'
@@ -6,10 +7,6 @@ import { HotHistogram } from './hot-histogram.js'
 import { LatencyWindow } from './latency-window.js'
 import { ALARM_METRICS as NAMES, PUBSUB_ERROR_ACTIONS, REGISTRY_ERROR_ACTIONS } from './metric-names.js'
 import type { MetadataSinkStats } from './ports/metadata-sink.js'
-import type { Message } from './protocol/codec.js'
-
-/** A client frame's wire type, as labelled in `/metrics`; `unknown`: it could not be decoded. */
-export type MessageKind = Message['kind'] | 'unknown'
 
 /** What the build is, for `symphony_build_info`. */
 export interface BuildInfo {
@@ -28,7 +25,7 @@ interface QueueStats {
   dropped: number
 }
 
-export class ServerMetrics {
+export class ServerMetrics implements CoreMetrics {
   readonly registry = new Registry()
   readonly #updateHandling = new HotHistogram(
     NAMES.updateHandlingSeconds,
@@ -239,6 +236,7 @@ export class ServerMetrics {
     for (const action of PUBSUB_ERROR_ACTIONS) this.#pubsubErrors.labels(action).inc(0)
     for (const action of REGISTRY_ERROR_ACTIONS) this.#registryErrors.labels(action).inc(0)
     for (const dependency of ['pubsub', 'journal']) this.#heartbeatsMissed.labels(dependency).inc(0)
+    for (const store of ['journal', 'snapshots']) this.storageFull.labels(store).set(0)
     const recent = this.#recentUpdates
     new Gauge({
       name: NAMES.updateHandlingP99Seconds,

@@ -4,10 +4,14 @@ import { CloseCode } from '@symphony/client/wire'
 import { openAdapters } from './adapters/select-adapters.js'
 import { createAuthenticator } from './auth/authenticator.js'
 import { documentMemory } from './core/document-memory.js'
+import { EventStream } from './core/event-stream.js'
 import { MemoryBudget } from './core/memory-budget.js'
 import { RoomManager } from './core/room-manager.js'
 import { type PeerStateFetcher, RoomStateSource } from './core/room-state-source.js'
+import type { ServerEvents } from './core/server-events.js'
 import { ServerMetrics } from './metrics.js'
+import type { HooksObserver } from './observers/hooks-observer.js'
+import { observeServer } from './observers/observe-server.js'
 import type { AdapterContext, Adapters } from './ports/adapters.js'
 import type { ServerSample } from './ports/metadata-sink.js'
 import { yjsVersionCheck } from './protocol/yjs-internals.js'
@@ -32,6 +36,10 @@ const MAX_PENDING_CLIENTS = 1_000
  */
 export class SyncServer {
   readonly metrics: ServerMetrics
+  /** What happens on this server, as one typed stream: `server.events.on('connection.joined', …)`. */
+  readonly events: ServerEvents
+  readonly #events: EventStream
+  readonly #hooks: HooksObserver
   readonly manager: RoomManager
   /** What clients make this server hold, bounded by `limits.memoryBudgetBytes`. */
   readonly memory: MemoryBudget
@@ -66,6 +74,16 @@ export class SyncServer {
     }
     this.metrics.watchMemoryBudget(this.memory)
     this.#adapters = this.#openAdapters(internal?.address ?? '')
+    this.#events = new EventStream(logger)
+    this.events = this.#events
+    this.#hooks = observeServer(this.#events, {
+      metrics: this.metrics,
+      metadata: this.#adapters.metadata,
+      webhooks: this.#adapters.events,
+      hooks: options.hooks,
+      hookTimeoutMs: options.hookTimeoutMs,
+      logger,
+    })
     const fetchPeerState: PeerStateFetcher | null = options.internal
       ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
       : null
@@ -82,6 +100,7 @@ export class SyncServer {
       {
         ...this.#adapters,
         stateSource,
+        events: this.#events,
         metrics: this.metrics,
         memory: this.memory,
         hooks: options.hooks,
@@ -110,7 +129,7 @@ export class SyncServer {
     // A room's saved versions: the REST API's routes, and the dashboard's restore on the internal port.
     const versions = createVersionsRoute({
       snapshots: this.#adapters.snapshots,
-      events: this.#adapters.events,
+      events: this.#events,
       hold: (name) => holdForApi(this.manager, name, options.joinWaitMs),
       save: (name) => this.manager.save(name),
       saveWaitMs: options.apiSaveWaitMs,
@@ -130,9 +149,9 @@ export class SyncServer {
       {
         authenticator,
         manager: this.manager,
-        metadata: this.#adapters.metadata,
-        events: this.#adapters.events,
+        events: this.#events,
         metrics: this.metrics,
+        onConnect: options.hooks.onConnect,
         memory: this.memory,
         logger,
       },
@@ -141,6 +160,7 @@ export class SyncServer {
         serverId: options.serverId,
         allowedOrigins: options.allowedOrigins,
         joinWaitMs: options.joinWaitMs,
+        hookTimeoutMs: options.hookTimeoutMs,
       },
     )
     const staticFiles = options.demoFolder ? loadStaticFiles(options.demoFolder) : new Map()
@@ -255,6 +275,7 @@ export class SyncServer {
     await this.#gateway.closeAll(CloseCode.GoingAway, 'server shutting down')
     const unsaved = await this.manager.flushAll(deadline)
     await this.manager.unloadAll()
+    await this.#hooks.settle() // the app's last onChange calls, before the adapters close
     this.memory.stop()
     await httpClosed
     if (this.internal) {

@@ -54,6 +54,23 @@ describe('the lint rules that keep the architecture', () => {
     ])
   })
 
+  it('refuse the Prometheus metrics and the observers in the core: it counts through CoreMetrics and emits events', async () => {
+    const found = await lintPlanted({
+      'server/src/core/uses-metrics.ts':
+        "import type { ServerMetrics } from '../metrics.js'\n\nexport type M = ServerMetrics\n",
+      'server/src/core/uses-observer.ts':
+        "import { observeMetrics } from '../observers/metrics-observer.js'\n\nexport const o = observeMetrics\n",
+      'server/src/core/uses-prom.ts': "import { Counter } from 'prom-client'\n\nexport const c = Counter\n",
+      'server/src/observers/uses-metrics.ts':
+        "import type { ServerMetrics } from '../metrics.js'\n\nexport type M = ServerMetrics\n",
+    })
+    assert.deepEqual(found, [
+      'lint/style/noRestrictedImports server/src/core/uses-metrics.ts',
+      'lint/style/noRestrictedImports server/src/core/uses-observer.ts',
+      'lint/style/noRestrictedImports server/src/core/uses-prom.ts',
+    ])
+  })
+
   it('refuse an import cycle, also one made only of type imports', async () => {
     const found = await lintPlanted({
       'loadtest/src/a.ts': "import type { B } from './b.js'\n\nexport type A = { b: B }\n",

@@ -2,9 +2,10 @@ import { CloseCode, closeCodeName } from '@symphony/client/wire'
 import { closeAnswer } from '../error-answers.js'
 import { ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
-import type { ServerMetrics } from '../metrics.js'
 import { type Capabilities, NO_CAPABILITIES } from '../protocol/capabilities.js'
 import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
+import type { CoreMetrics } from './core-metrics.js'
+import type { EventStream } from './event-stream.js'
 import type { MemoryBudget, MemoryHolder } from './memory-budget.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { TokenBucket } from './token-bucket.js'
@@ -51,13 +52,21 @@ export interface ConnectionInit {
   identity: Identity
   transport: Transport
   limits: ConnectionLimits
-  metrics: ServerMetrics
+  metrics: ConnectionMetrics
   logger: Logger
   /** What the connection's unsent bytes and waiting frames are charged to; it may shed the connection. */
   memory?: MemoryBudget
   /** The protocol extensions the client declared (none by default). */
   capabilities?: Capabilities
+  /** Told of each write refused (`update.refused`). */
+  events?: Pick<EventStream, 'emit'>
 }
+
+/** What a connection counts: its frames and bytes (hot path), refused writes, server-side closes. */
+export type ConnectionMetrics = Pick<
+  CoreMetrics,
+  'messagesReceived' | 'bytesReceived' | 'messagesSent' | 'bytesSent' | 'connectionsClosed'
+>
 
 export const READ_ONLY_REASON = 'read-only access: document updates are ignored'
 
@@ -117,8 +126,9 @@ export class Connection implements RoomMember, MemoryHolder {
   readonly #memory: MemoryBudget | null
   readonly #transport: Transport
   readonly #limits: ConnectionLimits
-  readonly #metrics: ServerMetrics
+  readonly #metrics: ConnectionMetrics
   readonly #logger: Logger
+  readonly #events: ConnectionInit['events']
 
   constructor({
     id,
@@ -131,7 +141,9 @@ export class Connection implements RoomMember, MemoryHolder {
     logger,
     memory,
     capabilities,
+    events,
   }: ConnectionInit) {
+    this.#events = events
     this.id = id
     this.capabilities = capabilities ?? NO_CAPABILITIES
     this.roomName = roomName
@@ -329,7 +341,15 @@ export class Connection implements RoomMember, MemoryHolder {
 
   /** Refuses a write from a read-only connection, telling the client why once. */
   denyWrite(): void {
-    this.#metrics.writesDenied.inc()
+    const { userId, name } = this.identity
+    const origin = { kind: 'client', connectionId: this.id, userId, name } as const
+    this.#events?.emit({
+      type: 'update.refused',
+      room: this.roomName,
+      origin,
+      code: 'READ_ONLY',
+      at: Date.now(),
+    })
     if (this.#writeDenied) return
     this.#writeDenied = true
     this.send(encodePermissionDenied(READ_ONLY_REASON))

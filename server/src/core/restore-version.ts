@@ -1,7 +1,7 @@
 import { within } from '../deadline.js'
 import { fromSnapshotStore, VersionNotRestorableError } from '../errors.js'
-import type { RoomEventSink } from '../ports/room-events.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
+import type { EventStream } from './event-stream.js'
 import { restoreOnWorker } from './restore-on-worker.js'
 import type { RoomHold } from './room-manager.js'
 
@@ -11,7 +11,8 @@ export interface RestoreVersionDeps {
   /** Saves the room now if it has unsaved changes (`RoomManager.save`). */
   save: (room: string) => Promise<void>
   snapshots: SnapshotStore
-  events: RoomEventSink
+  /** Told of each restore (`document.restored`). */
+  events: Pick<EventStream, 'emit'>
   /** The longest the restore waits to be journaled, then saved as a version of its own. */
   saveWaitMs: number
 }

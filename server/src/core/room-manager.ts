@@ -4,10 +4,8 @@ import { within } from '../deadline.js'
 import { deferred, untilAborted } from '../deferred.js'
 import { isOutOfSpace, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
-import type { ServerMetrics } from '../metrics.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
 import type { PubSub } from '../ports/pubsub.js'
-import type { RoomEventSink } from '../ports/room-events.js'
 import type { RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
@@ -15,6 +13,8 @@ import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import type { ServerHooks } from '../server-hooks.js'
 import { AppPersistence } from './app-persistence.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
+import type { CoreMetrics } from './core-metrics.js'
+import type { EventStream } from './event-stream.js'
 import { incarnationKey } from './incarnation.js'
 import type { MemoryCharges } from './memory-budget.js'
 import { Room, type RoomOptions } from './room.js'
@@ -48,10 +48,9 @@ export interface RoomManagerDeps {
   snapshots: SnapshotStore
   journal: UpdateJournal
   stateSource: RoomStateSource
-  metadata: MetadataSink
-  /** Webhooks: told of local changes and deletions. */
-  events: RoomEventSink
-  metrics: ServerMetrics
+  /** Told what happens to the rooms (loaded, unloaded, deleted, changed, saved…). */
+  events: EventStream
+  metrics: CoreMetrics
   /** The server's memory budget: each room charges its presence and big updates to it. */
   memory?: MemoryCharges
   /** The embedding app's hooks (`ServerHooks`); default none. */
@@ -111,8 +110,6 @@ export class RoomManager {
     private readonly deps: RoomManagerDeps,
     private readonly options: RoomManagerOptions,
   ) {
-    deps.metrics.storageFull.labels('journal').set(0)
-    deps.metrics.storageFull.labels('snapshots').set(0)
     deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
     this.#app = new AppPersistence({
       hooks: deps.hooks ?? {},
@@ -137,10 +134,15 @@ export class RoomManager {
 
   readonly #journalOutcomes: JournalOutcomes = {
     failed: (err, action, room, first) => {
-      const { metrics, logger } = this.deps
-      metrics.journalFailures.labels(action).inc()
-      metrics.dependencies.failed('journal', action, err)
-      if (isOutOfSpace(err)) metrics.outOfSpace('journal', room, true)
+      const { events, logger } = this.deps
+      events.emit({
+        type: 'journal.failed',
+        room,
+        action,
+        error: err,
+        outOfSpace: isOutOfSpace(err),
+        at: Date.now(),
+      })
       // A lost link fails every append in flight at once: one line per room, the rest counted.
       if (first)
         logger.error(
@@ -308,7 +310,7 @@ export class RoomManager {
     const tombstone = deferred()
     tombstone.promise.catch(() => {}) // the deletion below reports it
     const deleting = life?.delete(tombstone.promise) ?? null // in effect here at once, before any wait
-    const { snapshots, pubsub, metadata, logger, events } = this.deps
+    const { snapshots, pubsub, logger, events } = this.deps
     let generation: number
     try {
       // The incarnation to delete: the later of what is loaded here and what the store holds.
@@ -324,7 +326,6 @@ export class RoomManager {
     }
     pubsub.publish(incarnationKey(name, generation), ROOM_DELETED_FRAME)
     await (deleting ?? this.#removeJournal(name, generation))
-    metadata.record({ type: 'room-deleted', room: name })
     logger.info({ room: name, generation }, 'room deleted')
     events.emit({ type: 'room.deleted', room: name, at: Date.now() })
   }
@@ -469,13 +470,9 @@ export class RoomManager {
       // Peers holding newer state answer now; and a peer that held the room alone, publishing
       // nothing (no one to hear it), hears of this server and publishes again (ChannelPeers).
       loaded.room.publishDigest()
-      this.deps.metrics.roomLoads.labels(source).inc()
-      this.deps.metrics.rooms.inc() // every loaded room is freed once, which counts it out
-      logger.info(
-        { room: name, source, bytes: state?.length ?? 0, journaled: journal.updates.length },
-        'room loaded',
-      )
-      this.deps.metadata.record({ type: 'room-loaded', room: name, bytes: state?.length ?? 0 })
+      const bytes = state?.length ?? 0
+      logger.info({ room: name, source, bytes, journaled: journal.updates.length }, 'room loaded')
+      this.deps.events.emit({ type: 'room.loaded', room: name, source, bytes, at: Date.now() })
       return loaded
     } catch (error) {
       // Built and never handed out: its timers and its charge to the memory budget go with it.
@@ -507,7 +504,7 @@ export class RoomManager {
 
   #createRoom(name: string, doc: Y.Doc, from: LoadedFrom): Loaded {
     const { loadedBytes, replayed, storedVersion, generation, life } = from
-    const { pubsub, snapshots, journal, metrics, logger } = this.deps
+    const { pubsub, snapshots, journal, metrics, events, logger } = this.deps
     const key = incarnationKey(name, generation)
     let changedAt: number | undefined
     const roomJournal = new RoomJournal({
@@ -519,7 +516,6 @@ export class RoomManager {
       onAppendFailed: () => writer?.saveSoon(),
       onRecord: () => {
         changedAt = Date.now()
-        this.deps.events.emit({ type: 'document.updated', room: name, at: changedAt })
       },
     })
     let writer: SnapshotWriter | null = null
@@ -535,6 +531,7 @@ export class RoomManager {
       logger,
       onChange: () => writer?.markDirty(),
       observer: metrics,
+      events,
       memory: this.deps.memory,
       hooks: {
         ...this.deps.hooks,
@@ -556,6 +553,7 @@ export class RoomManager {
       journal: roomJournal,
       policy: this.options.snapshot,
       metrics,
+      events,
       logger,
       // Replayed entries are in no snapshot yet: save (and then trim) them like any change. So is
       // a peer's state: it may hold edits its server acknowledged to nobody and then lost.
@@ -580,7 +578,7 @@ export class RoomManager {
 
   async #free(name: string, loaded: Loaded): Promise<void> {
     loaded.writer.stop()
-    const { registry, pubsub, metrics, metadata, logger } = this.deps
+    const { registry, pubsub, events, logger } = this.deps
     await Promise.all([
       // After the registration, which would otherwise land last and hold a lease for nobody.
       loaded.registered
@@ -591,11 +589,9 @@ export class RoomManager {
         .catch((err) => logger.warn({ err, room: name }, 'unsubscribe failed')),
     ])
     const bytes = loaded.room.approximateBytes
+    // Before the document is freed: a listener may still read it (an app's last onChange).
+    events.emit({ type: 'room.unloaded', room: name, bytes, changedAt: loaded.changedAt(), at: Date.now() })
     loaded.room.destroy()
-    loaded.writer.forget()
-    metrics.outOfSpace('journal', name, false)
-    metrics.rooms.dec()
-    metadata.record({ type: 'room-unloaded', room: name, bytes, changedAt: loaded.changedAt() })
     logger.info({ room: name }, 'room unloaded')
   }
 

@@ -3,7 +3,6 @@ import { CloseCode, type EventSender } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, ProtocolError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
-import type { ServerMetrics } from '../metrics.js'
 import type { PubSub } from '../ports/pubsub.js'
 import {
   boundedStateVector,
@@ -39,8 +38,11 @@ import { AppMessages } from './app-messages.js'
 import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
 import { API_SUBJECT, type Author } from './author-binding.js'
+import { changeOriginOf, PEER_ORIGIN } from './change-origin.js'
 import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
+import type { CoreMetrics } from './core-metrics.js'
 import { DocumentMemory } from './document-memory.js'
+import type { EventStream } from './event-stream.js'
 import {
   BIG_UPDATE_RESERVE_FACTOR,
   type MemoryCharges,
@@ -99,7 +101,7 @@ export interface RoomOptions {
 }
 
 /** What a room reports of the frames it handles; called on the hot path. */
-export type RoomObserver = Pick<ServerMetrics, 'messageReceived' | 'updateHandled' | 'remoteMessageDropped'>
+export type RoomObserver = Pick<CoreMetrics, 'messageReceived' | 'updateHandled' | 'remoteMessageDropped'>
 
 const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {}, remoteMessageDropped() {} }
 
@@ -124,6 +126,8 @@ export interface RoomInit {
   /** The loaded state came from a peer: this server journaled none of it. */
   loadedFromPeer?: boolean
   observer?: RoomObserver
+  /** Told of each change (`document.changed`), when someone listens. */
+  events?: Pick<EventStream, 'listens' | 'emit'>
   /** The server's memory budget: presence, big updates and the document are charged to it. */
   memory?: MemoryCharges
   /** The budget shed the room (its connections are closed): unload it as soon as it is free. */
@@ -218,6 +222,7 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly #onChange: () => void
   readonly #onShed: () => void
   readonly #observer: RoomObserver
+  readonly #events: RoomInit['events']
   readonly #saves: RoomSaves
   readonly #memory: MemoryCharges
   /**
@@ -243,6 +248,7 @@ export class Room implements MemberRoom, MemoryHolder {
     onChange,
     onShed,
     observer,
+    events,
     saves,
     loadedFromPeer,
     memory,
@@ -271,6 +277,7 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#onChange = onChange
     this.#onShed = onShed ?? (() => {})
     this.#observer = observer ?? UNOBSERVED
+    this.#events = events
     this.#checks = new ClientUpdateChecks({
       doc,
       budget: options.waiting,
@@ -286,6 +293,14 @@ export class Room implements MemberRoom, MemoryHolder {
           state: () => this.encodeState(),
           memory: this.#memory,
           logger,
+          refused: (writer, code) =>
+            this.#events?.emit({
+              type: 'update.refused',
+              room: name,
+              origin: changeOriginOf(writer),
+              code,
+              at: Date.now(),
+            }),
         })
       : null
     this.#appMessages = hooks?.messages
@@ -510,6 +525,15 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#notJournaledHere = this.version
     this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
     this.#observer.updateHandled(receivedAt)
+    this.#emitChange(null)
+  }
+
+  /** `document.changed` for a change of `writer`'s (null: a peer's); nothing built if nobody listens. */
+  #emitChange(writer: Writer | null): void {
+    const events = this.#events
+    if (!events?.listens('document.changed')) return
+    const origin = writer ? changeOriginOf(writer) : PEER_ORIGIN
+    events.emit({ type: 'document.changed', room: this.name, origin, document: this.doc, at: Date.now() })
   }
 
   /** `durable()`, and for a connection that joined while the room held unsaved changes, a save of them. */
@@ -664,7 +688,10 @@ export class Room implements MemberRoom, MemoryHolder {
     // Yjs emits no update for parts that only wait for missing dependencies: they count too, or
     // the next save would drop what the other server saved waiting.
     changed ||= waitingChanged(this.doc, waitingBefore)
-    if (changed && !this.#destroyed) this.#changed(state.length)
+    if (changed && !this.#destroyed) {
+      this.#changed(state.length)
+      this.#emitChange(null)
+    }
     return changed
   }
 
@@ -791,6 +818,7 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#broadcast(forwarded, connection)
     this.#observer.updateHandled(receivedAt)
     this.#pubsub.publish(this.#channel, forwarded)
+    this.#emitChange(connection)
   }
 
   /**

@@ -1,7 +1,8 @@
 import { isOutOfSpace, RoomDeletedError, SnapshotConflictError } from '../errors.js'
 import type { Logger } from '../logger.js'
-import type { ServerMetrics } from '../metrics.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
+import type { CoreMetrics } from './core-metrics.js'
+import type { EventStream } from './event-stream.js'
 import type { RoomJournal } from './room-journal.js'
 
 export interface SnapshotPolicy {
@@ -35,7 +36,9 @@ export interface SnapshotWriterInit {
   /** Told what each snapshot holds: it is durable from then on, and those entries are trimmed. */
   journal: Pick<RoomJournal, 'mark' | 'saved' | 'isDurable'>
   policy: SnapshotPolicy
-  metrics: ServerMetrics
+  metrics: Pick<CoreMetrics, 'snapshotConflicts'>
+  /** Told of each save and failed write (`snapshot.saved`, `snapshot.failed`). */
+  events: EventStream
   logger: Logger
   /** True when the room loaded with changes no snapshot holds yet (replayed from the journal). */
   unsavedAtLoad: boolean
@@ -79,7 +82,8 @@ export class SnapshotWriter {
   readonly #store: SnapshotStore
   readonly #journal: SnapshotWriterInit['journal']
   readonly #policy: SnapshotPolicy
-  readonly #metrics: ServerMetrics
+  readonly #metrics: SnapshotWriterInit['metrics']
+  readonly #events: EventStream
   readonly #logger: Logger
 
   constructor(init: SnapshotWriterInit) {
@@ -89,6 +93,7 @@ export class SnapshotWriter {
     this.#journal = init.journal
     this.#policy = init.policy
     this.#metrics = init.metrics
+    this.#events = init.events
     this.#logger = init.logger
     this.#storedVersion = init.storedVersion
     this.#generation = init.generation
@@ -151,11 +156,6 @@ export class SnapshotWriter {
     return this.#tail
   }
 
-  /** The room is gone from this server: it no longer counts as one that cannot be saved. */
-  forget(): void {
-    this.#metrics.outOfSpace('snapshots', this.#room.name, false)
-  }
-
   #schedule(delayMs: number): void {
     this.#clearTimer()
     this.#timer = setTimeout(() => {
@@ -166,7 +166,8 @@ export class SnapshotWriter {
   }
 
   async #write(): Promise<void> {
-    const endTimer = this.#metrics.snapshotDuration.startTimer()
+    const started = performance.now()
+    const room = this.#room.name
     try {
       const journaled = this.#journal.mark() // before encoding: the snapshot holds all of these
       this.#handOverOwed = false
@@ -175,26 +176,22 @@ export class SnapshotWriter {
       this.#journal.saved(journaled) // never awaits the journal: trimming runs on its own
       this.#releaseSavedWaiters()
       this.#failures = 0
-      this.#metrics.snapshots.inc()
-      this.#metrics.dependencies.succeeded('snapshots')
-      this.#metrics.outOfSpace('snapshots', this.#room.name, false)
-      endTimer()
+      const seconds = (performance.now() - started) / 1000
+      this.#events.emit({ type: 'snapshot.saved', room, seconds, at: Date.now() })
       // After the save is acknowledged, and on the save queue: one hand-over at a time, in order.
       if (this.#onSaved) this.#handOverOwed = !(await this.#onSaved(state))
       if (this.dirty) this.markDirty()
     } catch (error) {
       if (error instanceof RoomDeletedError) throw error // not a failure: the room is gone
       this.#failures++
-      this.#metrics.snapshotFailures.inc()
-      this.#metrics.dependencies.failed('snapshots', 'save', error)
       const retryInMs = Math.min(
         this.#policy.retryMaxMs,
         this.#policy.retryBaseMs * 2 ** (this.#failures - 1),
       )
       const outOfSpace = isOutOfSpace(error)
-      if (outOfSpace) this.#metrics.outOfSpace('snapshots', this.#room.name, true)
+      this.#events.emit({ type: 'snapshot.failed', room, error, outOfSpace, at: Date.now() })
       this.#logger.error(
-        { err: error, room: this.#room.name, failures: this.#failures, retryInMs },
+        { err: error, room, failures: this.#failures, retryInMs },
         outOfSpace
           ? 'snapshot write failed: the disk is full; will retry until space returns'
           : 'snapshot write failed; will retry',

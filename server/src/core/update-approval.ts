@@ -19,6 +19,8 @@ export interface UpdateApprovalInit {
   state: () => Uint8Array
   memory: MemoryCharges
   logger: Logger
+  /** Told of each update refused, with the error's code (`update.refused`). */
+  refused?: (writer: Writer, code: string) => void
 }
 
 /**
@@ -35,7 +37,7 @@ export class UpdateApproval {
   }
 
   async approve(writer: Writer, update: Uint8Array): Promise<void> {
-    const { room, beforeApply, timeoutMs, logger } = this.#init
+    const { room, beforeApply, timeoutMs } = this.#init
     let scratch: { doc: Y.Doc; reserved: number } | null = null
     const context: UpdateToApply = {
       room,
@@ -56,14 +58,9 @@ export class UpdateApproval {
         'the beforeApply hook',
       )
     } catch (error) {
-      if (error instanceof HookRefusal) throw new UpdateRefusedError(error.message)
-      if (error instanceof ServerBusyError) throw error // the scratch copy did not fit
-      if (error instanceof DeadlineError) {
-        logger.warn({ room, timeoutMs }, 'beforeApply did not answer in time; the update is refused as busy')
-        throw new ServerBusyError(`the server's check of this update took over ${timeoutMs} ms; retry later`)
-      }
-      logger.error({ err: error, room }, 'beforeApply threw; the update is refused')
-      throw new UpdateRefusedError('the server could not check this update')
+      const refusal = this.#refusal(error)
+      this.#init.refused?.(writer, refusal.code)
+      throw refusal
     } finally {
       const made = scratch as { doc: Y.Doc; reserved: number } | null
       if (made) {
@@ -71,6 +68,19 @@ export class UpdateApproval {
         this.#init.memory.charge('big-update', -made.reserved)
       }
     }
+  }
+
+  /** What a failed check is answered with. */
+  #refusal(error: unknown): UpdateRefusedError | ServerBusyError {
+    const { room, timeoutMs, logger } = this.#init
+    if (error instanceof HookRefusal) return new UpdateRefusedError(error.message)
+    if (error instanceof ServerBusyError) return error // the scratch copy did not fit
+    if (error instanceof DeadlineError) {
+      logger.warn({ room, timeoutMs }, 'beforeApply did not answer in time; the update is refused as busy')
+      return new ServerBusyError(`the server's check of this update took over ${timeoutMs} ms; retry later`)
+    }
+    logger.error({ err: error, room }, 'beforeApply threw; the update is refused')
+    return new UpdateRefusedError('the server could not check this update')
   }
 
   /** The room's document with `update` applied, in a copy of its own, reserved against the memory budget. */

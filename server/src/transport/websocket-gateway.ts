@@ -17,13 +17,14 @@ import { selectProtocol, upgradeToken } from '../auth/request-token.js'
 import type { Limits } from '../config.js'
 import { type Admission, admit } from '../core/admission.js'
 import { Connection, type Identity } from '../core/connection.js'
+import type { CoreMetrics } from '../core/core-metrics.js'
+import type { EventStream } from '../core/event-stream.js'
 import type { MemoryBudget } from '../core/memory-budget.js'
 import type { RoomManager } from '../core/room-manager.js'
+import type { ConnectionInfo } from '../core/server-events.js'
+import { DeadlineError, within } from '../deadline.js'
 import { AUTH_FAILED, httpAnswer } from '../error-answers.js'
 import type { Logger } from '../logger.js'
-import type { ServerMetrics } from '../metrics.js'
-import type { MetadataSink } from '../ports/metadata-sink.js'
-import type { RoomEventSink } from '../ports/room-events.js'
 import { type Capabilities, capabilitiesFrom } from '../protocol/capabilities.js'
 import { encodeSyncStatus } from '../protocol/codec.js'
 import { refuseUpgrade } from './http-refusal.js'
@@ -46,6 +47,8 @@ interface AcceptedUpgrade {
   capabilities: Capabilities
   /** The incarnation the client's copy belongs to (`?incarnation=`), `none`, or null: not asked. */
   incarnation: number | 'none' | null
+  /** The connection's id, given before the upgrade so `onConnect` sees it. */
+  id: string
 }
 
 const SYNC_STATUS_ANNOUNCEMENT = encodeSyncStatus(new Uint8Array(0))
@@ -53,9 +56,11 @@ const SYNC_STATUS_ANNOUNCEMENT = encodeSyncStatus(new Uint8Array(0))
 export interface GatewayDeps {
   authenticator: Authenticator
   manager: RoomManager
-  metadata: MetadataSink
-  events: RoomEventSink
-  metrics: ServerMetrics
+  /** Told of each connection joined, left or refused. */
+  events: EventStream
+  metrics: CoreMetrics
+  /** The app's hook: it may refuse a connection before the upgrade (throwing). */
+  onConnect?: ((connection: ConnectionInfo) => void | Promise<void>) | undefined
   /** What each connection's unsent bytes and waiting frames are charged to. */
   memory?: MemoryBudget
   logger: Logger
@@ -69,6 +74,8 @@ export interface GatewaySettings {
   allowedOrigins?: readonly string[]
   /** The longest a connection waits for its room to load before it is closed with 1013 (`JOIN_WAIT_MS`). */
   joinWaitMs: number
+  /** The longest `onConnect` may take; past it the connection is refused as busy (`HOOK_TIMEOUT_MS`). */
+  hookTimeoutMs?: number
 }
 
 /**
@@ -86,6 +93,7 @@ export class WebSocketGateway {
 
   private readonly limits: Limits
   readonly #joinWaitMs: number
+  readonly #hookTimeoutMs: number
   /**
    * `<serverId>:<boot>:`, `boot` random per start: connection ids (and the webhook events and
    * metadata sessions named by them) never repeat when a server restarts under the same id.
@@ -95,10 +103,11 @@ export class WebSocketGateway {
 
   constructor(
     private readonly deps: GatewayDeps,
-    { limits, serverId, allowedOrigins = [], joinWaitMs }: GatewaySettings,
+    { limits, serverId, allowedOrigins = [], joinWaitMs, hookTimeoutMs = 5_000 }: GatewaySettings,
   ) {
     this.limits = limits
     this.#joinWaitMs = joinWaitMs
+    this.#hookTimeoutMs = hookTimeoutMs
     this.#idPrefix = `${serverId}:${randomBytes(4).toString('hex')}:`
     this.allowedOrigins = new Set(allowedOrigins)
     this.#server = new WebSocketServer({
@@ -127,13 +136,14 @@ export class WebSocketGateway {
   }
 
   async #upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    let refusedRoom: string | null = null
     const refuse = <C extends ServerErrorCode>(
       status: ServerErrorStatus<C>,
       code: C,
       message: string,
       retryAfterSeconds?: number,
     ) => {
-      this.deps.metrics.connectionsRefused.labels(code).inc()
+      this.#refused(refusedRoom, code)
       refuseUpgrade(socket, status, code, message, retryAfterSeconds)
     }
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
@@ -146,6 +156,7 @@ export class WebSocketGateway {
     if (!isValidRoomName(room)) {
       return refuse(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
     }
+    refusedRoom = room
     let identity: Identity
     try {
       identity = await this.deps.authenticator.authenticate(upgradeToken(request.headers, query), room)
@@ -157,12 +168,41 @@ export class WebSocketGateway {
       return refuse(answer.status, answer.code, answer.message, answer.retryAfterSeconds)
     }
     if (socket.destroyed) return
+    const id = `${this.#idPrefix}${++this.#nextId}`
+    const { onConnect } = this.deps
+    if (onConnect) {
+      const { userId, name, info, access } = identity
+      const timeoutMs = this.#hookTimeoutMs
+      try {
+        const call = Promise.resolve().then(() =>
+          onConnect({ room, connectionId: id, userId, name, info, access }),
+        )
+        await within(call, timeoutMs, 'the onConnect hook')
+      } catch (error) {
+        if (error instanceof DeadlineError) {
+          this.deps.logger.warn(
+            { room, timeoutMs },
+            'onConnect did not answer in time; the connection is refused as busy',
+          )
+          return refuse(
+            503,
+            'SERVER_BUSY',
+            `the server's check of this connection took over ${timeoutMs} ms; retry later`,
+          )
+        }
+        const answer = httpAnswer(error)
+        if (answer.code === 'INTERNAL_ERROR')
+          this.deps.logger.error({ err: error, room }, 'the onConnect hook failed')
+        return refuse(answer.status, answer.code, answer.message)
+      }
+      if (socket.destroyed) return
+    }
     // Shutdown may have begun while the token was being checked.
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
     const capabilities = capabilitiesFrom(query)
     const incarnation = parseIncarnationParam(query.get(INCARNATION_PARAM))
     this.#server.handleUpgrade(request, socket, head, (ws) =>
-      this.#accept(ws, { room, identity, capabilities, incarnation }),
+      this.#accept(ws, { room, identity, capabilities, incarnation, id }),
     )
   }
 
@@ -182,8 +222,13 @@ export class WebSocketGateway {
     return drained
   }
 
-  #accept(socket: WebSocket, { room, identity, capabilities, incarnation }: AcceptedUpgrade): void {
-    const { manager, metrics, metadata, logger } = this.deps
+  /** A connection refused before it joined: counted in `/metrics` by `code`. */
+  #refused(room: string | null, code: string): void {
+    this.deps.events.emit({ type: 'connection.refused', room, code, at: Date.now() })
+  }
+
+  #accept(socket: WebSocket, { room, identity, capabilities, incarnation, id }: AcceptedUpgrade): void {
+    const { manager, metrics, events, logger } = this.deps
     socket.on('error', (error: Error & { code?: string }) => {
       // ws has already closed the socket (1009 for an oversized message, 1002 for a bad frame).
       if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH')
@@ -196,16 +241,15 @@ export class WebSocketGateway {
       return
     }
     if (this.#live.size >= this.limits.maxConnections) {
-      metrics.connectionsRefused.labels('SERVER_FULL').inc()
+      this.#refused(room, 'SERVER_FULL')
       transport.close(CloseCode.TryAgainLater, 'server at connection capacity')
       return
     }
     if (manager.holders(room) >= this.limits.maxConnectionsPerRoom) {
-      metrics.connectionsRefused.labels('ROOM_FULL').inc()
+      this.#refused(room, 'ROOM_FULL')
       transport.close(CloseCode.RoomFull, 'room at connection capacity')
       return
     }
-    const id = `${this.#idPrefix}${++this.#nextId}`
     const connection = new Connection({
       id,
       roomName: room,
@@ -217,6 +261,7 @@ export class WebSocketGateway {
       logger,
       memory: this.deps.memory,
       capabilities,
+      events,
     })
     if (capabilities.has('sync-status')) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     // Admitted before any frame can arrive, so frames sent while the room loads wait in order.
@@ -225,17 +270,7 @@ export class WebSocketGateway {
     this.#live.add(live)
     // Right after admission: whatever throws below, the close still releases the room.
     socket.on('close', () => this.#forget(live))
-    metrics.connections.inc()
-    const who = { room, connectionId: id, userId: identity.userId, name: identity.name }
-    this.deps.events.emit({ type: 'user.joined', ...who, at: Date.now() })
-    metadata.record({
-      type: 'connection-opened',
-      room,
-      connectionId: id,
-      userId: identity.userId,
-      userName: identity.name,
-      userInfo: identity.info,
-    })
+    events.emit({ type: 'connection.joined', ...connectionInfo(connection), at: Date.now() })
     socket.on('pong', () => {
       live.alive = true
     })
@@ -248,22 +283,8 @@ export class WebSocketGateway {
 
   #forget(live: LiveSocket): void {
     this.#live.delete(live)
-    this.deps.metrics.connections.dec()
     live.admission.leave()
-    const { roomName: room, id: connectionId, identity } = live.connection
-    this.deps.events.emit({
-      type: 'user.left',
-      room,
-      connectionId,
-      userId: identity.userId,
-      name: identity.name,
-      at: Date.now(),
-    })
-    this.deps.metadata.record({
-      type: 'connection-closed',
-      room: live.connection.roomName,
-      connectionId: live.connection.id,
-    })
+    this.deps.events.emit({ type: 'connection.left', ...connectionInfo(live.connection), at: Date.now() })
     if (this.#live.size === 0) this.#onDrained?.()
   }
 
@@ -277,4 +298,9 @@ export class WebSocketGateway {
       live.socket.ping()
     }
   }
+}
+
+function connectionInfo({ roomName, id, identity }: Connection): ConnectionInfo {
+  const { userId, name, info, access } = identity
+  return { room: roomName, connectionId: id, userId, name, info, access }
 }

@@ -34,6 +34,8 @@ export const SERVER_ERROR_CODES = {
   ROOM_FORBIDDEN: 403,
   /** 403: the browser origin is not in `ALLOWED_ORIGINS`. */
   ORIGIN_NOT_ALLOWED: 403,
+  /** 403: the embedding app's `onConnect` hook refused the connection. */
+  CONNECTION_REFUSED: 403,
   /** 404: no such route (or the REST API is off). */
   NOT_FOUND: 404,
   /** 404: the room has no saved version of that id (never, or no longer kept). */

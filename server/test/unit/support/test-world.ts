@@ -3,13 +3,13 @@ import { MemoryBus, MemoryPubSub } from '../../../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../../../src/adapters/memory-room-registry.js'
 import { MemorySnapshotStore } from '../../../src/adapters/memory-snapshot-store.js'
 import { MemoryJournalTable, MemoryUpdateJournal } from '../../../src/adapters/memory-update-journal.js'
-import { NoopMetadataSink } from '../../../src/adapters/noop-metadata-sink.js'
 import { admit } from '../../../src/core/admission.js'
 import { type Access, Connection, type ConnectionLimits } from '../../../src/core/connection.js'
+import { EventStream } from '../../../src/core/event-stream.js'
 import { RoomManager, type RoomManagerOptions } from '../../../src/core/room-manager.js'
 import { RoomStateSource } from '../../../src/core/room-state-source.js'
 import { ServerMetrics } from '../../../src/metrics.js'
-import { NO_ROOM_EVENTS } from '../../../src/ports/room-events.js'
+import { observeMetrics } from '../../../src/observers/metrics-observer.js'
 import type { SnapshotStore } from '../../../src/ports/snapshot-store.js'
 import type { UpdateJournal } from '../../../src/ports/update-journal.js'
 import { type LogEntry, recordingLogger } from '../../helpers/recording-logger.js'
@@ -78,6 +78,7 @@ export class TestWorld {
 export class TestServer {
   readonly manager: RoomManager
   readonly metrics = new ServerMetrics()
+  readonly events: EventStream
   readonly logs: LogEntry[] = []
   readonly pubsub: MemoryPubSub
   readonly journal: UpdateJournal
@@ -92,6 +93,7 @@ export class TestServer {
     setup: ServerSetup,
   ) {
     const logger = recordingLogger(this.logs)
+    this.events = new EventStream(logger)
     this.#joinWaitMs = setup.joinWaitMs ?? 30_000
     this.pubsub = setup.pubsub ?? new MemoryPubSub(id, world.bus)
     this.#registry = new MemoryRoomRegistry(
@@ -109,6 +111,9 @@ export class TestServer {
       fetchFromPeer: null,
       logger,
     })
+    // What the server wires: the core's events counted in its metrics.
+    const events = this.events
+    observeMetrics(events, this.metrics)
     this.manager = new RoomManager(
       {
         pubsub: this.pubsub,
@@ -116,8 +121,7 @@ export class TestServer {
         snapshots,
         journal: this.journal,
         stateSource,
-        metadata: new NoopMetadataSink(),
-        events: NO_ROOM_EVENTS,
+        events,
         metrics: this.metrics,
         logger,
       },
@@ -144,6 +148,7 @@ export class TestServer {
       transport: client.transport,
       limits: { ...LIMITS, ...limits },
       metrics: this.metrics,
+      events: this.events,
       logger: recordingLogger(this.logs),
     })
     client.plugInto((frame) => connection.receive(frame), leave)
