@@ -34,7 +34,9 @@ describe('journalStore: the update journal on ElastiCache (default) or MemoryDB'
     const server = containerNamed(template, 'server')
     assert.equal(environmentOf(server).JOURNAL, undefined)
     const { journal, pubsub } = parseConfig(sampleEnvironment(server)).backends
-    assert.deepEqual(journal, { ...pubsub, cluster: false })
+    assert.ok(pubsub.kind === 'redis')
+    const { flushMs: _publishWindow, ...connection } = pubsub // the journal is written at each turn's end
+    assert.deepEqual(journal, { ...connection, cluster: false })
   })
 
   describe('journalStore=memorydb', () => {
