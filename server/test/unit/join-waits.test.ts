@@ -1,15 +1,20 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { setImmediate as nextTurn } from 'node:timers/promises'
+import v8 from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { ControlledSnapshotStore } from '@symphony/test-helpers/controlled-store'
 import { deferred } from '@symphony/test-helpers/deferred'
+import { eventually } from '../../src/contracts/eventually.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import type { RoomManager } from '../../src/core/room-manager.js'
 import type { SnapshotHead } from '../../src/ports/snapshot-store.js'
 import { TestWorld } from './support/test-world.js'
 import { until } from './support/turns.js'
 
-const gc = (globalThis as { gc?: () => void }).gc
+// The collector, also where the process was not started with --expose-gc (`npm run test:unit`).
+v8.setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
 const DEPARTED = 200
 
 /** Counts load attempts (each starts with the head), failing them while `failLoads` is set. */
@@ -26,7 +31,6 @@ class CountingStore extends ControlledSnapshotStore {
  * signal (a reaction left on the room's load, a waiter never removed) keeps it alive.
  */
 async function freed(refs: WeakRef<object>[]): Promise<number> {
-  assert.ok(gc, 'run with --expose-gc (scripts/test.mjs does)')
   let count = 0
   for (let round = 0; round < 5 && count < refs.length; round++) {
     // A WeakRef's target is kept until the job that created or read it ends: collect on a later turn.
@@ -56,7 +60,7 @@ let world: TestWorld
 describe('joiners who stop waiting for a room', () => {
   afterEach(() => world.close())
 
-  it('leave nothing behind while its load keeps failing, and the load is retried for the one still waiting', async (t) => {
+  it('leave nothing behind while its load keeps failing, and the load is retried for the one still waiting', async () => {
     world = new TestWorld()
     const store = new CountingStore(world.snapshots)
     store.failLoads = true // the store is down, or the snapshot cannot be read
@@ -65,22 +69,28 @@ describe('joiners who stop waiting for a room', () => {
     const stays = new AbortController()
     const held = server.manager.acquire(room, stays.signal)
     held.catch(() => {})
-    t.after(() => stays.abort(new Error('the test ended'))) // else the load is retried forever
-    await until(() => store.heads >= 1, 'the load started')
+    try {
+      await until(() => store.heads >= 1, 'the load started')
+      const signals = await departures(server.manager, room)
+      assert.equal(server.manager.roomState(room), 'loading', 'still loading for the one who stays')
+      assert.equal(
+        await freed(signals),
+        DEPARTED,
+        'every departed joiner is freed while the load still fails',
+      )
 
-    const signals = await departures(server.manager, room)
-    assert.equal(server.manager.roomState(room), 'loading', 'still loading for the one who stays')
-    assert.equal(await freed(signals), DEPARTED, 'every departed joiner is freed while the load still fails')
-
-    const attempts = store.heads
-    await until(() => store.heads > attempts, 'the load is tried again', 2_000)
-    store.failLoads = false // the store is back: the one who stayed joins
-    const hold = await held
-    assert.equal(server.manager.roomState(room), 'live')
-    hold.release()
+      const attempts = store.heads
+      await eventually(() => store.heads > attempts, 'the load is tried again') // after its backoff timer
+      store.failLoads = false // the store is back: the one who stayed joins
+      const hold = await held
+      assert.equal(server.manager.roomState(room), 'live')
+      hold.release()
+    } finally {
+      stays.abort(new Error('the test ended')) // else the load is retried, and the world never closes
+    }
   })
 
-  it('leave nothing behind while it is being unloaded, and the one still waiting gets it back', async (t) => {
+  it('leave nothing behind while it is being unloaded, and the one still waiting gets it back', async () => {
     world = new TestWorld()
     const store = new ControlledSnapshotStore(world.snapshots)
     const server = world.server({ snapshots: store, options: { roomGraceMs: 0 } })
@@ -89,25 +99,28 @@ describe('joiners who stop waiting for a room', () => {
     await client.ready
     const saveHeld = deferred()
     store.saveGate = saveHeld.promise // the final save before unloading does not answer
-    t.after(() => saveHeld.resolve())
-    client.doc.getText('t').insert(0, 'x')
-    await until(
-      () => server.manager.loadedRoom(room)?.doc.getText('t').toString() === 'x',
-      'the edit applied',
-    )
-    client.disconnect()
-    await until(
-      () => server.manager.roomState(room) === 'unloading' && store.saveAttempts > 0,
-      'unloading, its save held',
-    )
+    try {
+      client.doc.getText('t').insert(0, 'x')
+      await until(
+        () => server.manager.loadedRoom(room)?.doc.getText('t').toString() === 'x',
+        'the edit applied',
+      )
+      client.disconnect()
+      await until(
+        () => server.manager.roomState(room) === 'unloading' && store.saveAttempts > 0,
+        'unloading, its save held',
+      )
 
-    const stays = server.manager.acquire(room, new AbortController().signal)
-    const signals = await departures(server.manager, room)
-    assert.equal(await freed(signals), DEPARTED, 'every departed joiner is freed while the room unloads')
+      const stays = server.manager.acquire(room, new AbortController().signal)
+      const signals = await departures(server.manager, room)
+      assert.equal(await freed(signals), DEPARTED, 'every departed joiner is freed while the room unloads')
 
-    saveHeld.resolve()
-    const hold = await stays
-    assert.equal(hold.room.doc.getText('t').toString(), 'x', 'the room, loaded again with its edit')
-    hold.release()
+      saveHeld.resolve()
+      const hold = await stays
+      assert.equal(hold.room.doc.getText('t').toString(), 'x', 'the room, loaded again with its edit')
+      hold.release()
+    } finally {
+      saveHeld.resolve() // else the world never closes
+    }
   })
 })
