@@ -14,14 +14,3 @@ export function deferred<T = void>(): Deferred<T> {
   })
   return { promise, resolve, reject }
 }
-
-/** `promise`, or `signal`'s reason once it aborts first. */
-export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise
-  if (signal.aborted) return Promise.reject(signal.reason)
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
-  })
-}

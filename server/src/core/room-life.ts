@@ -1,3 +1,5 @@
+import { Waiters } from '../waiters.js'
+
 /**
  * The states of one room instance on a server, from its first acquire until it is gone:
  *
@@ -84,7 +86,10 @@ export class RoomLife<Loaded> {
   #withoutGrace = false
   #queue: Promise<void> = Promise.resolve()
   #deletion: Promise<void> | null = null
-  #changeWaiters: (() => void)[] = []
+  readonly #changeWaiters = new Waiters<void>()
+  /** Those waiting for the load (`whenReady`): a joiner who leaves is removed, not kept until it settles. */
+  readonly #readyWaiters = new Waiters<Loaded>()
+  #readySettled = false
   /** Settles once loaded (rejects if the load failed). */
   readonly ready: Promise<Loaded>
   readonly #steps: RoomLifeSteps<Loaded>
@@ -95,7 +100,17 @@ export class RoomLife<Loaded> {
     this.#steps = options.steps
     this.#options = options
     this.ready = this.#run(() => this.#load())
-    this.ready.catch(() => {}) // the acquirers see the error
+    // The one reaction on `ready`: a load retried through an outage may not settle for long.
+    this.ready.then(
+      (loaded) => {
+        this.#readySettled = true
+        this.#readyWaiters.resolveAll(loaded)
+      },
+      (error) => {
+        this.#readySettled = true
+        this.#readyWaiters.rejectAll(error)
+      },
+    )
   }
 
   get state(): RoomState {
@@ -116,9 +131,19 @@ export class RoomLife<Loaded> {
     return this.#state === 'loading' || this.#state === 'live'
   }
 
-  /** Resolves at the next change of state. */
-  nextChange(): Promise<void> {
-    return new Promise((resolve) => this.#changeWaiters.push(resolve))
+  /** `ready`, or `signal`'s reason once it aborts first; a wait given up leaves nothing behind. */
+  whenReady(signal?: AbortSignal): Promise<Loaded> {
+    return this.#readySettled ? this.ready : this.#readyWaiters.wait(signal)
+  }
+
+  /** Resolves at the next change of state, or rejects with `signal`'s reason once it aborts first. */
+  nextChange(signal?: AbortSignal): Promise<void> {
+    return this.#changeWaiters.wait(signal)
+  }
+
+  /** How many wait now for the load or the next change of state. */
+  get waiting(): number {
+    return this.#readyWaiters.size + this.#changeWaiters.size
   }
 
   hold(): void {
@@ -255,9 +280,7 @@ export class RoomLife<Loaded> {
     }
     this.#state = next
     this.#options.onTransition?.(from, next)
-    const waiters = this.#changeWaiters
-    this.#changeWaiters = []
-    for (const resolve of waiters) resolve()
+    this.#changeWaiters.resolveAll()
   }
 
   /** Runs `step` after every step queued before it. */

@@ -1,7 +1,7 @@
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { within } from '../deadline.js'
-import { deferred, untilAborted } from '../deferred.js'
+import { deferred } from '../deferred.js'
 import { isOutOfSpace, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
@@ -243,7 +243,7 @@ export class RoomManager {
       life.hold()
       let loaded: Loaded
       try {
-        loaded = await untilAborted(life.ready, signal)
+        loaded = await life.whenReady(signal)
       } catch (error) {
         life.unhold()
         throw error
@@ -293,7 +293,7 @@ export class RoomManager {
     const name = life.name
     this.#waiting.set(name, (this.#waiting.get(name) ?? 0) + 1)
     try {
-      await untilAborted(life.nextChange(), signal)
+      await life.nextChange(signal)
     } finally {
       const left = (this.#waiting.get(name) ?? 1) - 1
       if (left === 0) this.#waiting.delete(name)
