@@ -1,4 +1,4 @@
-// Packs the packages apps install (client-lib/*) into tarballs, exactly as `npm publish` would
+// Packs the packages apps install (client-lib/*, and the server for apps that embed it) into tarballs, exactly as `npm publish` would
 // ship them. Run after `npm run build`: node scripts/pack-packages.mjs [destination]
 import { execFileSync } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 const root = fileURLToPath(new URL('..', import.meta.url))
 
 /** The workspaces published to the registry, each with README, LICENSE and CHANGELOG. */
-export const PUBLISHED_PACKAGES = ['client-lib/client', 'client-lib/react', 'client-lib/node']
+export const PUBLISHED_PACKAGES = ['client-lib/client', 'client-lib/react', 'client-lib/node', 'server']
 
 /** Packs every published package into `destination`; returns the tarballs' absolute paths. */
 export function packPackages(destination = resolve(root, 'client-lib/dist-packages')) {

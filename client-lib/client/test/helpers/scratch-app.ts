@@ -64,10 +64,10 @@ export function scratchApp(packages: string[], { server = false } = {}): string 
   const packed = execFileSync('node', [join(ROOT, 'scripts/pack-packages.mjs'), join(app, 'tarballs')], {
     encoding: 'utf8',
   })
-  const tarballs = packed.trim().split('\n')
-  assert.equal(tarballs.length, 3, 'client, react and node')
-  // The sync server too, for the examples that embed it (docs/embedding.md).
-  if (server) tarballs.push(packWorkspace('server', join(app, 'tarballs')))
+  const all = packed.trim().split('\n')
+  assert.equal(all.length, 4, 'client, react, node and the server')
+  // The sync server only for the examples that embed it (docs/embedding.md): it installs the AWS SDK.
+  const tarballs = server ? all : all.filter((tarball) => !/symphony-server-/.test(tarball))
   writeFileSync(
     join(app, 'package.json'),
     JSON.stringify({ name: 'scratch-app', private: true, type: 'module' }),
@@ -195,16 +195,6 @@ export function appSuite(packages: string[]): AppSuite {
     if (suite.app) rmSync(suite.app, { recursive: true, force: true })
   })
   return suite
-}
-
-/** Packs one workspace (built) into `destination`; returns the tarball's path. */
-function packWorkspace(workspace: string, destination: string): string {
-  const output = execFileSync(
-    'npm',
-    ['pack', '--json', '--workspace', workspace, '--pack-destination', destination],
-    { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
-  )
-  return join(destination, (JSON.parse(output) as { filename: string }[])[0]?.filename ?? '')
 }
 
 /** `name@<the version the repository has>`, or `name` (the registry's latest) when it has none. */
