@@ -378,7 +378,10 @@ export class RoomManager {
       retryUnloadMs: this.options.snapshot.retryMaxMs,
       steps: {
         load: () => this.#load(life),
-        saveBeforeUnload: (loaded) => loaded.writer.flush(),
+        saveBeforeUnload: async (loaded) => {
+          await loaded.room.approvalsSettled() // an update accepted after its author left is kept
+          await loaded.writer.flush()
+        },
         closeDeleted: (loaded) => {
           loaded.writer.stop()
           for (const connection of [...loaded.room.connections]) {

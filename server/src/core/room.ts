@@ -196,6 +196,8 @@ export class Room implements MemberRoom, MemoryHolder {
   #bigStructsInFlight = 0
   /** Bytes of big updates reserved and not all applied yet: an encode does not drop them. */
   #bigBytesInFlight = 0
+  /** The last of this room's updates waiting for `beforeApply` (see `#inApprovalTurn`). */
+  #approvals: Promise<void> = Promise.resolve()
   /** The document, charged to the server's memory budget by estimate. */
   readonly #documentMemory: DocumentMemory
   #shedding = false
@@ -743,20 +745,47 @@ export class Room implements MemberRoom, MemoryHolder {
    * again then, as other writers may have changed the room while the hook ran. Nothing of it is
    * journaled, applied or bound before.
    */
-  async #applyApproved(
+  #applyApproved(
     approval: UpdateApproval,
     connection: Writer,
     message: Message & { update: Uint8Array },
     frame: Uint8Array,
     receivedAt: number,
   ): Promise<void> {
-    await approval.approve(connection, message.update)
-    if (this.#destroyed) return
-    const checked = this.#checks.check(message.update, connection)
-    if (checked.authorship.kind !== 'apply') {
-      return this.#applyOnceBound(connection, message, frame, receivedAt, checked)
+    return this.#inApprovalTurn(async () => {
+      await approval.approve(connection, message.update)
+      if (this.#destroyed) return
+      const checked = this.#checks.check(message.update, connection)
+      if (checked.authorship.kind !== 'apply') {
+        return this.#applyOnceBound(connection, message, frame, receivedAt, checked)
+      }
+      this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
+    })
+  }
+
+  /**
+   * Runs `step` once every update before it is decided by `beforeApply` and, if accepted, applied:
+   * one at a time per room, so each check sees the room as the update before left it (two async
+   * checks side by side could each pass while both together break the app's rule).
+   */
+  #inApprovalTurn<T>(step: () => Promise<T>): Promise<T> {
+    const turn = this.#approvals.then(step)
+    this.#approvals = turn.then(
+      () => {},
+      () => {},
+    )
+    return turn
+  }
+
+  /**
+   * Resolves once no update waits for `beforeApply` (those accepted are applied by then): the room
+   * unloads only after, so an update accepted after its author left is still journaled and saved.
+   */
+  async approvalsSettled(): Promise<void> {
+    for (let tail = this.#approvals; ; tail = this.#approvals) {
+      await tail
+      if (tail === this.#approvals) return
     }
-    this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
   }
 
   async #applyOnceBound(
@@ -867,7 +896,8 @@ export class Room implements MemberRoom, MemoryHolder {
       const cut = await checkAndSlice(update, Y.encodeStateVector(this.doc), maxStructs)
       if (this.#destroyed) return
       // Checked whole on the worker by now: the app may build the document it would make.
-      if (this.#approval) await this.#approval.approve(connection, update)
+      const approval = this.#approval
+      if (approval) await this.#inApprovalTurn(() => approval.approve(connection, update))
       if (this.#destroyed) return
       // From here until it is applied, no other client writes where it does.
       const release = this.#checks.reserve(cut.ranges)

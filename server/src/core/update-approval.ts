@@ -39,6 +39,7 @@ export class UpdateApproval {
   async approve(writer: Writer, update: Uint8Array): Promise<void> {
     const { room, beforeApply, timeoutMs } = this.#init
     let scratch: { doc: Y.Doc; reserved: number } | null = null
+    let decided = false
     const context: UpdateToApply = {
       room,
       update,
@@ -47,6 +48,9 @@ export class UpdateApproval {
       connectionId: writer.origin ? null : (writer.id ?? null),
       version: writer.origin?.kind === 'restore' ? writer.origin.version : null,
       documentAfter: () => {
+        // Only while the hook decides: a copy made later (a hook past its time, or one that kept
+        // the update) would hold its memory charge and the copy for good.
+        if (decided) throw new Error('documentAfter() is available only while beforeApply decides')
         scratch ??= this.#scratchCopy(update)
         return scratch.doc
       },
@@ -62,6 +66,7 @@ export class UpdateApproval {
       this.#init.refused?.(writer, refusal.code)
       throw refusal
     } finally {
+      decided = true
       const made = scratch as { doc: Y.Doc; reserved: number } | null
       if (made) {
         made.doc.destroy()
