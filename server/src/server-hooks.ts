@@ -33,9 +33,14 @@ export interface ServerHooks {
    * before the WebSocket upgrade (the client waits for it). Throw `ConnectionRefusedError` to
    * refuse: HTTP 403 `CONNECTION_REFUSED` with your message; any other throw refuses with 500
    * `INTERNAL_ERROR` and is logged; no answer within `hookTimeoutMs` refuses with 503 `SERVER_BUSY`.
+   * A connection it lets in may still fail to join (the upgrade fails, the client goes away, the room
+   * or server is full): count joins with `onDisconnect`'s pair, the `connection.joined` event.
    */
   onConnect?: (connection: ConnectionInfo) => void | Promise<void>
-  /** A connection `onConnect` let in has ended; runs on its server. A throw (or a call past `hookTimeoutMs`) is logged. */
+  /**
+   * A connection that joined its room (`connection.joined`) has ended; runs on its server. A throw
+   * (or a call past `hookTimeoutMs`) is logged.
+   */
   onDisconnect?: (connection: ConnectionInfo) => void | Promise<void>
   /**
    * The room's document changed, debounced per room: called `onChangeDebounceMs` after the last

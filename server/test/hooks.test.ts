@@ -427,4 +427,51 @@ describe('app messages', () => {
     })
     assert.equal(alice.status, 'synced')
   })
+
+  it("handles at most 32 of one connection's messages at once, counted until each handler settles, even past hookTimeoutMs", async () => {
+    let settle: () => void = () => {}
+    const settled = new Promise<void>((resolve) => {
+      settle = resolve
+    })
+    let started = 0
+    const t = await startTestServer({
+      hookTimeoutMs: 100,
+      hooks: {
+        messages: {
+          slow: async () => {
+            started++
+            await settled // an app handler that hangs on its database, say
+            return 'done'
+          },
+        },
+      },
+    })
+    const room = uniqueRoom('messages-running')
+    const alice = nodeClient(t.wsUrl).enter(room)
+    const bob = nodeClient(t.wsUrl).enter(room)
+    await Promise.all([alice.whenSynced(), bob.whenSynced()])
+    const answers = await Promise.all(
+      Array.from({ length: 34 }, () =>
+        alice.request('slow', {}).then(
+          () => 'replied',
+          (error: SymphonyClientError) => String(error.details.serverCode),
+        ),
+      ),
+    )
+    assert.equal(answers.filter((answer) => answer === 'HOOK_TIMEOUT').length, 32)
+    assert.equal(answers.filter((answer) => answer === 'TOO_MANY_MESSAGES').length, 2)
+    assert.equal(started, 32)
+    // Timed out, yet still running: they still count, for alice alone.
+    const more = (await alice.request('slow', {}).catch((error) => error)) as SymphonyClientError
+    assert.equal(more.details.serverCode, 'TOO_MANY_MESSAGES')
+    settle()
+    await eventually(async () => {
+      const answer = await alice.request('slow', {}).then(
+        (data) => data,
+        (error: SymphonyClientError) => error.details.serverCode,
+      )
+      return answer === 'done'
+    }, 'alice is served again once her handlers settled')
+    assert.equal(await bob.request('slow', {}), 'done')
+  })
 })

@@ -33,7 +33,7 @@ export type ClientErrorCode =
   | 'PRESENCE_TOO_BIG'
   /**
    * `room.request`: the server's app answered with an error; `details.serverCode` says which
-   * (`MESSAGE_REFUSED` with its reason, `UNKNOWN_MESSAGE_TYPE`, `MESSAGE_FAILED`, `HOOK_TIMEOUT`).
+   * (`MESSAGE_REFUSED` with its reason, `UNKNOWN_MESSAGE_TYPE`, `MESSAGE_FAILED`, `HOOK_TIMEOUT`, `TOO_MANY_MESSAGES`).
    */
   | 'MESSAGE_REFUSED'
   /** `room.request` while the room is not connected: nothing was sent. */

@@ -212,7 +212,7 @@ export class Room<P extends object = Record<string, unknown>> {
    * Sends `data` (any JSON) to the handler the server's app defines for `type`
    * (`createSyncServer({ hooks: { messages } })`) and resolves with its answer. Rejects with
    * `MESSAGE_REFUSED` (`details.serverCode`: `MESSAGE_REFUSED` with the app's reason,
-   * `UNKNOWN_MESSAGE_TYPE`, `MESSAGE_FAILED`, `HOOK_TIMEOUT`), `NOT_CONNECTED` (nothing sent), or
+   * `UNKNOWN_MESSAGE_TYPE`, `MESSAGE_FAILED`, `HOOK_TIMEOUT`, `TOO_MANY_MESSAGES`), `NOT_CONNECTED` (nothing sent), or
    * `NO_REPLY` (the connection closed, or `timeoutMs` passed, first: it may have been handled).
    * The server caps a message like a presence state (16 KiB by default).
    *

@@ -6,6 +6,13 @@ import { checkBroadcast, encodeAppReply } from '../protocol/codec.js'
 import { type AppMessage, type AppMessageHandler, HookRefusal } from '../server-hooks.js'
 import type { RoomMember } from './room-member.js'
 
+/**
+ * How many of one connection's app messages may be handled at once. Fixed, not a setting: a client
+ * that waits for its replies never meets it, and it bounds what a connection can make the server
+ * hold (32 × `MAX_PRESENCE_BYTES`) even when the app's handler never settles.
+ */
+export const MAX_APP_MESSAGES_RUNNING = 32
+
 /** What a room's app messages are handled with. */
 export interface AppMessagesInit {
   room: string
@@ -24,11 +31,13 @@ export interface AppMessagesInit {
 /**
  * The app's own message types (`hooks.messages`): each request is handed to its handler with
  * the room and the sender's identity, and the sender alone gets the answer. Handlers run
- * concurrently (a slow one holds no other frame); how many one connection has running is bounded
- * by its message rate times `timeoutMs`.
+ * concurrently (a slow one holds no other frame), at most `MAX_APP_MESSAGES_RUNNING` per
+ * connection, counted until each handler really settles (a handler past `timeoutMs` still runs,
+ * and holds what it was given).
  */
 export class AppMessages {
   readonly #init: AppMessagesInit
+  readonly #running = new WeakMap<RoomMember, number>()
 
   constructor(init: AppMessagesInit) {
     this.#init = init
@@ -46,6 +55,13 @@ export class AppMessages {
       this.#reply(sender, { id, error: { code: 'UNKNOWN_MESSAGE_TYPE', message: `no handler for ${type}` } })
       return
     }
+    const running = this.#running.get(sender) ?? 0
+    if (running >= MAX_APP_MESSAGES_RUNNING) {
+      const message = `${MAX_APP_MESSAGES_RUNNING} of this connection's messages are being handled; wait for their replies`
+      this.#reply(sender, { id, error: { code: 'TOO_MANY_MESSAGES', message } })
+      return
+    }
+    this.#running.set(sender, running + 1)
     const message: AppMessage = {
       room,
       type,
@@ -57,11 +73,10 @@ export class AppMessages {
         this.#init.broadcast(new TextEncoder().encode(JSON.stringify(event ?? null)), this.#init.serverSender)
       },
     }
-    within(
-      Promise.resolve().then(() => handler(message)),
-      this.#init.timeoutMs,
-      `the ${type} message handler`,
-    ).then(
+    const handled = Promise.resolve().then(() => handler(message))
+    const settled = () => this.#running.set(sender, (this.#running.get(sender) ?? 1) - 1)
+    handled.then(settled, settled)
+    within(handled, this.#init.timeoutMs, `the ${type} message handler`).then(
       (result) => this.#reply(sender, { id, data: result ?? null }),
       (error: unknown) => this.#reply(sender, { id, error: this.#errorOf(error, type) }),
     )

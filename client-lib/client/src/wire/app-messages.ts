@@ -30,6 +30,8 @@ export type AppMessageErrorCode =
   | 'MESSAGE_FAILED'
   /** The handler did not answer within the server's `HOOK_TIMEOUT_MS`. */
   | 'HOOK_TIMEOUT'
+  /** This connection already has as many messages being handled as the server allows: wait for their replies. */
+  | 'TOO_MANY_MESSAGES'
 
 /** The server's answer to one `AppRequest`. */
 export type AppReply =
