@@ -64,8 +64,9 @@ export interface ServerHooks {
    * accept; call `refuse(reason)` to refuse: the author's connection is closed with 4422
    * `UpdateRefused` and the reason, a REST write answers 422 `UPDATE_REFUSED`. Any other throw
    * refuses too, and is logged; a hook that does not settle within `hookTimeoutMs` refuses as
-   * busy (1013 / 503 `SERVER_BUSY`). A client's next frames wait for the verdict, so its updates
-   * apply in the order sent; other clients and rooms go on meanwhile.
+   * busy (1013 / 503 `SERVER_BUSY`). A room's updates are decided one at a time, each against the
+   * room with the one before applied: a client's updates apply in the order sent, and the room's
+   * other writers wait for the verdict (other rooms go on).
    */
   beforeApply?: (update: UpdateToApply) => void | Promise<void>
   /**
