@@ -15,3 +15,11 @@ export function within<T>(operation: Promise<T>, ms: number, what: string): Prom
   })
   return Promise.race([operation, deadline]).finally(() => clearTimeout(timer))
 }
+
+/**
+ * `within` for a call into code that is not ours (an app's hook): a synchronous throw becomes a
+ * rejection like an asynchronous one, so one `catch` sees both.
+ */
+export function callWithin<T>(call: () => T | Promise<T>, ms: number, what: string): Promise<T> {
+  return within(Promise.resolve().then(call), ms, what)
+}

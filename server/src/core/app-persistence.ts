@@ -1,5 +1,5 @@
 import * as Y from 'yjs'
-import { within } from '../deadline.js'
+import { callWithin } from '../deadline.js'
 import type { Logger } from '../logger.js'
 import type { ServerHooks } from '../server-hooks.js'
 
@@ -32,11 +32,7 @@ export class AppPersistence {
   async seed(room: string): Promise<Uint8Array | null> {
     const { onLoad } = this.#init.hooks
     if (!onLoad) return null
-    const seed = await within(
-      Promise.resolve().then(() => onLoad({ room })),
-      this.#init.timeoutMs,
-      'the onLoad hook',
-    )
+    const seed = await callWithin(() => onLoad({ room }), this.#init.timeoutMs, 'the onLoad hook')
     if (seed != null && !(seed instanceof Uint8Array))
       throw new TypeError('onLoad must return a Yjs update (a Uint8Array) or nothing')
     return seed && seed.length > 0 ? seed : null
@@ -48,8 +44,8 @@ export class AppPersistence {
     if (!onStore) return true
     let doc: Y.Doc | null = null
     try {
-      await within(
-        Promise.resolve().then(() =>
+      await callWithin(
+        () =>
           onStore({
             room,
             state,
@@ -61,7 +57,6 @@ export class AppPersistence {
               return doc
             },
           }),
-        ),
         this.#init.timeoutMs,
         'the onStore hook',
       )

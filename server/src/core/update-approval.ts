@@ -1,5 +1,5 @@
 import * as Y from 'yjs'
-import { DeadlineError, within } from '../deadline.js'
+import { callWithin, DeadlineError } from '../deadline.js'
 import { ServerBusyError, UpdateRefusedError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import { HookRefusal, type ServerHooks, type UpdateToApply } from '../server-hooks.js'
@@ -56,11 +56,7 @@ export class UpdateApproval {
       },
     }
     try {
-      await within(
-        Promise.resolve().then(() => beforeApply(context)),
-        timeoutMs,
-        'the beforeApply hook',
-      )
+      await callWithin(() => beforeApply(context), timeoutMs, 'the beforeApply hook')
     } catch (error) {
       const refusal = this.#refusal(error)
       this.#init.refused?.(writer, refusal.code)

@@ -1,5 +1,5 @@
 import type { ServerEvents } from '../core/server-events.js'
-import { within } from '../deadline.js'
+import { callWithin } from '../deadline.js'
 import type { Logger } from '../logger.js'
 import {
   type ChangeInfo,
@@ -21,8 +21,7 @@ export function observeHooks(
 ): HooksObserver {
   const { onDisconnect, onChange } = hooks
   // A call that hangs is logged once it is late; it goes on, and the next calls do not wait for it.
-  const bounded = (call: () => unknown, what: string) =>
-    within(Promise.resolve().then(call), hookTimeoutMs, `the ${what} hook`)
+  const bounded = (call: () => unknown, what: string) => callWithin(call, hookTimeoutMs, `the ${what} hook`)
   if (onDisconnect) {
     events.on('connection.left', ({ room, connectionId, userId, name, info, access }) => {
       // The event's own fields only: the app keeps nothing of the stream's objects.

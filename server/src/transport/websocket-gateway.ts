@@ -22,7 +22,7 @@ import type { EventStream } from '../core/event-stream.js'
 import type { MemoryBudget } from '../core/memory-budget.js'
 import type { RoomManager } from '../core/room-manager.js'
 import type { ConnectionInfo } from '../core/server-events.js'
-import { DeadlineError, within } from '../deadline.js'
+import { callWithin, DeadlineError } from '../deadline.js'
 import { AUTH_FAILED, httpAnswer } from '../error-answers.js'
 import type { Logger } from '../logger.js'
 import { type Capabilities, capabilitiesFrom } from '../protocol/capabilities.js'
@@ -174,10 +174,11 @@ export class WebSocketGateway {
       const { userId, name, info, access } = identity
       const timeoutMs = this.#hookTimeoutMs
       try {
-        const call = Promise.resolve().then(() =>
-          onConnect({ room, connectionId: id, userId, name, info, access }),
+        await callWithin(
+          () => onConnect({ room, connectionId: id, userId, name, info, access }),
+          timeoutMs,
+          'the onConnect hook',
         )
-        await within(call, timeoutMs, 'the onConnect hook')
       } catch (error) {
         if (error instanceof DeadlineError) {
           this.deps.logger.warn(
