@@ -7,6 +7,7 @@ import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-o
 import type { PubSub, RoomMessageHandler } from '../ports/pubsub.js'
 import { isRoomDeletedFrame } from '../protocol/codec.js'
 import { ChannelPeers, type SentMark } from './channel-peers.js'
+import { chunks, MAX_ITEMS_PER_COMMAND } from './command-batches.js'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './redis-connection.js'
 import { DependencyLinks, RedisLink } from './redis-link.js'
 import { roomKey } from './room-keys.js'
@@ -20,8 +21,6 @@ const PUBLISH_MANY = `
 local receivers = {}
 for i = 1, #ARGV, 2 do receivers[#receivers + 1] = redis.call('PUBLISH', ARGV[i], ARGV[i + 1]) end
 return receivers`
-
-const MAX_MESSAGES_PER_COMMAND = 1_000
 
 type PublisherCommands = Redis & {
   publishMany(...channelsAndMessages: (string | Buffer)[]): Promise<number[]>
@@ -186,10 +185,9 @@ export class RedisPubSub implements PubSub {
     this.#marks = []
     // While ioredis reconnects it queues the command, which keeps its place among later ones.
     const publisher = this.#publisher.connection as PublisherCommands
-    // Bounded commands: a turn may hold tens of thousands of messages, past V8's argument limit.
-    for (let start = 0; start < all.length; start += 2 * MAX_MESSAGES_PER_COMMAND) {
-      const batch = all.slice(start, start + 2 * MAX_MESSAGES_PER_COMMAND)
-      const marks = allMarks.slice(start / 2, start / 2 + MAX_MESSAGES_PER_COMMAND)
+    const markRuns = chunks(allMarks, MAX_ITEMS_PER_COMMAND)
+    for (const [run, batch] of chunks(all, 2 * MAX_ITEMS_PER_COMMAND).entries()) {
+      const marks = markRuns[run] ?? []
       let sent: Promise<number[]>
       try {
         sent =

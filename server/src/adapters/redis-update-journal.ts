@@ -3,6 +3,7 @@ import { within } from '../deadline.js'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
+import { chunks, MAX_ITEMS_PER_COMMAND } from './command-batches.js'
 import { DEFAULT_REDIS_LINK, type RedisConnection, type RedisLinkSettings } from './redis-connection.js'
 import { DependencyLinks, RedisLink } from './redis-link.js'
 import { roomKey } from './room-keys.js'
@@ -137,7 +138,7 @@ export class RedisUpdateJournal implements UpdateJournal {
     this.#pending = []
     // A Redis Cluster (MemoryDB) runs a command on one slot: there, a command per room.
     const groups = (this.#cluster ? byRoom(batch) : [batch]).flatMap((group) =>
-      chunks(group, MAX_APPENDS_PER_COMMAND),
+      chunks(group, MAX_ITEMS_PER_COMMAND),
     )
     for (const group of groups) {
       this.#within(this.#appendAll(group), 'a journal append').then(
@@ -211,15 +212,6 @@ export class RedisUpdateJournal implements UpdateJournal {
   #stream(room: string, writer: string): string {
     return `${this.#prefix}journal:{${roomKey(room)}}:${writer}`
   }
-}
-
-const MAX_APPENDS_PER_COMMAND = 1_000
-
-function chunks<T>(items: T[], size: number): T[][] {
-  if (items.length <= size) return [items]
-  const out: T[][] = []
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
-  return out
 }
 
 function byRoom(appends: PendingAppend[]): PendingAppend[][] {
