@@ -7,6 +7,7 @@ import { CloseCode } from '@symphony/client/wire'
 import { cleanUpAfterTest } from '@symphony/test-helpers/cleanup'
 import { connectSynced, eventually, uniqueRoom } from '@symphony/test-helpers/clients'
 import { metricValue } from '@symphony/test-helpers/cluster'
+import { deferred } from '@symphony/test-helpers/deferred'
 import { destroyNodeClients } from '@symphony/test-helpers/node-client'
 import { startTestServer, type TestServer } from '@symphony/test-helpers/test-server'
 import * as Y from 'yjs'
@@ -17,21 +18,12 @@ afterEach(async () => {
   await cleanUpAfterTest()
 })
 
-/** A promise and the function that resolves it. */
-function gate(): { opened: Promise<void>; open(): void } {
-  let open!: () => void
-  const opened = new Promise<void>((resolve) => {
-    open = resolve
-  })
-  return { opened, open }
-}
-
 const updatesReceived = async (t: TestServer) =>
   metricValue(await (await fetch(`${t.httpUrl}/metrics`)).text(), 'symphony_messages_received_total')
 
 describe('beforeApply, one update at a time per room', () => {
   it('two writers each within an async "at most 10 characters" check cannot together pass it', async () => {
-    const first = gate()
+    const first = deferred()
     const lengths: number[] = []
     const t = await startTestServer({
       hooks: {
@@ -39,7 +31,7 @@ describe('beforeApply, one update at a time per room', () => {
           if (update.origin !== 'client') return
           const length = update.documentAfter().getText('title').length
           lengths.push(length)
-          if (lengths.length === 1) await first.opened // the app asks its database, say
+          if (lengths.length === 1) await first.promise // the app asks its database, say
           if (length > 10) refuse('a title has at most 10 characters')
         },
       },
@@ -55,14 +47,14 @@ describe('beforeApply, one update at a time per room', () => {
     )
     tab2.doc.getText('title').insert(0, 'bbbbbb')
     await eventually(async () => (await updatesReceived(t)) > before, "the server received tab 2's update")
-    first.open()
+    first.resolve()
     assert.equal(await refused, 4422, 'the second update is checked against the room with the first in it')
     assert.deepEqual(lengths, [6, 12])
     assert.equal(((await t.server.room(room).toJSON()) as { title: string }).title, 'aaaaaa')
   })
 
   it('an update accepted after its author left is applied and saved before the room unloads', async () => {
-    const decide = gate()
+    const decide = deferred()
     let asked = false
     const t = await startTestServer({
       hookTimeoutMs: 10_000,
@@ -70,7 +62,7 @@ describe('beforeApply, one update at a time per room', () => {
         beforeApply: async (update) => {
           if (update.origin !== 'client') return
           asked = true
-          await decide.opened
+          await decide.promise
         },
       },
     })
@@ -80,7 +72,7 @@ describe('beforeApply, one update at a time per room', () => {
     await eventually(() => asked, 'the hook is deciding')
     bob.destroy()
     await eventually(() => t.server.manager.roomState(room) === 'unloading', 'the room starts to unload')
-    decide.open()
+    decide.resolve()
     await eventually(() => t.server.manager.roomState(room) === 'gone', 'the room unloaded')
     assert.equal((await t.server.room(room).toJSON()).t, 'typed, then the tab closed')
   })
@@ -88,21 +80,18 @@ describe('beforeApply, one update at a time per room', () => {
 
 describe('documentAfter() outside the decision', () => {
   it('called by a hook past hookTimeoutMs, it throws and charges nothing', async () => {
-    const late = gate()
-    let reported: (outcome: unknown) => void = () => {}
-    const outcome = new Promise<unknown>((resolve) => {
-      reported = resolve
-    })
+    const late = deferred()
+    const outcome = deferred<unknown>()
     const t = await startTestServer({
       hookTimeoutMs: 100,
       hooks: {
         beforeApply: async (update) => {
           if (update.origin !== 'client') return
-          await late.opened
+          await late.promise
           try {
-            reported(update.documentAfter())
+            outcome.resolve(update.documentAfter())
           } catch (error) {
-            reported(error)
+            outcome.resolve(error)
           }
         },
       },
@@ -117,8 +106,8 @@ describe('documentAfter() outside the decision', () => {
     )
     alice.doc.getText('t').insert(0, 'y')
     assert.equal(await closed, CloseCode.TryAgainLater, 'refused as busy past hookTimeoutMs')
-    late.open()
-    assert.match(String(await outcome), /only while beforeApply decides/)
+    late.resolve()
+    assert.match(String(await outcome.promise), /only while beforeApply decides/)
     assert.equal(t.server.memory.usedBy('big-update'), 0)
   })
 

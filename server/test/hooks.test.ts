@@ -429,10 +429,7 @@ describe('app messages', () => {
   })
 
   it("handles at most 32 of one connection's messages at once, counted until each handler settles, even past hookTimeoutMs", async () => {
-    let settle: () => void = () => {}
-    const settled = new Promise<void>((resolve) => {
-      settle = resolve
-    })
+    const settled = deferred()
     let started = 0
     const t = await startTestServer({
       hookTimeoutMs: 100,
@@ -440,7 +437,7 @@ describe('app messages', () => {
         messages: {
           slow: async () => {
             started++
-            await settled // an app handler that hangs on its database, say
+            await settled.promise // an app handler that hangs on its database, say
             return 'done'
           },
         },
@@ -464,7 +461,7 @@ describe('app messages', () => {
     // Timed out, yet still running: they still count, for alice alone.
     const more = (await alice.request('slow', {}).catch((error) => error)) as SymphonyClientError
     assert.equal(more.details.serverCode, 'TOO_MANY_MESSAGES')
-    settle()
+    settled.resolve()
     await eventually(async () => {
       const answer = await alice.request('slow', {}).then(
         (data) => data,
