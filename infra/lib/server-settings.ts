@@ -34,6 +34,7 @@ export const TUNABLE_SERVER_SETTINGS = {
   AWS_MAX_SOCKETS: integer,
   AWS_CONNECT_TIMEOUT_MS: integer,
   AWS_REQUEST_TIMEOUT_MS: integer,
+  AWS_IDLE_TIMEOUT_MS: integer,
   PING_INTERVAL_MS: integer,
   MAX_MESSAGE_BYTES: integer,
   MAX_DOCUMENT_BYTES: integer,

@@ -9,6 +9,7 @@ export const DEFAULT_AWS_HTTP = {
   maxSockets: 128,
   connectTimeoutMs: 3_000,
   requestTimeoutMs: 60_000,
+  idleTimeoutMs: 10_000,
 } as const
 
 /** Where the AWS adapters connect; credentials come from the SDK's default chain. */
@@ -25,6 +26,11 @@ export interface AwsClientOptions {
   connectTimeoutMs?: number | undefined
   /** The longest one request may take, queueing included, before it fails and is retried (`AWS_REQUEST_TIMEOUT_MS`). */
   requestTimeoutMs?: number | undefined
+  /**
+   * The longest a request's socket may stay silent, either way, before the call fails and is
+   * retried (`AWS_IDLE_TIMEOUT_MS`): a request lost on the way never answers at all.
+   */
+  idleTimeoutMs?: number | undefined
 }
 
 /**

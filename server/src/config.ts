@@ -110,6 +110,7 @@ const environment = z.object({
   AWS_MAX_SOCKETS: int(1, 10_000, DEFAULT_AWS_HTTP.maxSockets),
   AWS_CONNECT_TIMEOUT_MS: int(100, 600_000, DEFAULT_AWS_HTTP.connectTimeoutMs),
   AWS_REQUEST_TIMEOUT_MS: int(100, 3_600_000, DEFAULT_AWS_HTTP.requestTimeoutMs),
+  AWS_IDLE_TIMEOUT_MS: int(100, 600_000, DEFAULT_AWS_HTTP.idleTimeoutMs),
   INTERNAL_PORT: int(0, 65535, 9234),
   INTERNAL_HOST: optionalText,
   INTERNAL_TOKEN: optionalText.refine((s) => !s || s.length >= 16, 'must be at least 16 characters'),
@@ -209,6 +210,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     maxSockets: vars.AWS_MAX_SOCKETS,
     connectTimeoutMs: vars.AWS_CONNECT_TIMEOUT_MS,
     requestTimeoutMs: vars.AWS_REQUEST_TIMEOUT_MS,
+    idleTimeoutMs: vars.AWS_IDLE_TIMEOUT_MS,
   }
   return {
     port: vars.PORT,

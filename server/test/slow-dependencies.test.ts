@@ -135,4 +135,36 @@ describe('slow dependencies', () => {
     )
     link.restore()
   })
+
+  it('a store call lost on the way fails after AWS_IDLE_TIMEOUT_MS of silence: a room deleted meanwhile leaves this server and comes back empty', async () => {
+    const settings = { API_SECRET: API_SECRET, SNAPSHOT_INTERVAL_MS: '100', ROOM_GRACE_MS: '5000' }
+    const deleter = await cluster.start('lost-call-deleter', settings)
+    // An hour for the whole call: only the idle timeout can end a request that was swallowed.
+    const { link, server } = await serverBehindLink('lost-call', {
+      ...settings,
+      AWS_REQUEST_TIMEOUT_MS: '3600000',
+      AWS_IDLE_TIMEOUT_MS: '500',
+    })
+    const room = await storedRoom('lost-call', 'old ')
+    const here = connectClient(server.wsUrl, room)
+    const there = connectClient(deleter.wsUrl, room)
+    await Promise.all([synced(here), synced(there)])
+    const closedHere = new Promise<number>((resolve) =>
+      here.provider.once('connection-close', (event: { code?: number } | null) => resolve(event?.code ?? 0)),
+    )
+    link.blackhole()
+    here.doc.getText('t').insert(4, 'unsaved')
+    await until(() => link.dropped > 0, 'a snapshot save swallowed by the link')
+    const deleted = await fetch(`http://127.0.0.1:${deleter.port}/api/v1/rooms/${encodeURIComponent(room)}`, {
+      method: 'DELETE',
+      headers: { Authorization: `Bearer ${API_SECRET}` },
+    })
+    assert.equal(deleted.status, 204)
+    link.restore() // the swallowed call stays hung: its socket hears nothing ever again
+    assert.equal(await closedHere, CloseCode.RoomDeleted, 'the deletion reached this server')
+    // The room leaves this server only once its save in flight is over; joiners wait for that.
+    const fresh = connectClient(server.wsUrl, room)
+    await until(() => fresh.provider.synced, 'the fresh client synced (the lost call ended)', 30_000)
+    assert.equal(fresh.doc.getText('t').toString(), '', 'the new incarnation, empty')
+  })
 })

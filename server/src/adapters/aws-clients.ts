@@ -16,6 +16,10 @@ export interface AwsClients {
  *   the TCP connect only.
  * - Its `requestTimeout` only logs a warning unless `throwOnRequestTimeout` is set: without it an
  *   endpoint that accepts and never answers would hang room loads and unloads for good.
+ * - `requestTimeout` bounds the whole call, so it must allow the biggest snapshot on a slow link;
+ *   `socketTimeout` bounds silence, so a request dropped on the way (a link that loses packets)
+ *   fails within it instead: a save hung for a minute held the room's deletion and its joiners
+ *   that long (issue #37's fault suite).
  * Failed calls are retried (the SDK's attempts, then the core's backoff).
  */
 function requestHandler(options: AwsClientOptions) {
@@ -28,6 +32,7 @@ function requestHandler(options: AwsClientOptions) {
     httpsAgent,
     requestTimeout: options.requestTimeoutMs ?? DEFAULT_AWS_HTTP.requestTimeoutMs,
     throwOnRequestTimeout: true,
+    socketTimeout: options.idleTimeoutMs ?? DEFAULT_AWS_HTTP.idleTimeoutMs,
   }
 }
 

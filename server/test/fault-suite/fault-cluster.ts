@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { apiRoomPath, internalAuthorization, internalRoomPath } from '@symphony/client/wire'
 import { freePort, type MotoService, type RedisService, startRedis } from '@symphony/dev-scripts/services'
 import { createAwsClients } from '../../src/adapters/aws-clients.js'
@@ -215,6 +217,21 @@ export class FaultCluster {
       }
     }
     return [...counts].map(([msg, count]) => ({ msg, count })).sort((a, b) => b.count - a.count)
+  }
+
+  /**
+   * Writes every server process's log lines, one file per process (`s1g2.jsonl`: server 1's
+   * second start), into `dir`, for a replay that needs more than the report's error summary.
+   */
+  writeLogs(dir: string): void {
+    mkdirSync(dir, { recursive: true })
+    for (const started of this.#processes) {
+      const serverId = String(started.logs[0]?.serverId ?? `pid${started.child.pid}`)
+      writeFileSync(
+        join(dir, `${serverId}.jsonl`),
+        started.logs.map((entry) => JSON.stringify(entry)).join('\n'),
+      )
+    }
   }
 
   /** Kills what is left: servers, links and Redis; moto, the caller's, is only resumed should a fault have left it stopped. */

@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import type { MotoService } from '@symphony/dev-scripts/services'
 import { eventually, uniqueRoom } from '../helpers/clients.js'
 import { randomFromSeed } from '../helpers/seeded-random.js'
@@ -125,6 +126,8 @@ export async function runFaults({
   } finally {
     pins.destroy()
     await Promise.all(writers.map((writer) => writer.stop(0)))
+    const logDir = process.env.SYMPHONY_FAULT_SUITE_LOGS
+    if (logDir) cluster.writeLogs(join(logDir, `${profile.name}-${seed}`))
     await cluster.stop()
   }
 }

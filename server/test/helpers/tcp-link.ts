@@ -18,6 +18,8 @@ export class TcpLink {
   #mode: Mode = { kind: 'open' }
   /** Connections accepted so far (reset ones included), for a test that waits for retries. */
   accepted = 0
+  /** Chunks a black hole swallowed so far, for a test that waits until a request is lost. */
+  dropped = 0
   private constructor(
     private readonly server: Server,
     readonly port: number,
@@ -122,7 +124,10 @@ export class TcpLink {
       if (next) timer = setTimeout(drain, Math.max(0, next.at - performance.now()))
     }
     from.on('data', (chunk: Buffer) => {
-      if (this.#hung.has(from) || this.#mode.kind === 'blackhole') return
+      if (this.#hung.has(from) || this.#mode.kind === 'blackhole') {
+        this.dropped++
+        return
+      }
       const delayMs = this.#mode.kind === 'slow' ? this.#mode.delayMs : 0
       if (delayMs === 0 && queue.length === 0) {
         to.write(chunk)

@@ -144,10 +144,16 @@ describe('configuration', () => {
       AWS_MAX_SOCKETS: '500',
       AWS_CONNECT_TIMEOUT_MS: '1000',
       AWS_REQUEST_TIMEOUT_MS: '20000',
+      AWS_IDLE_TIMEOUT_MS: '4000',
     }).backends.snapshots
     assert.deepEqual(
-      tuned.kind === 's3' && [tuned.aws.maxSockets, tuned.aws.connectTimeoutMs, tuned.aws.requestTimeoutMs],
-      [500, 1_000, 20_000],
+      tuned.kind === 's3' && [
+        tuned.aws.maxSockets,
+        tuned.aws.connectTimeoutMs,
+        tuned.aws.requestTimeoutMs,
+        tuned.aws.idleTimeoutMs,
+      ],
+      [500, 1_000, 20_000, 4_000],
     )
     const snapshotsOf = (url: string) => parseConfig({ AUTH: 'none', SNAPSHOTS: url }).backends.snapshots
     const noSlash = snapshotsOf('s3://my-bucket/rooms')
