@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { createServer } from 'node:net'
 import { afterEach, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { connectClient, connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { metricValue, REGISTRY_LEASE_MS, useTestCluster } from './helpers/cluster.js'
@@ -214,6 +215,45 @@ describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (m
       atB.doc.getText('t').insert(0, '> ')
       await eventually(() => atA.doc.getText('t').toString() === '> before during', 'A hears B again', 20_000)
       await until(async () => Object.values(await dependencies()).every((d) => d.ok), 'B shows all up')
+    } finally {
+      link.close()
+      a.child.kill('SIGKILL')
+      b.child.kill('SIGKILL')
+    }
+  })
+
+  it('a server cut off from Redis while a room it holds idle is deleted elsewhere drops it once its link is back', async () => {
+    const apiSecret = 'a-rest-api-secret-of-32-characters!'
+    const link = await TcpLink.open(cluster.redis.port)
+    const a = await cluster.start('c5d-a', { API_SECRET: apiSecret })
+    const b = await cluster.start('c5d-b', {
+      API_SECRET: apiSecret,
+      PUBSUB: `redis://127.0.0.1:${link.port}`,
+    })
+    try {
+      // Stored, never edited here: nothing for b to save, so no save of b's meets the tombstone.
+      const room = uniqueRoom('missed-deletion')
+      const stored = new Y.Doc()
+      stored.getText('t').insert(0, 'deleted content')
+      await cluster.putSnapshot(room, Y.encodeStateAsUpdate(stored))
+      await connectSynced(a.wsUrl, room)
+      const atB = await connectSynced(b.wsUrl, room)
+      assert.equal(atB.doc.getText('t').toString(), 'deleted content')
+      let closedAtB: number | null = null
+      atB.provider.once('connection-close', (event: { code?: number } | null) => {
+        closedAtB = event?.code ?? 0
+      })
+      link.cut() // b's subscription is gone: the deletion notice never reaches it
+      const deleted = await fetch(`${a.httpUrl}/api/v1/rooms/${encodeURIComponent(room)}`, {
+        method: 'DELETE',
+        headers: { Authorization: `Bearer ${apiSecret}` },
+      })
+      assert.equal(deleted.status, 204)
+      link.restore()
+      await until(async () => closedAtB !== null, 'b finds the deletion it missed')
+      assert.equal(closedAtB, CloseCode.RoomDeleted)
+      const fresh = await connectSynced(b.wsUrl, room)
+      assert.equal(fresh.doc.getText('t').toString(), '', 'the next incarnation, empty')
     } finally {
       link.close()
       a.child.kill('SIGKILL')

@@ -5,6 +5,7 @@ import { RedisPubSub } from '../src/adapters/redis-pubsub.js'
 import { RedisUpdateJournal } from '../src/adapters/redis-update-journal.js'
 import { DependencyHealth } from '../src/dependency-health.js'
 import type { Dependency } from '../src/ports/dependency-outcomes.js'
+import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../src/protocol/codec.js'
 import { eventually, uniqueRoom } from './helpers/clients.js'
 import { type LogEntry, recordingLogger } from './helpers/recording-logger.js'
 import { requireTestServices, uniqueName } from './helpers/services.js'
@@ -196,6 +197,8 @@ describe('the pub/sub links', () => {
   it('half-open: the heartbeats find both dead connections, and b gets its room again on new ones', async () => {
     const { link, url } = await openLink()
     const { a, b, room, received, health, logs, close } = await twoServers(url)
+    let losses = 0
+    b.onPossibleLoss(() => losses++)
     try {
       link.blackhole()
       await until(() => !health.ok('pubsub'), 'pub/sub shows down')
@@ -205,10 +208,33 @@ describe('the pub/sub links', () => {
       received.length = 0
       await untilDelivered(a, room, received, 'b receives the room it held, resubscribed')
       assert.ok(missed(logs, 'publisher') && missed(logs, 'subscriber'), 'each dead connection was found')
+      assert.ok(losses >= 1, 'b is told that it may have missed messages meanwhile')
       await until(() => health.ok('pubsub'), 'pub/sub shows up again')
       const back: number[][] = []
       await a.subscribe(room, (message) => back.push([...message]))
       await untilDelivered(b, room, back, "b's publishes reach a again")
+    } finally {
+      await close()
+    }
+  })
+
+  it('a deletion notice Redis did not take is published again until it does', async () => {
+    const { link, url } = await openLink()
+    const { a, b, room, health, close } = await twoServers(url)
+    const atA: number[][] = []
+    await a.subscribe(room, (message) => atA.push([...message]))
+    try {
+      link.cut()
+      b.publish(room, ROOM_DELETED_FRAME)
+      await until(
+        () => health.failures.some((failure) => failure.startsWith('pubsub publish')),
+        "b's publish fails",
+      )
+      link.restore()
+      await until(
+        () => atA.some((message) => isRoomDeletedFrame(new Uint8Array(message))),
+        'a hears the deletion',
+      )
     } finally {
       await close()
     }

@@ -5,7 +5,7 @@ import { flushAtTurnEnd } from '../cork-until-turn-ends.js'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { PubSub, RoomMessageHandler } from '../ports/pubsub.js'
-import { isRoomDeletedFrame } from '../protocol/codec.js'
+import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import { ChannelPeers, type SentMark } from './channel-peers.js'
 import { chunks, MAX_ITEMS_PER_COMMAND } from './command-batches.js'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './redis-connection.js'
@@ -48,6 +48,9 @@ export interface RedisPubSubOptions {
  */
 export const DEFAULT_PUBSUB_FLUSH_MS = 5
 
+/** How soon a deletion notice that Redis did not take is published again (then every so often). */
+const DELETION_RETRY_MS = 1_000
+
 /**
  * `PubSub` over Redis: one connection publishes, one subscribes to every room this server
  * holds. Each message is this server's id (a lib0 var-string) followed by the frame bytes, so a
@@ -79,6 +82,17 @@ export class RedisPubSub implements PubSub {
    */
   readonly #channelNames = new Map<string, string>()
   #flushTimer: NodeJS.Timeout | null = null
+  /**
+   * Channels whose deletion notice Redis did not take: published again until it does. An update
+   * lost on the way is healed by anti-entropy; a lost deletion by nothing but this (or the
+   * holder's next save meeting the tombstone).
+   */
+  readonly #undeliveredDeletions = new Set<string>()
+  #deletionRetry: NodeJS.Timeout | null = null
+  readonly #lossListeners: (() => void)[] = []
+  /** Whether a subscriber connection has subscribed yet: each one after it follows a gap. */
+  #subscribedBefore = false
+  #closed = false
 
   constructor(serverId: string, redisUrl: string, options: RedisPubSubOptions) {
     this.#prefix = options.channelPrefix ?? 'symphony:'
@@ -206,9 +220,38 @@ export class RedisPubSub implements PubSub {
         (error: unknown) => {
           this.#outcomes.failed('pubsub', 'publish', error)
           this.#logger.error({ err: error, messages: batch.length / 2 }, 'redis publish failed')
+          this.#keepDeletions(batch)
         },
       )
     }
+  }
+
+  /** Keeps the failed batch's deletion notices for `#retryDeletions`. */
+  #keepDeletions(batch: (string | Buffer)[]): void {
+    for (let i = 0; i < batch.length; i += 2) {
+      const message = batch[i + 1] as Buffer
+      if (isRoomDeletedFrame(message.subarray(this.#header.length)))
+        this.#undeliveredDeletions.add(batch[i] as string)
+    }
+    if (this.#undeliveredDeletions.size === 0 || this.#deletionRetry || this.#closed) return
+    this.#deletionRetry = setTimeout(() => this.#retryDeletions(), DELETION_RETRY_MS)
+    this.#deletionRetry.unref()
+  }
+
+  /** Publishes the kept deletion notices again; a batch that fails again keeps them again. */
+  #retryDeletions(): void {
+    this.#deletionRetry = null
+    const channels = [...this.#undeliveredDeletions]
+    this.#undeliveredDeletions.clear()
+    if (channels.length > 0) this.#scheduleFlush()
+    for (const channel of channels) {
+      this.#pending.push(channel, Buffer.concat([this.#header, ROOM_DELETED_FRAME]))
+      this.#marks.push(null)
+    }
+  }
+
+  onPossibleLoss(listener: () => void): void {
+    this.#lossListeners.push(listener)
   }
 
   /** False once Redis has said that only this server received the room's latest message. */
@@ -217,6 +260,8 @@ export class RedisPubSub implements PubSub {
   }
 
   async close(): Promise<void> {
+    this.#closed = true
+    if (this.#deletionRetry) clearTimeout(this.#deletionRetry)
     this.#heartbeat.stop()
     this.#flush() // this turn's publishes go out ahead of QUIT, which waits for them
     this.#handlers.clear()
@@ -244,7 +289,12 @@ export class RedisPubSub implements PubSub {
     const channels = [this.#heartbeatChannel.toString(), ...rooms]
     // Subscribing again is idempotent, and does not rely on ioredis having recorded every channel.
     connection.subscribe(...channels).then(
-      () => this.#announce(rooms),
+      () => {
+        this.#announce(rooms)
+        // What was published while this server was not subscribed never arrives.
+        if (this.#subscribedBefore) for (const listener of this.#lossListeners) listener()
+        this.#subscribedBefore = true
+      },
       (error: unknown) => {
         if (connection !== this.#subscriber.connection) return // replaced meanwhile: the new one subscribes
         this.#outcomes.failed('pubsub', 'resubscribe', error)

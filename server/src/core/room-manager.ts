@@ -17,6 +17,7 @@ import type { CoreMetrics } from './core-metrics.js'
 import type { EventStream } from './event-stream.js'
 import { incarnationKey } from './incarnation.js'
 import type { MemoryCharges } from './memory-budget.js'
+import { dropMissedDeletions } from './missed-deletions.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
 import { type LoadRetry, RoomLife, type RoomState } from './room-life.js'
@@ -105,12 +106,16 @@ export class RoomManager {
   readonly #shedSizes = new Map<string, number>()
   /** The app's persistence beside the stores (`onLoad`, `onStore`). */
   readonly #app: AppPersistence
+  /** The check for deletions pub/sub may have missed, while one runs; and whether to run it again. */
+  #deletionCheck: Promise<unknown> | null = null
+  #deletionCheckAgain = false
 
   constructor(
     private readonly deps: RoomManagerDeps,
     private readonly options: RoomManagerOptions,
   ) {
     deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
+    deps.pubsub.onPossibleLoss?.(() => this.#checkMissedDeletions())
     this.#app = new AppPersistence({
       hooks: deps.hooks ?? {},
       timeoutMs: this.#hookTimeoutMs,
@@ -130,6 +135,29 @@ export class RoomManager {
       { rooms },
       'the journal may have lost entries (its link came back); saving those rooms now',
     )
+  }
+
+  /** Pub/sub may have missed a deletion notice: check every held room (one check at a time, the last one repeated). */
+  #checkMissedDeletions(): void {
+    if (this.#deletionCheck) {
+      this.#deletionCheckAgain = true
+      return
+    }
+    const held = [...this.#lives].flatMap(([name, life]) =>
+      life.loaded ? [{ name, generation: life.loaded.generation }] : [],
+    )
+    this.#deletionCheck = dropMissedDeletions({
+      held,
+      storedGeneration: (name) => this.#storedGeneration(name),
+      drop: (name, generation) => this.dropDeleted(name, generation),
+      logger: this.deps.logger,
+    }).finally(() => {
+      this.#deletionCheck = null
+      if (this.#deletionCheckAgain) {
+        this.#deletionCheckAgain = false
+        this.#checkMissedDeletions()
+      }
+    })
   }
 
   readonly #journalOutcomes: JournalOutcomes = {

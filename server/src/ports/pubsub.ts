@@ -19,4 +19,11 @@ export interface PubSub {
    */
   mayHavePeers(room: string): boolean
   close(): Promise<void>
+  /**
+   * Optional: calls `listener` whenever messages may have been missed (the adapter subscribed
+   * again after losing its link). Updates heal by anti-entropy; the core checks every room it
+   * holds for a deletion it was not told of. A deletion notice the adapter could not send is its
+   * own to send again until it goes through.
+   */
+  onPossibleLoss?(listener: () => void): void
 }
