@@ -261,6 +261,37 @@ describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (m
     }
   })
 
+  it('a deletion whose server died before telling anyone: the client retries it elsewhere, and the idle holder drops the room', async () => {
+    const apiSecret = 'a-rest-api-secret-of-32-characters!'
+    const a = await cluster.start('c5p-a', { API_SECRET: apiSecret })
+    const b = await cluster.start('c5p-b', { API_SECRET: apiSecret })
+    try {
+      const room = uniqueRoom('untold-deletion')
+      const stored = new Y.Doc()
+      stored.getText('t').insert(0, 'deleted content')
+      await cluster.putSnapshot(room, Y.encodeStateAsUpdate(stored))
+      const atB = await connectSynced(b.wsUrl, room)
+      let closedAtB: number | null = null
+      atB.provider.once('connection-close', (event: { code?: number } | null) => {
+        closedAtB = event?.code ?? 0
+      })
+      // What a deleting server does first; it was killed before its notice and its answer.
+      await cluster.tombstone(room, 0)
+      const retried = await fetch(`${a.httpUrl}/api/v1/rooms/${encodeURIComponent(room)}`, {
+        method: 'DELETE',
+        headers: { Authorization: `Bearer ${apiSecret}` },
+      })
+      assert.equal(retried.status, 204)
+      await until(async () => closedAtB !== null, 'b hears of the deletion it was never told of')
+      assert.equal(closedAtB, CloseCode.RoomDeleted)
+      const fresh = await connectSynced(b.wsUrl, room)
+      assert.equal(fresh.doc.getText('t').toString(), '', 'a later incarnation, empty')
+    } finally {
+      a.child.kill('SIGKILL')
+      b.child.kill('SIGKILL')
+    }
+  })
+
   it('Redis restarted mid-session: servers reconnect and later edits reach everyone', async () => {
     const a = await cluster.start('c6-a')
     const b = await cluster.start('c6-b')

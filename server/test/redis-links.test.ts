@@ -170,7 +170,7 @@ describe('the journal link', () => {
 
 describe('the pub/sub links', () => {
   /** `a` straight to Redis, `b` through the link; `b` holds a room. */
-  async function twoServers(url: string) {
+  async function twoServers(url: string, bOptions: { deletionRetryMs?: number } = {}) {
     const channelPrefix = `${uniqueName('links')}:`
     const health = recordingHealth()
     const logs: LogEntry[] = []
@@ -184,6 +184,7 @@ describe('the pub/sub links', () => {
       logger: recordingLogger(logs),
       outcomes: health.outcomes,
       link: LINK,
+      ...bOptions,
     })
     const room = uniqueRoom('held')
     const received: number[][] = []
@@ -218,25 +219,46 @@ describe('the pub/sub links', () => {
     }
   })
 
-  it('a deletion notice Redis did not take is published again until it does', async () => {
-    const { link, url } = await openLink()
-    const { a, b, room, health, close } = await twoServers(url)
+  /**
+   * `b` publishes a room's deletion while its link is cut, and the publish fails; then the link
+   * is restored. Resolves to a check of whether `a` has heard the deletion yet.
+   */
+  async function deletionNotTaken(setup: Awaited<ReturnType<typeof twoServers>>, link: TcpLink) {
+    const { a, b, room, health } = setup
     const atA: number[][] = []
     await a.subscribe(room, (message) => atA.push([...message]))
+    link.cut()
+    b.publish(room, ROOM_DELETED_FRAME)
+    await until(
+      () => health.failures.some((failure) => failure.startsWith('pubsub publish')),
+      "b's publish fails",
+    )
+    link.restore()
+    return () => atA.some((message) => isRoomDeletedFrame(new Uint8Array(message)))
+  }
+
+  it('a deletion notice Redis did not take is published again until it does', async () => {
+    const { link, url } = await openLink()
+    const setup = await twoServers(url)
     try {
-      link.cut()
-      b.publish(room, ROOM_DELETED_FRAME)
-      await until(
-        () => health.failures.some((failure) => failure.startsWith('pubsub publish')),
-        "b's publish fails",
-      )
-      link.restore()
-      await until(
-        () => atA.some((message) => isRoomDeletedFrame(new Uint8Array(message))),
-        'a hears the deletion',
-      )
+      const heard = await deletionNotTaken(setup, link)
+      await until(heard, 'a hears the deletion')
     } finally {
-      await close()
+      await setup.close()
+    }
+  })
+
+  it('closing makes a last try with the deletion notices Redis has not taken yet', async () => {
+    const { link, url } = await openLink()
+    // No retry before the close: only the close can send it.
+    const setup = await twoServers(url, { deletionRetryMs: 3_600_000 })
+    try {
+      const heard = await deletionNotTaken(setup, link)
+      await until(() => setup.health.ok('pubsub'), 'b is back')
+      await setup.b.close()
+      await until(heard, 'a hears the deletion')
+    } finally {
+      await setup.close()
     }
   })
 

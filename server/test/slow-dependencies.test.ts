@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { after, afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
@@ -7,6 +8,7 @@ import { type ClusterServer, metricValue, useTestCluster } from './helpers/clust
 import { closed, openRaw, terminateRawSockets } from './helpers/raw-socket.js'
 import { requireTestServices } from './helpers/services.js'
 import { TcpLink } from './helpers/tcp-link.js'
+import { testCertificate } from './helpers/test-certificate.js'
 
 const API_SECRET = 'a-rest-api-secret-of-32-characters!'
 const until = (check: () => boolean | Promise<boolean>, message: string, timeoutMs = 60_000) =>
@@ -27,11 +29,19 @@ describe('slow dependencies', () => {
     for (const link of links) link.close()
   })
 
-  /** A relay in front of moto, and a server reaching S3 and DynamoDB through it. */
-  async function serverBehindLink(name: string, env: Record<string, string>) {
-    const link = await TcpLink.open(Number(new URL(requireTestServices().awsEndpoint).port))
+  /** A relay in front of moto, and a server reaching S3 and DynamoDB through it (`tls`: over HTTPS, as on AWS). */
+  async function serverBehindLink(name: string, env: Record<string, string>, { tls = false } = {}) {
+    const certificate = tls ? testCertificate() : null
+    const link = await TcpLink.open(
+      Number(new URL(requireTestServices().awsEndpoint).port),
+      certificate ?? undefined,
+    )
     links.push(link)
-    const server = await cluster.start(name, { AWS_ENDPOINT_URL: `http://127.0.0.1:${link.port}`, ...env })
+    const server = await cluster.start(name, {
+      AWS_ENDPOINT_URL: `${certificate ? 'https' : 'http'}://127.0.0.1:${link.port}`,
+      ...(certificate ? { NODE_EXTRA_CA_CERTS: certificate.path } : {}),
+      ...env,
+    })
     return { link, server }
   }
 
@@ -133,6 +143,30 @@ describe('slow dependencies', () => {
       1,
       'one load served it',
     )
+    link.restore()
+  })
+
+  it('a snapshot bigger than a megabyte saves over HTTPS on a link too thin to send it within AWS_IDLE_TIMEOUT_MS', async () => {
+    // Node may count a socket idle while one big write drains (a plain HTTPS client writing 3 MB
+    // at 1 MB/s under a 300 ms socket timeout times out at once): a save that did would fail with
+    // its bytes still moving, and again on every retry, so big bodies go without the idle timeout.
+    const { link, server } = await serverBehindLink(
+      'thin',
+      { AWS_IDLE_TIMEOUT_MS: '300', ROOM_GRACE_MS: '100' },
+      { tls: true },
+    )
+    const room = uniqueRoom('thin')
+    const client = connectClient(server.wsUrl, room)
+    await synced(client)
+    const text = randomBytes(1536 * 1024).toString('hex') // 3 MiB that no compression shrinks
+    client.doc.getText('t').insert(0, text)
+    const reader = connectClient(server.wsUrl, room)
+    await until(() => reader.doc.getText('t').length === text.length, 'the server holds it')
+    link.throttle(1024 * 1024)
+    // The room unloads: its final save goes through the thin link.
+    client.destroy()
+    reader.destroy()
+    await until(async () => (await cluster.snapshotDoc(room)).getText('t').length === text.length, 'saved')
     link.restore()
   })
 

@@ -2,6 +2,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { S3Client } from '@aws-sdk/client-s3'
 import { type AwsClientOptions, DEFAULT_AWS_HTTP } from '../backends.js'
 import { connectTimeoutAgents } from './connect-timeout-agent.js'
+import { IdleTimeoutHandler } from './idle-timeout-handler.js'
 
 export interface AwsClients {
   s3: S3Client
@@ -19,7 +20,7 @@ export interface AwsClients {
  * - `requestTimeout` bounds the whole call, so it must allow the biggest snapshot on a slow link;
  *   `socketTimeout` bounds silence, so a request dropped on the way (a link that loses packets)
  *   fails within it instead: a save hung for a minute held the room's deletion and its joiners
- *   that long (issue #37's fault suite).
+ *   that long (issue #37's fault suite). It applies to small requests only (`IdleTimeoutHandler`).
  * Failed calls are retried (the SDK's attempts, then the core's backoff).
  */
 function requestHandler(options: AwsClientOptions) {
@@ -27,13 +28,13 @@ function requestHandler(options: AwsClientOptions) {
     maxSockets: options.maxSockets ?? DEFAULT_AWS_HTTP.maxSockets,
     connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_AWS_HTTP.connectTimeoutMs,
   })
-  return {
+  return new IdleTimeoutHandler({
     httpAgent,
     httpsAgent,
     requestTimeout: options.requestTimeoutMs ?? DEFAULT_AWS_HTTP.requestTimeoutMs,
     throwOnRequestTimeout: true,
     socketTimeout: options.idleTimeoutMs ?? DEFAULT_AWS_HTTP.idleTimeoutMs,
-  }
+  })
 }
 
 /** An S3 client; credentials come from the SDK's default chain (task role on ECS, environment elsewhere). */

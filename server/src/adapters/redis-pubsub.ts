@@ -40,6 +40,8 @@ export interface RedisPubSubOptions {
    * of the event-loop turn that published them. Default `DEFAULT_PUBSUB_FLUSH_MS`.
    */
   flushMs?: number
+  /** How soon a deletion notice Redis did not take is published again; default `DELETION_RETRY_MS`. */
+  deletionRetryMs?: number
 }
 
 /**
@@ -48,8 +50,8 @@ export interface RedisPubSubOptions {
  */
 export const DEFAULT_PUBSUB_FLUSH_MS = 5
 
-/** How soon a deletion notice that Redis did not take is published again (then every so often). */
-const DELETION_RETRY_MS = 1_000
+/** How soon a deletion notice that Redis did not take is published again (and again, until it does). */
+export const DELETION_RETRY_MS = 1_000
 
 /**
  * `PubSub` over Redis: one connection publishes, one subscribes to every room this server
@@ -76,6 +78,7 @@ export class RedisPubSub implements PubSub {
   #marks: (SentMark | null)[] = []
   readonly #peers = new ChannelPeers()
   readonly #flushMs: number
+  readonly #deletionRetryMs: number
   /**
    * Each subscribed room's channel, named once rather than per message; a pure function of the
    * room, so a name missing here (a room left meanwhile) is only named again.
@@ -99,6 +102,7 @@ export class RedisPubSub implements PubSub {
     this.#logger = options.logger
     this.#outcomes = options.outcomes ?? IGNORED_OUTCOMES
     this.#flushMs = options.flushMs ?? DEFAULT_PUBSUB_FLUSH_MS
+    this.#deletionRetryMs = options.deletionRetryMs ?? DELETION_RETRY_MS
     this.#header = encoding.encode((encoder) => encoding.writeVarString(encoder, serverId))
     const heartbeatChannel = `${this.#prefix}heartbeat:${serverId}`
     this.#heartbeatChannel = Buffer.from(heartbeatChannel)
@@ -234,7 +238,7 @@ export class RedisPubSub implements PubSub {
         this.#undeliveredDeletions.add(batch[i] as string)
     }
     if (this.#undeliveredDeletions.size === 0 || this.#deletionRetry || this.#closed) return
-    this.#deletionRetry = setTimeout(() => this.#retryDeletions(), DELETION_RETRY_MS)
+    this.#deletionRetry = setTimeout(() => this.#retryDeletions(), this.#deletionRetryMs)
     this.#deletionRetry.unref()
   }
 
@@ -260,8 +264,9 @@ export class RedisPubSub implements PubSub {
   }
 
   async close(): Promise<void> {
-    this.#closed = true
     if (this.#deletionRetry) clearTimeout(this.#deletionRetry)
+    this.#retryDeletions() // a last try for the notices Redis has not taken yet
+    this.#closed = true
     this.#heartbeat.stop()
     this.#flush() // this turn's publishes go out ahead of QUIT, which waits for them
     this.#handlers.clear()

@@ -17,7 +17,7 @@ import type { CoreMetrics } from './core-metrics.js'
 import type { EventStream } from './event-stream.js'
 import { incarnationKey } from './incarnation.js'
 import type { MemoryCharges } from './memory-budget.js'
-import { dropMissedDeletions } from './missed-deletions.js'
+import { type HeldIncarnation, MissedDeletionChecks } from './missed-deletions.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
 import { type LoadRetry, RoomLife, type RoomState } from './room-life.js'
@@ -106,15 +106,19 @@ export class RoomManager {
   readonly #shedSizes = new Map<string, number>()
   /** The app's persistence beside the stores (`onLoad`, `onStore`). */
   readonly #app: AppPersistence
-  /** The check for deletions pub/sub may have missed, while one runs; and whether to run it again. */
-  #deletionCheck: Promise<unknown> | null = null
-  #deletionCheckAgain = false
+  readonly #missedDeletions: MissedDeletionChecks
 
   constructor(
     private readonly deps: RoomManagerDeps,
     private readonly options: RoomManagerOptions,
   ) {
     deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
+    this.#missedDeletions = new MissedDeletionChecks({
+      storedGeneration: (name) => this.#storedGeneration(name),
+      drop: (name, generation) => this.dropDeleted(name, generation),
+      isHeld: (name, generation) => this.#lives.get(name)?.loaded?.generation === generation,
+      logger: deps.logger,
+    })
     deps.pubsub.onPossibleLoss?.(() => this.#checkMissedDeletions())
     this.#app = new AppPersistence({
       hooks: deps.hooks ?? {},
@@ -137,27 +141,21 @@ export class RoomManager {
     )
   }
 
-  /** Pub/sub may have missed a deletion notice: check every held room (one check at a time, the last one repeated). */
+  /**
+   * Pub/sub may have missed a deletion notice: check every room held here, and each room still
+   * loading once it is live (its load may have read the store before the deletion).
+   */
   #checkMissedDeletions(): void {
-    if (this.#deletionCheck) {
-      this.#deletionCheckAgain = true
-      return
+    const held: HeldIncarnation[] = []
+    for (const [name, life] of this.#lives) {
+      if (life.loaded) held.push({ name, generation: life.loaded.generation })
+      else if (life.state === 'loading')
+        life.ready.then(
+          ({ generation }) => this.#missedDeletions.check([{ name, generation }]),
+          () => {},
+        )
     }
-    const held = [...this.#lives].flatMap(([name, life]) =>
-      life.loaded ? [{ name, generation: life.loaded.generation }] : [],
-    )
-    this.#deletionCheck = dropMissedDeletions({
-      held,
-      storedGeneration: (name) => this.#storedGeneration(name),
-      drop: (name, generation) => this.dropDeleted(name, generation),
-      logger: this.deps.logger,
-    }).finally(() => {
-      this.#deletionCheck = null
-      if (this.#deletionCheckAgain) {
-        this.#deletionCheckAgain = false
-        this.#checkMissedDeletions()
-      }
-    })
+    this.#missedDeletions.check(held)
   }
 
   readonly #journalOutcomes: JournalOutcomes = {
@@ -340,10 +338,11 @@ export class RoomManager {
     const deleting = life?.delete(tombstone.promise) ?? null // in effect here at once, before any wait
     const { snapshots, pubsub, logger, events } = this.deps
     let generation: number
+    let loaded = 0
     try {
       // The incarnation to delete: the later of what is loaded here and what the store holds.
-      const loaded = await life?.ready.then((l) => l.generation).catch(() => 0)
-      generation = Math.max(loaded ?? 0, await this.#storedGeneration(name))
+      loaded = (await life?.ready.then((l) => l.generation).catch(() => 0)) ?? 0
+      generation = Math.max(loaded, await this.#storedGeneration(name))
       // The tombstone first: from now on a save in flight anywhere, and any load, meets it.
       await snapshots.delete(name, generation)
       tombstone.resolve()
@@ -353,6 +352,10 @@ export class RoomManager {
       throw error
     }
     pubsub.publish(incarnationKey(name, generation), ROOM_DELETED_FRAME)
+    // The store had moved past what was loaded here (or nothing was): the previous incarnation's
+    // deletion may never have been told, its server killed between its tombstone and its notice
+    // (its client then retries the deletion). Whoever still holds that one drops it too.
+    if (generation > loaded) pubsub.publish(incarnationKey(name, generation - 1), ROOM_DELETED_FRAME)
     await (deleting ?? this.#removeJournal(name, generation))
     logger.info({ room: name, generation }, 'room deleted')
     events.emit({ type: 'room.deleted', room: name, at: Date.now() })
@@ -391,6 +394,7 @@ export class RoomManager {
 
   /** Deregisters, unsubscribes and frees every room (after `flushAll`, at shutdown). */
   async unloadAll(): Promise<void> {
+    this.#missedDeletions.stop()
     await Promise.all([...this.#lives.values()].map((life) => life.unloadNow()))
   }
 

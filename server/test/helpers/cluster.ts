@@ -98,8 +98,16 @@ export class TestCluster {
 
   /** The room's snapshot in S3, or null. */
   async snapshot(room: string): Promise<Uint8Array | null> {
-    const store = new S3SnapshotStore({ bucket: BUCKET, prefix: this.prefix, client: testAwsClients().s3 })
-    return storedState(store, room) // a deleted room's tombstone holds nothing
+    return storedState(this.#store(), room) // a deleted room's tombstone holds nothing
+  }
+
+  /** Writes incarnation `generation`'s tombstone, as a deleting server does first (and may die after). */
+  async tombstone(room: string, generation: number): Promise<void> {
+    await this.#store().delete(room, generation)
+  }
+
+  #store(): S3SnapshotStore {
+    return new S3SnapshotStore({ bucket: BUCKET, prefix: this.prefix, client: testAwsClients().s3 })
   }
 
   /** The room's saved state as a document (empty if none is saved). */

@@ -1,9 +1,11 @@
 import { connect, createServer, type Server, type Socket } from 'node:net'
+import { createServer as createTlsServer } from 'node:tls'
 
 type Mode =
   | { kind: 'open' }
   | { kind: 'blackhole' }
   | { kind: 'slow'; delayMs: number }
+  | { kind: 'throttled'; bytesPerSecond: number }
   | { kind: 'reset-after-accept' }
 
 /**
@@ -25,12 +27,14 @@ export class TcpLink {
     readonly port: number,
   ) {}
 
-  static async open(targetPort: number): Promise<TcpLink> {
+  /** `tls`: clients speak TLS to the link (certificate and key in PEM), which speaks plain TCP on. */
+  static async open(targetPort: number, tls?: { cert: string; key: string }): Promise<TcpLink> {
     let link: TcpLink | null = null
-    const server = createServer((client) => {
+    const accept = (client: Socket) => {
       if (link) link.#relay(client, targetPort)
       else client.destroy()
-    })
+    }
+    const server = tls ? createTlsServer(tls, accept) : createServer(accept)
     const port = await new Promise<number>((resolve) =>
       server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)),
     )
@@ -52,6 +56,14 @@ export class TcpLink {
   blackhole(): void {
     this.#mode = { kind: 'blackhole' }
     for (const socket of this.#sockets) this.#hung.add(socket)
+  }
+
+  /**
+   * Carries at most `bytesPerSecond` each way: the sender's socket fills and waits, as on a thin
+   * link (where `slow` only delays what it takes at once).
+   */
+  throttle(bytesPerSecond: number): void {
+    this.#mode = { kind: 'throttled', bytesPerSecond }
   }
 
   /** Every chunk, either way, arrives `delayMs` late (in order). */
@@ -126,6 +138,12 @@ export class TcpLink {
     from.on('data', (chunk: Buffer) => {
       if (this.#hung.has(from) || this.#mode.kind === 'blackhole') {
         this.dropped++
+        return
+      }
+      if (this.#mode.kind === 'throttled') {
+        to.write(chunk)
+        from.pause()
+        setTimeout(() => from.resume(), (chunk.length / this.#mode.bytesPerSecond) * 1000)
         return
       }
       const delayMs = this.#mode.kind === 'slow' ? this.#mode.delayMs : 0

@@ -3,6 +3,7 @@ import { afterEach, describe, it } from 'node:test'
 import { CloseCode, MessageType } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
+import { MemoryUpdateJournal } from '../../src/adapters/memory-update-journal.js'
 import { putSnapshot } from '../../src/contracts/stored-snapshots.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import { encodeUpdate } from '../../src/protocol/codec.js'
@@ -14,6 +15,17 @@ import { OPTIONS, TestWorld } from './support/test-world.js'
 import { settle, until } from './support/turns.js'
 
 let world: TestWorld
+
+/** A server's journal whose reads (how a room's load reads it) wait for `readGate`. */
+class GatedJournal extends MemoryUpdateJournal {
+  readGate: Promise<void> | null = null
+  reads = 0
+  override async read(key: string) {
+    this.reads++
+    if (this.readGate) await this.readGate
+    return super.read(key)
+  }
+}
 
 describe('deleting a room while others join it', () => {
   afterEach(() => world.close())
@@ -106,6 +118,28 @@ describe('a deleted room stays deleted', () => {
     await fresh.ready
     await settle()
     assert.equal(fresh.text(), '', 'the next incarnation starts empty')
+  })
+
+  it('a server whose pub/sub missed the deletion while the room still loaded there checks the room once it is live', async () => {
+    world = new TestWorld()
+    const deaf = new LossyPubSub('deaf', world.bus)
+    const journal = new GatedJournal('deaf', world.journal)
+    const gate = deferred()
+    journal.readGate = gate.promise
+    const [deleter, missed] = [world.server(), world.server({ pubsub: deaf, journal })]
+    const room = uniqueRoom()
+    const there = missed.connect(room)
+    await until(() => journal.reads > 0, 'its load has read the incarnation and reads the journal')
+    deaf.dropping = true
+    await deleter.manager.delete(room)
+    deaf.reconnect() // the room is not live yet when the check starts
+    gate.resolve()
+    await there.ready
+    await until(() => there.closeCode === CloseCode.RoomDeleted, 'closed once its room was live and checked')
+    const fresh = missed.connect(room)
+    await fresh.ready
+    await until(() => missed.manager.roomState(room) === 'live', 'the next incarnation loaded')
+    assert.equal(missed.manager.loadedIncarnation(room)?.generation, 1)
   })
 
   it('a late message of the deleted incarnation, or a journal stream of it, never reaches the next', async (t) => {
