@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { pinnedNodeBinary } from './lib/pinned-node.mjs'
 import { prettyLine } from './lib/pretty-log.mjs'
 import { startRoundRobinProxy } from './lib/round-robin-proxy.mjs'
+import { serverNodeFlags } from './lib/server-node-flags.mjs'
 import { startMoto, startRedis } from './lib/services.mjs'
 
 /** Marks the process that runs the cluster, in a process group of its own (see superviseCluster). */
@@ -135,7 +136,7 @@ async function runCluster() {
   function startServer(index, internalPort, sharedEnv) {
     const id = `server-${index + 1}`
     const port = base + index + 1
-    const child = spawn(process.execPath, [MAIN], {
+    const child = spawn(process.execPath, [...serverNodeFlags(process.env.NODE_OPTIONS), MAIN], {
       cwd: root,
       // LOG_LEVEL stays at info at least: the 'listening' line is how this script sees a server is up.
       env: {

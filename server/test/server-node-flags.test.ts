@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { describe, it } from 'node:test'
 import { SERVER_NODE_FLAGS, serverNodeFlags } from '@symphony/dev-scripts/server-node-flags'
 
@@ -31,6 +32,21 @@ describe('the V8 flags `npm start` runs the sync server with', () => {
     assert.ok(
       uncapped >= 64 && uncapped > capped,
       `${uncapped} MiB by default: the flag would change nothing`,
+    )
+  })
+
+  it('are what the sync server image and `npm run cluster` run it with too, as the bench measures', () => {
+    const root = new URL('../../', import.meta.url)
+    const dockerfile = readFileSync(new URL('infra/Dockerfile', root), 'utf8')
+    const serverStage = dockerfile.slice(
+      dockerfile.indexOf('AS sync-server'),
+      dockerfile.indexOf('AS dashboard'),
+    )
+    assert.match(serverStage, new RegExp(`^ENV NODE_OPTIONS=${SERVER_NODE_FLAGS.join(' ')}$`, 'm'))
+    const cluster = readFileSync(new URL('scripts/cluster.mjs', root), 'utf8')
+    assert.match(
+      cluster,
+      /spawn\(process\.execPath, \[\.\.\.serverNodeFlags\(process\.env\.NODE_OPTIONS\), MAIN\]/,
     )
   })
 

@@ -131,8 +131,8 @@ export async function rehearseDockerfile<Target extends string>(
         workdir = inStage(args)
         mkdirSync(workdir, { recursive: true })
       } else if (keyword === 'ENV') {
-        const [name = '', value = ''] = args.split('=')
-        env[name] = value
+        const equals = args.indexOf('=') // the value may hold '=' itself (NODE_OPTIONS=--flag=16)
+        env[args.slice(0, equals)] = args.slice(equals + 1)
       } else if (keyword === 'COPY') {
         const parts = args.split(/\s+/)
         const fromStage = parts[0]?.startsWith('--from=') ? parts.shift()?.slice('--from='.length) : undefined

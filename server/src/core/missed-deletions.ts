@@ -84,6 +84,7 @@ export class MissedDeletionChecks {
   readonly #queued = new Map<string, number>()
   readonly #toRetry = new Map<string, number>()
   #running = false
+  #stopped = false
   #retryTimer: NodeJS.Timeout | null = null
   #retryMs: number
   readonly #options: MissedDeletionChecksOptions
@@ -95,11 +96,14 @@ export class MissedDeletionChecks {
 
   /** Checks these rooms (after the pass running now, if any). */
   check(rooms: Iterable<HeldIncarnation>): void {
+    if (this.#stopped) return
     for (const { name, generation } of rooms) this.#queued.set(name, generation)
     void this.#run()
   }
 
+  /** No pass starts or is retried from now on (the one running finishes its reads). */
   stop(): void {
+    this.#stopped = true
     if (this.#retryTimer) clearTimeout(this.#retryTimer)
     this.#retryTimer = null
     this.#queued.clear()
@@ -114,7 +118,7 @@ export class MissedDeletionChecks {
     if (this.#running) return
     this.#running = true
     try {
-      while (this.#queued.size > 0) {
+      while (this.#queued.size > 0 && !this.#stopped) {
         const held = [...this.#queued]
           .map(([name, generation]) => ({ name, generation }))
           .filter(({ name, generation }) => this.#options.isHeld(name, generation))
@@ -129,6 +133,7 @@ export class MissedDeletionChecks {
   }
 
   #retryLater(rooms: HeldIncarnation[]): void {
+    if (this.#stopped) return
     this.#options.logger.warn(
       { rooms: rooms.length, retryInMs: this.#retryMs },
       'could not check some rooms for a deletion pub/sub missed; checking them again later',

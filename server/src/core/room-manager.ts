@@ -107,6 +107,8 @@ export class RoomManager {
   /** The app's persistence beside the stores (`onLoad`, `onStore`). */
   readonly #app: AppPersistence
   readonly #missedDeletions: MissedDeletionChecks
+  /** Rooms still loading that will be checked once live (see `#checkMissedDeletions`). */
+  readonly #checkedOnceLive = new WeakSet<RoomLife<Loaded>>()
 
   constructor(
     private readonly deps: RoomManagerDeps,
@@ -149,11 +151,14 @@ export class RoomManager {
     const held: HeldIncarnation[] = []
     for (const [name, life] of this.#lives) {
       if (life.loaded) held.push({ name, generation: life.loaded.generation })
-      else if (life.state === 'loading')
+      else if (life.state === 'loading' && !this.#checkedOnceLive.has(life)) {
+        // One reaction per life: a load retried through an outage may see many losses.
+        this.#checkedOnceLive.add(life)
         life.ready.then(
           ({ generation }) => this.#missedDeletions.check([{ name, generation }]),
           () => {},
         )
+      }
     }
     this.#missedDeletions.check(held)
   }
@@ -338,11 +343,12 @@ export class RoomManager {
     const deleting = life?.delete(tombstone.promise) ?? null // in effect here at once, before any wait
     const { snapshots, pubsub, logger, events } = this.deps
     let generation: number
-    let loaded = 0
+    /** The incarnation this server had loaded, if it had: its life removes that one's journal. */
+    let loaded: number | null = null
     try {
       // The incarnation to delete: the later of what is loaded here and what the store holds.
-      loaded = (await life?.ready.then((l) => l.generation).catch(() => 0)) ?? 0
-      generation = Math.max(loaded, await this.#storedGeneration(name))
+      loaded = (await life?.ready.then((l) => l.generation).catch(() => null)) ?? null
+      generation = Math.max(loaded ?? 0, await this.#storedGeneration(name))
       // The tombstone first: from now on a save in flight anywhere, and any load, meets it.
       await snapshots.delete(name, generation)
       tombstone.resolve()
@@ -355,8 +361,12 @@ export class RoomManager {
     // The store had moved past what was loaded here (or nothing was): the previous incarnation's
     // deletion may never have been told, its server killed between its tombstone and its notice
     // (its client then retries the deletion). Whoever still holds that one drops it too.
-    if (generation > loaded) pubsub.publish(incarnationKey(name, generation - 1), ROOM_DELETED_FRAME)
-    await (deleting ?? this.#removeJournal(name, generation))
+    const previousUntold = generation > (loaded ?? 0)
+    if (previousUntold) pubsub.publish(incarnationKey(name, generation - 1), ROOM_DELETED_FRAME)
+    await deleting
+    if (loaded !== generation) await this.#removeJournal(name, generation)
+    // Its journal too: its only holder may have died with the deletion half done.
+    if (previousUntold && loaded !== generation - 1) await this.#removeJournal(name, generation - 1)
     logger.info({ room: name, generation }, 'room deleted')
     events.emit({ type: 'room.deleted', room: name, at: Date.now() })
   }

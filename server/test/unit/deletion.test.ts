@@ -6,6 +6,7 @@ import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
 import { MemoryUpdateJournal } from '../../src/adapters/memory-update-journal.js'
 import { putSnapshot } from '../../src/contracts/stored-snapshots.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
+import { incarnationKey } from '../../src/core/incarnation.js'
 import { encodeUpdate } from '../../src/protocol/codec.js'
 import { ControlledSnapshotStore } from '../helpers/controlled-store.js'
 import { deferred } from '../helpers/deferred.js'
@@ -140,6 +141,20 @@ describe('a deleted room stays deleted', () => {
     await fresh.ready
     await until(() => missed.manager.roomState(room) === 'live', 'the next incarnation loaded')
     assert.equal(missed.manager.loadedIncarnation(room)?.generation, 1)
+  })
+
+  it("a deletion retried after its server died between tombstone and notice removes the dead incarnation's journal too", async () => {
+    world = new TestWorld()
+    const server = world.server()
+    const room = uniqueRoom()
+    // What the dead server left: journaled edits of incarnation 0, and its tombstone.
+    const dead = new MemoryUpdateJournal('dead', world.journal)
+    const doc = new Y.Doc()
+    doc.getText('t').insert(0, 'deleted')
+    await dead.append(incarnationKey(room, 0), Y.encodeStateAsUpdate(doc))
+    await world.snapshots.delete(room, 0)
+    await server.manager.delete(room)
+    assert.deepEqual((await dead.read(incarnationKey(room, 0))).updates, [], 'nothing of it is left')
   })
 
   it('a late message of the deleted incarnation, or a journal stream of it, never reaches the next', async (t) => {

@@ -8,6 +8,7 @@ import {
   MissedDeletionChecks,
 } from '../../src/core/missed-deletions.js'
 import { eventually } from '../helpers/clients.js'
+import { deferred } from '../helpers/deferred.js'
 import { recordingLogger } from '../helpers/recording-logger.js'
 
 const rooms = (count: number): HeldIncarnation[] =>
@@ -104,6 +105,29 @@ describe('checking for deletions pub/sub missed', () => {
     } finally {
       checks.stop()
     }
+  })
+
+  it('stops: the pass running finishes, and nothing is read again after it', async () => {
+    const reads: string[] = []
+    const release = deferred()
+    const checks = new MissedDeletionChecks({
+      storedGeneration: async (name) => {
+        reads.push(name)
+        await release.promise
+        throw new Error('down')
+      },
+      drop: () => assert.fail('nothing known deleted'),
+      isHeld: () => true,
+      logger: recordingLogger(),
+      retryBaseMs: 1,
+    })
+    checks.check(rooms(2))
+    await eventually(() => reads.length === 2, 'the pass reads')
+    checks.stop()
+    checks.check(rooms(3))
+    release.resolve()
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    assert.equal(reads.length, 2, 'no retry, no later pass')
   })
 
   it('runs one pass at a time: rooms asked for meanwhile are read in the next', async () => {
