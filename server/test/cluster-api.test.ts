@@ -9,18 +9,9 @@ import { Webhook } from 'standardwebhooks'
 import * as Y from 'yjs'
 import { roomKey } from '../src/adapters/room-keys.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
-import { useTestCluster } from './helpers/cluster.js'
+import { CLUSTER_API_SECRET, roomApi, useTestCluster } from './helpers/cluster.js'
 
-const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 const WEBHOOK_SECRET = `whsec_${randomBytes(24).toString('base64')}`
-
-/** The REST API of a cluster server. */
-function api(server: { port: number }, room: string, rest = '', init: RequestInit = {}) {
-  return fetch(`http://127.0.0.1:${server.port}/api/v1/rooms/${encodeURIComponent(room)}${rest}`, {
-    ...init,
-    headers: { authorization: `Bearer ${API_SECRET}`, ...(init.headers as Record<string, string>) },
-  })
-}
 
 /** The REST API and webhooks of real server processes over Redis, DynamoDB and S3 (moto). */
 describe('the REST API, webhooks and broadcast events in a real local cluster', () => {
@@ -28,20 +19,20 @@ describe('the REST API, webhooks and broadcast events in a real local cluster', 
   afterEach(destroyClients)
 
   it('a write through one server reaches the clients of another; a delete there clears every store', async () => {
-    const env = { API_SECRET, SNAPSHOT_INTERVAL_MS: '200' }
+    const env = { API_SECRET: CLUSTER_API_SECRET, SNAPSHOT_INTERVAL_MS: '200' }
     const a = await cluster.start('api-a', env)
     const b = await cluster.start('api-b', env)
     const room = uniqueRoom('team/api')
     const onA = await connectSynced(a.wsUrl, encodeURIComponent(room))
     onA.doc.getText('t').insert(0, 'held by A')
     await eventually(
-      async () => (await (await api(b, room, '/document')).json()).t === 'held by A',
+      async () => (await (await roomApi(b, room, '/document')).json()).t === 'held by A',
       'B reads it',
       10_000,
     )
     const backend = new Y.Doc()
     backend.getMap('m').set('via', 'b')
-    const posted = await api(b, room, '/update', {
+    const posted = await roomApi(b, room, '/update', {
       method: 'POST',
       headers: { 'content-type': 'application/octet-stream' },
       body: new Blob([Y.encodeStateAsUpdate(backend) as Uint8Array<ArrayBuffer>]),
@@ -53,7 +44,7 @@ describe('the REST API, webhooks and broadcast events in a real local cluster', 
     const closed = new Promise<number>((resolve) =>
       onA.provider.once('connection-close', (e) => resolve(e?.code ?? 0)),
     )
-    assert.equal((await api(b, room, '', { method: 'DELETE' })).status, 204)
+    assert.equal((await roomApi(b, room, '', { method: 'DELETE' })).status, 204)
     assert.equal(await closed, CloseCode.RoomDeleted)
     await eventually(async () => (await cluster.snapshot(room)) === null, 'the S3 snapshot is gone', 10_000)
     await eventually(
@@ -66,7 +57,7 @@ describe('the REST API, webhooks and broadcast events in a real local cluster', 
       'no journal streams',
       10_000,
     )
-    assert.deepEqual(await (await api(a, room, '/document')).json(), {}, 'a new, empty room')
+    assert.deepEqual(await (await roomApi(a, room, '/document')).json(), {}, 'a new, empty room')
     for (const server of [a, b]) server.child.kill('SIGKILL')
   })
 

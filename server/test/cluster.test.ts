@@ -3,8 +3,22 @@ import { createServer } from 'node:net'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
-import { connectClient, connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
-import { metricValue, REGISTRY_LEASE_MS, useTestCluster } from './helpers/cluster.js'
+import {
+  connectClient,
+  connectSynced,
+  destroyClients,
+  eventually,
+  firstCloseCode,
+  uniqueRoom,
+} from './helpers/clients.js'
+import {
+  CLUSTER_API_SECRET,
+  type ClusterServer,
+  metricValue,
+  REGISTRY_LEASE_MS,
+  roomApi,
+  useTestCluster,
+} from './helpers/cluster.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
 /** Cluster conditions (S3, registry, metrics) get longer than the default to come true. */
@@ -222,38 +236,42 @@ describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (m
     }
   })
 
+  /**
+   * `b` holds a stored room idle (nothing for it to save, so no save of b's meets a tombstone);
+   * `missDeletion` makes it miss the deletion's notice, then `deleteRoom` deletes it through `a`
+   * (204). `b` must close its client with RoomDeleted, and serve the next incarnation, empty.
+   */
+  async function idleHolderFindsDeletion(
+    [a, b]: ClusterServer[],
+    options: { missDeletion(room: string): Promise<void>; afterDelete?(): void },
+  ) {
+    assert.ok(a && b)
+    const room = await cluster.storedRoom('missed-deletion', 'deleted content')
+    const atB = await connectSynced(b.wsUrl, room)
+    assert.equal(atB.doc.getText('t').toString(), 'deleted content')
+    const closedAtB = firstCloseCode(atB)
+    await options.missDeletion(room)
+    assert.equal((await roomApi(a, room, '', { method: 'DELETE' })).status, 204)
+    options.afterDelete?.()
+    await until(async () => closedAtB() !== null, 'b finds the deletion it missed')
+    assert.equal(closedAtB(), CloseCode.RoomDeleted)
+    const fresh = await connectSynced(b.wsUrl, room)
+    assert.equal(fresh.doc.getText('t').toString(), '', 'the next incarnation, empty')
+  }
+
   it('a server cut off from Redis while a room it holds idle is deleted elsewhere drops it once its link is back', async () => {
-    const apiSecret = 'a-rest-api-secret-of-32-characters!'
     const link = await TcpLink.open(cluster.redis.port)
-    const a = await cluster.start('c5d-a', { API_SECRET: apiSecret })
-    const b = await cluster.start('c5d-b', {
-      API_SECRET: apiSecret,
-      PUBSUB: `redis://127.0.0.1:${link.port}`,
-    })
+    const env = { API_SECRET: CLUSTER_API_SECRET }
+    const a = await cluster.start('c5d-a', env)
+    const b = await cluster.start('c5d-b', { ...env, PUBSUB: `redis://127.0.0.1:${link.port}` })
     try {
-      // Stored, never edited here: nothing for b to save, so no save of b's meets the tombstone.
-      const room = uniqueRoom('missed-deletion')
-      const stored = new Y.Doc()
-      stored.getText('t').insert(0, 'deleted content')
-      await cluster.putSnapshot(room, Y.encodeStateAsUpdate(stored))
-      await connectSynced(a.wsUrl, room)
-      const atB = await connectSynced(b.wsUrl, room)
-      assert.equal(atB.doc.getText('t').toString(), 'deleted content')
-      let closedAtB: number | null = null
-      atB.provider.once('connection-close', (event: { code?: number } | null) => {
-        closedAtB = event?.code ?? 0
+      await idleHolderFindsDeletion([a, b], {
+        missDeletion: async (room) => {
+          await connectSynced(a.wsUrl, room)
+          link.cut() // b's subscription is gone: the deletion notice never reaches it
+        },
+        afterDelete: () => link.restore(),
       })
-      link.cut() // b's subscription is gone: the deletion notice never reaches it
-      const deleted = await fetch(`${a.httpUrl}/api/v1/rooms/${encodeURIComponent(room)}`, {
-        method: 'DELETE',
-        headers: { Authorization: `Bearer ${apiSecret}` },
-      })
-      assert.equal(deleted.status, 204)
-      link.restore()
-      await until(async () => closedAtB !== null, 'b finds the deletion it missed')
-      assert.equal(closedAtB, CloseCode.RoomDeleted)
-      const fresh = await connectSynced(b.wsUrl, room)
-      assert.equal(fresh.doc.getText('t').toString(), '', 'the next incarnation, empty')
     } finally {
       link.close()
       a.child.kill('SIGKILL')
@@ -262,30 +280,15 @@ describe('a real local cluster: sync server processes, Redis, DynamoDB and S3 (m
   })
 
   it('a deletion whose server died before telling anyone: the client retries it elsewhere, and the idle holder drops the room', async () => {
-    const apiSecret = 'a-rest-api-secret-of-32-characters!'
-    const a = await cluster.start('c5p-a', { API_SECRET: apiSecret })
-    const b = await cluster.start('c5p-b', { API_SECRET: apiSecret })
+    const env = { API_SECRET: CLUSTER_API_SECRET }
+    const a = await cluster.start('c5p-a', env)
+    const b = await cluster.start('c5p-b', env)
     try {
-      const room = uniqueRoom('untold-deletion')
-      const stored = new Y.Doc()
-      stored.getText('t').insert(0, 'deleted content')
-      await cluster.putSnapshot(room, Y.encodeStateAsUpdate(stored))
-      const atB = await connectSynced(b.wsUrl, room)
-      let closedAtB: number | null = null
-      atB.provider.once('connection-close', (event: { code?: number } | null) => {
-        closedAtB = event?.code ?? 0
+      await idleHolderFindsDeletion([a, b], {
+        // What a deleting server does first; it was killed before its notice and its answer, and
+        // its caller retries the deletion through `a`.
+        missDeletion: (room) => cluster.tombstone(room, 0),
       })
-      // What a deleting server does first; it was killed before its notice and its answer.
-      await cluster.tombstone(room, 0)
-      const retried = await fetch(`${a.httpUrl}/api/v1/rooms/${encodeURIComponent(room)}`, {
-        method: 'DELETE',
-        headers: { Authorization: `Bearer ${apiSecret}` },
-      })
-      assert.equal(retried.status, 204)
-      await until(async () => closedAtB !== null, 'b hears of the deletion it was never told of')
-      assert.equal(closedAtB, CloseCode.RoomDeleted)
-      const fresh = await connectSynced(b.wsUrl, room)
-      assert.equal(fresh.doc.getText('t').toString(), '', 'a later incarnation, empty')
     } finally {
       a.child.kill('SIGKILL')
       b.child.kill('SIGKILL')

@@ -2,15 +2,26 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
-import * as Y from 'yjs'
-import { connectClient, destroyClients, eventually, synced, uniqueRoom } from './helpers/clients.js'
-import { type ClusterServer, metricValue, useTestCluster } from './helpers/cluster.js'
+import {
+  connectClient,
+  destroyClients,
+  eventually,
+  firstCloseCode,
+  synced,
+  uniqueRoom,
+} from './helpers/clients.js'
+import {
+  CLUSTER_API_SECRET,
+  type ClusterServer,
+  metricValue,
+  roomApi,
+  useTestCluster,
+} from './helpers/cluster.js'
 import { closed, openRaw, terminateRawSockets } from './helpers/raw-socket.js'
 import { requireTestServices } from './helpers/services.js'
 import { TcpLink } from './helpers/tcp-link.js'
 import { testCertificate } from './helpers/test-certificate.js'
 
-const API_SECRET = 'a-rest-api-secret-of-32-characters!'
 const until = (check: () => boolean | Promise<boolean>, message: string, timeoutMs = 60_000) =>
   eventually(check, message, timeoutMs)
 
@@ -45,14 +56,6 @@ describe('slow dependencies', () => {
     return { link, server }
   }
 
-  async function storedRoom(base: string, text: string): Promise<string> {
-    const room = uniqueRoom(base)
-    const doc = new Y.Doc()
-    doc.getText('t').insert(0, text)
-    await cluster.putSnapshot(room, Y.encodeStateAsUpdate(doc))
-    return room
-  }
-
   const metric = async (server: ClusterServer, sample: string) => metricValue(await server.metrics(), sample)
 
   it('more calls than sockets on a slow store: every load waits its turn and every client syncs; /metrics shows the wait', async () => {
@@ -63,7 +66,7 @@ describe('slow dependencies', () => {
       AWS_CONNECT_TIMEOUT_MS: '300',
     })
     const rooms = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => storedRoom(`queue-${i}`, `saved ${i}`)),
+      Array.from({ length: 8 }, (_, i) => cluster.storedRoom(`queue-${i}`, `saved ${i}`)),
     )
     link.slow(150)
     const clients = rooms.flatMap((room) => [
@@ -92,12 +95,12 @@ describe('slow dependencies', () => {
 
   it('a store that is down: a client is closed (1013) only when its own wait runs out, and its reconnection is served once the store is back', async () => {
     const { link, server } = await serverBehindLink('down', {
-      API_SECRET: API_SECRET,
+      API_SECRET: CLUSTER_API_SECRET,
       JOIN_WAIT_MS: '1000',
       ROOM_LOAD_RETRY_MAX_MS: '300',
       ROOM_GRACE_MS: '5000',
     })
-    const room = await storedRoom('down', 'kept')
+    const room = await cluster.storedRoom('down', 'kept')
     link.cut()
     const raw = await openRaw(`${server.wsUrl}/${room}`)
     const gone = closed(raw)
@@ -108,12 +111,7 @@ describe('slow dependencies', () => {
     })
     assert.equal(await metric(server, 'symphony_join_waits_expired_total'), 1)
     // The REST API waits as long, and answers 503.
-    const answer = await fetch(
-      `http://127.0.0.1:${server.port}/api/v1/rooms/${encodeURIComponent(room)}/document`,
-      {
-        headers: { Authorization: `Bearer ${API_SECRET}` },
-      },
-    )
+    const answer = await roomApi(server, room, '/document')
     assert.equal(answer.status, 503)
     assert.deepEqual(((await answer.json()) as { error: { code: string } }).error.code, 'ROOM_UNAVAILABLE')
     // A provider reconnects after each 1013, joining the load that retries while anyone waits.
@@ -131,7 +129,7 @@ describe('slow dependencies', () => {
 
   it('a store slower than the wait: the reconnecting client joins the load still going, which loads the room once', async () => {
     const { link, server } = await serverBehindLink('slower', { JOIN_WAIT_MS: '700', ROOM_GRACE_MS: '5000' })
-    const room = await storedRoom('slower', 'slowly')
+    const room = await cluster.storedRoom('slower', 'slowly')
     // A head and a get, each 800 ms or more: the load outlasts a client's 700 ms wait.
     link.slow(400)
     const client = connectClient(server.wsUrl, room)
@@ -171,7 +169,7 @@ describe('slow dependencies', () => {
   })
 
   it('a store call lost on the way fails after AWS_IDLE_TIMEOUT_MS of silence: a room deleted meanwhile leaves this server and comes back empty', async () => {
-    const settings = { API_SECRET: API_SECRET, SNAPSHOT_INTERVAL_MS: '100', ROOM_GRACE_MS: '5000' }
+    const settings = { API_SECRET: CLUSTER_API_SECRET, SNAPSHOT_INTERVAL_MS: '100', ROOM_GRACE_MS: '5000' }
     const deleter = await cluster.start('lost-call-deleter', settings)
     // An hour for the whole call: only the idle timeout can end a request that was swallowed.
     const { link, server } = await serverBehindLink('lost-call', {
@@ -179,23 +177,18 @@ describe('slow dependencies', () => {
       AWS_REQUEST_TIMEOUT_MS: '3600000',
       AWS_IDLE_TIMEOUT_MS: '500',
     })
-    const room = await storedRoom('lost-call', 'old ')
+    const room = await cluster.storedRoom('lost-call', 'old ')
     const here = connectClient(server.wsUrl, room)
     const there = connectClient(deleter.wsUrl, room)
     await Promise.all([synced(here), synced(there)])
-    const closedHere = new Promise<number>((resolve) =>
-      here.provider.once('connection-close', (event: { code?: number } | null) => resolve(event?.code ?? 0)),
-    )
+    const closedHere = firstCloseCode(here)
     link.blackhole()
     here.doc.getText('t').insert(4, 'unsaved')
     await until(() => link.dropped > 0, 'a snapshot save swallowed by the link')
-    const deleted = await fetch(`http://127.0.0.1:${deleter.port}/api/v1/rooms/${encodeURIComponent(room)}`, {
-      method: 'DELETE',
-      headers: { Authorization: `Bearer ${API_SECRET}` },
-    })
-    assert.equal(deleted.status, 204)
+    assert.equal((await roomApi(deleter, room, '', { method: 'DELETE' })).status, 204)
     link.restore() // the swallowed call stays hung: its socket hears nothing ever again
-    assert.equal(await closedHere, CloseCode.RoomDeleted, 'the deletion reached this server')
+    await until(() => closedHere() !== null, 'the deletion reached this server')
+    assert.equal(closedHere(), CloseCode.RoomDeleted)
     // The room leaves this server only once its save in flight is over; joiners wait for that.
     const fresh = connectClient(server.wsUrl, room)
     await until(() => fresh.provider.synced, 'the fresh client synced (the lost call ended)', 30_000)

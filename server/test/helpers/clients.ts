@@ -47,6 +47,15 @@ export function connectClient(
   return client
 }
 
+/** The code the client's first closed connection got, once it has closed (null until then). */
+export function firstCloseCode(client: TestClient): () => number | null {
+  let code: number | null = null
+  client.provider.once('connection-close', (event: { code?: number } | null) => {
+    code = event?.code ?? 0
+  })
+  return () => code
+}
+
 /** Resolves once the provider has completed its first sync with the server. */
 export function synced(client: TestClient): Promise<void> {
   if (client.provider.synced) return Promise.resolve()

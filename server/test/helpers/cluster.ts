@@ -8,11 +8,23 @@ import * as Y from 'yjs'
 import { createRegistryTable } from '../../src/adapters/dynamo-room-registry.js'
 import { createSnapshotBucket, S3SnapshotStore } from '../../src/adapters/s3-snapshot-store.js'
 import { storedState } from '../../src/contracts/stored-snapshots.js'
+import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import { type ServerProcess, startServerProcess } from './server-process.js'
 import { destroyTestAwsClients, requireTestServices, testAwsClients, uniqueName } from './services.js'
 
 const BUCKET = 'symphony-test-snapshots'
 const LEASE_MS = 2_000
+
+/** The REST API's secret for cluster servers started with `API_SECRET: CLUSTER_API_SECRET`. */
+export const CLUSTER_API_SECRET = 'api-secret-for-tests-0123456789abcdef'
+
+/** A call to a room's REST API on a cluster server started with `CLUSTER_API_SECRET`. */
+export function roomApi(server: { port: number }, room: string, rest = '', init: RequestInit = {}) {
+  return fetch(`http://127.0.0.1:${server.port}/api/v1/rooms/${encodeURIComponent(room)}${rest}`, {
+    ...init,
+    headers: { authorization: `Bearer ${CLUSTER_API_SECRET}`, ...(init.headers as Record<string, string>) },
+  })
+}
 
 export interface ClusterServer extends ServerProcess {
   name: string
@@ -116,6 +128,15 @@ export class TestCluster {
     const state = await this.snapshot(room)
     if (state) Y.applyUpdate(doc, state)
     return doc
+  }
+
+  /** A new room whose snapshot in S3 holds `text` in its text `t`. */
+  async storedRoom(base: string, text: string): Promise<string> {
+    const room = uniqueRoom(base)
+    const doc = new Y.Doc()
+    doc.getText('t').insert(0, text)
+    await this.putSnapshot(room, Y.encodeStateAsUpdate(doc))
+    return room
   }
 
   async putSnapshot(room: string, state: Uint8Array): Promise<void> {
