@@ -118,7 +118,7 @@ export class RoomManager {
     this.#missedDeletions = new MissedDeletionChecks({
       storedGeneration: (name) => this.#storedGeneration(name),
       drop: (name, generation) => this.dropDeleted(name, generation),
-      isHeld: (name, generation) => this.#lives.get(name)?.loaded?.generation === generation,
+      isHeld: (name, generation) => this.#heldLife(name, generation) !== undefined,
       logger: deps.logger,
     })
     deps.pubsub.onPossibleLoss?.(() => this.#checkMissedDeletions())
@@ -241,8 +241,13 @@ export class RoomManager {
 
   /** Incarnation `generation` of the room was deleted elsewhere while this server held it: drop it. */
   dropDeleted(name: string, generation: number): void {
+    void this.#heldLife(name, generation)?.delete()
+  }
+
+  /** The room's life here if it holds incarnation `generation` loaded (live or unloading). */
+  #heldLife(name: string, generation: number): RoomLife<Loaded> | undefined {
     const life = this.#lives.get(name)
-    if (life?.loaded?.generation === generation) void life.delete()
+    return life?.loaded?.generation === generation ? life : undefined
   }
 
   /** The state of the room's instance here (`gone` when there is none). */
