@@ -63,6 +63,10 @@ export class RoomJournal {
   readonly #failed = new Set<number>()
   /** Recorded updates still being applied across turns: no snapshot can hold them whole yet. */
   readonly #applying = new Set<number>()
+  /**
+   * Confirmed appends not yet in a saved snapshot, in sequence order, each kept only while a mark
+   * could stop at it (see `#confirm`): at most one more than the updates still being applied.
+   */
   #confirmed: Confirmed[] = []
   #waiters: Waiter[] = []
   /** The entries replayed at load, dropped by the first trim. */
@@ -155,7 +159,7 @@ export class RoomJournal {
         this.#failing = false
         this.#outcomes.appended(this.room)
         if (!this.#inFlight.delete(seq)) return true // a saved snapshot holds it already
-        this.#confirmed.push({ seq, position })
+        this.#confirm({ seq, position })
         this.#release()
         return true
       },
@@ -168,6 +172,27 @@ export class RoomJournal {
       },
     )
     return { seq, appended }
+  }
+
+  /**
+   * Keeps `entry` for `mark`, which takes the latest confirmed position at or below what a snapshot
+   * holds whole. A position covers every earlier entry of this server, so the previous one is only
+   * worth keeping while an update between the two is still being applied (a mark could stop there).
+   * Kept one per update, they piled up until a save went through: for as long as the snapshot
+   * store was down, a heap object per edit.
+   */
+  #confirm(entry: Confirmed): void {
+    const last = this.#confirmed.at(-1)
+    const supersedes =
+      last !== undefined && last.seq < entry.seq && !this.#applyingWithin(last.seq, entry.seq)
+    if (supersedes) this.#confirmed[this.#confirmed.length - 1] = entry
+    else this.#confirmed.push(entry)
+  }
+
+  /** Whether an update numbered after `from` and up to `to` is still being applied. */
+  #applyingWithin(from: number, to: number): boolean {
+    for (const seq of this.#applying) if (seq > from && seq <= to) return true
+    return false
   }
 
   #reportFailure(error: unknown, action: 'append' | 'trim'): void {

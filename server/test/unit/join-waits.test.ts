@@ -1,20 +1,15 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import { setImmediate as nextTurn } from 'node:timers/promises'
-import v8 from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { ControlledSnapshotStore } from '@symphony/test-helpers/controlled-store'
 import { deferred } from '@symphony/test-helpers/deferred'
 import { eventually } from '../../src/contracts/eventually.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import type { RoomManager } from '../../src/core/room-manager.js'
 import type { SnapshotHead } from '../../src/ports/snapshot-store.js'
+import { freed } from './support/collected.js'
 import { TestWorld } from './support/test-world.js'
 import { until } from './support/turns.js'
 
-// The collector, also where the process was not started with --expose-gc (`npm run test:unit`).
-v8.setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc') as () => void
 const DEPARTED = 200
 
 /** Counts load attempts (each starts with the head), failing them while `failLoads` is set. */
@@ -24,22 +19,6 @@ class CountingStore extends ControlledSnapshotStore {
     this.heads++
     return super.head(room)
   }
-}
-
-/**
- * How many of `refs` the collector has freed. Anything that still points at a departed joiner's
- * signal (a reaction left on the room's load, a waiter never removed) keeps it alive.
- */
-async function freed(refs: WeakRef<object>[]): Promise<number> {
-  let count = 0
-  for (let round = 0; round < 5 && count < refs.length; round++) {
-    // A WeakRef's target is kept until the job that created or read it ends: collect on a later turn.
-    await nextTurn()
-    gc()
-    await nextTurn()
-    count = refs.filter((ref) => ref.deref() === undefined).length
-  }
-  return count
 }
 
 /** `DEPARTED` joiners each start waiting for `room` and leave; weak references to their signals. */
