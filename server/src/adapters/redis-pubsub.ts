@@ -45,10 +45,12 @@ export interface RedisPubSubOptions {
 }
 
 /**
- * A crossing message waits at most this long for others to share its write: a few ms of latency
- * between servers against a write per turn (at 1,000 users, most turns publish one message).
+ * A crossing message waits at most this long for others to share its write, and Redis's wake-up
+ * of every other holder: a few ms of latency between servers against a command per turn. 20 ms
+ * cost rooms spread over three servers 11 % less CPU than 5 ms, which cost no less than 0 (one
+ * command per turn) at 1,000 users (BENCHMARKS.md, 2026-11-26, last).
  */
-export const DEFAULT_PUBSUB_FLUSH_MS = 5
+export const DEFAULT_PUBSUB_FLUSH_MS = 20
 
 /** How soon a deletion notice that Redis did not take is published again (and again, until it does). */
 export const DELETION_RETRY_MS = 1_000

@@ -128,7 +128,7 @@ describe('configuration', () => {
       ...DEFAULT_AWS_HTTP,
     }
     const link = DEFAULT_REDIS_LINK
-    assert.deepEqual(backends.pubsub, { kind: 'redis', url: 'redis://cache:6379', link, flushMs: 5 })
+    assert.deepEqual(backends.pubsub, { kind: 'redis', url: 'redis://cache:6379', link, flushMs: 20 })
     assert.deepEqual(
       backends.journal,
       { kind: 'redis', url: 'redis://cache:6379', cluster: false, link },
