@@ -176,17 +176,24 @@ export class RoomJournal {
 
   /**
    * Keeps `entry` for `mark`, which takes the latest confirmed position at or below what a snapshot
-   * holds whole. A position covers every earlier entry of this server, so the previous one is only
-   * worth keeping while an update between the two is still being applied (a mark could stop there).
-   * Kept one per update, they piled up until a save went through: for as long as the snapshot
-   * store was down, a heap object per edit.
+   * holds whole. A position covers every earlier entry of this server, so an entry is only worth
+   * keeping while an update between it and the next is still being applied (a mark could stop
+   * there): the rest go, whichever confirmation made them redundant. Kept one per update, they
+   * piled up until a save went through: for as long as the snapshot store was down, a heap object
+   * per edit.
    */
   #confirm(entry: Confirmed): void {
-    const last = this.#confirmed.at(-1)
-    const supersedes =
-      last !== undefined && last.seq < entry.seq && !this.#applyingWithin(last.seq, entry.seq)
-    if (supersedes) this.#confirmed[this.#confirmed.length - 1] = entry
-    else this.#confirmed.push(entry)
+    const entries = this.#confirmed
+    entries.push(entry)
+    let kept = 0
+    for (let index = 0; index < entries.length; index++) {
+      const current = entries[index] as Confirmed
+      const next = entries[index + 1]
+      // Out of order (no adapter confirms so): kept, as the next one does not cover it.
+      if (next === undefined || next.seq <= current.seq || this.#applyingWithin(current.seq, next.seq))
+        entries[kept++] = current
+    }
+    entries.length = kept
   }
 
   /** Whether an update numbered after `from` and up to `to` is still being applied. */
