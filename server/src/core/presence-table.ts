@@ -58,7 +58,9 @@ export class PresenceTable {
     this.#onBytes(change)
   }
 
-  apply(entries: AwarenessEntry[], now = Date.now()): void {
+  /** Takes the entries newer than what the table holds; returns how many it took. */
+  apply(entries: AwarenessEntry[], now = Date.now()): number {
+    let taken = 0
     // Read (and so purged) on every join; a room nobody joins is purged as its table grows.
     if (this.#clients.size >= this.#purgeAt) {
       this.present(now)
@@ -80,8 +82,10 @@ export class PresenceTable {
         } else {
           this.#clients.set(clientId, { clock, state: copy, updatedAt: now })
         }
+        taken++
       }
     }
+    return taken
   }
 
   /**

@@ -520,6 +520,7 @@ export class RoomManager {
       // Peers holding newer state answer now; and a peer that held the room alone, publishing
       // nothing (no one to hear it), hears of this server and publishes again (ChannelPeers).
       loaded.room.publishDigest()
+      loaded.room.askPeersForPresence()
       const bytes = state?.length ?? 0
       logger.info({ room: name, source, bytes, journaled: journal.updates.length }, 'room loaded')
       this.deps.events.emit({ type: 'room.loaded', room: name, source, bytes, at: Date.now() })

@@ -21,6 +21,7 @@ import {
   isEmptyStateVector,
   isEmptyUpdate,
   type Message,
+  QUERY_AWARENESS_FRAME,
 } from '../protocol/codec.js'
 import type { WaitingBudget } from '../protocol/update-guard.js'
 import { type ScannedUpdate, STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
@@ -376,8 +377,9 @@ export class Room implements MemberRoom, MemoryHolder {
 
   /**
    * The one handler of every message kind, from a client or a peer: a kind added to `Message`
-   * and left out here fails to compile (the `never` below). Peers sync by digest and ask
-   * nothing: their requests and sync-status are ignored.
+   * and left out here fails to compile (the `never` below). Peers sync by digest; of their
+   * requests only a presence query is answered (by a server that loaded the room), the rest and
+   * sync-status are ignored.
    */
   #dispatch(
     message: Message,
@@ -417,8 +419,8 @@ export class Room implements MemberRoom, MemoryHolder {
         )
         if (!connection) {
           this.#presenceOwners.saw(entries, PEER)
-          this.presence.apply(entries)
-          this.#broadcast(frame, null)
+          // Only news: a peer's answer to a loading server's query holds what the rest have.
+          if (this.presence.apply(entries) > 0) this.#broadcast(frame, null)
           return
         }
         // A connection speaks for the ids it introduced, not for the others' presence its
@@ -433,7 +435,10 @@ export class Room implements MemberRoom, MemoryHolder {
         return
       }
       case 'query-awareness':
-        if (!connection) return
+        if (!connection) {
+          this.#tellPeersPresence()
+          return
+        }
         if (connection.takeRoomRequest())
           connection.send(this.presence.presentFrame() ?? encodeAwarenessEntries([]))
         else connection.close(CloseCode.RateLimited, 'presence queries too frequent')
@@ -619,6 +624,20 @@ export class Room implements MemberRoom, MemoryHolder {
       this.#observer.remoteMessageDropped()
       this.#logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
     }
+  }
+
+  /** Asks the other servers holding the room for their clients' presence (this one just loaded it). */
+  askPeersForPresence(): void {
+    if (this.#pubsub.mayHavePeers(this.#channel)) this.#pubsub.publish(this.#channel, QUERY_AWARENESS_FRAME)
+  }
+
+  /** Answers a peer's query with the presence of this server's clients (each server answers for its own). */
+  #tellPeersPresence(): void {
+    const own = this.presence.present().filter(({ clientId }) => {
+      const owner = this.#presenceOwners.ownerOf(clientId)
+      return owner !== undefined && owner !== PEER
+    })
+    if (own.length > 0) this.#pubsub.publish(this.#channel, encodeAwarenessEntries(own))
   }
 
   /** Tells the other servers holding the room what this one holds (anti-entropy). */

@@ -23,6 +23,12 @@ export function isRoomDeletedFrame(frame: Uint8Array): boolean {
   return frame.length === 1 && frame[0] === ServerMessageType.RoomDeleted
 }
 
+/**
+ * Asks the other servers holding a room for their clients' presence: what a server that loads the
+ * room lacks (presence set earlier reached nobody, or only the servers holding it then).
+ */
+export const QUERY_AWARENESS_FRAME = new Uint8Array([MessageType.QueryAwareness])
+
 const AUTH_PERMISSION_DENIED = 0
 
 /**

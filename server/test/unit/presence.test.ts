@@ -31,6 +31,36 @@ describe('presence', () => {
     assert.deepEqual(c.presentClients(), [], 'nor on the other server')
   })
 
+  it('gives the clients of a server that loads the room later the presence of the clients elsewhere', async () => {
+    world = new TestWorld()
+    const room = uniqueRoom()
+    const [here, there, third] = [world.server(), world.server(), world.server()]
+    const a = here.connect(room)
+    await a.ready
+    // Set while no other server held the room: published to nobody.
+    a.setPresence({ name: 'ann' })
+    await settle()
+    const b = there.connect(room)
+    await b.ready
+    await settle()
+    // Without renewals (every 15 s) or a move of ann's: what `there` learnt when it loaded the room.
+    assert.deepEqual(b.presentClients(), [a.doc.clientID])
+    b.setPresence({ name: 'bob' })
+    await settle()
+    const awarenessFrames = (client: typeof a) =>
+      client.messages().filter((m) => m.kind === 'awareness').length
+    const [toA, toB] = [awarenessFrames(a), awarenessFrames(b)]
+    const c = third.connect(room)
+    await c.ready
+    await settle()
+    assert.deepEqual(c.presentClients().sort(), [a.doc.clientID, b.doc.clientID].sort(), 'from each server')
+    assert.deepEqual(
+      [awarenessFrames(a), awarenessFrames(b)],
+      [toA, toB],
+      'the answers hold nothing new for them',
+    )
+  })
+
   it('closes a connection that speaks for more awareness clients than the cap allows', async (t) => {
     world = new TestWorld()
     const room = uniqueRoom()
