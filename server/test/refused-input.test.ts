@@ -5,7 +5,7 @@ import { Redis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
 import pg from 'pg'
 import * as Y from 'yjs'
-import { decodeDigest, encodeUpdate } from '../src/protocol/codec.js'
+import { decodeDigest, encodeUpdate, QUERY_AWARENESS_FRAME } from '../src/protocol/codec.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { useTestCluster } from './helpers/cluster.js'
 import { closed, openRaw, refusedStatus, terminateRawSockets } from './helpers/raw-socket.js'
@@ -29,7 +29,11 @@ async function watchPubSub(redisUrl: string) {
 }
 
 /** Frames that carry document content (anything but an anti-entropy digest). */
-const contentFrames = (frames: Uint8Array[] = []) => frames.filter((frame) => decodeDigest(frame) === null)
+/** What a server published of its clients' input: not its digest, nor a loading server's presence query. */
+const contentFrames = (frames: Uint8Array[] = []) =>
+  frames.filter(
+    (frame) => decodeDigest(frame) === null && !Buffer.from(frame).equals(Buffer.from(QUERY_AWARENESS_FRAME)),
+  )
 
 describe('refused input leaves no trace in Redis, S3, DynamoDB or Postgres', () => {
   const cluster = useTestCluster()
