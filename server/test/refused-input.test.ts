@@ -55,7 +55,7 @@ describe('refused input leaves no trace in Redis, S3, DynamoDB or Postgres', () 
     await database.end()
   })
 
-  it('refused upgrades, read-only writes, malformed, oversized and too-large updates', async () => {
+  it('refused upgrades, read-only writes, malformed, oversized and too-large updates', async (t) => {
     const server = await cluster.start('refuse-a', {
       AUTH: 'jwt',
       AUTH_SECRET: TEST_SECRET,
@@ -66,6 +66,8 @@ describe('refused input leaves no trace in Redis, S3, DynamoDB or Postgres', () 
       MAX_DOCUMENT_BYTES: String(16 * 1024),
     })
     const pubsub = await watchPubSub(cluster.redis.url)
+    // Also when an assertion fails: its subscriber, left open, would keep this file from ever exiting.
+    t.after(() => pubsub.close())
     const refusedRoom = uniqueRoom('refused')
     const url = (room: string, token?: string) => `${server.wsUrl}/${room}${token ? `?token=${token}` : ''}`
 
@@ -150,6 +152,5 @@ describe('refused input leaves no trace in Redis, S3, DynamoDB or Postgres', () 
     assert.deepEqual(await cluster.registryItems(refusedRoom), [])
     assert.equal(await rows(refusedRoom), 0, 'no metadata for a refused upgrade')
     assert.equal((await fetch(`http://127.0.0.1:${server.port}/healthz`)).status, 200)
-    await pubsub.close()
   })
 })
