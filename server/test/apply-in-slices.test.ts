@@ -4,6 +4,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import * as Y from 'yjs'
 import * as built from '../dist/core/apply-in-slices.js'
 import * as fromSource from '../src/core/apply-in-slices.js'
+import { summaryOf } from '../src/protocol/holds-only.js'
 
 /** About 400 KiB of shapes and typed text: big enough to be sliced. */
 function bigDocument(): Uint8Array {
@@ -41,7 +42,7 @@ function turnCounter(doc: Y.Doc) {
   }
 }
 
-for (const [build, { applyInSlices: apply, replayInTurns }] of [
+for (const [build, { applyInSlices: apply, replayInTurns, summarizeState }] of [
   ['from source', fromSource],
   ['built', built],
 ] as const) {
@@ -117,6 +118,21 @@ for (const [build, { applyInSlices: apply, replayInTurns }] of [
     it('rejects a damaged big state, as applying it in one go would', async () => {
       const state = bigDocument()
       await assert.rejects(apply(new Y.Doc(), state.subarray(0, state.length - 100)))
+    })
+  })
+
+  describe(`summarizeState, ${build}`, () => {
+    it('summarizes a big state as a small one is (on the worker when built), null when it cannot be read', async () => {
+      const state = bigDocument()
+      const doc = new Y.Doc()
+      Y.applyUpdate(doc, state)
+      doc.getMap('shapes').delete('shape-0') // a deletion only: the state vector stays the same
+      const deleted = Y.encodeStateAsUpdate(doc)
+      for (const bytes of [state, deleted]) assert.deepEqual(await summarizeState(bytes), summaryOf(bytes))
+      const [before, after] = [await summarizeState(state), await summarizeState(deleted)]
+      assert.deepEqual(after?.stateVector, before?.stateVector)
+      assert.notDeepEqual(after?.deletions, before?.deletions)
+      assert.equal(await summarizeState(state.subarray(0, state.length - 100)), null)
     })
   })
 

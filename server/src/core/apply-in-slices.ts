@@ -2,6 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
+import { type HeldSummary, summaryOf } from '../protocol/holds-only.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 import { clientCount, holdsWaiting } from '../protocol/yjs-internals.js'
 import type { Encoded, Refusal, SliceReply, SliceRequest } from './update-slicer-worker.js'
@@ -101,6 +102,22 @@ function refusalError({ code, message }: Refusal): Error {
   }
 }
 
+/**
+ * What a stored `state` holds (`summaryOf`), read on the worker thread when it is big; null when it
+ * cannot be read, or the worker fails (read here instead, a big one would stall every room).
+ */
+export async function summarizeState(state: Uint8Array): Promise<HeldSummary | null> {
+  if (FROM_SOURCE || state.length < SLICE_ABOVE_BYTES) {
+    try {
+      return summaryOf(state)
+    } catch {
+      return null
+    }
+  }
+  const reply = await slicer.slice({ update: state, summarize: true }).catch(() => null)
+  return reply && 'held' in reply ? (reply.held ?? null) : null
+}
+
 /** A request without a check is never refused: the worker answers with slices (and the encoding). */
 async function sliceOnWorker(
   state: Uint8Array,
@@ -150,7 +167,9 @@ export async function replayInTurns(
   return applied
 }
 
-type Sliced = { slices: Uint8Array[]; structs?: number; encoded?: Encoded | undefined } | Refusal
+type Sliced =
+  | { slices: Uint8Array[]; structs?: number; encoded?: Encoded | undefined; held?: HeldSummary }
+  | Refusal
 
 interface Waiter {
   resolve: (result: Sliced) => void
@@ -166,7 +185,7 @@ class Slicer {
   readonly #waiting = new Map<number, Waiter>()
 
   /** The slices, or (for a request with a check) why the update was refused. */
-  slice(request: Pick<SliceRequest, 'update' | 'check' | 'encode'>): Promise<Sliced> {
+  slice(request: Pick<SliceRequest, 'update' | 'check' | 'encode' | 'summarize'>): Promise<Sliced> {
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
       const worker = this.#started() // may throw (no thread to be had): then nothing waits

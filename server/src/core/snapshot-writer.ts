@@ -21,6 +21,8 @@ export interface Snapshottable {
   encodeState(): Uint8Array
   /** Merges another server's saved state into the room. */
   absorbStored(state: Uint8Array): Promise<unknown>
+  /** Once it absorbed `state`: the room version `state` holds everything of, or null if the room holds more. */
+  versionHeldBy(state: Uint8Array): Promise<number | null>
 }
 
 /**
@@ -168,21 +170,24 @@ export class SnapshotWriter {
   async #write(): Promise<void> {
     const started = performance.now()
     const room = this.#room.name
+    const handOverOwed = this.#handOverOwed
     try {
       const journaled = this.#journal.mark() // before encoding: the snapshot holds all of these
       this.#handOverOwed = false
-      const { version, state } = await this.#saveMerged()
+      const { version, state, written } = await this.#saveMerged()
       this.#savedVersion = Math.max(this.#savedVersion, version)
       this.#journal.saved(journaled) // never awaits the journal: trimming runs on its own
       this.#releaseSavedWaiters()
       this.#failures = 0
       const seconds = (performance.now() - started) / 1000
-      this.#events.emit({ type: 'snapshot.saved', room, seconds, at: Date.now() })
+      if (written) this.#events.emit({ type: 'snapshot.saved', room, seconds, at: Date.now() })
       // After the save is acknowledged, and on the save queue: one hand-over at a time, in order.
-      if (this.#onSaved) this.#handOverOwed = !(await this.#onSaved(state))
+      // Of a snapshot another server wrote, that server's own hand-over stands, unless one is owed.
+      if (this.#onSaved && (written || handOverOwed)) this.#handOverOwed = !(await this.#onSaved(state))
       if (this.dirty) this.markDirty()
     } catch (error) {
       if (error instanceof RoomDeletedError) throw error // not a failure: the room is gone
+      this.#handOverOwed ||= handOverOwed // still owed: the retry's save hands it over
       this.#failures++
       const retryInMs = Math.min(
         this.#policy.retryMaxMs,
@@ -205,26 +210,37 @@ export class SnapshotWriter {
    * Saves the room's garbage-collected state over the stored version it holds everything of.
    * When another server saved in between, the store refuses; that snapshot is merged into the
    * room (a CRDT union, so a server whose copy lags never erases another's edits) and the save
-   * is tried again over it. Resolves with the room version saved and its state.
+   * is tried again over it, unless the room then holds nothing more than that snapshot: every
+   * holder of a room saves what reaches it, and without this each change would be written once per
+   * holder (an object write each, and as many identical versions in the room's history).
+   * Resolves with the room version saved, its state, and whether this write stored it.
    */
-  async #saveMerged(): Promise<{ version: number; state: Uint8Array }> {
-    if (this.#storedVersion === undefined) await this.#absorbStored()
+  async #saveMerged(): Promise<{ version: number; state: Uint8Array; written: boolean }> {
+    if (this.#storedVersion === undefined) {
+      const held = await this.#absorbStored()
+      if (held) return held
+    }
     for (let conflicts = 0; ; conflicts++) {
       const version = this.#room.version
       const state = this.#room.encodeState()
       try {
         const expected = this.#storedVersion ?? null
         this.#storedVersion = await this.#store.save(this.#room.name, state, expected, this.#generation)
-        return { version, state }
+        return { version, state, written: true }
       } catch (error) {
         if (!(error instanceof SnapshotConflictError) || conflicts >= MAX_CONFLICTS_PER_WRITE) throw error
         this.#metrics.snapshotConflicts.inc()
-        await this.#absorbStored()
+        const held = await this.#absorbStored()
+        if (held) return held
       }
     }
   }
 
-  async #absorbStored(): Promise<void> {
+  /**
+   * Merges the stored snapshot into the room. Resolves with it as this write's outcome when the
+   * room then holds nothing more (null: it does, or nothing is stored).
+   */
+  async #absorbStored(): Promise<{ version: number; state: Uint8Array; written: false } | null> {
     const stored = await this.#store.load(this.#room.name)
     const generation = this.#generation
     if (stored && (stored.generation > generation || (stored.deleted && stored.generation >= generation))) {
@@ -234,6 +250,9 @@ export class SnapshotWriter {
     }
     if (stored && !stored.deleted) await this.#room.absorbStored(stored.state)
     this.#storedVersion = stored?.version ?? null
+    if (!stored || stored.deleted) return null
+    const version = await this.#room.versionHeldBy(stored.state)
+    return version === null ? null : { version, state: stored.state, written: false }
   }
 
   #releaseSavedWaiters(): void {

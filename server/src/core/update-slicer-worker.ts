@@ -8,6 +8,7 @@ import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { SymphonyError } from '../errors.js'
+import { type HeldSummary, summaryOf } from '../protocol/holds-only.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 
 export interface SliceRequest {
@@ -21,11 +22,15 @@ export interface SliceRequest {
   check?: { stateVector: Uint8Array; maxStructs: number }
   /** A loaded state: also encode the document it builds, as a joiner would be sent it. */
   encode?: boolean
+  /** A stored state: only summarize what it holds (`summaryOf`), no slices. */
+  summarize?: boolean
 }
 /** The document's own encoding: `same` when it is byte for byte the update itself (no transfer). */
 export type Encoded = Uint8Array | 'same'
 export type SliceReply =
-  | ({ id: number; slices: Uint8Array[]; encoded?: Encoded } & Partial<Omit<CutUpdate, 'slices'>>)
+  | ({ id: number; slices: Uint8Array[]; encoded?: Encoded; held?: HeldSummary } & Partial<
+      Omit<CutUpdate, 'slices'>
+    >)
   | { id: number; refused: Refusal }
 /** Why a client's update was refused: the `code` of the error the check threw (`INTERNAL`: not the client's fault). */
 export interface Refusal {
@@ -38,9 +43,14 @@ try {
   setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), 19)
 } catch {}
 
-parentPort?.on('message', ({ id, update, structsPerSlice, check, encode }: SliceRequest) => {
+parentPort?.on('message', ({ id, update, structsPerSlice, check, encode, summarize }: SliceRequest) => {
   let reply: SliceReply
-  if (check) {
+  if (summarize) {
+    reply = { id, slices: [] }
+    try {
+      reply.held = summaryOf(update)
+    } catch {} // cannot be read: no summary, and the room is saved as it always was
+  } else if (check) {
     try {
       reply = { id, ...checkAndCut(update, check.stateVector, check.maxStructs, structsPerSlice) }
     } catch (error) {
@@ -60,7 +70,11 @@ parentPort?.on('message', ({ id, update, structsPerSlice, check, encode }: Slice
     const encoded = encode ? encodedDocument(update) : undefined
     if (encoded) reply.encoded = encoded
   }
-  const transfer = [...reply.slices, ...(reply.encoded instanceof Uint8Array ? [reply.encoded] : [])]
+  const transfer = [
+    ...reply.slices,
+    ...(reply.encoded instanceof Uint8Array ? [reply.encoded] : []),
+    ...(reply.held ? [reply.held.stateVector, reply.held.deletions] : []),
+  ]
   parentPort?.postMessage(
     reply,
     transfer.map((bytes) => bytes.buffer as ArrayBuffer),

@@ -24,6 +24,20 @@ async function oneClient() {
   return { room, store, server, client }
 }
 
+/** An app's `onStore` that fails the first time; it keeps the text of each state handed over. */
+function failingOnceOnStore() {
+  const handedOver: string[] = []
+  let fail = true
+  const onStore = ({ document }: { document: () => Y.Doc }) => {
+    if (fail) {
+      fail = false
+      throw new Error('search index down')
+    }
+    handedOver.push(document().getText('t').toString())
+  }
+  return { handedOver, onStore }
+}
+
 describe('snapshots', () => {
   afterEach(() => world.close())
 
@@ -122,5 +136,74 @@ describe('snapshots', () => {
     const stored = await storedText(world.snapshots, room)
     assert.ok(stored?.includes('ours') && stored.includes('theirs'), `both edits are stored: ${stored}`)
     assert.ok(client.text().includes('theirs'), 'and the merged edit reached the client')
+  })
+  it('writes nothing when another server already saved all the room holds', async (t) => {
+    const tick = fakeTime(t)
+    world = new TestWorld()
+    const room = uniqueRoom()
+    const stores = [
+      new ControlledSnapshotStore(world.snapshots),
+      new ControlledSnapshotStore(world.snapshots),
+    ]
+    const onA = world.server({ snapshots: stores[0] }).connect(room)
+    const onB = world.server({ snapshots: stores[1] }).connect(room)
+    await Promise.all([onA.ready, onB.ready])
+    onA.doc.getText('t').insert(0, 'both servers hold this')
+    await settle()
+    assert.equal(onB.text(), 'both servers hold this')
+    await tick(intervalMs)
+    await tick(intervalMs)
+    const saves = stores.map((store) => store.savesCompleted)
+    assert.deepEqual(saves.toSorted(), [0, 1], 'one server saved; the other found it saved')
+    const { versions } = await world.snapshots.listVersions(room, { limit: 10 })
+    assert.equal(versions.length, 1, 'one version, not one per server')
+    assert.equal(await storedText(world.snapshots, room), 'both servers hold this')
+  })
+
+  it('saves a deletion the stored state lacks, though the room holds no struct it lacks', async (t) => {
+    const tick = fakeTime(t)
+    const { room, store, client } = await oneClient()
+    client.doc.getText('t').insert(0, 'ab')
+    await tick(intervalMs)
+    const saved = await world.snapshots.load(room)
+    assert.ok(saved && !saved.deleted)
+    client.doc.getText('t').delete(1, 1)
+    // Another server saves what it holds, the state before the deletion: ours now conflicts.
+    await world.snapshots.save(room, saved.state, saved.version)
+    await tick(intervalMs)
+    assert.equal(store.savesCompleted, 2)
+    assert.equal(await storedText(world.snapshots, room), 'a')
+  })
+  it('hands over a snapshot another server saved when its own hand-over of that content failed', async (t) => {
+    const tick = fakeTime(t)
+    world = new TestWorld()
+    const { handedOver, onStore } = failingOnceOnStore()
+    const room = uniqueRoom()
+    const client = world.server({ hooks: { onStore } }).connect(room)
+    await client.ready
+    client.doc.getText('t').insert(0, 'indexed')
+    await tick(intervalMs)
+    assert.deepEqual(handedOver, [], 'saved, and the hand-over failed')
+    const saved = await world.snapshots.load(room)
+    assert.ok(saved && !saved.deleted)
+    await world.snapshots.save(room, saved.state, saved.version) // another server saved the same
+    await tick(intervalMs)
+    assert.deepEqual(handedOver, ['indexed'])
+  })
+  it('still owes a failed hand-over after a save that failed, and makes it once a retry saves', async (t) => {
+    const tick = fakeTime(t)
+    world = new TestWorld()
+    const store = new ControlledSnapshotStore(world.snapshots)
+    const { handedOver, onStore } = failingOnceOnStore()
+    const client = world.server({ snapshots: store, hooks: { onStore } }).connect(uniqueRoom())
+    await client.ready
+    client.doc.getText('t').insert(0, 'indexed')
+    await tick(intervalMs)
+    assert.deepEqual(handedOver, [], 'saved, and the hand-over failed')
+    store.failSaves = 1
+    await tick(intervalMs)
+    assert.equal(store.failSaves, 0, 'the save made to hand it over again failed')
+    await tick(retryMaxMs)
+    assert.deepEqual(handedOver, ['indexed'])
   })
 })

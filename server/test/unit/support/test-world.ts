@@ -12,6 +12,7 @@ import { ServerMetrics } from '../../../src/metrics.js'
 import { observeMetrics } from '../../../src/observers/metrics-observer.js'
 import type { SnapshotStore } from '../../../src/ports/snapshot-store.js'
 import type { UpdateJournal } from '../../../src/ports/update-journal.js'
+import type { ServerHooks } from '../../../src/server-hooks.js'
 import { type LogEntry, recordingLogger } from '../../helpers/recording-logger.js'
 import { TestClient } from './test-client.js'
 
@@ -38,6 +39,8 @@ export interface ServerSetup {
   /** Stands in for the server's pub/sub on `world.bus` (e.g. a `LossyPubSub`). */
   pubsub?: MemoryPubSub
   options?: Partial<RoomManagerOptions>
+  /** The embedding app's hooks. */
+  hooks?: ServerHooks
   /** How long a client waits for its room to load before it is closed (1013). Default 30 s. */
   joinWaitMs?: number
 }
@@ -123,6 +126,7 @@ export class TestServer {
         stateSource,
         events,
         metrics: this.metrics,
+        ...(setup.hooks ? { hooks: setup.hooks } : {}),
         logger,
       },
       { ...OPTIONS, ...setup.options },
