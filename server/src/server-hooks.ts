@@ -82,7 +82,8 @@ export interface ServerHooks {
    * Runs after each snapshot the server saves of a room (within `SNAPSHOT_INTERVAL_MS` of a change,
    * and when the room unloads), on the server that saved it, one call at a time per room. The save
    * is done and acknowledged before it runs; a throw (or no answer within `hookTimeoutMs`) is
-   * logged, and the room is saved and `onStore` called again at the next interval.
+   * logged, and the room is saved and `onStore` called again at the next interval (in a cluster,
+   * with the snapshot another server saved, when that one holds everything this server has).
    */
   onStore?: (stored: StoredRoom) => void | Promise<void>
   /**
