@@ -2,9 +2,10 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
-import { type HeldSummary, summaryOf } from '../protocol/holds-only.js'
+import type { Digest } from '../protocol/codec.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 import { clientCount, holdsWaiting } from '../protocol/yjs-internals.js'
+import { digestOfState } from './anti-entropy.js'
 import type { Encoded, Refusal, SliceReply, SliceRequest } from './update-slicer-worker.js'
 
 /**
@@ -103,19 +104,19 @@ function refusalError({ code, message }: Refusal): Error {
 }
 
 /**
- * What a stored `state` holds (`summaryOf`), read on the worker thread when it is big; null when it
- * cannot be read, or the worker fails (read here instead, a big one would stall every room).
+ * The digest of a stored `state` (`digestOfState`), read on the worker thread when it is big; null
+ * when it cannot be read, or the worker fails (read here instead, a big one would stall every room).
  */
-export async function summarizeState(state: Uint8Array): Promise<HeldSummary | null> {
+export async function digestOfStored(state: Uint8Array): Promise<Digest | null> {
   if (FROM_SOURCE || state.length < SLICE_ABOVE_BYTES) {
     try {
-      return summaryOf(state)
+      return digestOfState(state)
     } catch {
       return null
     }
   }
-  const reply = await slicer.slice({ update: state, summarize: true }).catch(() => null)
-  return reply && 'held' in reply ? (reply.held ?? null) : null
+  const reply = await slicer.slice({ update: state, digest: true }).catch(() => null)
+  return reply && 'slices' in reply ? (reply.digest ?? null) : null
 }
 
 /** A request without a check is never refused: the worker answers with slices (and the encoding). */
@@ -168,7 +169,7 @@ export async function replayInTurns(
 }
 
 type Sliced =
-  | { slices: Uint8Array[]; structs?: number; encoded?: Encoded | undefined; held?: HeldSummary }
+  | { slices: Uint8Array[]; structs?: number; encoded?: Encoded | undefined; digest?: Digest }
   | Refusal
 
 interface Waiter {
@@ -185,7 +186,7 @@ class Slicer {
   readonly #waiting = new Map<number, Waiter>()
 
   /** The slices, or (for a request with a check) why the update was refused. */
-  slice(request: Pick<SliceRequest, 'update' | 'check' | 'encode' | 'summarize'>): Promise<Sliced> {
+  slice(request: Pick<SliceRequest, 'update' | 'check' | 'encode' | 'digest'>): Promise<Sliced> {
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
       const worker = this.#started() // may throw (no thread to be had): then nothing waits

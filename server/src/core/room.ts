@@ -23,7 +23,6 @@ import {
   type Message,
   QUERY_AWARENESS_FRAME,
 } from '../protocol/codec.js'
-import { holdsOnly } from '../protocol/holds-only.js'
 import type { WaitingBudget } from '../protocol/update-guard.js'
 import { type ScannedUpdate, STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
 import { documentStructs, structsAdded } from '../protocol/update-structs.js'
@@ -35,9 +34,9 @@ import {
   waitingStructs,
 } from '../protocol/yjs-internals.js'
 import type { ServerHooks } from '../server-hooks.js'
-import { compareDigest, digestOf } from './anti-entropy.js'
+import { compareDigest, digestOf, holdsNothingBeyond } from './anti-entropy.js'
 import { AppMessages } from './app-messages.js'
-import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES, summarizeState } from './apply-in-slices.js'
+import { applyInSlices, checkAndSlice, digestOfStored, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
 import { API_SUBJECT, type Author } from './author-binding.js'
 import { changeOriginOf, PEER_ORIGIN } from './change-origin.js'
@@ -722,9 +721,9 @@ export class Room implements MemberRoom, MemoryHolder {
    * (saving the room would store `state` again), or null if the room holds more.
    */
   async versionHeldBy(state: Uint8Array): Promise<number | null> {
-    const held = await summarizeState(state)
+    const stored = await digestOfStored(state)
     // Compared and read in one go: a change after it is a later version, still to be saved.
-    return held && holdsOnly(this.doc, held) ? this.version : null
+    return stored && holdsNothingBeyond(this.doc, stored) ? this.version : null
   }
 
   destroy(): void {

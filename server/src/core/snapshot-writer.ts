@@ -248,11 +248,11 @@ export class SnapshotWriter {
       this.#onDeleted()
       throw new RoomDeletedError(`room ${this.#room.name} was deleted (incarnation ${generation})`)
     }
-    if (stored && !stored.deleted) await this.#room.absorbStored(stored.state)
+    const state = stored && !stored.deleted ? stored.state : null
+    if (state) await this.#room.absorbStored(state)
     this.#storedVersion = stored?.version ?? null
-    if (!stored || stored.deleted) return null
-    const version = await this.#room.versionHeldBy(stored.state)
-    return version === null ? null : { version, state: stored.state, written: false }
+    const version = state && (await this.#room.versionHeldBy(state))
+    return state && version !== null ? { version, state, written: false } : null
   }
 
   #releaseSavedWaiters(): void {

@@ -8,8 +8,9 @@ import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { SymphonyError } from '../errors.js'
-import { type HeldSummary, summaryOf } from '../protocol/holds-only.js'
+import type { Digest } from '../protocol/codec.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
+import { digestOfState } from './anti-entropy.js'
 
 export interface SliceRequest {
   id: number
@@ -22,13 +23,13 @@ export interface SliceRequest {
   check?: { stateVector: Uint8Array; maxStructs: number }
   /** A loaded state: also encode the document it builds, as a joiner would be sent it. */
   encode?: boolean
-  /** A stored state: only summarize what it holds (`summaryOf`), no slices. */
-  summarize?: boolean
+  /** A stored state: only its digest (`digestOfState`), no slices. */
+  digest?: boolean
 }
 /** The document's own encoding: `same` when it is byte for byte the update itself (no transfer). */
 export type Encoded = Uint8Array | 'same'
 export type SliceReply =
-  | ({ id: number; slices: Uint8Array[]; encoded?: Encoded; held?: HeldSummary } & Partial<
+  | ({ id: number; slices: Uint8Array[]; encoded?: Encoded; digest?: Digest } & Partial<
       Omit<CutUpdate, 'slices'>
     >)
   | { id: number; refused: Refusal }
@@ -43,13 +44,13 @@ try {
   setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), 19)
 } catch {}
 
-parentPort?.on('message', ({ id, update, structsPerSlice, check, encode, summarize }: SliceRequest) => {
+parentPort?.on('message', ({ id, update, structsPerSlice, check, encode, digest }: SliceRequest) => {
   let reply: SliceReply
-  if (summarize) {
+  if (digest) {
     reply = { id, slices: [] }
     try {
-      reply.held = summaryOf(update)
-    } catch {} // cannot be read: no summary, and the room is saved as it always was
+      reply.digest = digestOfState(update)
+    } catch {} // cannot be read: no digest, and the room is saved as it always was
   } else if (check) {
     try {
       reply = { id, ...checkAndCut(update, check.stateVector, check.maxStructs, structsPerSlice) }
@@ -70,11 +71,7 @@ parentPort?.on('message', ({ id, update, structsPerSlice, check, encode, summari
     const encoded = encode ? encodedDocument(update) : undefined
     if (encoded) reply.encoded = encoded
   }
-  const transfer = [
-    ...reply.slices,
-    ...(reply.encoded instanceof Uint8Array ? [reply.encoded] : []),
-    ...(reply.held ? [reply.held.stateVector, reply.held.deletions] : []),
-  ]
+  const transfer = [...reply.slices, ...(reply.encoded instanceof Uint8Array ? [reply.encoded] : [])]
   parentPort?.postMessage(
     reply,
     transfer.map((bytes) => bytes.buffer as ArrayBuffer),

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { holdsOnly, summaryOf } from '../../../src/protocol/holds-only.js'
-import { edit, random, syncAll } from '../support/random-histories.js'
+import { digestOf, digestOfState, holdsNothingBeyond } from '../../src/core/anti-entropy.js'
+import { edit, random, syncAll } from './support/random-histories.js'
 
 /** A server's copy: a new document that applied `states` in order. */
 function copyOf(...states: Uint8Array[]): Y.Doc {
@@ -11,7 +11,7 @@ function copyOf(...states: Uint8Array[]): Y.Doc {
   return doc
 }
 
-describe('holdsOnly: a room that absorbed a stored state holds nothing more', () => {
+describe('the digest of a stored state: a room that absorbed it holds nothing more', () => {
   it('answers as Yjs snapshots compare, over random histories of every root kind', () => {
     const answers = { same: 0, more: 0 }
     for (let seed = 1; seed <= 200; seed++) {
@@ -32,7 +32,8 @@ describe('holdsOnly: a room that absorbed a stored state holds nothing more', ()
       const stored = Y.encodeStateAsUpdate(saver)
       const absorbed = copyOf(Y.encodeStateAsUpdate(room), stored)
       const expected = Y.equalSnapshots(Y.snapshot(absorbed), Y.snapshot(copyOf(stored)))
-      assert.equal(holdsOnly(absorbed, summaryOf(stored)), expected, `seed ${seed}`)
+      assert.deepEqual(digestOfState(stored), digestOf(copyOf(stored)), `seed ${seed}: read from the bytes`)
+      assert.equal(holdsNothingBeyond(absorbed, digestOfState(stored)), expected, `seed ${seed}`)
       answers[expected ? 'same' : 'more']++
     }
     assert.ok(answers.same >= 30 && answers.more >= 30, `both answers are tried: ${JSON.stringify(answers)}`)
@@ -44,8 +45,8 @@ describe('holdsOnly: a room that absorbed a stored state holds nothing more', ()
     const stored = Y.encodeStateAsUpdate(doc)
     doc.getText('t').delete(1, 1)
     assert.deepEqual(Y.encodeStateVector(doc), Y.encodeStateVectorFromUpdate(stored))
-    assert.equal(holdsOnly(doc, summaryOf(stored)), false)
-    assert.equal(holdsOnly(doc, summaryOf(Y.encodeStateAsUpdate(doc))), true)
+    assert.equal(holdsNothingBeyond(doc, digestOfState(stored)), false)
+    assert.equal(holdsNothingBeyond(doc, digestOfState(Y.encodeStateAsUpdate(doc))), true)
   })
 
   it('answers false while anything waits for a missing dependency', () => {
@@ -55,6 +56,6 @@ describe('holdsOnly: a room that absorbed a stored state holds nothing more', ()
     source.getText('t').insert(1, 'b')
     const second = Y.encodeStateAsUpdate(source, Y.encodeStateVectorFromUpdate(first))
     const doc = copyOf(second) // waits for `first`
-    assert.equal(holdsOnly(doc, summaryOf(Y.encodeStateAsUpdate(doc))), false)
+    assert.equal(holdsNothingBeyond(doc, digestOfState(Y.encodeStateAsUpdate(doc))), false)
   })
 })
