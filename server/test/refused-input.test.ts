@@ -28,7 +28,6 @@ async function watchPubSub(redisUrl: string) {
   return { frames, close: () => subscriber.quit() }
 }
 
-/** Frames that carry document content (anything but an anti-entropy digest). */
 /** What a server published of its clients' input: not its digest, nor a loading server's presence query. */
 const contentFrames = (frames: Uint8Array[] = []) =>
   frames.filter(
