@@ -107,6 +107,10 @@ export class ServerMetrics implements CoreMetrics {
     'symphony_journal_replayed_updates_total',
     'Journaled updates applied on top of a snapshot when a room loaded (a crash left them unsaved)',
   )
+  readonly journalAdopted = this.#counter(
+    'symphony_journal_adopted_updates_total',
+    'Journal entries of a server that is gone applied into a room held here (its last edits, which it may have told no one), then saved',
+  )
   readonly journalSkipped = this.#counter(
     'symphony_journal_skipped_records_total',
     'Damaged journal records skipped at replay (unreadable, or not an update that applies); the records after them still replay',

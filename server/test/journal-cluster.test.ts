@@ -29,7 +29,9 @@ function journalConfig() {
 
 const open = (writer: string, keyPrefix: string) => {
   const { url } = journalConfig()
-  return new RedisUpdateJournal(writer, url, { cluster: true, keyPrefix, logger: silentLogger })
+  // A short writer's lease (2 × 200 + 300 ms): the contract waits for one to run out.
+  const link = { heartbeatIntervalMs: 200, heartbeatTimeoutMs: 300 }
+  return new RedisUpdateJournal(writer, url, { cluster: true, keyPrefix, logger: silentLogger, link })
 }
 
 /** Every key under `prefix`, on whichever node holds it. */

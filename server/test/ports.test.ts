@@ -181,14 +181,16 @@ const updateJournals: [name: string, fixture: () => Promise<JournalFixture>][] =
     'FileUpdateJournal',
     async () => {
       const folder = mkdtempSync(join(tmpdir(), 'journal-'))
-      return { open: () => new FileUpdateJournal(folder), cleanup: async () => {} }
+      return { open: () => new FileUpdateJournal(folder), cleanup: async () => {}, singleWriter: true }
     },
   ],
   [
     'RedisUpdateJournal',
     async () => {
       const { redisUrl } = requireTestServices()
-      const options = { keyPrefix: `${uniqueName('test')}:`, logger: silentLogger }
+      // A writer's lease: 2 × 200 + 300 ms.
+      const link = { heartbeatIntervalMs: 200, heartbeatTimeoutMs: 300 }
+      const options = { keyPrefix: `${uniqueName('test')}:`, logger: silentLogger, link }
       const admin = new Redis(redisUrl)
       return {
         open: (writer) => new RedisUpdateJournal(writer, redisUrl, options),
@@ -280,12 +282,13 @@ describe('RedisUpdateJournal', () => {
     try {
       const position = await journal.append(room, new Uint8Array([7]))
       assert.deepEqual((await admin.keys(`${keyPrefix}*`)).sort(), [
+        `${keyPrefix}journal-writers`, // every writer's lease, for all rooms
         `${keyPrefix}journal:{${room}}`,
         `${keyPrefix}journal:{${room}}:server-a`,
       ])
       assert.deepEqual(await admin.smembers(`${keyPrefix}journal:{${room}}`), ['server-a'])
       await journal.trim(room, position)
-      assert.deepEqual(await admin.keys(`${keyPrefix}*`), [])
+      assert.deepEqual(await admin.keys(`${keyPrefix}*`), [`${keyPrefix}journal-writers`])
     } finally {
       await Promise.all([journal.close(), admin.quit()])
     }

@@ -1,4 +1,9 @@
-import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
+import type {
+  JournalContents,
+  JournalPosition,
+  OrphanedEntries,
+  UpdateJournal,
+} from '../ports/update-journal.js'
 
 interface Entry {
   seq: number
@@ -13,6 +18,26 @@ export class MemoryJournalTable {
   readonly rooms = new Map<string, Map<string, Entry[]>>()
   /** One sequence for the table, never reset: a stale position never reaches a later entry. */
   lastSeq = 0
+  /** The writers alive, each with what it is told when another goes. */
+  readonly #alive = new Map<string, (() => void)[]>()
+
+  alive(writer: string): void {
+    if (!this.#alive.has(writer)) this.#alive.set(writer, [])
+  }
+
+  isAlive(writer: string): boolean {
+    return this.#alive.has(writer)
+  }
+
+  onWriterGone(writer: string, listener: () => void): void {
+    this.#alive.get(writer)?.push(listener)
+  }
+
+  /** `writer` died (or closed): the writers still alive hear of it. */
+  lose(writer: string): void {
+    if (!this.#alive.delete(writer)) return
+    for (const listeners of this.#alive.values()) for (const listener of listeners) listener()
+  }
 }
 
 /**
@@ -21,10 +46,17 @@ export class MemoryJournalTable {
  * before it, so appends racing a trim stay.
  */
 export class MemoryUpdateJournal implements UpdateJournal {
+  readonly orphans: OrphanedEntries = {
+    onWriterGone: (listener) => this.table.onWriterGone(this.writer, listener),
+    read: async (room) => this.#read(room, (writer) => !this.table.isAlive(writer)),
+  }
+
   constructor(
     private readonly writer: string = 'memory',
     private readonly table: MemoryJournalTable = new MemoryJournalTable(),
-  ) {}
+  ) {
+    table.alive(writer)
+  }
 
   append(room: string, update: Uint8Array): Promise<JournalPosition> {
     let writers = this.table.rooms.get(room)
@@ -43,11 +75,15 @@ export class MemoryUpdateJournal implements UpdateJournal {
   }
 
   async read(room: string): Promise<JournalContents> {
+    return this.#read(room, () => true)
+  }
+
+  #read(room: string, include: (writer: string) => boolean): JournalContents {
     const updates: Uint8Array[] = []
     const position = new Map<string, string>()
     for (const [writer, entries] of this.table.rooms.get(room) ?? []) {
       const last = entries.at(-1)
-      if (!last) continue
+      if (!last || !include(writer)) continue
       for (const { update } of entries) updates.push(update.slice())
       position.set(writer, String(last.seq))
     }
@@ -69,5 +105,7 @@ export class MemoryUpdateJournal implements UpdateJournal {
     this.table.rooms.delete(room)
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.table.lose(this.writer)
+  }
 }

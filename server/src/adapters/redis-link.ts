@@ -50,8 +50,11 @@ export interface RedisLinkOptions<C extends RedisConnection> {
   subscriber?: boolean
   /** A cluster client (`url` names the cluster's configuration endpoint). */
   cluster?: boolean
-  /** Prove the link by a PING each heartbeat. Off for a link proven otherwise (the subscriber). */
-  ping?: boolean
+  /**
+   * What proves the link each heartbeat (a PING; the journal's proof that its writer lives). None
+   * for a link proven otherwise (the subscriber).
+   */
+  prove?: (connection: C) => Promise<unknown>
   /** Prepares each new connection (commands, listeners). */
   setup?: (connection: C) => void
   /** The connection is ready: after it connects, and after each reconnection. */
@@ -73,12 +76,13 @@ export class RedisLink<C extends RedisConnection = Redis> {
   constructor(private readonly options: RedisLinkOptions<C>) {
     this.#connection = this.#open()
     const { heartbeatIntervalMs, heartbeatTimeoutMs } = options.settings
-    if (options.ping) {
+    const prove = options.prove
+    if (prove) {
       this.#heartbeat = new Heartbeat(heartbeatIntervalMs, () =>
         withinDeadline(
-          this.#connection.ping(),
+          prove(this.#connection),
           heartbeatTimeoutMs,
-          `PING on the ${options.role} connection`,
+          `the heartbeat of the ${options.role} connection`,
         ).then(
           () => this.proven(),
           (error: unknown) => this.missed(error),

@@ -115,7 +115,7 @@ export class RedisPubSub implements PubSub {
       ...link,
       role: 'publisher',
       name: `${serverId}:pub`,
-      ping: true,
+      prove: (connection) => connection.ping(),
       setup: (connection) => connection.defineCommand('publishMany', { numberOfKeys: 0, lua: PUBLISH_MANY }),
     })
     this.#subscriber = new RedisLink({

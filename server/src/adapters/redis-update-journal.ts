@@ -2,7 +2,12 @@ import { flushAtTurnEnd } from '../cork-until-turn-ends.js'
 import { within } from '../deadline.js'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
-import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
+import type {
+  JournalContents,
+  JournalPosition,
+  OrphanedEntries,
+  UpdateJournal,
+} from '../ports/update-journal.js'
 import { chunks, MAX_ITEMS_PER_COMMAND } from './command-batches.js'
 import { DEFAULT_REDIS_LINK, type RedisConnection, type RedisLinkSettings } from './redis-connection.js'
 import { DependencyLinks, RedisLink } from './redis-link.js'
@@ -40,7 +45,17 @@ if redis.call('XLEN', KEYS[1]) == 0 then
 end
 return 0`
 
+// A writer proves it lives by a lease in the sorted set of writers (its end as the score, on
+// Redis's clock, so the servers' clocks never matter); expired ones go, and the rest come back.
+const PROVE_ALIVE = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)
+return redis.call('ZRANGE', KEYS[1], 0, -1)`
+
 type JournalCommands = RedisConnection & {
+  journalProveAlive(writers: string, writer: string, leaseMs: number): Promise<string[]>
   journalAppend(...keysThenArguments: (string | Buffer | number)[]): Promise<string[]>
   journalTrim(stream: string, writers: string, minId: string, writer: string): Promise<number>
 }
@@ -71,6 +86,21 @@ export class RedisUpdateJournal implements UpdateJournal {
   readonly #cluster: boolean
   /** This turn's appends, sent together once it ends. */
   #pending: PendingAppend[] = []
+  /** How long a proof that this writer lives holds: two missed heartbeats and a slow one. */
+  readonly #leaseMs: number
+  /** The writers alive at the last proof (null before the first). */
+  #live: ReadonlySet<string> | null = null
+  readonly #goneListeners: (() => void)[] = []
+  readonly orphans: OrphanedEntries = {
+    onWriterGone: (listener) => {
+      this.#goneListeners.push(listener)
+    },
+    read: (room) =>
+      this.#within(
+        this.#read(room, (writer) => this.#isGone(writer)),
+        'a journal read',
+      ),
+  }
 
   constructor(
     private readonly writer: string,
@@ -81,6 +111,7 @@ export class RedisUpdateJournal implements UpdateJournal {
     const settings = { ...DEFAULT_REDIS_LINK, ...options.link }
     this.#commandTimeoutMs = settings.commandTimeoutMs
     this.#cluster = options.cluster ?? false
+    this.#leaseMs = 2 * settings.heartbeatIntervalMs + settings.heartbeatTimeoutMs
     let connectedBefore = false
     this.#link = new RedisLink<RedisConnection>({
       url: redisUrl,
@@ -90,18 +121,40 @@ export class RedisUpdateJournal implements UpdateJournal {
       cluster: options.cluster,
       links: new DependencyLinks('journal', options.outcomes ?? IGNORED_OUTCOMES),
       logger: options.logger,
-      ping: true,
+      prove: (redis) => this.#proveAlive(redis as JournalCommands),
       setup: (redis) => {
         redis.defineCommand('journalAppend', { lua: APPEND }) // the key count comes first
         redis.defineCommand('journalTrim', { numberOfKeys: 2, lua: TRIM })
+        redis.defineCommand('journalProveAlive', { numberOfKeys: 1, lua: PROVE_ALIVE })
       },
       onReady: () => {
-        // A Redis without persistence restarts empty: what it had confirmed may be gone. (So may
-        // what a connection replaced after a missed heartbeat had confirmed: it is the same Redis.)
-        if (connectedBefore) for (const listener of this.#lossListeners) listener()
+        if (connectedBefore) {
+          // A Redis without persistence restarts empty: what it had confirmed may be gone. (So may
+          // what a connection replaced after a missed heartbeat had confirmed: it is the same Redis.)
+          for (const listener of this.#lossListeners) listener()
+          // And a writer may have died unseen meanwhile.
+          for (const listener of this.#goneListeners) listener()
+        }
         connectedBefore = true
       },
     })
+    // At once, ahead of any append (the commands keep their order): a writer that dies before its
+    // first heartbeat is still seen alive by the others, and so seen to go.
+    this.#proveAlive(this.#redis).catch(() => {}) // the heartbeat tries again
+  }
+
+  /** Renews this writer's lease and learns who else lives; tells the listeners if a writer went. */
+  async #proveAlive(redis: JournalCommands): Promise<void> {
+    const live = new Set(await redis.journalProveAlive(this.#writersAlive, this.writer, this.#leaseMs))
+    const before = this.#live
+    this.#live = live
+    if (before && [...before].some((writer) => !live.has(writer))) {
+      for (const listener of this.#goneListeners) listener()
+    }
+  }
+
+  #isGone(writer: string): boolean {
+    return writer !== this.writer && !this.#live?.has(writer)
   }
 
   /** The connection now (a missed heartbeat replaces it). */
@@ -117,7 +170,10 @@ export class RedisUpdateJournal implements UpdateJournal {
   }
 
   read(room: string): Promise<JournalContents> {
-    return this.#within(this.#read(room), 'a journal read')
+    return this.#within(
+      this.#read(room, () => true),
+      'a journal read',
+    )
   }
 
   trim(room: string, position: JournalPosition): Promise<void> {
@@ -165,8 +221,9 @@ export class RedisUpdateJournal implements UpdateJournal {
     return ids
   }
 
-  async #read(room: string): Promise<JournalContents> {
-    const writers = await this.#redis.smembers(this.#writers(room))
+  /** What the room's writers that `include` picks journaled. */
+  async #read(room: string, include: (writer: string) => boolean): Promise<JournalContents> {
+    const writers = (await this.#redis.smembers(this.#writers(room))).filter(include)
     const updates: Uint8Array[] = []
     const position = new Map<string, string>()
     for (const writer of writers) {
@@ -202,6 +259,11 @@ export class RedisUpdateJournal implements UpdateJournal {
 
   onPossibleLoss(listener: () => void): void {
     this.#lossListeners.push(listener)
+  }
+
+  /** The sorted set of the writers' leases: one key for all rooms, on one node of a Redis Cluster. */
+  get #writersAlive(): string {
+    return `${this.#prefix}journal-writers`
   }
 
   /** The room key-encoded: `{` `}` in a name would otherwise move the hash tag. */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import type { JournalConfig } from '../backends.js'
 import type { AdapterContext } from '../ports/adapters.js'
 import type { UpdateJournal } from '../ports/update-journal.js'
@@ -13,11 +14,17 @@ export function openUpdateJournal(config: JournalConfig, context: AdapterContext
     case 'file':
       return new FileUpdateJournal(config.folder)
     case 'redis':
-      return new RedisUpdateJournal(context.self.serverId, config.url, {
-        logger: context.logger,
-        outcomes: context.outcomes,
-        cluster: config.cluster,
-        link: config.link,
-      })
+      // A writer per start, even under a fixed SERVER_ID: a server restarted at once must not pass
+      // for its dead predecessor, whose last entries the servers holding its rooms adopt.
+      return new RedisUpdateJournal(
+        `${context.self.serverId}:${randomBytes(4).toString('hex')}`,
+        config.url,
+        {
+          logger: context.logger,
+          outcomes: context.outcomes,
+          cluster: config.cluster,
+          link: config.link,
+        },
+      )
   }
 }

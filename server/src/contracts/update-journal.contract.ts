@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { UpdateJournal } from '../ports/update-journal.js'
+import { eventually } from './eventually.js'
 import { TRICKY_ROOM_NAMES } from './tricky-room-names.js'
 import { uniqueRoom } from './unique-room.js'
 
@@ -8,6 +9,12 @@ export interface JournalFixture {
   /** A journal for `writer` (a server id) on the fixture's shared storage. */
   open(writer: string): UpdateJournal
   cleanup(): Promise<void>
+  /**
+   * One server writes this journal (an embedded file journal): it has no other writers' entries
+   * to offer (`orphans`). Otherwise a writer's lease should be short here (a second or so), as a
+   * test waits for one to run out.
+   */
+  singleWriter?: boolean
 }
 
 const bytes = (...values: number[]) => new Uint8Array(values)
@@ -120,6 +127,36 @@ export function updateJournalContract(name: string, createFixture: () => Promise
       await next.trim(room, read.position)
       assert.deepEqual((await next.read(room)).updates, [bytes(3)])
       await next.close()
+      await fixture.cleanup()
+    })
+
+    it('offers the entries of a writer that is gone to the others, and tells them it went', async () => {
+      const fixture = await createFixture()
+      const [a, b] = [fixture.open('server-a'), fixture.open('server-b')]
+      const room = uniqueRoom('journal')
+      if (fixture.singleWriter) {
+        assert.equal(a.orphans, undefined, 'one writer leaves no orphans')
+        await Promise.all([a.close(), b.close()])
+        return
+      }
+      assert.ok(a.orphans && b.orphans, 'a journal several servers write offers what the gone ones left')
+      let told = 0
+      b.orphans.onWriterGone(() => told++)
+      await a.append(room, bytes(1))
+      await b.append(room, bytes(2))
+      const orphans = b.orphans
+      await eventually(
+        async () => (await orphans.read(room)).updates.length === 0,
+        'a live writer’s entries are not offered once the others heard from it',
+      )
+      await a.close() // it stops proving that it lives
+      await eventually(() => told > 0, 'the others are told a writer went', 10_000)
+      const offered = await orphans.read(room)
+      assert.deepEqual(offered.updates, [bytes(1)], 'the gone writer’s entries, not this one’s')
+      await b.trim(room, offered.position)
+      assert.deepEqual((await b.read(room)).updates, [bytes(2)], 'trimming them keeps the others')
+      assert.deepEqual((await orphans.read(room)).updates, [])
+      await b.close()
       await fixture.cleanup()
     })
 

@@ -149,6 +149,7 @@ export async function replayInTurns(
   doc: Y.Doc,
   updates: Uint8Array[],
   skipped: (error: unknown) => void,
+  origin?: unknown,
 ): Promise<number> {
   let applied = 0
   let thisTurn = 0
@@ -158,7 +159,7 @@ export async function replayInTurns(
       thisTurn = 0
     }
     try {
-      Y.applyUpdate(doc, update)
+      Y.applyUpdate(doc, update, origin)
       applied += update.length
     } catch (error) {
       skipped(error)

@@ -32,6 +32,7 @@ export interface CoreMetrics {
   /** A snapshot save met another server's save first (merged, then saved again). */
   readonly snapshotConflicts: Count
   readonly journalReplayed: Count
+  readonly journalAdopted: Count
   readonly journalSkipped: Count
   readonly roomLoadFailures: Count
   readonly roomLoadRetries: Count

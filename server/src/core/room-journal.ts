@@ -69,8 +69,13 @@ export class RoomJournal {
    */
   #confirmed: Confirmed[] = []
   #waiters: Waiter[] = []
-  /** The entries replayed at load, dropped by the first trim. */
-  #replayed: JournalPosition
+  /**
+   * Other writers' entries the room holds (replayed at load, or adopted from a writer that is
+   * gone), each writer's dropped from here once a trim reached it.
+   */
+  readonly #othersHeld: Map<string, string>
+  /** The writer this server appends as, once an append told it. */
+  #ownWriter: string | undefined
   #trimming = false
   /** The latest write failed: further failures are counted, not logged again. */
   #failing = false
@@ -84,7 +89,7 @@ export class RoomJournal {
     this.room = room
     this.#key = key ?? room
     this.#journal = journal
-    this.#replayed = replayed.position
+    this.#othersHeld = new Map(replayed.position)
     this.#recorded = replayed.updates
     this.#outcomes = outcomes
     this.#onAppendFailed = onAppendFailed
@@ -131,7 +136,23 @@ export class RoomJournal {
     for (const seq of this.#applying) through = Math.min(through, seq - 1)
     let own: JournalPosition = new Map()
     for (const entry of this.#confirmed) if (entry.seq <= through) own = entry.position
-    return { through, position: new Map([...this.#replayed, ...own]) }
+    return { through, position: new Map([...this.#othersHeld, ...own]) }
+  }
+
+  /**
+   * The room now holds the entries up to `position` of writers that are gone (it applied them
+   * whole): the next snapshot holds them, and its trim drops them.
+   */
+  adopted(position: JournalPosition): void {
+    for (const [writer, id] of position) this.#othersHeld.set(writer, id)
+  }
+
+  /**
+   * A saved snapshot holds everything the room holds now: the other writers' entries it holds are
+   * trimmed (no save is owed that would trim them).
+   */
+  trimHeld(): void {
+    if (this.#othersHeld.size > 0) this.#trim(new Map(this.#othersHeld))
   }
 
   /**
@@ -157,6 +178,7 @@ export class RoomJournal {
     const appended = this.#journal.append(this.#key, update).then(
       (position) => {
         this.#failing = false
+        this.#ownWriter ??= position.keys().next().value
         this.#outcomes.appended(this.room)
         if (!this.#inFlight.delete(seq)) return true // a saved snapshot holds it already
         this.#confirm({ seq, position })
@@ -241,7 +263,12 @@ export class RoomJournal {
         this.#nextTrim = null
         try {
           await this.#journal.trim(this.#key, next)
-          this.#replayed = new Map()
+          // What the trim reached is trimmed: the very entry, or this server's own later one in the
+          // same stream (one file journal). Entries adopted meanwhile stay until a trim reaches them.
+          for (const [writer, id] of next) {
+            if (this.#othersHeld.get(writer) === id || writer === this.#ownWriter)
+              this.#othersHeld.delete(writer)
+          }
         } catch (error) {
           this.#reportFailure(error, 'trim')
         }

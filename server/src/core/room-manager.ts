@@ -15,9 +15,11 @@ import { AppPersistence } from './app-persistence.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import type { CoreMetrics } from './core-metrics.js'
 import type { EventStream } from './event-stream.js'
+import type { HeldRoomSweep } from './held-room-sweep.js'
 import { incarnationKey } from './incarnation.js'
 import type { MemoryCharges } from './memory-budget.js'
 import { type HeldIncarnation, MissedDeletionChecks } from './missed-deletions.js'
+import { orphanAdoption } from './orphan-adoption.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
 import { type LoadRetry, RoomLife, type RoomState } from './room-life.js'
@@ -107,8 +109,10 @@ export class RoomManager {
   /** The app's persistence beside the stores (`onLoad`, `onStore`). */
   readonly #app: AppPersistence
   readonly #missedDeletions: MissedDeletionChecks
-  /** Rooms still loading that will be checked once live (see `#checkMissedDeletions`). */
-  readonly #checkedOnceLive = new WeakSet<RoomLife<Loaded>>()
+  /** Adopts the journal entries of servers that are gone (a journal several servers write). */
+  readonly #orphanAdoption: HeldRoomSweep | null = null
+  /** Per sweep, the rooms still loading that it visits once they are live (see `#sweepEveryRoom`). */
+  readonly #sweptOnceLive = new Map<HeldRoomSweep, WeakSet<RoomLife<Loaded>>>()
 
   constructor(
     private readonly deps: RoomManagerDeps,
@@ -121,7 +125,23 @@ export class RoomManager {
       isHeld: (name, generation) => this.#heldLife(name, generation) !== undefined,
       logger: deps.logger,
     })
-    deps.pubsub.onPossibleLoss?.(() => this.#checkMissedDeletions())
+    deps.pubsub.onPossibleLoss?.(() => this.#sweepEveryRoom(this.#missedDeletions))
+    const orphans = deps.journal.orphans
+    if (orphans) {
+      const adoption = orphanAdoption({
+        orphans,
+        held: (name, generation) => {
+          const life = this.#heldLife(name, generation)
+          return life?.state === 'live' || life?.state === 'unloading'
+            ? (life.loaded ?? undefined)
+            : undefined
+        },
+        metrics: deps.metrics,
+        logger: deps.logger,
+      })
+      this.#orphanAdoption = adoption
+      orphans.onWriterGone(() => this.#sweepEveryRoom(adoption))
+    }
     this.#app = new AppPersistence({
       hooks: deps.hooks ?? {},
       timeoutMs: this.#hookTimeoutMs,
@@ -144,23 +164,26 @@ export class RoomManager {
   }
 
   /**
-   * Pub/sub may have missed a deletion notice: check every room held here, and each room still
-   * loading once it is live (its load may have read the store before the deletion).
+   * Something may have happened unseen to every room held here (pub/sub may have missed a deletion
+   * notice, a server may have died with journal entries it told no one): `sweep` visits each, and
+   * each room still loading once it is live (its load may have read the stores before it happened).
    */
-  #checkMissedDeletions(): void {
+  #sweepEveryRoom(sweep: HeldRoomSweep): void {
+    const onceLive = this.#sweptOnceLive.get(sweep) ?? new WeakSet<RoomLife<Loaded>>()
+    this.#sweptOnceLive.set(sweep, onceLive)
     const held: HeldIncarnation[] = []
     for (const [name, life] of this.#lives) {
       if (life.loaded) held.push({ name, generation: life.loaded.generation })
-      else if (life.state === 'loading' && !this.#checkedOnceLive.has(life)) {
+      else if (life.state === 'loading' && !onceLive.has(life)) {
         // One reaction per life: a load retried through an outage may see many losses.
-        this.#checkedOnceLive.add(life)
+        onceLive.add(life)
         life.ready.then(
-          ({ generation }) => this.#missedDeletions.check([{ name, generation }]),
+          ({ generation }) => sweep.check([{ name, generation }]),
           () => {},
         )
       }
     }
-    this.#missedDeletions.check(held)
+    sweep.check(held)
   }
 
   readonly #journalOutcomes: JournalOutcomes = {
@@ -410,6 +433,7 @@ export class RoomManager {
   /** Deregisters, unsubscribes and frees every room (after `flushAll`, at shutdown). */
   async unloadAll(): Promise<void> {
     this.#missedDeletions.stop()
+    this.#orphanAdoption?.stop()
     await Promise.all([...this.#lives.values()].map((life) => life.unloadNow()))
   }
 

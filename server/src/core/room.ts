@@ -36,7 +36,13 @@ import {
 import type { ServerHooks } from '../server-hooks.js'
 import { compareDigest, digestOf, holdsNothingBeyond } from './anti-entropy.js'
 import { AppMessages } from './app-messages.js'
-import { applyInSlices, checkAndSlice, digestOfStored, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
+import {
+  applyInSlices,
+  checkAndSlice,
+  digestOfStored,
+  replayInTurns,
+  SLICE_ABOVE_BYTES,
+} from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
 import { API_SUBJECT, type Author } from './author-binding.js'
 import { changeOriginOf, PEER_ORIGIN } from './change-origin.js'
@@ -692,7 +698,28 @@ export class Room implements MemberRoom, MemoryHolder {
    * collected like any change), a slice per event-loop turn when it is big, and forwards what was
    * new to the local clients. Resolves with whether anything changed.
    */
-  async absorbStored(state: Uint8Array): Promise<boolean> {
+  absorbStored(state: Uint8Array): Promise<boolean> {
+    return this.#absorb(state.length, () => applyInSlices(this.doc, state, STORED))
+  }
+
+  /**
+   * Merges the journal entries of a server that is gone (perhaps edits it acknowledged and died
+   * before telling anyone), a few kilobytes per turn, and forwards what was new to the local
+   * clients. Like a peer's change, journaled here by nobody: answers that may cover it wait for a
+   * save. Entries that do not apply go to `skipped`. Resolves with whether anything changed, or
+   * null if the room was destroyed before it held them all (they are not the room's to trim).
+   */
+  async absorbOrphaned(updates: Uint8Array[], skipped: (error: unknown) => void): Promise<boolean | null> {
+    if (this.#destroyed) return null
+    const bytes = updates.reduce((sum, update) => sum + update.length, 0)
+    const changed = await this.#absorb(bytes, () => replayInTurns(this.doc, updates, skipped, STORED))
+    if (this.#destroyed) return null
+    if (changed) this.#notJournaledHere = this.version
+    return changed
+  }
+
+  /** Applies what `apply` applies (as `STORED`), forwarding what is new; resolves with whether anything changed. */
+  async #absorb(bytes: number, apply: () => Promise<unknown>): Promise<boolean> {
     const waitingBefore = waitingOf(this.doc)
     let changed = false
     const forward = (update: Uint8Array, origin: unknown) => {
@@ -702,7 +729,7 @@ export class Room implements MemberRoom, MemoryHolder {
     }
     this.doc.on('update', forward)
     try {
-      await applyInSlices(this.doc, state, STORED)
+      await apply()
     } finally {
       this.doc.off('update', forward)
     }
@@ -710,7 +737,7 @@ export class Room implements MemberRoom, MemoryHolder {
     // the next save would drop what the other server saved waiting.
     changed ||= waitingChanged(this.doc, waitingBefore)
     if (changed && !this.#destroyed) {
-      this.#changed(state.length)
+      this.#changed(bytes)
       this.#emitChange(null)
     }
     return changed

@@ -38,4 +38,27 @@ export interface UpdateJournal {
    * saves every room whose journaled updates no snapshot holds yet.
    */
   onPossibleLoss?(listener: () => void): void
+  /** Optional, for a journal several servers write: the entries of writers that are gone. */
+  readonly orphans?: OrphanedEntries
+}
+
+/**
+ * A server acknowledges an edit once its own journal entry is confirmed, and tells the other
+ * servers holding the room a moment later: killed in between, its entry is the edit's only copy,
+ * and no server replays it while the room stays loaded elsewhere. Each writer proves that it lives
+ * (a lease); the servers holding a room adopt the entries of a writer that stopped proving it:
+ * they read them (`read`), apply them, save a snapshot, and only then trim them.
+ */
+export interface OrphanedEntries {
+  /**
+   * Calls `listener` when a writer may have died: one that proved it lives stopped proving it, or
+   * this journal's link came back after a gap (a writer may have come and gone unseen meanwhile).
+   */
+  onWriterGone(listener: () => void): void
+  /**
+   * The room's entries whose writers are gone (neither this journal's writer nor one that proved
+   * lately that it lives), and the position covering them. Taking a live writer for a gone one
+   * costs a read and nothing else: its entries apply again into a document that holds them.
+   */
+  read(room: string): Promise<JournalContents>
 }

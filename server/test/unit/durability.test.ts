@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import { MessageType } from '@symphony/client/wire'
-import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import { MemoryUpdateJournal } from '../../src/adapters/memory-update-journal.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
@@ -9,6 +7,7 @@ import type { JournalPosition } from '../../src/ports/update-journal.js'
 import { ControlledSnapshotStore } from '../helpers/controlled-store.js'
 import { deferred } from '../helpers/deferred.js'
 import { fakeTime, storedText } from './support/fake-time.js'
+import { answered, syncStatus } from './support/sync-status.js'
 import { OPTIONS, TestWorld } from './support/test-world.js'
 import { settle } from './support/turns.js'
 
@@ -40,18 +39,6 @@ class HeldJournal extends MemoryUpdateJournal {
   failAll(): void {
     for (const { done } of this.#held.splice(0)) done.reject(new Error('injected journal failure'))
   }
-}
-
-/** A sync-status request with a one-byte payload, as `@symphony/client` sends after its edits. */
-function syncStatus(payload: number): Uint8Array {
-  const encoder = encoding.createEncoder()
-  encoding.writeVarUint(encoder, MessageType.SyncStatus)
-  encoding.writeVarUint8Array(encoder, new Uint8Array([payload]))
-  return encoding.toUint8Array(encoder)
-}
-
-function answered(client: { received: Uint8Array[] }): number[] {
-  return client.received.filter((frame) => frame[0] === MessageType.SyncStatus).map((frame) => frame[2] ?? -1)
 }
 
 describe('durability: a sync-status answer means saved', () => {

@@ -10,6 +10,7 @@ const UPDATE = new Uint8Array([1, 2, 3])
 /** Confirms each append at once with a position of its own, and keeps a weak reference to each. */
 class PositionedJournal implements UpdateJournal {
   readonly positions: WeakRef<JournalPosition>[] = []
+  readonly trims: JournalPosition[] = []
   appended = 0
 
   append(): Promise<JournalPosition> {
@@ -22,16 +23,18 @@ class PositionedJournal implements UpdateJournal {
     return { updates: [], position: new Map() }
   }
 
-  async trim(): Promise<void> {}
+  async trim(_room: string, position: JournalPosition): Promise<void> {
+    this.trims.push(position)
+  }
   async delete(): Promise<void> {}
   async close(): Promise<void> {}
 }
 
-function roomJournal(journal: UpdateJournal): RoomJournal {
+function roomJournal(journal: UpdateJournal, replayed: JournalPosition = new Map()): RoomJournal {
   return new RoomJournal({
     journal,
     room: 'room',
-    replayed: { position: new Map(), updates: 0 },
+    replayed: { position: replayed, updates: replayed.size },
     outcomes: { failed() {}, appended() {} },
     onAppendFailed() {},
   })
@@ -89,5 +92,33 @@ describe('a room journal', () => {
     room.record(UPDATE) // 103
     await until(() => room.isDurable, 'the last append confirmed')
     assert.deepEqual([...room.mark().position], [['here', '103']])
+  })
+
+  it('trims the entries of a gone writer it adopted with a save that holds them, and keeps those adopted after its mark', async () => {
+    const journal = new PositionedJournal()
+    const room = roomJournal(journal)
+    room.adopted(new Map([['gone', '5']]))
+    const first = room.mark()
+    assert.deepEqual([...first.position], [['gone', '5']])
+    room.adopted(new Map([['gone', '9']])) // more of its entries, applied after the mark
+    room.saved(first)
+    await until(() => journal.trims.length === 1, 'the first save trimmed')
+    assert.deepEqual([...(journal.trims[0] ?? [])], [['gone', '5']])
+    const second = room.mark()
+    assert.deepEqual([...second.position], [['gone', '9']], 'what the first trim did not reach is still held')
+    room.saved(second)
+    await until(() => journal.trims.length === 2, 'the second save trimmed')
+    assert.deepEqual([...room.mark().position], [], 'nothing held apart any more')
+  })
+
+  it("counts entries replayed from its own stream trimmed once its own later entry's trim reaches them", async () => {
+    const journal = new PositionedJournal()
+    const room = roomJournal(journal, new Map([['here', '0']])) // one writer, as the file journal
+    room.record(UPDATE)
+    await until(() => room.isDurable, 'confirmed')
+    room.saved(room.mark())
+    await until(() => journal.trims.length === 1, 'trimmed')
+    assert.deepEqual([...(journal.trims[0] ?? [])], [['here', '1']])
+    assert.deepEqual([...room.mark().position], [], 'the replayed entries are behind the trim')
   })
 })
