@@ -5,9 +5,9 @@ import { metricValue, useTestCluster } from './helpers/cluster.js'
 import { destroyNodeClients, nodeClient } from './helpers/node-client.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
-/** A journal writer's lease with these heartbeats: two missed ones and a slow one, 2 s. */
+/** A journal writer's lease with these heartbeats: 2 × (interval + timeout), 3 s. */
 const FAST_HEARTBEAT = { REDIS_HEARTBEAT_INTERVAL_MS: '500', REDIS_HEARTBEAT_TIMEOUT_MS: '1000' }
-const WRITER_LEASE_MS = 2_000
+const WRITER_LEASE_MS = 3_000
 
 /**
  * Issue #46: a server acknowledges an edit once its journal confirms it and tells the other

@@ -29,7 +29,7 @@ function journalConfig() {
 
 const open = (writer: string, keyPrefix: string) => {
   const { url } = journalConfig()
-  // A short writer's lease (2 × 200 + 300 ms): the contract waits for one to run out.
+  // A short writer's lease (2 × (200 + 300) ms): the contract waits for one to run out.
   const link = { heartbeatIntervalMs: 200, heartbeatTimeoutMs: 300 }
   return new RedisUpdateJournal(writer, url, { cluster: true, keyPrefix, logger: silentLogger, link })
 }

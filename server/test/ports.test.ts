@@ -21,6 +21,7 @@ import {
   GetItemCommand,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb'
+import { startRedis } from '@symphony/dev-scripts/services'
 import {
   createRegistryTable,
   createSnapshotBucket,
@@ -188,7 +189,7 @@ const updateJournals: [name: string, fixture: () => Promise<JournalFixture>][] =
     'RedisUpdateJournal',
     async () => {
       const { redisUrl } = requireTestServices()
-      // A writer's lease: 2 × 200 + 300 ms.
+      // A writer's lease: 2 × (200 + 300) ms.
       const link = { heartbeatIntervalMs: 200, heartbeatTimeoutMs: 300 }
       const options = { keyPrefix: `${uniqueName('test')}:`, logger: silentLogger, link }
       const admin = new Redis(redisUrl)
@@ -291,6 +292,44 @@ describe('RedisUpdateJournal', () => {
       assert.deepEqual(await admin.keys(`${keyPrefix}*`), [`${keyPrefix}journal-writers`])
     } finally {
       await Promise.all([journal.close(), admin.quit()])
+    }
+  })
+})
+
+describe('RedisUpdateJournal on a Redis that refuses writes (out of memory)', () => {
+  it('keeps its link up: the heartbeat is a PING, and a refused lease renewal is logged, not a missed heartbeat', async () => {
+    const redis = await startRedis() // its own: it is starved of memory
+    const admin = new Redis(redis.url)
+    const logs: LogEntry[] = []
+    const failures: string[] = []
+    let losses = 0
+    const journal = new RedisUpdateJournal('server-a', redis.url, {
+      keyPrefix: `${uniqueName('test')}:`,
+      logger: recordingLogger(logs),
+      outcomes: { failed: (_dependency, action) => failures.push(action), succeeded() {} },
+      link: { heartbeatIntervalMs: 50, heartbeatTimeoutMs: 500 },
+    })
+    journal.onPossibleLoss(() => losses++)
+    try {
+      await journal.append(uniqueRoom('journal'), new Uint8Array([1]))
+      await admin.config('SET', 'maxmemory-policy', 'noeviction')
+      await admin.config('SET', 'maxmemory', '1')
+      await eventually(
+        () => logs.some((entry) => entry.message.includes("could not renew the journal writer's lease")),
+        'a renewal refused',
+      )
+      await assert.rejects(journal.append(uniqueRoom('journal'), new Uint8Array([2])), /OOM/)
+      for (let round = 0; round < 5; round++) await journal.read(uniqueRoom('journal')) // the link answers
+      assert.deepEqual(
+        failures.filter((action) => action !== 'append'),
+        [],
+        'no missed heartbeat',
+      )
+      assert.equal(losses, 0, 'the connection was never replaced')
+    } finally {
+      await admin.config('SET', 'maxmemory', '0').catch(() => {})
+      await Promise.all([journal.close(), admin.quit()])
+      await redis.stop()
     }
   })
 })

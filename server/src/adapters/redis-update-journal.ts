@@ -8,6 +8,7 @@ import type {
   OrphanedEntries,
   UpdateJournal,
 } from '../ports/update-journal.js'
+import { ThrottledLog } from '../throttled-log.js'
 import { chunks, MAX_ITEMS_PER_COMMAND } from './command-batches.js'
 import { DEFAULT_REDIS_LINK, type RedisConnection, type RedisLinkSettings } from './redis-connection.js'
 import { DependencyLinks, RedisLink } from './redis-link.js'
@@ -45,9 +46,9 @@ if redis.call('XLEN', KEYS[1]) == 0 then
 end
 return 0`
 
-// A writer proves it lives by a lease in the sorted set of writers (its end as the score, on
-// Redis's clock, so the servers' clocks never matter); expired ones go, and the rest come back.
-const PROVE_ALIVE = `
+// Each writer holds a lease in the sorted set of writers (its end as the score, on Redis's clock,
+// so the servers' clocks never matter); a renewal drops the expired ones and returns the rest.
+const RENEW_LEASE = `
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
@@ -55,7 +56,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)
 return redis.call('ZRANGE', KEYS[1], 0, -1)`
 
 type JournalCommands = RedisConnection & {
-  journalProveAlive(writers: string, writer: string, leaseMs: number): Promise<string[]>
+  journalRenewLease(writers: string, writer: string, leaseMs: number): Promise<string[]>
   journalAppend(...keysThenArguments: (string | Buffer | number)[]): Promise<string[]>
   journalTrim(stream: string, writers: string, minId: string, writer: string): Promise<number>
 }
@@ -86,8 +87,13 @@ export class RedisUpdateJournal implements UpdateJournal {
   readonly #cluster: boolean
   /** This turn's appends, sent together once it ends. */
   #pending: PendingAppend[] = []
-  /** How long a proof that this writer lives holds: two missed heartbeats and a slow one. */
+  /**
+   * How long a renewal of this writer's lease holds: two heartbeat rounds each as slow as can be,
+   * so one missed heartbeat (and the reconnection after it) never lets it run out.
+   */
   readonly #leaseMs: number
+  /** A renewal that failed while the link itself answers (a Redis out of memory refuses writes). */
+  readonly #renewalFailed: ThrottledLog
   /** The writers alive at the last proof (null before the first). */
   #live: ReadonlySet<string> | null = null
   readonly #goneListeners: (() => void)[] = []
@@ -111,7 +117,13 @@ export class RedisUpdateJournal implements UpdateJournal {
     const settings = { ...DEFAULT_REDIS_LINK, ...options.link }
     this.#commandTimeoutMs = settings.commandTimeoutMs
     this.#cluster = options.cluster ?? false
-    this.#leaseMs = 2 * settings.heartbeatIntervalMs + settings.heartbeatTimeoutMs
+    this.#leaseMs = 2 * (settings.heartbeatIntervalMs + settings.heartbeatTimeoutMs)
+    this.#renewalFailed = new ThrottledLog({
+      logger: options.logger,
+      level: 'warn',
+      message: "could not renew the journal writer's lease; other servers may adopt its entries",
+      intervalMs: 60_000,
+    })
     let connectedBefore = false
     this.#link = new RedisLink<RedisConnection>({
       url: redisUrl,
@@ -121,11 +133,18 @@ export class RedisUpdateJournal implements UpdateJournal {
       cluster: options.cluster,
       links: new DependencyLinks('journal', options.outcomes ?? IGNORED_OUTCOMES),
       logger: options.logger,
-      prove: (redis) => this.#proveAlive(redis as JournalCommands),
+      // The link is proven by a PING, which Redis answers also when it refuses writes; the lease
+      // is renewed beside it, and a renewal refused leaves the link up.
+      prove: async (redis) => {
+        await redis.ping()
+        await this.#renewLease(redis as JournalCommands).catch((error: unknown) =>
+          this.#renewalFailed.log({ err: error }),
+        )
+      },
       setup: (redis) => {
         redis.defineCommand('journalAppend', { lua: APPEND }) // the key count comes first
         redis.defineCommand('journalTrim', { numberOfKeys: 2, lua: TRIM })
-        redis.defineCommand('journalProveAlive', { numberOfKeys: 1, lua: PROVE_ALIVE })
+        redis.defineCommand('journalRenewLease', { numberOfKeys: 1, lua: RENEW_LEASE })
       },
       onReady: () => {
         if (connectedBefore) {
@@ -138,14 +157,14 @@ export class RedisUpdateJournal implements UpdateJournal {
         connectedBefore = true
       },
     })
-    // At once, ahead of any append (the commands keep their order): a writer that dies before its
-    // first heartbeat is still seen alive by the others, and so seen to go.
-    this.#proveAlive(this.#redis).catch(() => {}) // the heartbeat tries again
+    // At once, ahead of any append (on one Redis the commands keep their order): a writer that
+    // dies before its first heartbeat is still seen alive by the others, and so seen to go.
+    this.#renewLease(this.#redis).catch(() => {}) // the heartbeat tries again
   }
 
   /** Renews this writer's lease and learns who else lives; tells the listeners if a writer went. */
-  async #proveAlive(redis: JournalCommands): Promise<void> {
-    const live = new Set(await redis.journalProveAlive(this.#writersAlive, this.writer, this.#leaseMs))
+  async #renewLease(redis: JournalCommands): Promise<void> {
+    const live = new Set(await redis.journalRenewLease(this.#writersAlive, this.writer, this.#leaseMs))
     const before = this.#live
     this.#live = live
     if (before && [...before].some((writer) => !live.has(writer))) {
@@ -254,6 +273,7 @@ export class RedisUpdateJournal implements UpdateJournal {
 
   async close(): Promise<void> {
     this.#flush() // this turn's appends go out ahead of QUIT, which waits for them
+    this.#renewalFailed.flush()
     await this.#link.close()
   }
 

@@ -51,9 +51,10 @@ async function adopt(
   if (changed === null) return // unloaded meanwhile: the entries wait for the room's next load
   target.journal.adopted(position)
   metrics.journalAdopted.inc(updates.length)
-  // A change is saved now; entries the room held already are in its last saved snapshot.
-  if (target.writer.dirty) target.writer.saveSoon()
-  else target.journal.trimHeld()
+  // A change is saved now. Entries the room held already go with its next save, due anyway if it
+  // is dirty, or at once if its last saved snapshot holds the whole room.
+  if (changed) target.writer.saveSoon()
+  else if (!target.writer.dirty) target.journal.trimHeld()
   if (changed)
     logger.warn(
       { room: name, updates: updates.length, writers: [...position.keys()] },

@@ -252,9 +252,12 @@ export class RoomJournal {
     if (released > 0) this.#waiters = this.#waiters.slice(released)
   }
 
-  /** One trim at a time; a trim asked for meanwhile replaces any other waiting (it reaches further). */
+  /**
+   * One trim at a time; a trim asked for meanwhile joins any other waiting, each writer's position
+   * the latest asked for (positions only move on: a mark holds what every earlier one held).
+   */
   #trim(position: JournalPosition): void {
-    this.#nextTrim = position
+    this.#nextTrim = this.#nextTrim ? new Map([...this.#nextTrim, ...position]) : position
     if (this.#trimming) return
     this.#trimming = true
     void (async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
+import { eventually } from '../helpers/clients.js'
 import { ControlledSnapshotStore } from '../helpers/controlled-store.js'
 import { deferred } from '../helpers/deferred.js'
 import { LossyPubSub } from '../helpers/lossy-pubsub.js'
@@ -105,5 +106,24 @@ describe('journal entries of a server that is gone', () => {
     await reader.ready
     await until(() => reader.doc.getText('t').toString() === 'saved and acknowledged', 'adopted once live')
     await until(() => journaledBy(dying.id, room) === 0, 'and trimmed once saved')
+  })
+
+  it('stay in the journal while the save that holds them fails, and go once it succeeds', async () => {
+    world = new TestWorld()
+    const room = uniqueRoom()
+    const pubsub = new LossyPubSub('survivor', world.bus)
+    const store = new ControlledSnapshotStore(world.snapshots)
+    const survivor = world.server({ pubsub, snapshots: store })
+    const reader = survivor.connect(room)
+    await reader.ready
+    const dying = await editOnlyTheDeadServerHolds(room, pubsub)
+    store.failSaves = 2
+    await dying.crash()
+    await until(() => reader.doc.getText('t').toString() === 'acknowledged', 'adopted')
+    await until(() => store.saveAttempts >= 1, 'a save tried at once')
+    assert.equal(journaledBy(dying.id, room), 1, 'kept while no save holds it')
+    await eventually(() => store.savesCompleted > 0, 'saved once the store answers')
+    await until(() => journaledBy(dying.id, room) === 0, 'then trimmed')
+    assert.equal(await storedText(world.snapshots, room), 'acknowledged')
   })
 })

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { RoomJournal } from '../../src/core/room-journal.js'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../../src/ports/update-journal.js'
+import { deferred } from '../helpers/deferred.js'
 import { freed } from './support/collected.js'
 import { until } from './support/turns.js'
 
@@ -120,5 +121,30 @@ describe('a room journal', () => {
     await until(() => journal.trims.length === 1, 'trimmed')
     assert.deepEqual([...(journal.trims[0] ?? [])], [['here', '1']])
     assert.deepEqual([...room.mark().position], [], 'the replayed entries are behind the trim')
+  })
+
+  it('joins the trims asked for while one runs: each writer trimmed to the latest position asked for', async () => {
+    const released = deferred()
+    const journal = new (class extends PositionedJournal {
+      override async trim(room: string, position: JournalPosition): Promise<void> {
+        await released.promise
+        await super.trim(room, position)
+      }
+    })()
+    const room = roomJournal(journal)
+    room.record(UPDATE)
+    await until(() => room.isDurable, 'confirmed')
+    room.saved(room.mark()) // trims here 1, and waits
+    room.record(UPDATE)
+    await until(() => room.isDurable, 'confirmed')
+    room.saved(room.mark()) // here 2, asked for while the first runs
+    room.adopted(new Map([['gone', '5']]))
+    room.trimHeld() // gone 5, asked for too: it must not take the place of here 2
+    released.resolve()
+    await until(() => journal.trims.length === 2, 'both trims made')
+    assert.deepEqual(
+      journal.trims.map((position) => Object.fromEntries(position)),
+      [{ here: '1' }, { here: '2', gone: '5' }],
+    )
   })
 })
