@@ -41,7 +41,8 @@ describe('fault suite: what the servers acknowledge survives faults', () => {
     const ledger = new Ledger()
     const made = (room: string, id: string, sessionStartedAt: number, ackedAt: number | null) => {
       ledger.made(id, room, sessionStartedAt)
-      if (ackedAt !== null) ledger.acknowledged([id], ackedAt)
+      if (ackedAt !== null)
+        ledger.acknowledged({ url: 'ws://s', room, ids: [id], at: ackedAt, newestSentAt: 0 })
     }
     made('q', 'kept', 0, 1)
     made('q', 'lost', 0, 2)
