@@ -237,7 +237,9 @@ export class FaultInjector {
   /**
    * Edits acknowledged on the journal alone are safe from a Redis wipe only once a live server holds
    * their room (it replayed them and will save them). After a crash its rooms come back as their
-   * clients reconnect, which a loaded machine slows past any fixed gap: wait for it.
+   * clients reconnect, which a loaded machine slows past any fixed gap: wait for it. Every live
+   * server, not just one: what only a killed server's journal stream holds (an ack-kill's edit) is
+   * replayed by its restart as that loads the room, while the others, holding it all along, do not.
    */
   async #untilEveryRoomHeld(): Promise<void> {
     const deadline = performance.now() + ROOMS_HELD_WAIT_MS
@@ -251,13 +253,16 @@ export class FaultInjector {
     this.#note(`rooms still not held after ${ROOMS_HELD_WAIT_MS} ms: ${waiting.join(', ')}`)
   }
 
+  /** Whether every server up and not stopped holds `room` (and one at least is). */
   async #isHeld(room: string): Promise<boolean> {
+    let holders = 0
     for (let server = 0; server < this.#cluster.size; server++) {
       if (!this.#cluster.isRunning(server) || this.#cluster.isPaused(server)) continue
       const state = await this.#cluster.heldState(server, room).catch(() => null)
-      if (state) return true
+      if (!state) return false
+      holders++
     }
-    return false
+    return holders > 0
   }
 
   async #delete(planned: PlannedDelete, startedAt: number): Promise<void> {
