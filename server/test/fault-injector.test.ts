@@ -10,19 +10,20 @@ import type { FaultEpisode, Schedule } from './fault-suite/schedule.js'
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Two faults in a row, as planSchedule draws them, with nothing else to them. */
-function twoFaults(
-  first: Pick<FaultEpisode, 'kind' | 'atMs' | 'durationMs'>,
-  second: Pick<FaultEpisode, 'kind' | 'atMs' | 'durationMs'>,
-): Schedule {
-  const base = { server: 0, mode: 'cut', slowMs: 0, store: 's3', killAfter: false, killDelayMs: 0 } as const
-  return {
-    episodes: [
-      { ...base, ...first },
-      { ...base, ...second },
-    ] as FaultEpisode[],
-    deletes: [],
-  }
+type Planned = Pick<FaultEpisode, 'kind' | 'atMs' | 'durationMs'> & Partial<FaultEpisode>
+
+/** Faults in a row, as planSchedule draws them, with nothing else to them. */
+function faults(...planned: Planned[]): Schedule {
+  const base = {
+    server: 0,
+    mode: 'cut',
+    slowMs: 0,
+    store: 's3',
+    killAfter: false,
+    killDelayMs: 0,
+    redisRestartAfter: false,
+  } as const
+  return { episodes: planned.map((episode) => ({ ...base, ...episode })), deletes: [] }
 }
 
 describe('fault injector: gaps between faults', () => {
@@ -53,7 +54,7 @@ describe('fault injector: gaps between faults', () => {
     } as unknown as FaultCluster
     const injector = new FaultInjector({ cluster, ledger: new Ledger(), rooms: [], quietAfterRedisLossMs: 0 })
     // The next fault 1.0–2.5 s (GAP_MS) after the crash-all's planned end.
-    const schedule = twoFaults(
+    const schedule = faults(
       { kind: 'crash-all', atMs: 0, durationMs: 500 },
       { kind: 'redis-outage-kill', atMs: 1_500, durationMs: 200 },
     )
@@ -69,7 +70,7 @@ describe('fault injector: gaps between faults', () => {
 })
 
 describe('fault injector: a Redis wipe waits for the rooms', () => {
-  it('a fault that empties Redis comes only once a live server holds every room again', async () => {
+  it('a fault that empties Redis comes only once every live server holds every room again, a restarted one too', async () => {
     const running = [true, true]
     let heldFrom = Number.POSITIVE_INFINITY
     let redisStoppedAt = 0
@@ -85,8 +86,9 @@ describe('fault injector: a Redis wipe waits for the rooms', () => {
       },
       isRunning: (i: number) => running[i],
       isPaused: () => false,
-      heldState: async (_server: number, room: string) =>
-        room === 'a' || performance.now() >= heldFrom ? new Uint8Array([0]) : null,
+      // Server 1, never killed, holds room b throughout; only the restarted server 0 replays its old journal stream.
+      heldState: async (server: number, room: string) =>
+        room === 'a' || server === 1 || performance.now() >= heldFrom ? new Uint8Array([0]) : null,
       redis: {
         restart: async () => {
           redisStoppedAt = performance.now()
@@ -101,7 +103,7 @@ describe('fault injector: a Redis wipe waits for the rooms', () => {
       rooms: ['a', 'b'],
       quietAfterRedisLossMs: 0,
     })
-    const schedule = twoFaults(
+    const schedule = faults(
       { kind: 'kill', atMs: 0, durationMs: 100 },
       { kind: 'redis-restart', atMs: 200, durationMs: 100 },
     )
@@ -110,5 +112,61 @@ describe('fault injector: a Redis wipe waits for the rooms', () => {
       redisStoppedAt >= heldFrom,
       `Redis restarted ${Math.round(heldFrom - redisStoppedAt)} ms before room b was held`,
     )
+  })
+})
+
+describe('fault injector: ack-kill', () => {
+  it('SIGKILLs the server inside the handler of a prompt acknowledgement of its writers; with a Redis restart, restarts it after that', async () => {
+    const ledger = new Ledger()
+    const events: string[] = []
+    let inHandler = false
+    const cluster = {
+      size: 2,
+      url: (i: number) => `ws://s${i}`,
+      kill: async (i: number) => {
+        events.push(`kill ${i}${inHandler ? ' in the handler' : ''}`)
+      },
+      startServer: async (i: number) => {
+        events.push(`start ${i}`)
+      },
+      redis: {
+        restart: async () => {
+          events.push('redis restart')
+        },
+      },
+      isRunning: () => true,
+      isPaused: () => false,
+      heldState: async () => new Uint8Array([0]),
+      deleteRoom: async () => 204,
+    } as unknown as FaultCluster
+    const injector = new FaultInjector({ cluster, ledger, rooms: ['a', 'b'], quietAfterRedisLossMs: 0 })
+    const schedule = faults({
+      kind: 'ack-kill',
+      atMs: 0,
+      durationMs: 100,
+      server: 1,
+      redisRestartAfter: true,
+    })
+    schedule.deletes.push({ atMs: 0, room: 1, server: 0 })
+    const acknowledge = (url: string, room: string, id: string, answeredMs: number) => {
+      inHandler = true
+      const at = performance.now()
+      ledger.acknowledged({ url, room, ids: [id], at, newestSentAt: at - answeredMs })
+      inHandler = false
+    }
+    // Writers acknowledged every 10 ms: server 0's first, then on server 1 a slow answer and a
+    // prompt one in room b (to be deleted) before the one to kill at.
+    let turn = 0
+    const writers = setInterval(() => {
+      acknowledge('ws://s0', 'a', `s0.${turn}`, 5)
+      acknowledge('ws://s1', 'a', `s1.slow.${turn}`, 50)
+      acknowledge('ws://s1', 'b', `s1.b.${turn}`, 5)
+      acknowledge('ws://s1', 'a', `s1.${turn++}`, 5)
+    }, 10)
+    await injector.play(schedule, performance.now())
+    clearInterval(writers)
+    await injector.deletions()
+    assert.deepEqual(events, ['kill 1 in the handler', 'redis restart', 'start 1'])
+    assert.ok(injector.played.some(([, what]) => /SIGKILLed at the acknowledgement of s1\.\d+ /.test(what)))
   })
 })

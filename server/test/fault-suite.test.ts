@@ -22,8 +22,8 @@ const WITH_AUTH = process.env.SYMPHONY_FAULT_SUITE_AUTH === '1'
 
 /**
  * The fault suite: writers on every server of a real local cluster count an edit as saved once its
- * sync-status answer comes, while a seeded schedule kills, stalls and cuts off servers, Redis and
- * moto, and deletes rooms. After the heal, every acknowledged edit must be on the servers (warm,
+ * sync-status answer comes, while a seeded schedule kills (one the moment it acknowledges), stalls
+ * and cuts off servers, Redis and moto, and deletes rooms. After the heal, every acknowledged edit must be on the servers (warm,
  * and again after every server restarted), once, with every copy alike, and no deleted room's
  * content may come back. The controls prove the checker: it sees every edit when nothing fails,
  * and reports loss when the journal is wiped under servers that never saved.
@@ -41,7 +41,8 @@ describe('fault suite: what the servers acknowledge survives faults', () => {
     const ledger = new Ledger()
     const made = (room: string, id: string, sessionStartedAt: number, ackedAt: number | null) => {
       ledger.made(id, room, sessionStartedAt)
-      if (ackedAt !== null) ledger.acknowledged([id], ackedAt)
+      if (ackedAt !== null)
+        ledger.acknowledged({ url: 'ws://s', room, ids: [id], at: ackedAt, newestSentAt: 0 })
     }
     made('q', 'kept', 0, 1)
     made('q', 'lost', 0, 2)
@@ -93,6 +94,13 @@ describe('fault suite: what the servers acknowledge survives faults', () => {
     assert.deepEqual(plan(7), plan(7))
     assert.notDeepEqual(plan(7), plan(8))
     assert.ok(plan(7).episodes.length >= 2, 'a short run has several faults')
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const [opening] = plan(seed).episodes
+      assert.ok(
+        opening?.kind === 'ack-kill' && opening.redisRestartAfter,
+        `seed ${seed}: a short run opens with an ack-kill and a Redis restart`,
+      )
+    }
   })
 
   it('positive control: without faults nothing is lost and the checker finds every acknowledged edit', async (t) => {

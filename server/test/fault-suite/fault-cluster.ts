@@ -137,6 +137,7 @@ export class FaultCluster {
     this.#processes.push(node.process)
   }
 
+  /** Sends SIGKILL at once, before it first awaits; resolves once the process has exited. */
   async kill(server: number): Promise<void> {
     const running = this.#node(server).process
     if (!running || !this.isRunning(server)) return

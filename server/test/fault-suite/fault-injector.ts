@@ -1,7 +1,9 @@
+import { DEFAULT_PUBSUB_FLUSH_MS } from '../../src/adapters/redis-pubsub.js'
 import type { FaultCluster } from './fault-cluster.js'
-import type { Ledger } from './ledger.js'
+import type { Acknowledgement, Ledger } from './ledger.js'
 import {
   describeEpisode,
+  emptiesRedis,
   type FaultEpisode,
   type LinkMode,
   type PlannedDelete,
@@ -16,10 +18,18 @@ const DELETE_TIMEOUT_MS = 15_000
 const DELETE_WAIT_MS = 15_000
 /** How long a fault that empties Redis waits for every room to be held again (then it comes anyway). */
 const ROOMS_HELD_WAIT_MS = 30_000
+/** How long an ack-kill waits for a prompt acknowledgement from its server (then it kills anyway). */
+const ACK_WAIT_MS = 5_000
+/**
+ * An answer that came this soon after its newest edit was sent may have left that edit still in
+ * the server's publish window, which closes at most PUBSUB_FLUSH_MS after the server applied it;
+ * a slower one most likely did not.
+ */
+const PROMPT_ANSWER_MS = DEFAULT_PUBSUB_FLUSH_MS
 
 export interface FaultInjectorOptions {
   cluster: FaultCluster
-  /** Where the deletions are recorded. */
+  /** Where the deletions are recorded, and whose acknowledgements time the ack-kills. */
   ledger: Ledger
   rooms: string[]
   /** How long after Redis lost its data no server is killed. */
@@ -39,6 +49,8 @@ export class FaultInjector {
   #deletions: Promise<void> = Promise.resolve()
   #redisDown = false
   #motoPaused = false
+  /** The rooms an ack-kill's acknowledgement may come from (see `play`). */
+  #ackKillRooms = new Set<string>()
 
   readonly #cluster: FaultCluster
   readonly #ledger: Ledger
@@ -58,6 +70,11 @@ export class FaultInjector {
    */
   async play(schedule: Schedule, startedAt: number): Promise<void> {
     this.#zero = startedAt
+    // An ack-kill times itself by an edit of a room no deletion touches: a deletion sent after an
+    // edit's acknowledgement excuses its absence.
+    const deleted = new Set(schedule.deletes.map((planned) => this.#rooms[planned.room]))
+    const undeleted = this.#rooms.filter((room) => !deleted.has(room))
+    this.#ackKillRooms = new Set(undeleted.length > 0 ? undeleted : this.#rooms)
     this.#deletions = Promise.all(schedule.deletes.map((planned) => this.#delete(planned, startedAt))).then(
       () => {},
     )
@@ -107,6 +124,14 @@ export class FaultInjector {
       case 'kill':
         await cluster.kill(server)
         await sleep(durationMs)
+        return cluster.startServer(server)
+      case 'ack-kill':
+        await this.#killAtAcknowledgement(server)
+        await sleep(durationMs)
+        if (episode.redisRestartAfter) {
+          await cluster.redis.restart()
+          this.#note('redis restarted without persistence')
+        }
         return cluster.startServer(server)
       case 'stall':
         cluster.pause(server)
@@ -165,9 +190,56 @@ export class FaultInjector {
   }
 
   /**
+   * SIGKILLs `server` in the handler where one of its writers receives a prompt sync-status answer
+   * (PROMPT_ANSWER_MS) in a room no deletion touches. The server answers once Redis confirmed the
+   * journal append, and publishes to the other servers at the end of its publish window
+   * (PUBSUB_FLUSH_MS, 20 ms): killed at once, it likely dies with the acknowledged edit in its
+   * journal stream alone (issue #46). Killed anyway after ACK_WAIT_MS.
+   */
+  async #killAtAcknowledgement(server: number): Promise<void> {
+    const url = this.#cluster.url(server)
+    let passedOver = 0
+    const { acknowledgement, exited } = await new Promise<{
+      acknowledgement: Acknowledgement | null
+      exited: Promise<void>
+    }>((resolve) => {
+      const kill = (acknowledgement: Acknowledgement | null) => {
+        // First, before anything else runs: kill() sends SIGKILL before its first await.
+        const exited = this.#cluster.kill(server)
+        clearTimeout(timer)
+        stopListening()
+        resolve({ acknowledgement, exited })
+      }
+      const timer = setTimeout(() => kill(null), ACK_WAIT_MS)
+      const stopListening = this.#ledger.onAcknowledgement((acknowledgement) => {
+        if (acknowledgement.url !== url) return
+        const prompt = acknowledgement.at - acknowledgement.newestSentAt < PROMPT_ANSWER_MS
+        if (prompt && this.#ackKillRooms.has(acknowledgement.room)) kill(acknowledgement)
+        else passedOver++
+      })
+    })
+    const others = `${passedOver} answers passed over: slow, or in a room to be deleted`
+    if (acknowledgement) {
+      const { ids, at, newestSentAt } = acknowledgement
+      const answeredMs = (at - newestSentAt).toFixed(0)
+      this.#note(
+        `server ${server} SIGKILLed at the acknowledgement of ${ids.join(', ')} (answered ${answeredMs} ms after the newest was sent; ${others})`,
+        at,
+      )
+    } else {
+      this.#note(
+        `no prompt acknowledgement from server ${server} in ${ACK_WAIT_MS} ms (${others}): SIGKILLed anyway`,
+      )
+    }
+    await exited
+  }
+
+  /**
    * Edits acknowledged on the journal alone are safe from a Redis wipe only once a live server holds
    * their room (it replayed them and will save them). After a crash its rooms come back as their
-   * clients reconnect, which a loaded machine slows past any fixed gap: wait for it.
+   * clients reconnect, which a loaded machine slows past any fixed gap: wait for it. Every live
+   * server, not just one: what only a killed server's journal stream holds (an ack-kill's edit) is
+   * replayed by its restart as that loads the room, while the others, holding it all along, do not.
    */
   async #untilEveryRoomHeld(): Promise<void> {
     const deadline = performance.now() + ROOMS_HELD_WAIT_MS
@@ -181,13 +253,16 @@ export class FaultInjector {
     this.#note(`rooms still not held after ${ROOMS_HELD_WAIT_MS} ms: ${waiting.join(', ')}`)
   }
 
+  /** Whether every server up and not stopped holds `room` (and one at least is). */
   async #isHeld(room: string): Promise<boolean> {
+    let holders = 0
     for (let server = 0; server < this.#cluster.size; server++) {
       if (!this.#cluster.isRunning(server) || this.#cluster.isPaused(server)) continue
       const state = await this.#cluster.heldState(server, room).catch(() => null)
-      if (state) return true
+      if (!state) return false
+      holders++
     }
-    return false
+    return holders > 0
   }
 
   async #delete(planned: PlannedDelete, startedAt: number): Promise<void> {
@@ -223,8 +298,8 @@ export class FaultInjector {
     return null
   }
 
-  #note(text: string): void {
-    this.played.push([performance.now() - this.#zero, text])
+  #note(text: string, at = performance.now()): void {
+    this.played.push([at - this.#zero, text])
   }
 
   #since(at: number): string {
@@ -235,10 +310,6 @@ export class FaultInjector {
     process.kill(this.#cluster.moto.pid, signal)
     this.#motoPaused = signal === 'SIGSTOP'
   }
-}
-
-function emptiesRedis(episode: FaultEpisode): boolean {
-  return episode.kind === 'redis-restart' || episode.kind === 'redis-outage-kill'
 }
 
 function apply(

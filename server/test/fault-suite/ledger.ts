@@ -7,6 +7,19 @@ export interface EditRecord {
   ackedAt: number | null
 }
 
+/** A sync-status answer, as the writer's session received it. */
+export interface Acknowledgement {
+  /** `ws://host:port` of the server that answered. */
+  url: string
+  room: string
+  /** The edits it acknowledged, oldest first. */
+  ids: string[]
+  /** `performance.now()` when the answer arrived. */
+  at: number
+  /** `performance.now()` when the newest of `ids` was sent: the server published it after this. */
+  newestSentAt: number
+}
+
 /** How a session ended: every edit answered, given up with edits unanswered, or given up before its first edit. */
 export type SessionEnd = 'answered' | 'abandoned' | 'unstarted'
 
@@ -31,17 +44,29 @@ export class Ledger {
   readonly deletes: DeleteRecord[] = []
   /** How the writers' sessions ended (see `SessionEnd`). */
   readonly sessions: Record<SessionEnd, number> = { answered: 0, abandoned: 0, unstarted: 0 }
+  readonly #acknowledgementListeners = new Set<(acknowledgement: Acknowledgement) => void>()
 
   made(id: string, room: string, sessionStartedAt: number): void {
     if (this.edits.has(id)) throw new Error(`edit id ${id} used twice`)
     this.edits.set(id, { room, sessionStartedAt, ackedAt: null })
   }
 
-  acknowledged(ids: string[], at: number): void {
-    for (const id of ids) {
+  acknowledged(acknowledgement: Acknowledgement): void {
+    for (const id of acknowledgement.ids) {
       const edit = this.edits.get(id)
-      if (edit) edit.ackedAt = at
+      if (edit) edit.ackedAt = acknowledgement.at
     }
+    for (const listener of this.#acknowledgementListeners) listener(acknowledgement)
+  }
+
+  /**
+   * Calls `listener` with each acknowledgement as it arrives: synchronously, in the session's
+   * message handler, so what it does comes before anything else the test process runs. Returns
+   * its removal.
+   */
+  onAcknowledgement(listener: (acknowledgement: Acknowledgement) => void): () => void {
+    this.#acknowledgementListeners.add(listener)
+    return () => this.#acknowledgementListeners.delete(listener)
   }
 
   sessionEnded(end: SessionEnd): void {

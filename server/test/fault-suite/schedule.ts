@@ -20,6 +20,11 @@ export interface FaultEpisode {
   killAfter: boolean
   /** redis-outage-kill: how long after the server's first failed journal write it dies. */
   killDelayMs: number
+  /**
+   * ack-kill: Redis restarted without persistence `durationMs` after the kill, the server started
+   * only after it (a restarted server would replay its journal stream and save what it held).
+   */
+  redisRestartAfter: boolean
 }
 
 /** A REST deletion of room number `room` through server `server`, `atMs` after the writers start. */
@@ -37,39 +42,61 @@ export interface Schedule {
 /** Gaps between faults: the cluster works normally for a while between two. */
 const GAP_MS: [number, number] = [1_000, 2_500]
 
+/** Whether the fault leaves Redis empty: the journal is gone. */
+export function emptiesRedis(episode: FaultEpisode): boolean {
+  return (
+    episode.kind === 'redis-restart' ||
+    episode.kind === 'redis-outage-kill' ||
+    (episode.kind === 'ack-kill' && episode.redisRestartAfter)
+  )
+}
+
 /**
  * The run's faults and deletions, drawn from `random` alone: one seed, one schedule. Faults come
- * one after another; a profile with `finaleKinds` ends with one of those. After a fault that empties Redis (so the journal is gone), no other fault
- * comes for `quietAfterRedisLossMs`: what Redis held is in memory until the next snapshot, and a
- * server killed inside that window may lose it whatever the server does (the window a Redis
- * without persistence leaves, not a bug).
+ * one after another; a profile with `openingKinds` starts with one of those, one with
+ * `finaleKinds` ends with one of those. After a fault that empties Redis (so the journal is
+ * gone), no other fault comes for `quietAfterRedisLossMs`: what Redis held is in memory until the
+ * next snapshot, and a server killed inside that window may lose it whatever the server does (the
+ * window a Redis without persistence leaves, not a bug).
  */
 export function planSchedule(random: () => number, profile: RunProfile): Schedule {
   const between = (low: number, high: number) => low + Math.floor(random() * (high - low + 1))
   const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)] as T
-  const draw = (kind: FaultKind): FaultEpisode => ({
-    kind,
-    atMs: 0,
-    server: between(0, profile.servers - 1),
-    durationMs: durationOf(kind, between, profile),
-    mode: pick<LinkMode>(['cut', 'blackhole', 'slow']),
-    slowMs: between(100, 1_500),
-    store: pick<Store>(['s3', 'dynamodb', 'both']),
-    killAfter: random() < 0.5,
-    killDelayMs: between(100, 1_000),
-  })
+  // An ack-kill's variant is drawn unless the caller fixes it.
+  const draw = (kind: FaultKind, redisRestartAfter = random() < 0.5): FaultEpisode => {
+    const restartsRedis = kind === 'ack-kill' && redisRestartAfter
+    return {
+      kind,
+      atMs: 0,
+      server: between(0, profile.servers - 1),
+      durationMs: durationOf(kind, between, profile, restartsRedis),
+      mode: pick<LinkMode>(['cut', 'blackhole', 'slow']),
+      slowMs: between(100, 1_500),
+      store: pick<Store>(['s3', 'dynamodb', 'both']),
+      killAfter: random() < 0.5,
+      killDelayMs: between(100, 1_000),
+      redisRestartAfter: restartsRedis,
+    }
+  }
   const finale = profile.finaleKinds.length > 0 ? draw(pick(profile.finaleKinds)) : null
   // The heavy last fault of a short run hits hard: a cut from Redis ends with the server's death.
   if (finale?.kind === 'redis-link') finale.killAfter = true
+  // An opening ack-kill is the loss of issue #46: the edit only the killed server's journal
+  // stream held, then that stream wiped with Redis.
+  const opening = profile.openingKinds.length > 0 ? draw(pick(profile.openingKinds), true) : null
   const end = profile.faultMs - (finale ? finale.durationMs + GAP_MS[0] : 0)
   const episodes: FaultEpisode[] = []
   let at = 1_500
+  const nextAfter = (episode: FaultEpisode) =>
+    at + episode.durationMs + between(...GAP_MS) + (emptiesRedis(episode) ? profile.quietAfterRedisLossMs : 0)
+  if (opening) {
+    episodes.push({ ...opening, atMs: at })
+    at = nextAfter(opening)
+  }
   // Faults are drawn until three in a row do not fit before the last one.
   for (let misfits = 0; profile.kinds.length > 0 && misfits < 3; ) {
     const episode = draw(pick(profile.kinds))
-    const emptiesRedis = episode.kind === 'redis-restart' || episode.kind === 'redis-outage-kill'
-    const next =
-      at + episode.durationMs + between(...GAP_MS) + (emptiesRedis ? profile.quietAfterRedisLossMs : 0)
+    const next = nextAfter(episode)
     if (next > end + GAP_MS[0]) {
       misfits++
       continue
@@ -87,14 +114,20 @@ export function planSchedule(random: () => number, profile: RunProfile): Schedul
   return { episodes, deletes }
 }
 
+/** How long the fault lasts; an ack-kill's counts from the kill. */
 function durationOf(
   kind: FaultKind,
   between: (low: number, high: number) => number,
   profile: RunProfile,
+  redisRestartAfter: boolean,
 ): number {
   switch (kind) {
     case 'kill':
       return between(500, 3_000)
+    case 'ack-kill':
+      // With the Redis restart: past the ~10 s in which the surviving holders must have taken the
+      // dead server's journal stream into a snapshot (its lease lapses, their next heartbeat sees it).
+      return redisRestartAfter ? between(13_000, 16_000) : between(2_000, 4_000)
     case 'stall':
       return between(1_000, 4_000)
     case 'redis-restart':
@@ -120,6 +153,10 @@ export function describeEpisode(episode: FaultEpisode): string {
     case 'kill':
     case 'stall':
       return `${kind} ${target} for ${seconds(durationMs)}`
+    case 'ack-kill':
+      return episode.redisRestartAfter
+        ? `SIGKILL ${target} at a writer's acknowledgement, redis restart without persistence ${seconds(durationMs)} later, then the server`
+        : `SIGKILL ${target} at a writer's acknowledgement, restart it ${seconds(durationMs)} later`
     case 'redis-restart':
       return 'redis restart without persistence'
     case 'redis-outage-kill':

@@ -57,6 +57,8 @@ export function writeSession(options: WritingSessionOptions): Promise<SessionEnd
     disableBc: true,
   })
   const ids: string[] = []
+  /** When each of `ids` was sent. */
+  const sentAt: number[] = []
   let acked = 0
   let inFlight: number | null = null
   let announced = false
@@ -103,6 +105,7 @@ export function writeSession(options: WritingSessionOptions): Promise<SessionEnd
       ids.push(id)
       ledger.made(id, room, startedAt)
       doc.getArray<string>(EDITS).push([id]) // the provider sends the update before we ask
+      sentAt.push(performance.now())
       ask()
     }
     const start = () => {
@@ -126,7 +129,8 @@ export function writeSession(options: WritingSessionOptions): Promise<SessionEnd
       inFlight = null
       if (waiting) clearTimeout(waiting)
       waiting = null
-      ledger.acknowledged(ids.slice(acked, version), performance.now())
+      const answered = { ids: ids.slice(acked, version), newestSentAt: sentAt[version - 1] ?? 0 }
+      ledger.acknowledged({ url, room, at: performance.now(), ...answered })
       acked = version
       if (acked < ids.length) ask()
       else if (!typing) finish(true)
