@@ -46,6 +46,8 @@ export const REDIS_SERVER = '/usr/bin/redis-server'
 
 const VENV = join(root, '.services', 'venv')
 const MOTO_SERVER = join(VENV, 'bin', 'moto_server')
+// What runs: moto's server with S3's conditional writes made atomic, as S3's are (see the script).
+const MOTO_LAUNCHER = fileURLToPath(new URL('moto-server.py', import.meta.url))
 // Written once pip has finished, so an install cut short is redone rather than half used.
 const MOTO_INSTALLED = join(VENV, '.moto-installed')
 
@@ -393,7 +395,7 @@ function httpAnswers(port) {
 export async function startMoto() {
   await ensureMoto()
   const port = await freePort()
-  const launched = launch(MOTO_SERVER, ['-H', HOST, '-p', String(port)])
+  const launched = launch(join(VENV, 'bin', 'python'), [MOTO_LAUNCHER, '-H', HOST, '-p', String(port)])
   await waitReady(`moto_server on port ${port}`, launched, () => httpAnswers(port), 60_000)
   return {
     endpoint: `http://${HOST}:${port}`,

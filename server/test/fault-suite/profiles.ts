@@ -111,7 +111,7 @@ export function shortProfile(): RunProfile {
     ...BASE,
     name: 'short',
     rooms: 6,
-    faultMs: 40_000,
+    faultMs: 43_000,
     kinds: ALL_FAULTS,
     openingKinds: ['ack-kill'],
     finaleKinds: HEAVY,

@@ -125,9 +125,10 @@ function durationOf(
     case 'kill':
       return between(500, 3_000)
     case 'ack-kill':
-      // With the Redis restart: past the ~10 s in which the surviving holders must have taken the
-      // dead server's journal stream into a snapshot (its lease lapses, their next heartbeat sees it).
-      return redisRestartAfter ? between(13_000, 16_000) : between(2_000, 4_000)
+      // With the Redis restart: past the ~13 s in which the surviving holders must have taken the
+      // dead server's journal stream into a snapshot (its writer's lease, 2 × (2 s + 3 s), lapses;
+      // their next heartbeat sees it; they read, apply and save).
+      return redisRestartAfter ? between(16_000, 19_000) : between(2_000, 4_000)
     case 'stall':
       return between(1_000, 4_000)
     case 'redis-restart':
