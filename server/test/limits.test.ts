@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
+import type { Socket } from 'node:net'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { minimalUpdate } from '../../loadtest/src/bench/minimal-structs.js'
-import { encodeUpdate } from '../src/protocol/codec.js'
+import { encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
 import { documentStructs } from '../src/protocol/update-structs.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
@@ -151,7 +152,7 @@ describe('limits', () => {
     assert.equal(writer.provider.wsconnected, true, 'the fast writer is untouched')
   })
 
-  it('reaps sockets that stop answering pings, and keeps those that answer', async () => {
+  it('closes sockets that stop answering pings (4008, counted), and keeps those that answer', async () => {
     const t = await startTestServer({ limits: { pingIntervalMs: 100 } })
     const room = uniqueRoom()
     const dead = await openRaw(`${t.wsUrl}/${room}`, { autoPong: false })
@@ -159,9 +160,81 @@ describe('limits', () => {
     let pingsAnswered = 0
     alive.on('ping', () => pingsAnswered++)
     const deadClosed = await closed(dead)
-    assert.equal(deadClosed.code, 1006, 'terminated without a close frame')
+    assert.equal(deadClosed.code, CloseCode.Unresponsive)
+    assert.match(
+      await t.server.metrics.registry.getSingleMetricAsString('symphony_connections_closed_by_server_total'),
+      /code="Unresponsive"} 1/,
+    )
     await eventually(() => pingsAnswered >= 3, 'three more pings')
     assert.equal(alive.readyState, alive.OPEN)
+  })
+
+  it('serves a client still reading a big document for many ping intervals, and closes one that stops reading', async () => {
+    const MiB = 1024 * 1024
+    const size = 24 * MiB // more than the kernel's buffers hold: part of it waits in the server
+    const t = await startTestServer({
+      limits: { pingIntervalMs: 100, maxDocumentBytes: 64 * MiB, maxBufferedBytes: 64 * MiB },
+    })
+    const room = uniqueRoom()
+    const writer = await connectSynced(t.wsUrl, room)
+    const text = 'x'.repeat(MiB / 2)
+    for (let part = 0; part < size / (MiB / 2); part++) writer.doc.getText(`t${part}`).insert(0, text)
+    await eventually(
+      () => (t.server.manager.loadedRoom(room)?.approximateBytes ?? 0) > size,
+      'stored',
+      20_000,
+    )
+    writer.destroy()
+    // Two readers that read a little at a time: the download takes several ping intervals, and
+    // their pongs come back only after it. One of them stops reading after its first megabyte.
+    const keeps = await openRaw(`${t.wsUrl}/${room}`)
+    const stops = await openRaw(`${t.wsUrl}/${room}`)
+    const tcpOf = (reader: typeof keeps) => (reader as unknown as { _socket: Socket })._socket
+    const [keepsTcp, stopsTcp] = [tcpOf(keeps), tcpOf(stops)]
+    keepsTcp.pause()
+    stopsTcp.pause()
+    const received = { keeps: 0, stops: 0 }
+    keeps.on('message', (data: Buffer) => {
+      received.keeps += data.length
+    })
+    stops.on('message', (data: Buffer) => {
+      received.stops += data.length
+    })
+    const stopsClosed = closed(stops)
+    for (const reader of [keeps, stops]) reader.send(encodeSyncStep1(Y.encodeStateVector(new Y.Doc())))
+    const started = Date.now()
+    /** Lets the socket take one chunk (what one read returns), then stops it again. */
+    const readOneChunk = (socket: Socket) =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          socket.pause()
+          socket.off('data', done).off('close', done)
+          resolve()
+        }
+        socket.on('data', done).on('close', done)
+        socket.resume()
+      })
+    while (received.keeps < size && keeps.readyState === keeps.OPEN) {
+      await readOneChunk(keepsTcp)
+      if (received.stops < MiB) await readOneChunk(stopsTcp)
+      await new Promise((resolve) => setTimeout(resolve, 2))
+    }
+    const intervals = (Date.now() - started) / 100
+    assert.ok(intervals > 3, `the download took ${intervals.toFixed(1)} ping intervals`)
+    keepsTcp.resume()
+    assert.equal(keeps.readyState, keeps.OPEN, 'the reader that kept reading is served')
+    await eventually(
+      async () =>
+        /code="Unresponsive"} 1/.test(
+          await t.server.metrics.registry.getSingleMetricAsString(
+            'symphony_connections_closed_by_server_total',
+          ),
+        ),
+      'the one that stopped reading is closed',
+    )
+    stopsTcp.resume()
+    assert.ok([CloseCode.Unresponsive, 1006].includes((await stopsClosed).code))
+    assert.equal(keeps.readyState, keeps.OPEN)
   })
 
   it('refuses updates past the document size ceiling with 4004 and keeps the document', async () => {

@@ -29,14 +29,15 @@ import { type Capabilities, capabilitiesFrom } from '../protocol/capabilities.js
 import { encodeSyncStatus } from '../protocol/codec.js'
 import { refuseUpgrade } from './http-refusal.js'
 import { parseRequestTarget } from './request-target.js'
+import { SocketLiveness } from './socket-liveness.js'
 import { WsTransport } from './ws-transport.js'
 
 interface LiveSocket {
   socket: WebSocket
+  transport: WsTransport
   connection: Connection
   admission: Admission
-  /** Cleared at each ping; a socket still silent at the next one is dead. */
-  alive: boolean
+  liveness: SocketLiveness
 }
 
 /** An upgrade that passed every check before it. */
@@ -267,16 +268,15 @@ export class WebSocketGateway {
     if (capabilities.has('sync-status')) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     // Admitted before any frame can arrive, so frames sent while the room loads wait in order.
     const admission = admit(manager, connection, { joinWaitMs: this.#joinWaitMs, waits: metrics.joinWaits })
-    const live: LiveSocket = { socket, connection, admission, alive: true }
+    const liveness = new SocketLiveness(transport.sendProgress)
+    const live: LiveSocket = { socket, transport, connection, admission, liveness }
     this.#live.add(live)
     // Right after admission: whatever throws below, the close still releases the room.
     socket.on('close', () => this.#forget(live))
     events.emit({ type: 'connection.joined', ...connectionInfo(connection), at: Date.now() })
-    socket.on('pong', () => {
-      live.alive = true
-    })
+    socket.on('pong', () => liveness.pong())
     socket.on('message', (data: Buffer, isBinary) => {
-      live.alive = true
+      liveness.heard()
       if (isBinary) connection.receive(data)
       else connection.close(CloseCode.UnsupportedData, 'text frames are not part of the protocol')
     })
@@ -289,14 +289,19 @@ export class WebSocketGateway {
     if (this.#live.size === 0) this.#onDrained?.()
   }
 
+  /** Pings the sockets that answered, waits for those still downloading, closes the dead (`SocketLiveness`). */
   #pingAll(): void {
+    const now = performance.now()
     for (const live of this.#live) {
-      if (!live.alive) {
-        live.socket.terminate()
-        continue
-      }
-      live.alive = false
-      live.socket.ping()
+      const verdict = live.liveness.sweep(live.transport.sendProgress, now)
+      if (verdict === 'ping') live.socket.ping()
+      // Counted; a peer that reads nothing never gets the close frame, and its socket is destroyed
+      // once the close handshake's wait runs out.
+      else if (verdict === 'dead')
+        live.connection.close(
+          CloseCode.Unresponsive,
+          'no answer to a ping, and nothing read, for a ping interval',
+        )
     }
   }
 }

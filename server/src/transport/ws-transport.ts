@@ -3,6 +3,7 @@ import { WebSocket } from 'ws'
 import type { Transport } from '../core/connection.js'
 import { type Corkable, corkUntilTurnEnds } from '../cork-until-turn-ends.js'
 import { binaryFrame, binaryFrameHeader, UNCOPIED_PAYLOAD_BYTES } from './outgoing-frames.js'
+import type { SendProgress } from './socket-liveness.js'
 
 /** How long a peer gets to answer our close frame before its socket is destroyed. */
 const CLOSE_HANDSHAKE_MS = 2_000
@@ -35,6 +36,23 @@ export class WsTransport implements Transport, Corkable {
 
   get bufferedAmount(): number {
     return this.socket.bufferedAmount + this.#heldBytes
+  }
+
+  /**
+   * How far the kernel has taken what was written to this socket (the frames of this turn still
+   * held are not written yet). A big write is taken part by part: libuv's queue, the handle's
+   * `writeQueueSize`, shrinks as it is, while Node's buffered length drops only once it is whole.
+   */
+  get sendProgress(): SendProgress {
+    const tcp = this.#tcp
+    const handle = (tcp as unknown as { _handle?: { writeQueueSize?: number } })._handle
+    const written = tcp.bytesWritten
+    return {
+      written,
+      completed: written - tcp.writableLength,
+      untakenInFlight: handle?.writeQueueSize ?? 0,
+      buffered: tcp.writableLength,
+    }
   }
 
   send(frame: Uint8Array, onSent?: () => void): void {

@@ -31,6 +31,12 @@ export const CloseCode = {
   RateLimited: 4002,
   /** The client did not read what the server sent fast enough. */
   SlowConsumer: 4003,
+  /**
+   * The client answered no ping and read nothing of what the server had queued for a whole ping
+   * interval (`PING_INTERVAL_MS`): its network or process is gone, or it stopped reading. A client
+   * still reading a big download is never closed for a pong stuck behind it. Reconnect.
+   */
+  Unresponsive: 4008,
   /** The update would grow the document past the server's size ceiling. */
   DocumentTooLarge: 4004,
   /**
