@@ -32,6 +32,7 @@ export {
   infoClaimProblem,
   MAX_INFO_BYTES,
   MAX_NAME_CHARS,
+  MAX_SUBJECT_CHARS,
   nameClaimProblem,
   RESERVED_SUBJECT_PREFIX,
   subjectClaimProblem,

@@ -12,6 +12,12 @@
 /** The longest display name, in Unicode characters. */
 export const MAX_NAME_CHARS = 128
 
+/**
+ * The longest subject, in Unicode characters: OpenID Connect's own bound on `sub` (255 ASCII
+ * characters). The server copies it into every author binding and presence it stamps.
+ */
+export const MAX_SUBJECT_CHARS = 255
+
 /** The most JSON bytes `info` may take. */
 export const MAX_INFO_BYTES = 4096
 
@@ -21,6 +27,11 @@ export const RESERVED_SUBJECT_PREFIX = 'symphony:'
 /** What is wrong with a `sub` claim, or null if it is fine. */
 export function subjectClaimProblem(sub: unknown): string | null {
   if (typeof sub !== 'string') return 'the sub claim must be a string'
+  const chars = [...sub].length
+  if (chars === 0 || chars > MAX_SUBJECT_CHARS)
+    return `the sub claim must be 1-${MAX_SUBJECT_CHARS} characters`
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(sub)) return 'the sub claim must not contain control characters'
   if (sub.startsWith(RESERVED_SUBJECT_PREFIX)) {
     return `the sub claim may not start with "${RESERVED_SUBJECT_PREFIX}" (the server's own subjects)`
   }

@@ -7,7 +7,13 @@ import { destroyNodeClients, nodeClient, recordErrors } from '@symphony/test-hel
 import { startTestServer, stopTestServers, type TestServer } from '@symphony/test-helpers/test-server'
 import { signToken, TEST_SECRET } from '@symphony/test-helpers/tokens'
 import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair } from 'jose'
-import { createToken, MAX_INFO_BYTES, MAX_NAME_CHARS, type TokenOptions } from '../src/index.js'
+import {
+  createToken,
+  MAX_INFO_BYTES,
+  MAX_NAME_CHARS,
+  MAX_SUBJECT_CHARS,
+  type TokenOptions,
+} from '../src/index.js'
 
 afterEach(async () => {
   await destroyNodeClients()
@@ -154,6 +160,9 @@ describe('createToken against a real server', () => {
       { info: { blob: 'x'.repeat(MAX_INFO_BYTES) } },
       { info: ['not', 'an', 'object'] },
       { sub: 'symphony:api' }, // the server's own subjects (REST writes are bound to this one)
+      { sub: 'x'.repeat(MAX_SUBJECT_CHARS + 1) }, // copied into every binding it makes
+      { sub: '' },
+      { sub: 'line\nbreak' },
     ]) {
       const forged = await signToken({ room, access: 'rw', sub: 'u-1', ...claims })
       const refused = await access(t, room, forged)
@@ -171,6 +180,12 @@ describe('createToken refuses what the server would refuse, with clear errors', 
     ['another access', { access: 'admin' }, /access must be 'rw' or 'ro'/],
     ['no user id', { userId: '' }, /userId must be/],
     ['a user id of the server’s', { userId: 'symphony:server' }, /may not start with "symphony:"/],
+    ['a long user id', { userId: 'é'.repeat(MAX_SUBJECT_CHARS + 1) }, /sub claim must be 1-255 characters/],
+    [
+      'a user id with control characters',
+      { userId: 'a\tb' },
+      /sub claim must not contain control characters/,
+    ],
     ['a long name', { name: 'é'.repeat(MAX_NAME_CHARS + 1) }, /name claim must be 1-128 characters/],
     ['a name with control characters', { name: 'a\nb' }, /control characters/],
     ['info that is not an object', { info: 'x' }, /info claim must be a JSON object/],
@@ -185,6 +200,11 @@ describe('createToken refuses what the server would refuse, with clear errors', 
       })
     })
   }
+
+  it('accepts a user id of 255 four-byte characters', async () => {
+    const token = await createToken({ ...valid, userId: '😀'.repeat(MAX_SUBJECT_CHARS) })
+    assert.equal(decodeJwt(token).sub, '😀'.repeat(MAX_SUBJECT_CHARS))
+  })
 
   it('accepts a name of 128 four-byte characters', async () => {
     const token = await createToken({ ...valid, name: '😀'.repeat(MAX_NAME_CHARS) })
