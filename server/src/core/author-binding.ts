@@ -41,6 +41,21 @@ export type Authorship =
 
 const APPLY: Authorship = { kind: 'apply' }
 
+/** What a binding adds to a document, at most: its encoded bytes and its structs (one per entry). */
+export interface BindingSize {
+  bytes: number
+  structs: number
+}
+
+export const NO_BINDING: BindingSize = { bytes: 0, structs: 0 }
+
+/**
+ * An entry's encoding past its key and value: its info byte, its parent (the root's name, written
+ * for each entry) or the item it replaces, and the lengths (checked in unit/binding-size.test.ts).
+ */
+const ENTRY_FRAMING_BYTES = 48
+const utf8Bytes = (text: string) => Buffer.byteLength(text, 'utf8')
+
 export interface AuthorBindingInit {
   doc: Y.Doc
   /** Auth is on. Off (`AUTH=none`) there are no subjects: nothing is bound, and nothing checked against bindings. */
@@ -129,6 +144,21 @@ export class AuthorBinding {
     if (unbound.length > 0) return { kind: 'bind', clients: unbound }
     if (waits.length > 0) return { kind: 'wait', until: Promise.allSettled(waits) }
     return APPLY
+  }
+
+  /**
+   * At most what binding `clients` to `writer`'s subject adds to the document: each client id's
+   * entry holds a copy of the subject, so a write under many fresh ids grows the room by far more
+   * than its own bytes, and is measured against the ceilings before anything is bound.
+   */
+  sizeOfBinding(clients: number[], writer: Writer): BindingSize {
+    const { userId: subject, name } = writer.identity
+    const entry = ENTRY_FRAMING_BYTES + utf8Bytes(subject)
+    let bytes = 0
+    for (const client of clients) bytes += entry + String(client).length
+    if (name === null) return { bytes, structs: clients.length }
+    bytes += entry + NAME_KEY.length + utf8Bytes(name)
+    return { bytes, structs: clients.length + 1 }
   }
 
   /** Binds `clients` to `writer`'s subject; resolves once the binding is applied (or failed). */

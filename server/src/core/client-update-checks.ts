@@ -7,7 +7,7 @@ import { checkUpdate, type WaitingBudget } from '../protocol/update-guard.js'
 import type { ScannedUpdate } from '../protocol/update-scan.js'
 import type { CutUpdate } from '../protocol/update-slices.js'
 import { waitingStructs } from '../protocol/yjs-internals.js'
-import { AuthorBinding, type AuthorBindingInit, type Authorship } from './author-binding.js'
+import { AuthorBinding, type AuthorBindingInit, type Authorship, type BindingSize } from './author-binding.js'
 import type { Writer } from './update-origin.js'
 
 /** A client's update as checked: what its authors need, and what the guard read of it. */
@@ -61,7 +61,13 @@ export class ClientUpdateChecks {
    * the same turn: nothing it was checked against has changed), false if `gone()` meanwhile.
    * Call `reserve` first.
    */
-  async checkSliced(update: CutUpdate, writer: Writer, gone: () => boolean): Promise<boolean> {
+  async checkSliced(
+    update: CutUpdate,
+    writer: Writer,
+    gone: () => boolean,
+    /** Throws if the document has no room for the binding (before anything is bound). */
+    ensureRoomFor: (binding: BindingSize) => void,
+  ): Promise<boolean> {
     for (;;) {
       this.authors.checkServerParts(update.server, this.#held)
       const before = this.#heldOf(update.ranges)
@@ -80,7 +86,10 @@ export class ClientUpdateChecks {
         }
         continue
       }
-      await (authorship.kind === 'bind' ? this.authors.bind(authorship.clients, writer) : authorship.until)
+      if (authorship.kind === 'bind') {
+        ensureRoomFor(this.authors.sizeOfBinding(authorship.clients, writer))
+        await this.authors.bind(authorship.clients, writer)
+      } else await authorship.until
       if (gone()) return false
     }
   }

@@ -44,7 +44,7 @@ import {
   SLICE_ABOVE_BYTES,
 } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
-import { API_SUBJECT, type Author } from './author-binding.js'
+import { API_SUBJECT, type Author, type BindingSize, NO_BINDING } from './author-binding.js'
 import { changeOriginOf, PEER_ORIGIN } from './change-origin.js'
 import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
 import type { CoreMetrics } from './core-metrics.js'
@@ -853,8 +853,13 @@ export class Room implements MemberRoom, MemoryHolder {
   ): Promise<void> {
     let checked = first
     while (checked.authorship.kind !== 'apply') {
-      this.#ensureSpaceFor(message.update, checked.scanned) // refused before anything is bound
       const { authorship } = checked
+      // Refused before anything is bound, the binding counted with the update.
+      const binding =
+        authorship.kind === 'bind'
+          ? this.#checks.authors.sizeOfBinding(authorship.clients, connection)
+          : NO_BINDING
+      this.#ensureSpaceFor(message.update, checked.scanned, binding)
       await (authorship.kind === 'bind'
         ? this.#checks.authors.bind(authorship.clients, connection)
         : authorship.until)
@@ -864,12 +869,15 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
   }
 
-  /** Refuses an update the document has no room for: bytes, structs, or the server's memory. */
-  #ensureSpaceFor(update: Uint8Array, scanned: ScannedUpdate): void {
-    this.#ensureRoomFor(update.length)
-    const structs = structsAdded(scanned, (client) => clockOf(this.doc, client))
+  /**
+   * Refuses an update the document has no room for, with the binding it makes first if any: bytes,
+   * structs, or the server's memory.
+   */
+  #ensureSpaceFor(update: Uint8Array, scanned: ScannedUpdate, binding = NO_BINDING): void {
+    this.#ensureRoomFor(update.length + binding.bytes)
+    const structs = structsAdded(scanned, (client) => clockOf(this.doc, client)) + binding.structs
     this.#ensureStructsFor(structs)
-    this.#ensureMemoryFor(structs, update.length, false)
+    this.#ensureMemoryFor(structs, update.length + binding.bytes, false)
   }
 
   #applyChecked(
@@ -959,7 +967,11 @@ export class Room implements MemberRoom, MemoryHolder {
       const release = this.#checks.reserve(cut.ranges)
       let changed = false
       try {
-        if (!(await this.#checks.checkSliced(cut, connection, () => this.#destroyed))) return
+        const roomForBinding = (binding: BindingSize) => {
+          this.#ensureRoomFor(binding.bytes)
+          this.#ensureStructsFor(cut.structs + binding.structs)
+        }
+        if (!(await this.#checks.checkSliced(cut, connection, () => this.#destroyed, roomForBinding))) return
         this.#ensureStructsFor(cut.structs) // against what other updates added meanwhile
         this.#ensureMemoryFor(cut.structs, update.length, true)
         // Reserved too, as its slices are applied over several turns.
@@ -1062,7 +1074,8 @@ export class Room implements MemberRoom, MemoryHolder {
   #ensureRoomFor(updateBytes: number): void {
     const max = this.#options.maxDocumentBytes
     if (this.#sizeBound + updateBytes <= max) return
-    if (this.encodeState().length + updateBytes <= max) return
+    // Measured exactly: a big update still being applied counts whole, as in the bound.
+    if (this.encodeState().length + this.#bigBytesInFlight + updateBytes <= max) return
     throw new DocumentTooLargeError(`document would exceed ${max} bytes`)
   }
 

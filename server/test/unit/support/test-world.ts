@@ -52,6 +52,8 @@ export interface ConnectOptions {
   doc?: Y.Doc
   /** What the client names as its copy's incarnation (`?incarnation=`); default: nothing. */
   incarnation?: number | 'none'
+  /** The token's subject; default: `user-<n>`, a user of its own. */
+  userId?: string
 }
 
 /**
@@ -139,7 +141,7 @@ export class TestServer {
    */
   connect(
     room: string,
-    { access = 'rw', limits, doc, incarnation }: ConnectOptions = {},
+    { access = 'rw', limits, doc, incarnation, userId }: ConnectOptions = {},
   ): TestClient & { ready: Promise<void> } {
     const leave = () => admission.leave()
     // The socket's close event comes after the close frame, on a later turn.
@@ -148,7 +150,7 @@ export class TestServer {
       id: `${this.id}:${++this.#nextId}`,
       roomName: room,
       incarnation: incarnation ?? null,
-      identity: { userId: `user-${this.#nextId}`, name: null, info: null, access, expiresAt: null },
+      identity: { userId: userId ?? `user-${this.#nextId}`, name: null, info: null, access, expiresAt: null },
       transport: client.transport,
       limits: { ...LIMITS, ...limits },
       metrics: this.metrics,
