@@ -42,7 +42,8 @@ const ANSWERS = {
   // Raised inside the server and handled there; one that escapes is the server's own failure.
   CONFIG_ERROR: INTERNAL,
   SNAPSHOT_CONFLICT: INTERNAL,
-  ROOM_DELETED: INTERNAL,
+  // A request that met the room's deletion (a restore): the deletion won.
+  ROOM_DELETED: { close: CloseCode.RoomDeleted, http: 'ROOM_DELETED' },
   RESTORE_MISMATCH: INTERNAL,
   HEARTBEAT_MISSED: INTERNAL,
 } as const satisfies Record<SymphonyErrorCode, ErrorAnswer>

@@ -1,5 +1,5 @@
 import { within } from '../deadline.js'
-import { fromSnapshotStore, VersionNotRestorableError } from '../errors.js'
+import { fromSnapshotStore, RoomDeletedError, VersionNotRestorableError } from '../errors.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { EventStream } from './event-stream.js'
 import { restoreOnWorker } from './restore-on-worker.js'
@@ -33,7 +33,8 @@ export interface RestoreOutcome {
  * a version of its own (restoring the version before it undoes it), and `document.restored` sent.
  * Rejects with `SnapshotVersionNotFoundError` for an unknown id, `VersionNotRestorableError` for a
  * tombstone or a version of an earlier incarnation (the room was deleted since: its content is not
- * in the new one's history, so no update of it can bring it back), and as a client's update would.
+ * in the new one's history, so no update of it can bring it back), `RoomDeletedError` when the room
+ * is deleted while it restores (the deletion wins), and as a client's update would.
  */
 export function restoreVersion(deps: RestoreVersionDeps, name: string, id: string): Promise<RestoreOutcome> {
   // One restore of a room at a time here, each made from the state the one before left: two made
@@ -87,6 +88,9 @@ async function restoreNow(deps: RestoreVersionDeps, name: string, id: string): P
           () => null, // restored and saved all the same
         )
       : null
+    // A deletion that met the restore wins: one outcome, never a restore of a room that is gone.
+    if (hold.deleted())
+      throw new RoomDeletedError(`room ${name} was deleted while version ${id} was restored`)
     deps.events.emit({ type: 'document.restored', room: name, version: id, at: Date.now() })
     return { restored: id, version: newest ?? null, saved }
   } finally {

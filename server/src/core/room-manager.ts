@@ -92,6 +92,8 @@ export interface RoomHold {
   readonly room: Room
   /** The incarnation held (see `incarnationKey`). */
   readonly generation: number
+  /** Whether the instance held was deleted since (a hold keeps it from unloading, not from that). */
+  deleted(): boolean
   release(): void
 }
 
@@ -316,6 +318,7 @@ export class RoomManager {
       return {
         room: loaded.room,
         generation: loaded.generation,
+        deleted: () => held.state === 'deleting' || held.state === 'gone',
         release: () => {
           if (released) return
           released = true

@@ -35,13 +35,13 @@ describe('one table answers an error on a WebSocket and over HTTP', () => {
     assert.equal(httpAnswer(new SnapshotVersionNotFoundError('n')).status, 404)
     assert.equal(httpAnswer(new VersionNotRestorableError('r')).status, 409)
     assert.equal(httpAnswer(new SnapshotsUnavailableError('u')).status, 503)
+    assert.equal(httpAnswer(new RoomDeletedError('a restore met the deletion')).status, 410)
   })
 
   it("hides the message of the server's own failures, and of any error that is not Symphony's", () => {
     for (const error of [
       new Error('secret path'),
       new SnapshotConflictError('secret'),
-      new RoomDeletedError('x'),
     ]) {
       assert.deepEqual(closeAnswer(error), { code: CloseCode.InternalError, reason: 'internal error' })
       assert.deepEqual(httpAnswer(error), { status: 500, code: 'INTERNAL_ERROR', message: 'internal error' })

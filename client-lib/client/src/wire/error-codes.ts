@@ -44,6 +44,8 @@ export const SERVER_ERROR_CODES = {
   METHOD_NOT_ALLOWED: 405,
   /** 409: the version is the room's deletion, or of an incarnation deleted since: it cannot be restored. */
   VERSION_NOT_RESTORABLE: 409,
+  /** 410: the room was deleted while the request ran (a restore it met): the deletion won, nothing was restored. */
+  ROOM_DELETED: 410,
   /** 413: a REST update over the message size limit. */
   UPDATE_TOO_LARGE: 413,
   /** 413: the update would grow the document past its ceiling. */
