@@ -39,10 +39,7 @@ describe('one table answers an error on a WebSocket and over HTTP', () => {
   })
 
   it("hides the message of the server's own failures, and of any error that is not Symphony's", () => {
-    for (const error of [
-      new Error('secret path'),
-      new SnapshotConflictError('secret'),
-    ]) {
+    for (const error of [new Error('secret path'), new SnapshotConflictError('secret')]) {
       assert.deepEqual(closeAnswer(error), { code: CloseCode.InternalError, reason: 'internal error' })
       assert.deepEqual(httpAnswer(error), { status: 500, code: 'INTERNAL_ERROR', message: 'internal error' })
       assert.deepEqual(httpAnswer(error, AUTH_FAILED), { status: 500, ...AUTH_FAILED })
