@@ -17,6 +17,8 @@ const WEBHOOK_SECRET = `whsec_${randomBytes(24).toString('base64')}`
 describe('the REST API, webhooks and broadcast events in a real local cluster', () => {
   const cluster = useTestCluster()
   afterEach(destroyClients)
+  // Passed or failed: a client left reconnecting would keep the test file from ever exiting.
+  afterEach(() => destroyNodeClients())
 
   it('a write through one server reaches the clients of another; a delete there clears every store', async () => {
     const env = { API_SECRET: CLUSTER_API_SECRET, SNAPSHOT_INTERVAL_MS: '200' }
@@ -108,10 +110,15 @@ describe('the REST API, webhooks and broadcast events in a real local cluster', 
     await Promise.all([sender.whenSynced(), listener.whenSynced()])
     const heard: unknown[] = []
     listener.on('event', (data) => heard.push(data))
-    // Both servers hold the room (each subscribed before its client synced).
-    assert.equal(sender.broadcast({ hello: 'from A' }), true)
-    await eventually(() => heard.length > 0, 'B hears A', 10_000)
-    assert.deepEqual(heard[0], { hello: 'from A' })
+    // Both servers hold the room (each subscribed before its client synced). Events are at most
+    // once, as pub/sub is: one a subscriber missed (its link replaced on a loaded machine) is not
+    // sent again, so the sender says it again each second until it is heard.
+    const deadline = Date.now() + 20_000
+    while (heard.length === 0 && Date.now() < deadline) {
+      assert.equal(sender.broadcast({ hello: 'from A' }), true)
+      await eventually(() => heard.length > 0, 'B hears A', 1_000).catch(() => {})
+    }
+    assert.deepEqual(heard[0], { hello: 'from A' }, 'B hears A')
     await destroyNodeClients()
     for (const server of [a, b]) server.child.kill('SIGKILL')
   })
