@@ -44,20 +44,31 @@ async function adopt(
   const { updates, position } = await orphans.read(incarnationKey(name, generation))
   const target = held(name, generation)
   if (!target || position.size === 0) return
-  const changed = await target.room.absorbOrphaned(updates, (error) => {
-    metrics.journalSkipped.inc()
-    logger.error({ err: error, room: name }, 'skipped a journal record that does not apply')
-  })
+  const changed = await target.room.absorbOrphaned(updates, skippedRecord({ metrics, logger }, name))
   if (changed === null) return // unloaded meanwhile: the entries wait for the room's next load
   target.journal.adopted(position)
   metrics.journalAdopted.inc(updates.length)
   // A change is saved now. Entries the room held already go with its next save, due anyway if it
   // is dirty, or at once if its last saved snapshot holds the whole room.
-  if (changed) target.writer.saveSoon()
-  else if (!target.writer.dirty) target.journal.trimHeld()
-  if (changed)
+  if (changed) {
+    target.writer.saveSoon()
     logger.warn(
       { room: name, updates: updates.length, writers: [...position.keys()] },
       'adopted the journal entries of a server that is gone (edits it may have told no one); saving them',
     )
+  } else if (!target.writer.dirty) target.journal.trimHeld()
+}
+
+/**
+ * Only applied updates are journaled, so a record that cannot be read or applied is damage: it is
+ * counted and logged, and the records after it still apply (at load and on adoption alike).
+ */
+export function skippedRecord(
+  { metrics, logger }: { metrics: Pick<CoreMetrics, 'journalSkipped'>; logger: Logger },
+  room: string,
+): (error: unknown) => void {
+  return (error) => {
+    metrics.journalSkipped.inc()
+    logger.error({ err: error, room }, 'skipped a journal record that does not apply')
+  }
 }

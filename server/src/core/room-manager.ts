@@ -19,7 +19,7 @@ import type { HeldRoomSweep } from './held-room-sweep.js'
 import { incarnationKey } from './incarnation.js'
 import type { MemoryCharges } from './memory-budget.js'
 import { type HeldIncarnation, MissedDeletionChecks } from './missed-deletions.js'
-import { orphanAdoption } from './orphan-adoption.js'
+import { orphanAdoption, skippedRecord } from './orphan-adoption.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
 import { type LoadRetry, RoomLife, type RoomState } from './room-life.js'
@@ -572,10 +572,7 @@ export class RoomManager {
       metrics.journalSkipped.inc(journal.skipped)
       logger.error({ room: name, records: journal.skipped }, 'skipped damaged journal records')
     }
-    const bytes = await replayInTurns(doc, journal.updates, (error) => {
-      metrics.journalSkipped.inc()
-      logger.error({ err: error, room: name }, 'skipped a journal record that does not apply')
-    })
+    const bytes = await replayInTurns(doc, journal.updates, skippedRecord(this.deps, name))
     metrics.journalReplayed.inc(journal.updates.length)
     return bytes
   }
