@@ -2,15 +2,22 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
 import type { DatabaseConnection } from '../src/adapters/postgres/connect.js'
+import { connectDatabase } from '../src/adapters/postgres/connect.js'
 import { MIGRATIONS, migrate } from '../src/adapters/postgres/migrations.js'
+import { silentLogger } from '../src/logger.js'
 import { requireTestServices } from './helpers/services.js'
-import { connectIsolatedDatabase } from './helpers/test-database.js'
+import { isolatedDatabaseUrl } from './helpers/test-database.js'
 
 /** Migrating a database that other servers are writing to (real Postgres: PGlite has one session). */
 describe('metadata migrations on a busy database', () => {
   let db: DatabaseConnection
+  // pg_stat_activity lists the whole cluster's sessions, other test files' migrations among them:
+  // this file's own are told apart by their application name.
+  const application = `migrations-${process.pid}`
   before(async () => {
-    db = await connectIsolatedDatabase()
+    const url = new URL(await isolatedDatabaseUrl())
+    url.searchParams.set('application_name', application)
+    db = await connectDatabase({ kind: 'postgres', url: url.toString() }, silentLogger)
   })
   after(async () => {
     await db.close()
@@ -42,7 +49,8 @@ describe('metadata migrations on a busy database', () => {
       // Nothing half-done is left open on a pooled connection for a later write to commit.
       for (let i = 0; i < 3; i++) await db.pool.query('SELECT 1')
       const idle = await writer.query(
-        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' AND query LIKE '%connection_sessions_server_id%'",
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' AND query LIKE '%connection_sessions_server_id%' AND application_name = $1",
+        [application],
       )
       assert.equal(idle.rows[0].n, 0, 'no connection idle in a transaction')
       const versions = (await db.pool.query('SELECT version FROM schema_migrations')).rows.map(
