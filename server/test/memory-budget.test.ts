@@ -17,6 +17,7 @@ import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, type TestClient, uniqueRoom } from './helpers/clients.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { deferred } from './helpers/deferred.js'
+import { arrayOfObjectsUpdate } from './helpers/json-values.js'
 import { closed, collect, openRaw } from './helpers/raw-socket.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
 
@@ -262,6 +263,37 @@ describe('the server-wide memory budget', () => {
     const again = await openRaw(`${t.wsUrl}/${large}`)
     assert.equal((await closed(again)).code, CloseCode.TryAgainLater)
     assert.equal(t.server.manager.loadedRoom(large), undefined)
+  })
+
+  it('charges what JSON values build: small updates of many objects are refused once the documents’ share is full (1013)', async () => {
+    const limit = 64 * MiB
+    const t = await startTestServer({ limits: { memoryBudgetBytes: limit } })
+    const room = uniqueRoom('json-values')
+    const sender = await openRaw(`${t.wsUrl}/${room}`)
+    const gone = closed(sender)
+    const collect = () => {
+      for (let i = 0; i < 3; i++) globalThis.gc?.()
+      return process.memoryUsage().heapUsed
+    }
+    const before = collect()
+    // Each 200 KB on the wire, applied whole (below the big-update size), and 6.5 MB of objects.
+    const updates = 40
+    for (let clock = 0; clock < updates; clock++) {
+      sender.send(encodeUpdate(arrayOfObjectsUpdate({ elements: 100_000, key: `k${clock}`, clock })))
+    }
+    const appliedNow = () => t.server.manager.loadedRoom(room)?.doc.getMap('map').size ?? 0
+    const refusal = await Promise.race([
+      gone,
+      eventually(() => appliedNow() === updates, 'all applied').then(() => null),
+    ])
+    assert.ok(refusal, 'refused before all were applied')
+    assert.equal(refusal.code, CloseCode.TryAgainLater)
+    assert.match(refusal.reason, /memory for documents/)
+    const applied = appliedNow()
+    assert.ok(applied > 0 && applied < updates, `${applied} of ${updates} applied`)
+    assert.ok(t.server.memory.usedBy('documents') <= t.server.memory.documentsLimitBytes)
+    const grown = collect() - before
+    assert.ok(grown < limit, `the heap grew ${Math.round(grown / MiB)} MiB on a ${limit / MiB} MiB budget`)
   })
 
   it('charges presence to the budget while the room holds it', async () => {

@@ -11,6 +11,7 @@ import { encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
 import { assertKeptPace, startBystanders } from './helpers/bystander.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
+import { arrayOfObjectsUpdate } from './helpers/json-values.js'
 import { closed, collect, openRaw } from './helpers/raw-socket.js'
 import { type ServerProcess, startServerProcess } from './helpers/server-process.js'
 
@@ -151,5 +152,40 @@ describe('no single message stalls the other rooms', () => {
     const late = await connectSynced(wsUrl, room)
     assert.equal(late.doc.getText('t').toString(), 'kept')
     assert.equal(Y.getState(late.doc.store, 1), 0, 'nothing of it is in the room')
+  })
+
+  it('refuses (4004) one item of 7,000,000 JSON elements before building it; many big values apply a slice at a time or are refused (1013): other rooms keep their pace, memory stays in budget', async () => {
+    const server = await startEmbedded()
+    const wsUrl = `ws://127.0.0.1:${server.port}`
+    const room = uniqueRoom('values')
+    const writer = await connectSynced(wsUrl, room)
+    writer.doc.getText('t').insert(0, 'kept')
+    const bystanders = await startBystanders(wsUrl)
+    const one = arrayOfObjectsUpdate({ elements: 7_000_000 })
+    assert.ok(one.length > 13 * 1024 * 1024, `${one.length} bytes`)
+    const sender = await openRaw(`${wsUrl}/${room}`)
+    const gone = closed(sender)
+    sender.send(encodeUpdate(one))
+    const { code, reason } = await gone
+    assert.equal(code, CloseCode.DocumentTooLarge)
+    assert.match(reason, /one item may hold/)
+
+    // 15 MiB as 75 values of 100,000 objects each (about 490 MB once built): taken, or refused whole.
+    const many = arrayOfObjectsUpdate({ elements: 100_000, entries: 75, client: 9 })
+    const second = await openRaw(`${wsUrl}/${room}`)
+    const secondGone = closed(second)
+    second.send(encodeUpdate(many))
+    const applied = () => writer.doc.getMap('map').size === 75
+    const outcome = await Promise.race([
+      secondGone,
+      eventually(applied, 'the values applied', 60_000).then(() => null),
+    ])
+    if (outcome) assert.equal(outcome.code, CloseCode.TryAgainLater, outcome.reason)
+    assertKeptPace(await bystanders.stop())
+    const peak = peakRss(server)
+    assert.ok(peak < PEAK_RSS_BUDGET_BYTES, `peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB`)
+    const late = await connectSynced(wsUrl, room)
+    assert.equal(late.doc.getText('t').toString(), 'kept')
+    assert.ok([0, 75].includes(late.doc.getMap('map').size), 'all of the values or none')
   })
 })

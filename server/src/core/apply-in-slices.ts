@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
 import type { Digest } from '../protocol/codec.js'
+import { builtBytesOf } from '../protocol/update-scan.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 import { clientCount, holdsWaiting } from '../protocol/yjs-internals.js'
 import { digestOfState } from './anti-entropy.js'
@@ -35,34 +36,38 @@ const WORKER_YOUNG_GENERATION_MB = 8
  * served in between instead of waiting out one long transaction. If the worker fails or takes too
  * long, the slicing happens on this thread; a state that cannot be sliced applies in one go.
  *
- * Into an empty `doc`, resolves with the document's encoding (what `Y.encodeStateAsUpdate` would
+ * Resolves with what the state's content builds on the heap (`builtBytesOf`, counted a slice at a
+ * time) and, into an empty `doc`, the document's encoding (what `Y.encodeStateAsUpdate` would
  * give) when the worker made it; null otherwise.
  */
 export async function applyInSlices(
   doc: Y.Doc,
   state: Uint8Array,
   origin: unknown = null,
-): Promise<Uint8Array | null> {
+): Promise<{ encoded: Uint8Array | null; builtBytes: number }> {
   if (state.length < SLICE_ABOVE_BYTES) {
     Y.applyUpdate(doc, state, origin)
-    return null
+    return { encoded: null, builtBytes: builtBytesOf(state) }
   }
   const encode = clientCount(doc) === 0 && !holdsWaiting(doc)
   const { slices, encoded } = FROM_SOURCE
     ? { slices: sliceHere(state), encoded: undefined }
     : await sliceOnWorker(state, encode).catch(() => ({ slices: sliceHere(state), encoded: undefined }))
+  let builtBytes = 0
   for (const [index, slice] of slices.entries()) {
     Y.applyUpdate(doc, slice, origin)
+    builtBytes += builtBytesOf(slice)
     if (holdsWaiting(doc)) {
       // Something waits for a missing dependency, and Yjs would re-merge it with every later
       // slice: apply the rest in one go instead (and leave the encoding to the main thread).
       const rest = slices.slice(index + 1)
+      for (const slice of rest) builtBytes += builtBytesOf(slice)
       if (rest.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(rest), origin)
-      return null
+      return { encoded: null, builtBytes }
     }
     await nextTurn()
   }
-  return encoded === 'same' ? state : (encoded ?? null)
+  return { encoded: encoded === 'same' ? state : (encoded ?? null), builtBytes }
 }
 
 /**
@@ -143,15 +148,17 @@ const JOURNAL_BYTES_PER_TURN = 8 * 1024
 /**
  * Applies journaled updates in order, about `JOURNAL_BYTES_PER_TURN` per event-loop turn (a
  * journal that grew while snapshots failed can hold many thousands). One that does not apply is
- * handed to `skipped` and left out. Resolves with the bytes applied.
+ * handed to `skipped` and left out. Resolves with the bytes applied, and what their content builds
+ * on the heap (`builtBytesOf`).
  */
 export async function replayInTurns(
   doc: Y.Doc,
   updates: Uint8Array[],
   skipped: (error: unknown) => void,
   origin?: unknown,
-): Promise<number> {
+): Promise<{ bytes: number; builtBytes: number }> {
   let applied = 0
+  let builtBytes = 0
   let thisTurn = 0
   for (const update of updates) {
     if (thisTurn >= JOURNAL_BYTES_PER_TURN) {
@@ -161,12 +168,13 @@ export async function replayInTurns(
     try {
       Y.applyUpdate(doc, update, origin)
       applied += update.length
+      builtBytes += builtBytesOf(update)
     } catch (error) {
       skipped(error)
     }
     thisTurn += update.length
   }
-  return applied
+  return { bytes: applied, builtBytes }
 }
 
 type Sliced =

@@ -64,6 +64,8 @@ export interface RoomManagerDeps {
 /** How a room's document was built. */
 interface LoadedFrom {
   loadedBytes: number
+  /** What its content builds on the heap besides its structs and bytes (`builtBytesOf`). */
+  loadedBuiltBytes: number
   /** The journal entries replayed on top of the state. */
   replayed: JournalContents['position']
   /** How many updates were replayed. */
@@ -516,13 +518,14 @@ export class RoomManager {
         peers,
       )
       const doc = new Y.Doc()
-      const encoded = state ? await applyInSlices(doc, state) : null
-      const journaledBytes = await this.#replay(name, doc, journal)
+      const applied = state ? await applyInSlices(doc, state) : { encoded: null, builtBytes: 0 }
+      const replayed = await this.#replay(name, doc, journal)
       // Joiners get the document encoded anew, never the loaded bytes: a snapshot saved by an
       // older version may still hold content that users deleted. The slicer's worker encodes a
       // big one off this thread; it holds for the document only if nothing was replayed on top.
       const loaded = this.#createRoom(name, doc, {
-        loadedBytes: (state?.length ?? 0) + journaledBytes,
+        loadedBytes: (state?.length ?? 0) + replayed.bytes,
+        loadedBuiltBytes: applied.builtBytes + replayed.builtBytes,
         replayed: journal.position,
         replayedUpdates: journal.updates.length,
         storedVersion,
@@ -531,7 +534,7 @@ export class RoomManager {
         life,
       })
       created = loaded
-      if (encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(encoded)
+      if (applied.encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(applied.encoded)
       // Nothing stored anywhere: a new room, which the app may seed (journaled, so it is saved).
       const seed = source === 'empty' && journal.updates.length === 0 ? await this.#app.seed(name) : null
       if (seed) loaded.room.seed(seed)
@@ -566,19 +569,23 @@ export class RoomManager {
    * journaled, so a record that cannot be read or applied is damage: it is skipped, counted and
    * logged, and the records after it still apply, rather than losing the room or what follows.
    */
-  async #replay(name: string, doc: Y.Doc, journal: JournalContents): Promise<number> {
+  async #replay(
+    name: string,
+    doc: Y.Doc,
+    journal: JournalContents,
+  ): Promise<{ bytes: number; builtBytes: number }> {
     const { metrics, logger } = this.deps
     if (journal.skipped) {
       metrics.journalSkipped.inc(journal.skipped)
       logger.error({ room: name, records: journal.skipped }, 'skipped damaged journal records')
     }
-    const bytes = await replayInTurns(doc, journal.updates, skippedRecord(this.deps, name))
+    const replayed = await replayInTurns(doc, journal.updates, skippedRecord(this.deps, name))
     metrics.journalReplayed.inc(journal.updates.length)
-    return bytes
+    return replayed
   }
 
   #createRoom(name: string, doc: Y.Doc, from: LoadedFrom): Loaded {
-    const { loadedBytes, replayed, storedVersion, generation, life } = from
+    const { loadedBytes, loadedBuiltBytes, replayed, storedVersion, generation, life } = from
     const { pubsub, snapshots, journal, metrics, events, logger } = this.deps
     const key = incarnationKey(name, generation)
     let changedAt: number | undefined
@@ -600,6 +607,7 @@ export class RoomManager {
       channel: key,
       doc,
       loadedBytes,
+      loadedBuiltBytes,
       options: this.options,
       pubsub,
       journal: roomJournal,

@@ -24,7 +24,7 @@ import {
   QUERY_AWARENESS_FRAME,
 } from '../protocol/codec.js'
 import type { WaitingBudget } from '../protocol/update-guard.js'
-import { type ScannedUpdate, STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
+import { builtBytesOf, type ScannedUpdate, STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
 import { documentStructs, structsAdded } from '../protocol/update-structs.js'
 import {
   clientCount,
@@ -121,6 +121,8 @@ export interface RoomInit {
   doc: Y.Doc
   /** Bytes of the loaded state and replayed updates: the first upper bound of the document's size. */
   loadedBytes: number
+  /** What their content builds on the heap besides structs and bytes (`builtBytesOf`); 0 if unknown. */
+  loadedBuiltBytes?: number
   options: RoomOptions
   pubsub: PubSub
   /** Where the updates the room applies from its clients are journaled. */
@@ -203,6 +205,16 @@ export class Room implements MemberRoom, MemoryHolder {
   #bigStructsInFlight = 0
   /** Bytes of big updates reserved and not all applied yet: an encode does not drop them. */
   #bigBytesInFlight = 0
+  /**
+   * An upper bound of what the document's content builds on the heap besides its structs and
+   * bytes (`builtBytesOf`): every applied change adds its own; exact again when a deletion (which
+   * may free values) is followed by an encode, which is then read whole.
+   */
+  #builtBound: number
+  /** A deletion was applied since `#builtBound` was last exact. */
+  #builtStale = false
+  /** What big updates being applied build (`#builtBound` holds it already): a recount keeps it. */
+  #bigBuiltInFlight = 0
   /** The last of this room's updates waiting for `beforeApply` (see `#inApprovalTurn`). */
   #approvals: Promise<void> = Promise.resolve()
   /** The document, charged to the server's memory budget by estimate. */
@@ -250,6 +262,7 @@ export class Room implements MemberRoom, MemoryHolder {
     channel,
     doc,
     loadedBytes,
+    loadedBuiltBytes,
     options,
     pubsub,
     journal,
@@ -276,6 +289,7 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#sizeBound = loadedBytes
     this.#structBound = documentStructs(doc)
     this.#structsCounted = this.#structBound
+    this.#builtBound = loadedBuiltBytes ?? 0
     this.#documentMemory = new DocumentMemory(this.#memory)
     this.#chargeDocument()
     this.#memory.track(this, 'room')
@@ -679,18 +693,27 @@ export class Room implements MemberRoom, MemoryHolder {
   /** Takes `state` as the encoding of the document as it is now, made elsewhere (off this thread). */
   adoptEncodedState(state: Uint8Array): void {
     this.#encoded = { version: this.version, state }
-    this.#sizeBound = state.length + this.#bigBytesInFlight
-    this.#chargeDocument()
+    this.#measured(state)
   }
 
   /** The whole state, including updates still waiting for missing dependencies (so they count). */
   encodeState(): Uint8Array {
     if (this.#encoded?.version === this.version) return this.#encoded.state
     const state = Y.encodeStateAsUpdate(this.doc)
-    this.#sizeBound = state.length + this.#bigBytesInFlight
     this.#encoded = { version: this.version, state }
-    this.#chargeDocument()
+    this.#measured(state)
     return state
+  }
+
+  /** `state` is the document's encoding now: its size is exact again, and after deletions what it builds. */
+  #measured(state: Uint8Array): void {
+    this.#sizeBound = state.length + this.#bigBytesInFlight
+    if (this.#builtStale) {
+      // O(document), as the encode just was; only after deletions, which may have freed values.
+      this.#builtBound = builtBytesOf(state) + this.#bigBuiltInFlight
+      this.#builtStale = false
+    }
+    this.#chargeDocument()
   }
 
   /**
@@ -722,9 +745,11 @@ export class Room implements MemberRoom, MemoryHolder {
   async #absorb(bytes: number, apply: () => Promise<unknown>): Promise<boolean> {
     const waitingBefore = waitingOf(this.doc)
     let changed = false
+    let built = 0
     const forward = (update: Uint8Array, origin: unknown) => {
       if (origin !== STORED) return
       changed = true
+      built += builtBytesOf(update)
       this.#broadcast(encodeUpdate(update), null)
     }
     this.doc.on('update', forward)
@@ -737,7 +762,7 @@ export class Room implements MemberRoom, MemoryHolder {
     // the next save would drop what the other server saved waiting.
     changed ||= waitingChanged(this.doc, waitingBefore)
     if (changed && !this.#destroyed) {
-      this.#changed(bytes)
+      this.#changed(bytes, built)
       this.#emitChange(null)
     }
     return changed
@@ -877,7 +902,10 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#ensureRoomFor(update.length + binding.bytes)
     const structs = structsAdded(scanned, (client) => clockOf(this.doc, client)) + binding.structs
     this.#ensureStructsFor(structs)
-    this.#ensureMemoryFor(structs, update.length + binding.bytes, false)
+    this.#ensureMemoryFor(
+      { structs, bytes: update.length + binding.bytes, builtBytes: scanned.builtBytes },
+      false,
+    )
   }
 
   #applyChecked(
@@ -973,10 +1001,15 @@ export class Room implements MemberRoom, MemoryHolder {
         }
         if (!(await this.#checks.checkSliced(cut, connection, () => this.#destroyed, roomForBinding))) return
         this.#ensureStructsFor(cut.structs) // against what other updates added meanwhile
-        this.#ensureMemoryFor(cut.structs, update.length, true)
+        this.#ensureMemoryFor(
+          { structs: cut.structs, bytes: update.length, builtBytes: cut.builtBytes },
+          true,
+        )
         // Reserved too, as its slices are applied over several turns.
         this.#bigStructsInFlight += cut.structs
         this.#structBound += cut.structs
+        this.#bigBuiltInFlight += cut.builtBytes
+        this.#builtBound += cut.builtBytes
         const journaled = this.#journal.recordBeforeApplying(update)
         try {
           // Applied to the end even if the client leaves meanwhile: it passed the checks and is
@@ -984,11 +1017,12 @@ export class Room implements MemberRoom, MemoryHolder {
           for (const [index, slice] of cut.slices.entries()) {
             if (index > 0) await nextTurn()
             if (this.#destroyed) return
-            changed = this.#apply(slice, connection) || changed
+            changed = this.#apply(slice, connection, 0) || changed // its building is reserved
           }
         } finally {
           journaled.applied()
           this.#bigStructsInFlight -= cut.structs
+          this.#bigBuiltInFlight -= cut.builtBytes
         }
       } finally {
         release()
@@ -1024,9 +1058,10 @@ export class Room implements MemberRoom, MemoryHolder {
 
   /**
    * Applies an update; true if it changed the document, or what it holds waiting for missing
-   * dependencies (waiting parts are forwarded, journaled and saved like the rest).
+   * dependencies (waiting parts are forwarded, journaled and saved like the rest). `built`: what
+   * its content builds (`builtBytesOf`), if already known.
    */
-  #apply(update: Uint8Array, origin: unknown): boolean {
+  #apply(update: Uint8Array, origin: unknown, built?: number): boolean {
     const waitingBefore = waitingOf(this.doc)
     this.#lastApplyChanged = false
     let changed = false
@@ -1036,13 +1071,14 @@ export class Room implements MemberRoom, MemoryHolder {
       // Also when an observer failed after Yjs applied the bytes: the document did change, and
       // must be saved and encoded anew, never held in memory alone.
       changed = this.#lastApplyChanged || waitingChanged(this.doc, waitingBefore)
-      if (changed) this.#changed(update.length)
+      if (changed) this.#changed(update.length, built ?? builtBytesOf(update))
     }
     return changed
   }
 
-  #changed(bytes: number): void {
+  #changed(bytes: number, built: number): void {
     this.#sizeBound += bytes
+    this.#builtBound += built
     this.#structBound += bytes * STRUCTS_PER_BYTE
     // The bound grows by the bytes, the memory charged with it: counted again (O(clients), and a
     // document of C clients counts 8C) once it drifts an eighth, or 64, past the last count, so a
@@ -1057,6 +1093,7 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   readonly #recordChange = (transaction: Y.Transaction): void => {
+    if (transaction.deleteSet.clients.size > 0) this.#builtStale = true
     if (this.#lastApplyChanged || transaction.deleteSet.clients.size > 0) {
       this.#lastApplyChanged = true
       return
@@ -1099,13 +1136,13 @@ export class Room implements MemberRoom, MemoryHolder {
    * Refuses (`ServerBusyError`) an edit adding `structs` the loaded documents have no memory for
    * (`DocumentMemory.reserveGrowth`); the budget meanwhile unloads the largest rooms.
    */
-  #ensureMemoryFor(structs: number, bytes: number, big: boolean): void {
-    if (this.#documentMemory.reserveGrowth(structs, bytes, big)) return
+  #ensureMemoryFor(growth: { structs: number; bytes: number; builtBytes: number }, big: boolean): void {
+    if (this.#documentMemory.reserveGrowth(growth, big)) return
     throw new ServerBusyError("the server's memory for documents is full: the edit is refused; retry later")
   }
 
   #chargeDocument(): void {
-    this.#documentMemory.update(this.#structBound, this.#sizeBound)
+    this.#documentMemory.update(this.#structBound, this.#sizeBound, this.#builtBound)
   }
 
   /** What the room's document is charged: the budget unloads the rooms holding the most first. */

@@ -1,3 +1,5 @@
+import { countValue, VALUE_COST, type ValueTally } from './value-cost.js'
+
 /**
  * Checks a JSON text in UTF-8 without building it (RFC 8259 grammar). Presence states arrive as
  * JSON and are only stored and forwarded: parsing them cost more than the rest of their handling.
@@ -5,9 +7,12 @@
  * it lets malformed UTF-8 inside strings through (it becomes U+FFFD in every reader).
  */
 
-/** Why `text` is not one JSON value nested at most `maxDepth` deep, or null if it is. */
-export function jsonTextProblem(text: Uint8Array, maxDepth: number): string | null {
-  const end = skipWhitespace(text, readValue(text, skipWhitespace(text, 0), maxDepth))
+/**
+ * Why `text` is not one JSON value nested at most `maxDepth` deep, or null if it is. With a
+ * `tally`, also counts what `JSON.parse` would build of it.
+ */
+export function jsonTextProblem(text: Uint8Array, maxDepth: number, tally?: ValueTally): string | null {
+  const end = skipWhitespace(text, readValue(text, skipWhitespace(text, 0), maxDepth, tally))
   if (end === TOO_DEEP) return `nested deeper than ${maxDepth} levels`
   return end === text.length ? null : 'not a JSON text'
 }
@@ -33,24 +38,41 @@ const TRUE = [0x74, 0x72, 0x75, 0x65]
 const FALSE = [0x66, 0x61, 0x6c, 0x73, 0x65]
 const NULL = [N, 0x75, 0x6c, 0x6c]
 
-function readValue(text: Uint8Array, i: number, depthLeft: number): number {
+function readValue(text: Uint8Array, i: number, depthLeft: number, tally: ValueTally | undefined): number {
   if (i < 0) return i
-  switch (byteAt(text, i)) {
+  const c = byteAt(text, i)
+  switch (c) {
     case 0x7b:
-      return readContainer(text, i, depthLeft, 0x7d, true)
     case 0x5b:
-      return readContainer(text, i, depthLeft, 0x5d, false)
-    case QUOTE:
-      return readString(text, i)
+      if (tally) countValue(tally, c === 0x7b ? VALUE_COST.object : VALUE_COST.array)
+      return readContainer(text, i, depthLeft, c === 0x7b ? 0x7d : 0x5d, c === 0x7b, tally)
+    case QUOTE: {
+      const end = readString(text, i)
+      if (tally) countValue(tally, end - i > 3 ? VALUE_COST.boxed : 0)
+      return end
+    }
     case TRUE[0]:
+      if (tally) countValue(tally, 0)
       return readLiteral(text, i, TRUE)
     case FALSE[0]:
+      if (tally) countValue(tally, 0)
       return readLiteral(text, i, FALSE)
     case N:
+      if (tally) countValue(tally, 0)
       return readLiteral(text, i, NULL)
-    default:
-      return readNumber(text, i)
+    default: {
+      const end = readNumber(text, i)
+      // An integer stays in its slot; a fraction or an exponent is a float, boxed.
+      if (tally) countValue(tally, end - i > 9 || hasFraction(text, i, end) ? VALUE_COST.boxed : 0)
+      return end
+    }
   }
+}
+
+function hasFraction(text: Uint8Array, from: number, to: number): boolean {
+  for (let at = from; at < to; at++)
+    if (text[at] === DOT || text[at] === 0x65 || text[at] === 0x45) return true
+  return false
 }
 
 /** An object (`keyed`) or an array from its opening bracket at `i`; recursion is bounded by depth. */
@@ -60,6 +82,7 @@ function readContainer(
   depthLeft: number,
   close: number,
   keyed: boolean,
+  tally: ValueTally | undefined,
 ): number {
   if (depthLeft === 0) return TOO_DEEP
   let at = skipWhitespace(text, i + 1)
@@ -71,7 +94,7 @@ function readContainer(
       if (at < 0 || byteAt(text, at) !== COLON) return INVALID
       at = skipWhitespace(text, at + 1)
     }
-    at = skipWhitespace(text, readValue(text, at, depthLeft - 1))
+    at = skipWhitespace(text, readValue(text, at, depthLeft - 1, tally))
     if (at < 0) return at
     if (byteAt(text, at) === close) return at + 1
     if (byteAt(text, at) !== COMMA) return INVALID

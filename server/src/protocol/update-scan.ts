@@ -2,9 +2,17 @@ import { isUtf8 } from 'node:buffer'
 import * as decoding from 'lib0/decoding'
 import { DocumentTooLargeError, ProtocolError } from '../errors.js'
 import { jsonTextProblem } from './json-text.js'
+import { arrayCost, countValue, emptyTally, STRUCT_COST, VALUE_COST, type ValueTally } from './value-cost.js'
 
 /** Deepest nesting of JSON values in an update or a presence state. */
 export const MAX_JSON_DEPTH = 64
+
+/**
+ * The most JSON elements (objects, arrays, strings, numbers, each nested one counted) one item of
+ * a client's update may hold: an item is integrated whole, in one turn, so this bounds the turn
+ * (200,000 `{}` decode in about 20 ms) and what one item builds (about 13 MB).
+ */
+export const MAX_ITEM_VALUE_ELEMENTS = 200_000
 
 const MAX_CLOCK = Number.MAX_SAFE_INTEGER
 
@@ -20,6 +28,8 @@ export interface ScannedStruct {
   start: number
   /** Its encoded size: what it costs to keep if it has to wait. */
   bytes: number
+  /** What decoding its content builds on the heap besides its bytes and its item (`VALUE_COST`). */
+  built: number
   /** `NO_CONTENT` for GC structs and gaps. */
   content?: typeof NO_CONTENT
 }
@@ -54,6 +64,8 @@ export interface ScannedUpdate {
   cuts: number[]
   /** The clients with a struct that names `AUTHORS_ROOT` as its parent. */
   authorsRootWriters: Set<number>
+  /** What applying it builds on the heap besides its structs and bytes: the sum of its structs' `built`. */
+  builtBytes: number
 }
 
 /** The root type the server keeps its author bindings in (`core/author-binding.ts`): no client writes it. */
@@ -66,6 +78,8 @@ export interface ScanOptions {
    * deleted ranges, as soon as the count passes it: what the scan allocates stays in proportion.
    */
   maxStructs?: number
+  /** Refuse (`DocumentTooLargeError`) an item holding more JSON elements; `MAX_ITEM_VALUE_ELEMENTS` by default. */
+  maxItemElements?: number
 }
 
 /** The index of the first struct of `run` that ends after `clock` (`run.length` if none): binary search. */
@@ -115,31 +129,75 @@ const TYPE_KINDS = 7
  */
 export function scanUpdate(update: Uint8Array, options: ScanOptions = {}): ScannedUpdate {
   const max = options.maxStructs ?? Number.POSITIVE_INFINITY
+  const limits = { maxStructs: max, maxItemElements: options.maxItemElements ?? MAX_ITEM_VALUE_ELEMENTS }
   try {
     // Counted first, keeping nothing, so an update past the limit is refused before the scan holds
     // anything of it (a smaller one cannot pass it).
-    if (update.length * STRUCTS_PER_BYTE > max) read(update, null, max)
-    return read(update, [], max)
+    if (update.length * STRUCTS_PER_BYTE > max) read(update, null, limits)
+    return read(update, [], limits)
   } catch (error) {
     if (error instanceof ProtocolError || error instanceof DocumentTooLargeError) throw error
     throw new ProtocolError(`unreadable update: ${(error as Error).message}`)
   }
 }
 
+/**
+ * What applying `update` builds on the heap besides its structs and bytes (`builtBytes`), read
+ * without keeping anything of it: how a document or a stored state is charged. No limit but the
+ * update's own; 0 for one the scan cannot read (Yjs reads some that it refuses, like subdocuments).
+ */
+export function builtBytesOf(update: Uint8Array): number {
+  try {
+    const unlimited = { maxStructs: Number.POSITIVE_INFINITY, maxItemElements: Number.POSITIVE_INFINITY }
+    return read(update, null, unlimited).builtBytes
+  } catch {
+    return 0
+  }
+}
+
+interface ScanLimits {
+  maxStructs: number
+  maxItemElements: number
+}
+
+/** What the read of one update gathers besides its structs. */
+interface ScanState {
+  cuts: number[] | null
+  authorsRootWriters: Set<number>
+  /** The values of the struct being read. */
+  values: ValueTally
+  maxItemElements: number
+}
+
 /** The update's structs and deletions; with `cuts` null it is only read and counted, and nothing is kept. */
-function read(update: Uint8Array, cuts: number[] | null, max: number): ScannedUpdate {
+function read(update: Uint8Array, cuts: number[] | null, limits: ScanLimits): ScannedUpdate {
   const decoder = decoding.createDecoder(update)
-  const authorsRootWriters = new Set<number>()
-  const structs = readStructs(decoder, cuts, max, authorsRootWriters)
-  return { structs, deletions: readDeletions(decoder, cuts, max), cuts: cuts ?? [], authorsRootWriters }
+  const state: ScanState = {
+    cuts,
+    authorsRootWriters: new Set<number>(),
+    values: emptyTally(),
+    maxItemElements: limits.maxItemElements,
+  }
+  let builtBytes = 0
+  const structs = readStructs(decoder, state, limits.maxStructs, (built) => {
+    builtBytes += built
+  })
+  return {
+    structs,
+    deletions: readDeletions(decoder, cuts, limits.maxStructs),
+    cuts: cuts ?? [],
+    authorsRootWriters: state.authorsRootWriters,
+    builtBytes,
+  }
 }
 
 function readStructs(
   decoder: decoding.Decoder,
-  cuts: number[] | null,
+  state: ScanState,
   max: number,
-  authorsRootWriters: Set<number>,
+  onBuilt: (bytes: number) => void,
 ): Map<number, ScannedStruct[]> {
+  const { cuts } = state
   const structs = new Map<number, ScannedStruct[]>()
   const clients = readCount(decoder)
   let entries = 0
@@ -154,8 +212,9 @@ function readStructs(
     let previous: ScannedStruct | undefined
     for (let i = 0; i < count; i++) {
       const start = decoder.pos
-      const struct = readStruct(decoder, client, clock, cuts, authorsRootWriters)
+      const struct = readStruct(decoder, client, clock, state)
       checkRange(client, clock, struct.length, 'struct')
+      onBuilt(struct.built)
       clock += struct.length
       if (struct.content === NO_CONTENT && previous?.content === NO_CONTENT && previous.gap === struct.gap) {
         // A run of GC structs (or of gaps) is one struct to the guard: no object per 2 bytes.
@@ -182,9 +241,9 @@ function readStruct(
   decoder: decoding.Decoder,
   client: number,
   clock: number,
-  cuts: number[] | null,
-  authorsRootWriters: Set<number>,
+  state: ScanState,
 ): ScannedStruct {
+  const { cuts } = state
   const info = readByte(decoder)
   const kind = info & 0x1f
   if (kind === GC || kind === SKIP) {
@@ -196,6 +255,7 @@ function readStruct(
       needs: NEEDS_NOTHING,
       start: 0,
       bytes: 0,
+      built: 0,
       content: NO_CONTENT,
     }
   }
@@ -218,36 +278,51 @@ function readStruct(
   }
   if (info & HAS_ORIGIN) reference(1)
   if (info & HAS_RIGHT_ORIGIN) reference(0)
+  let built = 0
   if ((info & (HAS_ORIGIN | HAS_RIGHT_ORIGIN)) === 0) {
     if (decoding.readVarUint(decoder) === 1) {
-      if (AUTHORS_ROOT_BYTES.equals(readString(decoder))) authorsRootWriters.add(client) // a root type's name
+      if (AUTHORS_ROOT_BYTES.equals(readString(decoder))) state.authorsRootWriters.add(client) // a root type's name
     } else reference(null) // the parent type's id: never cut
-    if (info & HAS_PARENT_SUB) readString(decoder)
+    if (info & HAS_PARENT_SUB) {
+      readString(decoder)
+      built += STRUCT_COST.mapEntry
+    }
   }
-  return { clock, length: readContent(decoder, kind), gap: false, needs, start: 0, bytes: 0 }
+  const values = state.values
+  values.elements = 0
+  values.bytes = 0
+  const length = readContent(decoder, kind, values)
+  if (values.elements > state.maxItemElements) {
+    throw new DocumentTooLargeError(
+      `an item holding ${values.elements} JSON elements: one item may hold ${state.maxItemElements} at most`,
+    )
+  }
+  built += values.bytes + (kind === TYPE ? STRUCT_COST.type : 0)
+  return { clock, length, gap: false, needs, start: 0, bytes: 0, built }
 }
 
-/** Reads an item's content; returns its length as Yjs counts it. */
-function readContent(decoder: decoding.Decoder, kind: number): number {
+/** Reads an item's content, counting its values in `values`; returns its length as Yjs counts it. */
+function readContent(decoder: decoding.Decoder, kind: number, values: ValueTally): number {
   switch (kind) {
     case DELETED:
       return decoding.readVarUint(decoder)
     case JSON_CONTENT: {
       const count = readCount(decoder)
-      for (let i = 0; i < count; i++) checkJson(readString(decoder), true)
+      for (let i = 0; i < count; i++) checkJson(readString(decoder), true, values)
       return count
     }
     case BINARY:
       readBytes(decoder)
+      countValue(values, VALUE_COST.bytes)
       return 1
     case STRING:
       return utf16Length(readString(decoder))
     case EMBED:
-      checkJson(readString(decoder), false)
+      checkJson(readString(decoder), false, values)
       return 1
     case FORMAT:
       readString(decoder)
-      checkJson(readString(decoder), false)
+      checkJson(readString(decoder), false, values)
       return 1
     case TYPE: {
       const typeRef = decoding.readVarUint(decoder)
@@ -257,7 +332,7 @@ function readContent(decoder: decoding.Decoder, kind: number): number {
     }
     case ANY: {
       const count = readCount(decoder)
-      for (let i = 0; i < count; i++) skipAny(decoder)
+      for (let i = 0; i < count; i++) skipAny(decoder, values)
       return count
     }
     case SUBDOCUMENT:
@@ -335,9 +410,12 @@ function readByte(decoder: decoding.Decoder): number {
   return decoding.readUint8(decoder)
 }
 
-function checkJson(text: Uint8Array, undefinedAllowed: boolean): void {
-  if (undefinedAllowed && isUndefinedLiteral(text)) return
-  const problem = jsonTextProblem(text, MAX_JSON_DEPTH)
+function checkJson(text: Uint8Array, undefinedAllowed: boolean, values: ValueTally): void {
+  if (undefinedAllowed && isUndefinedLiteral(text)) {
+    countValue(values, 0)
+    return
+  }
+  const problem = jsonTextProblem(text, MAX_JSON_DEPTH, values)
   if (problem) throw new ProtocolError(`a JSON value that is ${problem}`)
 }
 
@@ -362,7 +440,7 @@ const ANY_BYTES = 116
  * Skips one lib0 `any` value without building it, and without recursion (lib0's reader recurses,
  * so a value nested deep enough overflows the stack of whoever reads it).
  */
-function skipAny(decoder: decoding.Decoder): void {
+function skipAny(decoder: decoding.Decoder, values: ValueTally): void {
   /** Per open container: the values still to read in it, and whether each comes after a key. */
   const open: { left: number; keyed: boolean }[] = []
   for (;;) {
@@ -373,29 +451,37 @@ function skipAny(decoder: decoding.Decoder): void {
       case ANY_NULL:
       case ANY_FALSE:
       case ANY_TRUE:
+        countValue(values, 0)
         break
-      case ANY_INTEGER:
+      case ANY_INTEGER: {
+        // lib0 writes an integer past 31 bits as a float64 (boxed); one that fits stays in its slot.
         decoding.readVarInt(decoder)
+        countValue(values, 0)
         break
+      }
       case ANY_FLOAT32:
         advance(decoder, 4)
+        countValue(values, VALUE_COST.boxed)
         break
       case ANY_FLOAT64:
       case ANY_BIGINT:
         advance(decoder, 8)
+        countValue(values, VALUE_COST.boxed)
         break
       case ANY_STRING:
-        readString(decoder)
+        countValue(values, readString(decoder).length > 1 ? VALUE_COST.boxed : 0)
         break
       case ANY_BYTES:
         readBytes(decoder)
+        countValue(values, VALUE_COST.bytes)
         break
       case ANY_OBJECT:
       case ANY_ARRAY: {
+        const left = readCount(decoder)
+        countValue(values, type === ANY_OBJECT ? VALUE_COST.object : arrayCost(left))
         if (open.length >= MAX_JSON_DEPTH) {
           throw new ProtocolError(`values nested deeper than ${MAX_JSON_DEPTH} levels`)
         }
-        const left = readCount(decoder)
         if (left > 0) open.push({ left, keyed: type === ANY_OBJECT })
         opened = left > 0
         break

@@ -7,7 +7,8 @@ import { isGarbage, type ScannedUpdate, scanUpdate } from './update-scan.js'
 
 /**
  * Cuts a (v1) update into a series of smaller updates that, applied in order, build the same
- * document: each slice holds at most `structsPerSlice` structs, ordered so that what a struct
+ * document: each slice holds at most `structsPerSlice` structs (a struct whose content builds much
+ * weighing several, see `BUILT_BYTES_PER_STRUCT`; one heavier than a slice is a slice alone), ordered so that what a struct
  * points at (origin, right origin, parent) comes in an earlier slice or the same one, and the
  * deletions come last. A big snapshot can then be applied a slice per event-loop turn instead of
  * in one transaction that stalls every other room. Structs that would wait for a client the state
@@ -34,6 +35,8 @@ export interface CutUpdate {
   sliceRanges: ClockRanges[]
   /** What it holds under the server's client ids (`checkReservedWrites`). */
   server: ServerParts
+  /** What its content builds on the heap besides its structs and bytes (`ScannedUpdate.builtBytes`). */
+  builtBytes: number
 }
 
 /**
@@ -56,7 +59,7 @@ export function checkAndCut(
   const server = checkReservedWrites(scanned)
   const sliceRanges: ClockRanges[] = []
   const slices = sliceInOrder(update, scanned, order, structsPerSlice, sliceRanges)
-  return { slices, structs, ranges: rangesOf(scanned), sliceRanges, server }
+  return { slices, structs, ranges: rangesOf(scanned), sliceRanges, server, builtBytes: scanned.builtBytes }
 }
 
 /**
@@ -74,28 +77,26 @@ function sliceInOrder(
   /** This slice's structs: each client's run of them, by index (consecutive, as `order` goes through each run in turn). */
   let runs = new Map<number, { from: number; to: number }>()
   let count = 0
-  for (let i = 0; i < order.length; i += 3) {
-    const client = order[i] as number
-    const to = order[i + 2] as number
-    for (let at = order[i + 1] as number; at < to; ) {
-      const take = Math.min(to - at, structsPerSlice - count)
-      const run = runs.get(client)
-      if (run) run.to = at + take
-      else runs.set(client, { from: at, to: at + take })
-      at += take
-      count += take
-      if (count === structsPerSlice) {
-        slices.push(encodeStructs(update, scanned, runs))
-        sliceRanges?.push(clockRangesOf(scanned, runs))
-        runs = new Map()
-        count = 0
-      }
-    }
-  }
-  if (count > 0) {
+  const flush = () => {
     slices.push(encodeStructs(update, scanned, runs))
     sliceRanges?.push(clockRangesOf(scanned, runs))
+    runs = new Map()
+    count = 0
   }
+  for (let i = 0; i < order.length; i += 3) {
+    const client = order[i] as number
+    const structs = scanned.structs.get(client) ?? []
+    for (let at = order[i + 1] as number, to = order[i + 2] as number; at < to; at++) {
+      // A struct whose content builds much (a JSON value of many elements) weighs as many structs.
+      const weight = 1 + Math.floor((structs[at]?.built ?? 0) / BUILT_BYTES_PER_STRUCT)
+      if (count > 0 && count + weight > structsPerSlice) flush()
+      const run = runs.get(client)
+      if (run) run.to = at + 1
+      else runs.set(client, { from: at, to: at + 1 })
+      count += weight
+    }
+  }
+  if (count > 0) flush()
   for (const ranges of deletionChunks(scanned.deletions, structsPerSlice * DELETED_CLOCKS_PER_STRUCT)) {
     slices.push(encodeDeletions(ranges))
     sliceRanges?.push(new Map())
@@ -114,6 +115,8 @@ function clockRangesOf(scanned: ScannedUpdate, runs: Map<number, { from: number;
   return ranges
 }
 
+/** About what integrating one struct builds: content building this much more weighs one struct more. */
+const BUILT_BYTES_PER_STRUCT = 250
 /** A deleted clock costs less than a struct: one struct may span many clocks. */
 const DELETED_CLOCKS_PER_STRUCT = 8
 const GC = 0

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { eventually } from '../../src/contracts/eventually.js'
-import { DocumentMemory, documentMemory } from '../../src/core/document-memory.js'
+import { DocumentMemory, documentMemory, LARGE_GROWTH_BYTES } from '../../src/core/document-memory.js'
 import { DOCUMENTS_SHARE, MemoryBudget, type MemoryHolder } from '../../src/core/memory-budget.js'
 import { PRESENCE_ENTRY_BYTES, PresenceTable } from '../../src/core/presence-table.js'
 import { type LogEntry, recordingLogger } from '../helpers/recording-logger.js'
@@ -30,6 +30,9 @@ class Holder implements MemoryHolder {
     this.budget.forget(this)
   }
 }
+
+/** An edit adding `structs` in `bytes` of plain content. */
+const grows = (structs: number, bytes: number) => ({ structs, bytes, builtBytes: 0 })
 
 function budgetOf(limitBytes: number, logs: LogEntry[] = []) {
   return new MemoryBudget({ limitBytes, logger: recordingLogger(logs) })
@@ -100,26 +103,44 @@ describe('the memory budget', () => {
   it('lets small edits grow a document until the documents hold the whole budget; big ones only within their share', () => {
     const budget = budgetOf(1_000_000)
     const room = new DocumentMemory(budget)
-    room.update(0, 0)
+    room.update(0, 0, 0)
     const structs = 1_000 // 250,000 bytes a time, with 0 bytes of encoding
-    for (let i = 0; i < 3; i++) assert.equal(room.reserveGrowth(structs, 0, true), true)
+    for (let i = 0; i < 3; i++) assert.equal(room.reserveGrowth(grows(structs, 0), true), true)
     assert.equal(budget.usedBy('documents'), 750_000, 'a big edit is charged as it is let in')
-    assert.equal(room.reserveGrowth(structs, 0, true), false, 'a big edit past the share (800,000)')
+    assert.equal(room.reserveGrowth(grows(structs, 0), true), false, 'a big edit past the share (800,000)')
     assert.equal(budget.usedBy('documents'), 750_000, 'and a refused one is not')
-    assert.equal(room.reserveGrowth(structs, 0, false), true, 'a small one passes')
-    room.update(4 * structs, 0) // it applied: charged by the update after it
+    assert.equal(room.reserveGrowth(grows(structs, 0), false), true, 'a small one passes')
+    room.update(4 * structs, 0, 0) // it applied: charged by the update after it
     assert.equal(budget.documents(), 'over-share')
-    assert.equal(room.reserveGrowth(structs, 0, false), true)
-    room.update(5 * structs, 0)
+    assert.equal(room.reserveGrowth(grows(structs, 0), false), true)
+    room.update(5 * structs, 0, 0)
     assert.equal(budget.documents(), 'full')
-    assert.equal(room.reserveGrowth(1, 0, false), false, 'past the whole budget, none')
-    assert.equal(room.reserveGrowth(0, 500, false), true, 'a deletion always')
-    room.update(10, 100) // counted again
+    assert.equal(room.reserveGrowth(grows(1, 0), false), false, 'past the whole budget, none')
+    assert.equal(room.reserveGrowth(grows(0, 500), false), true, 'a deletion always')
+    room.update(10, 100, 0) // counted again
     assert.equal(budget.usedBy('documents'), documentMemory(10, 100))
     room.release()
     assert.equal(budget.usedBy('documents'), 0)
-    assert.equal(room.reserveGrowth(structs, 0, true), true, 'an unloaded room charges nothing more')
+    assert.equal(room.reserveGrowth(grows(structs, 0), true), true, 'an unloaded room charges nothing more')
     assert.equal(budget.usedBy('documents'), 0)
+    budget.stop()
+  })
+
+  it('holds an edit that builds much to the share, however small its encoding', () => {
+    const budget = budgetOf(8 * LARGE_GROWTH_BYTES)
+    const room = new DocumentMemory(budget)
+    const share = budget.documentsLimitBytes
+    room.update(0, 0, share - LARGE_GROWTH_BYTES)
+    const values = { structs: 1, bytes: 200_000, builtBytes: 6 * LARGE_GROWTH_BYTES }
+    assert.equal(
+      room.reserveGrowth(values, false),
+      false,
+      'a small update of many values: refused past the share',
+    )
+    assert.equal(room.reserveGrowth(grows(1, 200_000), false), true, 'the same bytes of text pass')
+    room.update(0, 0, 0)
+    assert.equal(room.reserveGrowth(values, false), true, 'within the share, let in and charged at once')
+    assert.equal(budget.usedBy('documents'), documentMemory(1, 200_000, 6 * LARGE_GROWTH_BYTES))
     budget.stop()
   })
 

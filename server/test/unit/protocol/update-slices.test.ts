@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
+import { DocumentTooLargeError } from '../../../src/errors.js'
+import { builtBytesOf, MAX_ITEM_VALUE_ELEMENTS, scanUpdate } from '../../../src/protocol/update-scan.js'
 import { sliceUpdate } from '../../../src/protocol/update-slices.js'
+import { arrayOfObjectsUpdate } from '../../helpers/json-values.js'
 import { seededRandom } from '../../helpers/seeded-random.js'
 
 type Random = () => number
@@ -107,5 +110,50 @@ describe('update slices', () => {
     doc.getText('text').insert(0, 'hello world')
     const state = Y.encodeStateAsUpdate(doc)
     assert.throws(() => sliceUpdate(state.subarray(0, state.length - 4), 10))
+  })
+})
+
+describe('what decoding builds', () => {
+  const mapValueOf = (elements: number) => arrayOfObjectsUpdate({ elements })
+
+  it('counts what JSON values build, far past their bytes', () => {
+    const update = mapValueOf(10_000)
+    const doc = new Y.Doc()
+    Y.applyUpdate(doc, update)
+    assert.equal((doc.getMap('map').get('key') as unknown[]).length, 10_000, 'the encoding is what Yjs reads')
+    const { builtBytes } = scanUpdate(update)
+    assert.ok(builtBytes >= 10_000 * 64, `10,000 objects build ${builtBytes} bytes (in ${update.length})`)
+    assert.equal(builtBytesOf(update), builtBytes)
+    const text = new Y.Doc()
+    text.getText('t').insert(0, 'x'.repeat(20_000))
+    assert.equal(builtBytesOf(Y.encodeStateAsUpdate(text)), 0, 'a text builds what its bytes say')
+  })
+
+  it(`refuses an item of more than ${MAX_ITEM_VALUE_ELEMENTS} JSON elements, one value or many, before building it`, () => {
+    assert.doesNotThrow(() => scanUpdate(mapValueOf(MAX_ITEM_VALUE_ELEMENTS - 1))) // and the array itself
+    assert.throws(() => scanUpdate(mapValueOf(MAX_ITEM_VALUE_ELEMENTS)), DocumentTooLargeError)
+    const doc = new Y.Doc()
+    doc.getArray('list').insert(
+      0,
+      Array.from({ length: MAX_ITEM_VALUE_ELEMENTS + 1 }, (_, i) => i),
+    )
+    assert.throws(() => scanUpdate(Y.encodeStateAsUpdate(doc)), /one item may hold 200000 at most/)
+    assert.ok(builtBytesOf(Y.encodeStateAsUpdate(doc)) > 0, 'a stored one is still counted, never refused')
+  })
+
+  it('weighs a struct by what it builds: many big values are cut one or a few per slice', () => {
+    const source = new Y.Doc()
+    const map = source.getMap('map')
+    for (let i = 0; i < 20; i++)
+      map.set(
+        `k${i}`,
+        Array.from({ length: 2_000 }, () => ({})),
+      )
+    const update = Y.encodeStateAsUpdate(source)
+    const slices = sliceUpdate(update, 250)
+    assert.ok(slices.length >= 10, `20 values of 2,000 objects in ${slices.length} slices`)
+    const rebuilt = new Y.Doc()
+    for (const slice of slices) Y.applyUpdate(rebuilt, slice)
+    assert.deepEqual(rebuilt.getMap('map').toJSON(), map.toJSON())
   })
 })
