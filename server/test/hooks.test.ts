@@ -11,6 +11,7 @@ import { connectSynced, eventually, type TestClient, uniqueRoom } from './helper
 import { deferred } from './helpers/deferred.js'
 import { recordingLogger } from './helpers/recording-logger.js'
 import { startTestCluster, startTestServer, type TestServer } from './helpers/test-server.js'
+import { signToken, TEST_SECRET } from './helpers/tokens.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 
@@ -428,10 +429,11 @@ describe('app messages', () => {
     assert.equal(alice.status, 'synced')
   })
 
-  it("handles at most 32 of one connection's messages at once, counted until each handler settles, even past hookTimeoutMs", async () => {
+  it("handles at most 32 of one user's messages at once, across reconnects and rooms, counted until each handler settles, even past hookTimeoutMs", async () => {
     const settled = deferred()
     let started = 0
     const t = await startTestServer({
+      auth: { mode: 'jwt', secret: TEST_SECRET },
       hookTimeoutMs: 100,
       hooks: {
         messages: {
@@ -444,31 +446,67 @@ describe('app messages', () => {
       },
     })
     const room = uniqueRoom('messages-running')
-    const alice = nodeClient(t.wsUrl).enter(room)
-    const bob = nodeClient(t.wsUrl).enter(room)
+    const aliceClient = nodeClient(t.wsUrl, {
+      token: await signToken({ room: '*', access: 'rw', sub: 'alice' }),
+    })
+    const asAlice = async (name: string) =>
+      nodeClient(t.wsUrl, { token: await signToken({ room: name, access: 'rw', sub: 'alice' }) }).enter(name)
+    const alice = aliceClient.enter(room)
+    const bob = nodeClient(t.wsUrl, { token: await signToken({ room, access: 'rw', sub: 'bob' }) }).enter(
+      room,
+    )
     await Promise.all([alice.whenSynced(), bob.whenSynced()])
+    const codeOf = (request: Promise<unknown>) =>
+      request.then(
+        () => 'replied',
+        (error: SymphonyClientError) => String(error.details.serverCode),
+      )
+    const answers = await Promise.all(Array.from({ length: 34 }, () => codeOf(alice.request('slow', {}))))
+    assert.equal(answers.filter((answer) => answer === 'HOOK_TIMEOUT').length, 32)
+    assert.equal(answers.filter((answer) => answer === 'TOO_MANY_MESSAGES').length, 2)
+    assert.equal(started, 32)
+    // Timed out, yet still running: they still count, for alice however she connects.
+    await aliceClient.destroy()
+    const again = await asAlice(room)
+    const elsewhere = await asAlice(uniqueRoom('messages-elsewhere'))
+    await Promise.all([again.whenSynced(), elsewhere.whenSynced()])
+    assert.equal(await codeOf(again.request('slow', {})), 'TOO_MANY_MESSAGES')
+    assert.equal(await codeOf(elsewhere.request('slow', {})), 'TOO_MANY_MESSAGES')
+    assert.equal(t.server.memory.usedBy('app-messages') > 0, true, 'what they hold is charged')
+    assert.equal(await codeOf(bob.request('slow', {})), 'HOOK_TIMEOUT', 'another user is served')
+    settled.resolve()
+    await eventually(
+      async () => (await codeOf(again.request('slow', {}))) === 'replied',
+      'served once settled',
+    )
+    await eventually(() => t.server.memory.usedBy('app-messages') === 0, 'and uncharged')
+  })
+
+  it("bounds what one user's messages being handled hold by what their JSON builds, not only their count", async () => {
+    const settled = deferred()
+    const t = await startTestServer({
+      hookTimeoutMs: 100,
+      hooks: { messages: { slow: () => settled.promise.then(() => 'done') } },
+    })
+    const room = uniqueRoom('messages-heavy')
+    const alice = nodeClient(t.wsUrl).enter(room)
+    await alice.whenSynced()
+    // 15 KiB of `{}`: 5,000 objects, 350 KiB once parsed.
+    const heavy = Array.from({ length: 5_000 }, () => ({}))
     const answers = await Promise.all(
-      Array.from({ length: 34 }, () =>
-        alice.request('slow', {}).then(
+      Array.from({ length: 4 }, () =>
+        alice.request('slow', heavy).then(
           () => 'replied',
           (error: SymphonyClientError) => String(error.details.serverCode),
         ),
       ),
     )
-    assert.equal(answers.filter((answer) => answer === 'HOOK_TIMEOUT').length, 32)
-    assert.equal(answers.filter((answer) => answer === 'TOO_MANY_MESSAGES').length, 2)
-    assert.equal(started, 32)
-    // Timed out, yet still running: they still count, for alice alone.
-    const more = (await alice.request('slow', {}).catch((error) => error)) as SymphonyClientError
-    assert.equal(more.details.serverCode, 'TOO_MANY_MESSAGES')
+    assert.deepEqual(
+      answers.sort(),
+      ['HOOK_TIMEOUT', 'TOO_MANY_MESSAGES', 'TOO_MANY_MESSAGES', 'TOO_MANY_MESSAGES'],
+      'one such message at a time',
+    )
+    assert.ok(t.server.memory.usedBy('app-messages') <= 512 * 1024)
     settled.resolve()
-    await eventually(async () => {
-      const answer = await alice.request('slow', {}).then(
-        (data) => data,
-        (error: SymphonyClientError) => error.details.serverCode,
-      )
-      return answer === 'done'
-    }, 'alice is served again once her handlers settled')
-    assert.equal(await bob.request('slow', {}), 'done')
   })
 })

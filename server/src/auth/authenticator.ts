@@ -34,8 +34,10 @@ const ASYMMETRIC_ALGORITHMS = [
   'ES512',
   'EdDSA',
 ]
+/** The subject of a connection without one: no auth, or a token naming no `sub`. */
+export const ANONYMOUS_USER = 'anonymous'
 const ANONYMOUS_WRITER: Identity = {
-  userId: 'anonymous',
+  userId: ANONYMOUS_USER,
   name: null,
   info: null,
   access: 'rw',
@@ -157,7 +159,7 @@ function identityFor(payload: JWTPayload, room: string): Identity {
     (payload.info !== undefined && infoClaimProblem(payload.info))
   if (problem) throw new AuthError('TOKEN_INVALID', 401, problem)
   return {
-    userId: typeof payload.sub === 'string' ? payload.sub : 'anonymous',
+    userId: typeof payload.sub === 'string' ? payload.sub : ANONYMOUS_USER,
     name: typeof payload.name === 'string' ? payload.name : null,
     info: (payload.info as Record<string, unknown> | undefined) ?? null,
     access,

@@ -3,15 +3,14 @@ import { DeadlineError, within } from '../deadline.js'
 import { ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import { checkBroadcast, encodeAppReply } from '../protocol/codec.js'
+import { emptyTally } from '../protocol/value-cost.js'
 import { type AppMessage, type AppMessageHandler, HookRefusal } from '../server-hooks.js'
+import {
+  type AppMessageQuota,
+  MAX_APP_MESSAGE_BYTES_HELD,
+  MAX_APP_MESSAGES_RUNNING,
+} from './app-message-quota.js'
 import type { RoomMember } from './room-member.js'
-
-/**
- * How many of one connection's app messages may be handled at once. Fixed, not a setting: a client
- * that waits for its replies never meets it, and it bounds what a connection can make the server
- * hold (32 × `MAX_PRESENCE_BYTES`) even when the app's handler never settles.
- */
-export const MAX_APP_MESSAGES_RUNNING = 32
 
 /** What a room's app messages are handled with. */
 export interface AppMessagesInit {
@@ -25,19 +24,20 @@ export interface AppMessagesInit {
   broadcast: (payload: Uint8Array, sender: EventSender) => void
   /** What the server stamps on the events it sends itself. */
   serverSender: EventSender
+  /** What each user's messages being handled may hold, on the whole server. */
+  quota: AppMessageQuota
   logger: Logger
 }
 
 /**
  * The app's own message types (`hooks.messages`): each request is handed to its handler with
  * the room and the sender's identity, and the sender alone gets the answer. Handlers run
- * concurrently (a slow one holds no other frame), at most `MAX_APP_MESSAGES_RUNNING` per
- * connection, counted until each handler really settles (a handler past `timeoutMs` still runs,
- * and holds what it was given).
+ * concurrently (a slow one holds no other frame), within the sender's user's `quota` on the whole
+ * server, held until each handler really settles (a handler past `timeoutMs` still runs, and
+ * holds what it was given), whatever connection or room the user sent it from.
  */
 export class AppMessages {
   readonly #init: AppMessagesInit
-  readonly #running = new WeakMap<RoomMember, number>()
 
   constructor(init: AppMessagesInit) {
     this.#init = init
@@ -46,7 +46,8 @@ export class AppMessages {
   /** Handles one request of `sender`'s; throws `ProtocolError` / `MessageTooBigError` for a malformed one. */
   receive(sender: RoomMember, payload: Uint8Array): void {
     const { room, handlers, maxBytes } = this.#init
-    checkBroadcast(payload, maxBytes)
+    const values = emptyTally()
+    checkBroadcast(payload, maxBytes, values)
     const request = parseAppRequest(new TextDecoder().decode(payload))
     if (!request) throw new ProtocolError('an app message that is not { id, type, data }')
     const { id, type, data } = request
@@ -55,13 +56,13 @@ export class AppMessages {
       this.#reply(sender, { id, error: { code: 'UNKNOWN_MESSAGE_TYPE', message: `no handler for ${type}` } })
       return
     }
-    const running = this.#running.get(sender) ?? 0
-    if (running >= MAX_APP_MESSAGES_RUNNING) {
-      const message = `${MAX_APP_MESSAGES_RUNNING} of this connection's messages are being handled; wait for their replies`
+    // Held as text while decoded, then as the values it builds.
+    const release = this.#init.quota.take(sender.heldBy, 2 * payload.length + values.bytes)
+    if (!release) {
+      const message = `this user's messages being handled hold all they may (${MAX_APP_MESSAGES_RUNNING} messages, ${MAX_APP_MESSAGE_BYTES_HELD / 1024} KiB); wait for their replies`
       this.#reply(sender, { id, error: { code: 'TOO_MANY_MESSAGES', message } })
       return
     }
-    this.#running.set(sender, running + 1)
     const message: AppMessage = {
       room,
       type,
@@ -74,8 +75,7 @@ export class AppMessages {
       },
     }
     const handled = Promise.resolve().then(() => handler(message))
-    const settled = () => this.#running.set(sender, (this.#running.get(sender) ?? 1) - 1)
-    handled.then(settled, settled)
+    handled.then(release, release)
     within(handled, this.#init.timeoutMs, `the ${type} message handler`).then(
       (result) => this.#reply(sender, { id, data: result ?? null }),
       (error: unknown) => this.#reply(sender, { id, error: this.#errorOf(error, type) }),

@@ -50,6 +50,8 @@ export interface ConnectionInit {
   /** The incarnation the client's copy belongs to (`?incarnation=`), `none`, or null: not asked. */
   incarnation?: number | 'none' | null
   identity: Identity
+  /** Who what the server holds for it is counted under (`RoomMember.heldBy`); default: the token's subject. */
+  heldBy?: string
   transport: Transport
   limits: ConnectionLimits
   metrics: ConnectionMetrics
@@ -100,6 +102,7 @@ export class Connection implements RoomMember, MemoryHolder {
   readonly roomName: string
   readonly incarnation: number | 'none' | null
   readonly identity: Identity
+  readonly heldBy: string
   readonly awarenessClientIds = new Set<number>()
   /** The protocol extensions the client declared: plain providers declare none. */
   readonly capabilities: Capabilities
@@ -135,6 +138,7 @@ export class Connection implements RoomMember, MemoryHolder {
     roomName,
     incarnation,
     identity,
+    heldBy,
     transport,
     limits,
     metrics,
@@ -149,6 +153,7 @@ export class Connection implements RoomMember, MemoryHolder {
     this.roomName = roomName
     this.incarnation = incarnation ?? null
     this.identity = identity
+    this.heldBy = heldBy ?? `user:${identity.userId}`
     this.#transport = transport
     this.#limits = limits
     this.#metrics = metrics

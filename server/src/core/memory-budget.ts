@@ -1,7 +1,14 @@
 import type { Logger } from '../logger.js'
 
 /** What the budget is spent on, as labelled in `symphony_memory_budget_bytes{kind}`. */
-export const MEMORY_KINDS = ['unsent', 'waiting', 'big-update', 'presence', 'documents'] as const
+export const MEMORY_KINDS = [
+  'unsent',
+  'waiting',
+  'big-update',
+  'presence',
+  'app-messages',
+  'documents',
+] as const
 export type MemoryKind = (typeof MEMORY_KINDS)[number]
 
 /**
@@ -89,6 +96,7 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
     waiting: 0,
     'big-update': 0,
     presence: 0,
+    'app-messages': 0,
     documents: 0,
   }
   readonly #holders = new Set<MemoryHolder>()

@@ -11,13 +11,14 @@ import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import type { ServerHooks } from '../server-hooks.js'
+import { AppMessageQuota } from './app-message-quota.js'
 import { AppPersistence } from './app-persistence.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import type { CoreMetrics } from './core-metrics.js'
 import type { EventStream } from './event-stream.js'
 import type { HeldRoomSweep } from './held-room-sweep.js'
 import { incarnationKey } from './incarnation.js'
-import type { MemoryCharges } from './memory-budget.js'
+import { type MemoryCharges, UNBOUNDED_MEMORY } from './memory-budget.js'
 import { type HeldIncarnation, MissedDeletionChecks } from './missed-deletions.js'
 import { orphanAdoption, skippedRecord } from './orphan-adoption.js'
 import { Room, type RoomOptions } from './room.js'
@@ -117,11 +118,14 @@ export class RoomManager {
   readonly #orphanAdoption: HeldRoomSweep | null = null
   /** Per sweep, the rooms still loading that it visits once they are live (see `#sweepEveryRoom`). */
   readonly #sweptOnceLive = new Map<HeldRoomSweep, WeakSet<RoomLife<Loaded>>>()
+  /** What each user's app messages being handled hold, across the rooms. */
+  readonly #appMessageQuota: AppMessageQuota
 
   constructor(
     private readonly deps: RoomManagerDeps,
     private readonly options: RoomManagerOptions,
   ) {
+    this.#appMessageQuota = new AppMessageQuota(deps.memory ?? UNBOUNDED_MEMORY)
     deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
     this.#missedDeletions = new MissedDeletionChecks({
       storedGeneration: (name) => this.#storedGeneration(name),
@@ -620,6 +624,7 @@ export class RoomManager {
         ...this.deps.hooks,
         timeoutMs: this.#hookTimeoutMs,
         serverSender: serverSender(this.options.serverId ?? 'server'),
+        appMessageQuota: this.#appMessageQuota,
       },
       loadedFromPeer: from.source === 'peer',
       saves: {

@@ -10,6 +10,11 @@ export interface RoomMember {
   readonly id: string
   /** Who it is: `userId` is the token's subject, which the client ids it writes under are bound to. */
   readonly identity: { readonly userId: string; readonly name: string | null }
+  /**
+   * Who what the server holds for this member is counted under, across its reconnects: the
+   * token's subject, or the address of a client without one.
+   */
+  readonly heldBy: string
   /** The awareness client ids this member spoke for: removed everywhere when it leaves. */
   readonly awarenessClientIds: ReadonlySet<number>
   readonly canWrite: boolean

@@ -35,6 +35,7 @@ import {
 } from '../protocol/yjs-internals.js'
 import type { ServerHooks } from '../server-hooks.js'
 import { compareDigest, digestOf, holdsNothingBeyond } from './anti-entropy.js'
+import type { AppMessageQuota } from './app-message-quota.js'
 import { AppMessages } from './app-messages.js'
 import {
   applyInSlices,
@@ -151,6 +152,8 @@ export interface RoomHooks extends Pick<ServerHooks, 'beforeApply' | 'messages'>
   timeoutMs: number
   /** What the server stamps on the broadcast events it sends itself. */
   serverSender: EventSender
+  /** What each user's app messages being handled may hold, on the whole server. */
+  appMessageQuota: AppMessageQuota
 }
 
 /** What a room needs of its snapshot writer to acknowledge only what is durable. */
@@ -334,6 +337,7 @@ export class Room implements MemberRoom, MemoryHolder {
           maxBytes: options.maxPresenceBytes,
           broadcast: (payload, sender) => this.broadcastEvent(payload, sender),
           serverSender: hooks.serverSender,
+          quota: hooks.appMessageQuota,
           logger,
         })
       : null

@@ -14,6 +14,7 @@ import * as encoding from 'lib0/encoding'
 import { MessageTooBigError, ProtocolError } from '../errors.js'
 import { isJsonNull, jsonTextProblem } from './json-text.js'
 import { MAX_JSON_DEPTH } from './update-scan.js'
+import type { ValueTally } from './value-cost.js'
 import { varUintSize, writeVarUint } from './var-uint.js'
 
 /** Tells the other servers holding a room that it was deleted: close its clients, save nothing. */
@@ -156,13 +157,14 @@ export function encodeAwareness(update: Uint8Array): Uint8Array {
 
 /**
  * Refuses a broadcast event over `maxBytes` (`MessageTooBigError`) or that is not JSON in UTF-8,
- * nested too deep (`ProtocolError`): the same rules as a presence state.
+ * nested too deep (`ProtocolError`): the same rules as a presence state. With `values`, also
+ * counts what parsing it builds.
  */
-export function checkBroadcast(payload: Uint8Array, maxBytes: number): void {
+export function checkBroadcast(payload: Uint8Array, maxBytes: number, values?: ValueTally): void {
   if (payload.length > maxBytes) {
     throw new MessageTooBigError(`a broadcast event of ${payload.length} bytes (at most ${maxBytes})`)
   }
-  const problem = isUtf8(payload) ? jsonTextProblem(payload, MAX_JSON_DEPTH) : 'not UTF-8'
+  const problem = isUtf8(payload) ? jsonTextProblem(payload, MAX_JSON_DEPTH, values) : 'not UTF-8'
   if (problem) throw new ProtocolError(`a broadcast event that is ${problem}`)
 }
 

@@ -12,7 +12,7 @@ import {
   type ServerErrorStatus,
 } from '@symphony/client/wire'
 import { type WebSocket, WebSocketServer } from 'ws'
-import type { Authenticator } from '../auth/authenticator.js'
+import { ANONYMOUS_USER, type Authenticator } from '../auth/authenticator.js'
 import { selectProtocol, upgradeToken } from '../auth/request-token.js'
 import type { Limits } from '../config.js'
 import { type Admission, admit } from '../core/admission.js'
@@ -50,6 +50,8 @@ interface AcceptedUpgrade {
   incarnation: number | 'none' | null
   /** The connection's id, given before the upgrade so `onConnect` sees it. */
   id: string
+  /** Who what the server holds for it is counted under (`RoomMember.heldBy`). */
+  heldBy: string
 }
 
 const SYNC_STATUS_ANNOUNCEMENT = encodeSyncStatus(new Uint8Array(0))
@@ -203,8 +205,14 @@ export class WebSocketGateway {
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
     const capabilities = capabilitiesFrom(query)
     const incarnation = parseIncarnationParam(query.get(INCARNATION_PARAM))
+    // A token's subject is one user however it connects; without one (no auth, or a token
+    // naming no subject), the address stands for the user.
+    const heldBy =
+      identity.userId === ANONYMOUS_USER
+        ? `address:${request.socket.remoteAddress}`
+        : `user:${identity.userId}`
     this.#server.handleUpgrade(request, socket, head, (ws) =>
-      this.#accept(ws, { room, identity, capabilities, incarnation, id }),
+      this.#accept(ws, { room, identity, capabilities, incarnation, id, heldBy }),
     )
   }
 
@@ -229,7 +237,10 @@ export class WebSocketGateway {
     this.deps.events.emit({ type: 'connection.refused', room, code, at: Date.now() })
   }
 
-  #accept(socket: WebSocket, { room, identity, capabilities, incarnation, id }: AcceptedUpgrade): void {
+  #accept(
+    socket: WebSocket,
+    { room, identity, capabilities, incarnation, id, heldBy }: AcceptedUpgrade,
+  ): void {
     const { manager, metrics, events, logger } = this.deps
     socket.on('error', (error: Error & { code?: string }) => {
       // ws has already closed the socket (1009 for an oversized message, 1002 for a bad frame).
@@ -257,6 +268,7 @@ export class WebSocketGateway {
       roomName: room,
       incarnation,
       identity,
+      heldBy,
       transport,
       limits: this.limits,
       metrics,
