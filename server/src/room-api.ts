@@ -1,10 +1,10 @@
 import { isValidRoomName, ROOM_NAME_RULE } from '@symphony/client/wire'
 import type { Author } from './core/author-binding.js'
+import type { DocumentReads } from './core/document-reads.js'
 import type { Room } from './core/room.js'
 import type { RoomManager } from './core/room-manager.js'
 import { serverSender } from './core/server-sender.js'
 import { DeadlineError, within } from './deadline.js'
-import { documentToJson } from './protocol/document-json.js'
 import { ApiRefusal } from './transport/api-refusal.js'
 import { holdForApi } from './transport/api-writer.js'
 
@@ -29,6 +29,8 @@ export interface RoomApi {
   encodeState(stateVector?: Uint8Array): Promise<Uint8Array>
   /** The document as JSON, as `GET …/document` gives it. */
   toJSON(): Promise<Record<string, unknown>>
+  /** The same, as JSON text: read off the event loop, bounded and charged (`DocumentReads`). */
+  jsonText(): Promise<string>
   /** Who wrote under each client id (`GET …/authors`). */
   authors(): Promise<Author[]>
   /**
@@ -47,6 +49,8 @@ export interface RoomApiDeps {
   joinWaitMs: number
   /** `API_SAVE_WAIT_MS`: the longest `applyUpdate` waits for its update to be saved. */
   saveWaitMs: number
+  /** Where whole documents are read as JSON. */
+  reads: DocumentReads
 }
 
 /** The room `name` (checked: 400 `ROOM_NAME_INVALID`) on this server. */
@@ -60,6 +64,7 @@ export function roomApi(name: string, deps: RoomApiDeps): RoomApi {
       hold.release()
     }
   }
+  const jsonText = () => use((room) => deps.reads.jsonText(room.encodeState(), room.heldBytes))
   return {
     name,
     applyUpdate: (update) =>
@@ -69,7 +74,8 @@ export function roomApi(name: string, deps: RoomApiDeps): RoomApi {
       }),
     encodeState: (stateVector) =>
       use((room) => (stateVector ? room.encodeDiff(stateVector) : room.encodeState())),
-    toJSON: () => use((room) => documentToJson(room.encodeState())),
+    jsonText,
+    toJSON: async () => JSON.parse(await jsonText()),
     authors: () => use((room) => room.authors()),
     broadcast: (data) =>
       use((room) => {

@@ -4,6 +4,7 @@ import { CloseCode } from '@symphony/client/wire'
 import { openAdapters } from './adapters/select-adapters.js'
 import { createAuthenticator } from './auth/authenticator.js'
 import { documentMemory } from './core/document-memory.js'
+import { DocumentReads } from './core/document-reads.js'
 import { EventStream } from './core/event-stream.js'
 import { MemoryBudget } from './core/memory-budget.js'
 import { RoomManager } from './core/room-manager.js'
@@ -50,6 +51,8 @@ export class SyncServer {
   #ready = false
   #shutdown: Promise<string[]> | null = null
   #sampleTimer: NodeJS.Timeout | undefined
+  /** Whole documents read as JSON (the REST API, `room(name).toJSON()`): bounded and charged. */
+  readonly #reads: DocumentReads
 
   private constructor(
     private readonly options: ResolvedServerOptions,
@@ -58,6 +61,7 @@ export class SyncServer {
     const { logger } = options
     this.metrics = new ServerMetrics(options.build)
     this.memory = new MemoryBudget({ limitBytes: options.limits.memoryBudgetBytes, logger })
+    this.#reads = new DocumentReads(this.memory)
     const largest = documentMemory(options.limits.maxDocumentStructs, options.limits.maxDocumentBytes)
     if (largest > this.memory.documentsLimitBytes) {
       // A room at the ceilings would be unloaded as soon as it loaded: one or the other is wrong.
@@ -129,6 +133,7 @@ export class SyncServer {
     // A room's saved versions: the REST API's routes, and the dashboard's restore on the internal port.
     const versions = createVersionsRoute({
       snapshots: this.#adapters.snapshots,
+      reads: this.#reads,
       events: this.#events,
       hold: (name) => holdForApi(this.manager, name, options.joinWaitMs),
       save: (name) => this.manager.save(name),
@@ -233,7 +238,13 @@ export class SyncServer {
    */
   room(name: string): RoomApi {
     const { serverId, joinWaitMs, apiSaveWaitMs } = this.options
-    return roomApi(name, { manager: this.manager, serverId, joinWaitMs, saveWaitMs: apiSaveWaitMs })
+    return roomApi(name, {
+      manager: this.manager,
+      serverId,
+      joinWaitMs,
+      saveWaitMs: apiSaveWaitMs,
+      reads: this.#reads,
+    })
   }
 
   get port(): number {

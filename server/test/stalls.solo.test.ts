@@ -40,13 +40,16 @@ function statusBytes(server: ServerProcess, field: 'VmHWM' | 'VmRSS'): number {
 /** What refusing an update may cost the server, in times its size: its frame, and the worker's copy. */
 const REFUSAL_MEMORY_FACTOR = 10
 
+const API_SECRET = 'stalls-api-secret-0123456789abcdef0123'
+
 /** The embedded server as `npm start` runs it (built, its worker thread included). */
-async function startEmbedded(): Promise<ServerProcess> {
+async function startEmbedded(env: Record<string, string> = {}): Promise<ServerProcess> {
   const data = mkdtempSync(join(tmpdir(), 'symphony-stalls-'))
   const server = await startServerProcess({
     AUTH: 'none',
     DATABASE_URL: 'none',
     SNAPSHOTS: `file://${join(data, 'snapshots')}`,
+    ...env,
   })
   servers.push(server)
   return server
@@ -187,5 +190,40 @@ describe('no single message stalls the other rooms', () => {
     const late = await connectSynced(wsUrl, room)
     assert.equal(late.doc.getText('t').toString(), 'kept')
     assert.ok([0, 75].includes(late.doc.getMap('map').size), 'all of the values or none')
+  })
+
+  it('reads a document of 300,000 entries as JSON off the event loop, a few at a time: other rooms keep their pace', async () => {
+    const server = await startEmbedded({ API_SECRET: API_SECRET })
+    const base = `http://127.0.0.1:${server.port}/api/v1/rooms`
+    const headers = { authorization: `Bearer ${API_SECRET}` }
+    const room = uniqueRoom('read-json')
+    const doc = new Y.Doc()
+    const map = doc.getMap('entries')
+    doc.transact(() => {
+      for (let i = 0; i < 300_000; i++) map.set(`key-${i}`, i)
+    })
+    const posted = await fetch(`${base}/${room}/update`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/octet-stream' },
+      body: Buffer.from(Y.encodeStateAsUpdate(doc)),
+    })
+    assert.equal(posted.status, 204)
+    const bystanders = await startBystanders(`ws://127.0.0.1:${server.port}`)
+    const reads = await Promise.all(
+      Array.from({ length: 6 }, () => fetch(`${base}/${room}/document`, { headers })),
+    )
+    const report = await bystanders.stop()
+    const statuses = reads.map((read) => read.status)
+    assert.ok(statuses.includes(200), `${statuses}`)
+    assert.ok(
+      statuses.every((status) => status === 200 || status === 503),
+      `${statuses}: each read answered, or refused while others run`,
+    )
+    const read = reads[statuses.indexOf(200)] as Response
+    const json = (await read.json()) as { entries: Record<string, number> }
+    assert.equal(Object.keys(json.entries).length, 300_000)
+    assertKeptPace(report)
+    const peak = peakRss(server)
+    assert.ok(peak < PEAK_RSS_BUDGET_BYTES, `peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB`)
   })
 })

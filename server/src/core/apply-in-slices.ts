@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
 import type { Digest } from '../protocol/codec.js'
+import { documentToJson } from '../protocol/document-json.js'
 import { builtBytesOf } from '../protocol/update-scan.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 import { clientCount, holdsWaiting } from '../protocol/yjs-internals.js'
@@ -124,6 +125,53 @@ export async function digestOfStored(state: Uint8Array): Promise<Digest | null> 
   return reply && 'slices' in reply ? (reply.digest ?? null) : null
 }
 
+/** The longest a document is read as JSON on its worker. */
+const READ_TIMEOUT_MS = 30_000
+
+/**
+ * A state's document as JSON text (`documentToJson`), read when it is big on a worker thread of
+ * its own, stopped once it answers: reading 300,000 map entries here stalled every room for a
+ * second or two, and a worker kept for the next read held what this one built until V8 collected
+ * it (three reads in a row peaked at 950 MiB). Rejects with `ServerBusyError` when the worker
+ * fails or takes too long (reading it here would stall every room for as long), and with
+ * `ProtocolError` for a state that cannot be read.
+ */
+export async function documentJsonText(state: Uint8Array): Promise<string> {
+  if (FROM_SOURCE || state.length < SLICE_ABOVE_BYTES) return JSON.stringify(documentToJson(state))
+  let reply: SliceReply
+  const worker = startWorker()
+  try {
+    reply = await new Promise<SliceReply>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('reading timed out')), READ_TIMEOUT_MS)
+      worker.once('message', (answer: SliceReply) => {
+        clearTimeout(timer)
+        resolve(answer)
+      })
+      worker.once('error', reject)
+      worker.once('exit', (code) => reject(new Error(`the reader exited with code ${code}`)))
+      worker.postMessage({
+        id: 0,
+        update: state,
+        structsPerSlice: STRUCTS_PER_SLICE,
+        json: true,
+      } satisfies SliceRequest)
+    })
+  } catch (error) {
+    throw new ServerBusyError(`the server could not read the document now: ${(error as Error).message}`)
+  } finally {
+    void worker.terminate()
+  }
+  if ('json' in reply && reply.json !== undefined) return reply.json
+  throw new ProtocolError('a stored state that cannot be read')
+}
+
+/** A worker thread running `update-slicer-worker.ts`, with a small young generation (see `WORKER_YOUNG_GENERATION_MB`). */
+function startWorker(): Worker {
+  return new Worker(new URL('./update-slicer-worker.js', import.meta.url), {
+    resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+  })
+}
+
 /** A request without a check is never refused: the worker answers with slices (and the encoding). */
 async function sliceOnWorker(
   state: Uint8Array,
@@ -236,10 +284,7 @@ class Slicer {
 
   #started(): Worker {
     if (this.#worker) return this.#worker
-    const entry = new URL('./update-slicer-worker.js', import.meta.url)
-    const worker = new Worker(entry, {
-      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
-    })
+    const worker = startWorker()
     worker.on('message', (reply: SliceReply) => {
       // None waits if it timed out.
       this.#settle(worker, reply.id)?.resolve('slices' in reply ? reply : reply.refused)

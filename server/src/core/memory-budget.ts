@@ -7,6 +7,7 @@ export const MEMORY_KINDS = [
   'big-update',
   'presence',
   'app-messages',
+  'reads',
   'documents',
 ] as const
 export type MemoryKind = (typeof MEMORY_KINDS)[number]
@@ -97,6 +98,7 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
     'big-update': 0,
     presence: 0,
     'app-messages': 0,
+    reads: 0,
     documents: 0,
   }
   readonly #holders = new Set<MemoryHolder>()

@@ -1035,7 +1035,7 @@ export class Room implements MemberRoom, MemoryHolder {
     } finally {
       this.#bigBytesInFlight -= update.length
       this.#sizeBound -= update.length
-      this.#chargeDocument() // what was reserved for it: settled
+      this.#countStructs() // what was reserved for it (counted again by its slices): settled
     }
   }
 

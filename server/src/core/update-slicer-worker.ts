@@ -9,6 +9,7 @@ import { parentPort } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { SymphonyError } from '../errors.js'
 import type { Digest } from '../protocol/codec.js'
+import { documentToJson } from '../protocol/document-json.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 import { digestOfState } from './anti-entropy.js'
 
@@ -25,11 +26,13 @@ export interface SliceRequest {
   encode?: boolean
   /** A stored state: only its digest (`digestOfState`), no slices. */
   digest?: boolean
+  /** A state to read as JSON (`documentToJson`, as JSON text), no slices. */
+  json?: boolean
 }
 /** The document's own encoding: `same` when it is byte for byte the update itself (no transfer). */
 export type Encoded = Uint8Array | 'same'
 export type SliceReply =
-  | ({ id: number; slices: Uint8Array[]; encoded?: Encoded; digest?: Digest } & Partial<
+  | ({ id: number; slices: Uint8Array[]; encoded?: Encoded; digest?: Digest; json?: string } & Partial<
       Omit<CutUpdate, 'slices'>
     >)
   | { id: number; refused: Refusal }
@@ -44,9 +47,14 @@ try {
   setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), 19)
 } catch {}
 
-parentPort?.on('message', ({ id, update, structsPerSlice, check, encode, digest }: SliceRequest) => {
+parentPort?.on('message', ({ id, update, structsPerSlice, check, encode, digest, json }: SliceRequest) => {
   let reply: SliceReply
-  if (digest) {
+  if (json) {
+    reply = { id, slices: [] }
+    try {
+      reply.json = JSON.stringify(documentToJson(update))
+    } catch {} // cannot be read: no text, and the caller says so
+  } else if (digest) {
     reply = { id, slices: [] }
     try {
       reply.digest = digestOfState(update)

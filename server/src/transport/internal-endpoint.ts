@@ -46,7 +46,10 @@ export function createInternalEndpoint({
     const version = parseInternalVersionPath(path)
     if (version?.part === 'restore' && request.method === 'POST' && isValidRoomName(version.room)) {
       versions(request.method, { ...version, room: version.room }, query).then(
-        (reply) => sendJson(response, reply.status, reply.json),
+        (reply) =>
+          'jsonText' in reply
+            ? response.writeHead(reply.status, { 'Content-Type': 'application/json' }).end(reply.jsonText)
+            : sendJson(response, reply.status, reply.json),
         (error: unknown) => {
           const { status, code, message } = toRefusal(error)
           sendJson(response, status, { error: { code, message } })

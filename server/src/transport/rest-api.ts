@@ -88,7 +88,7 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
     const room = deps.room(name)
     switch (route) {
       case 'GET /document':
-        return { status: 200, json: await room.toJSON() }
+        return { status: 200, jsonText: await room.jsonText() }
       case 'GET /authors':
         return { status: 200, json: { authors: await room.authors() } }
       case 'GET /update':
@@ -105,10 +105,14 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
   }
 }
 
-type Reply = { status: number; json?: unknown; bytes?: Uint8Array }
+/** An answer: a body of `bytes`, of JSON (`json`, or `jsonText` already serialized), or none. */
+type Reply = { status: number; json?: unknown; jsonText?: string; bytes?: Uint8Array }
 
-function send(response: ServerResponse, { status, json, bytes }: Reply): void {
-  if (bytes) {
+function send(response: ServerResponse, { status, json, jsonText, bytes }: Reply): void {
+  if (jsonText !== undefined) {
+    response.writeHead(status, { 'Content-Type': 'application/json' })
+    response.end(jsonText)
+  } else if (bytes) {
     response.writeHead(status, { 'Content-Type': 'application/octet-stream', 'Content-Length': bytes.length })
     response.end(bytes)
   } else if (json !== undefined) {

@@ -1,21 +1,18 @@
 import { VERSION_ID_PATTERN, type VersionTarget } from '@symphony/client/wire'
+import type { DocumentReads } from '../core/document-reads.js'
 import { type RestoreVersionDeps, restoreVersion } from '../core/restore-version.js'
 import { fromSnapshotStore, SnapshotVersionNotFoundError } from '../errors.js'
 import { MAX_VERSIONS_PAGE, type SnapshotStore } from '../ports/snapshot-store.js'
-import { documentToJson } from '../protocol/document-json.js'
 import { ApiRefusal } from './api-refusal.js'
 import { single } from './room-list-route.js'
 
 /** Versions a listing answers when the request names no `limit`. */
 export const DEFAULT_VERSIONS_LIMIT = 50
 
-export type VersionsRouteDeps = RestoreVersionDeps & { snapshots: SnapshotStore }
+export type VersionsRouteDeps = RestoreVersionDeps & { snapshots: SnapshotStore; reads: DocumentReads }
 
-/** An answer of the versions routes: a status and its JSON body. */
-export interface VersionsReply {
-  status: number
-  json: unknown
-}
+/** An answer of the versions routes: a status and its JSON body (or that body already serialized). */
+export type VersionsReply = { status: number; json: unknown } | { status: number; jsonText: string }
 
 /** Answers a versions request (the room name already checked); throws `ApiRefusal` and the errors `toRefusal` maps. */
 export type VersionsRoute = (
@@ -54,7 +51,7 @@ export function createVersionsRoute(deps: VersionsRouteDeps) {
     }
     if (route === 'GET document') {
       const version = await fromSnapshotStore(deps.snapshots.readVersion(target.room, id))
-      return { status: 200, json: documentToJson(version.state) }
+      return { status: 200, jsonText: await deps.reads.jsonText(version.state) }
     }
     const outcome = await restoreVersion(deps, target.room, id)
     if (!outcome.saved) {
