@@ -155,7 +155,7 @@ for (const [build, { applyInSlices: apply, replayInTurns, digestOfStored }] of [
       const doc = new Y.Doc()
       const { transactionTurns, stop } = turnCounter(doc)
       const skipped: unknown[] = []
-      const { bytes } = await replayInTurns(doc, journal, (error) => skipped.push(error))
+      const { bytes } = await replayInTurns(doc, journal, { skipped: (error) => skipped.push(error) })
       await stop()
       assert.equal(skipped.length, 1, 'the damaged entry is reported')
       assert.equal(

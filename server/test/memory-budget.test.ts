@@ -211,58 +211,121 @@ describe('the server-wide memory budget', () => {
     assert.equal(t.server.memory.usedBy('documents'), 0, 'and are no longer charged')
   })
 
-  it('unloads the room holding the most (4013) when the documents pass their share, and loads no room meanwhile (1013)', async () => {
+  /** Stored rooms of `bytes` of text each, saved and unloaded, on the store `startTestServer` shares through `snapshots`. */
+  async function storedRooms(
+    sizes: number[],
+  ): Promise<{ rooms: string[]; snapshots: TestServer['snapshots'] }> {
     const roomy = await startTestServer()
-    const [large, small, other] = [uniqueRoom('large'), uniqueRoom('small'), uniqueRoom('other')]
-    for (const [room, bytes] of [
-      [large, 2 * MiB],
-      [small, 200 * 1024],
-    ] as const) {
+    const rooms: string[] = []
+    for (const bytes of sizes) {
+      const room = uniqueRoom('stored')
       const writer = await connectSynced(roomy.wsUrl, room)
       await fill(roomy, room, writer, bytes)
       writer.destroy()
       await eventually(() => roomy.server.manager.loadedRoom(room) === undefined, 'saved and unloaded')
+      rooms.push(room)
     }
     await roomy.stop()
+    return { rooms, snapshots: roomy.snapshots }
+  }
 
-    // The large room cannot save, so it stays loaded (unloading) and the documents over their share.
-    const store = new ControlledSnapshotStore(roomy.snapshots)
-    // Both documents (about 4.5 and 0.4 MiB charged) pass the share (4.4 MiB), not the whole budget.
+  /** The most the documents were ever charged on `t`'s budget from now on (read on every charge). */
+  function peakDocuments(t: TestServer): () => number {
+    const memory = t.server.memory
+    let peak = memory.usedBy('documents')
+    const charge = memory.charge.bind(memory)
+    memory.charge = (kind, bytes) => {
+      charge(kind, bytes)
+      peak = Math.max(peak, memory.usedBy('documents'))
+    }
+    return () => peak
+  }
+
+  it('reserves a loading room’s document as it loads: rooms joined together never pass the share, the ones past it are refused (1013)', async () => {
+    const { rooms, snapshots } = await storedRooms(Array.from({ length: 12 }, () => 400 * 1024))
+    const t = await startTestServer({ adapters: { snapshots }, limits: { memoryBudgetBytes: 4 * MiB } })
+    const peak = peakDocuments(t)
+    const sockets: WebSocket[] = []
+    const outcomes = await Promise.all(
+      rooms.map(async (room) => {
+        const socket = await openRaw(`${t.wsUrl}/${room}`)
+        sockets.push(socket)
+        const gone = closed(socket)
+        const joined = eventually(() => t.server.manager.loadedRoom(room) !== undefined, 'loaded', 10_000)
+        return Promise.race([gone.then(({ code }) => code), joined.then(() => 'loaded' as const)])
+      }),
+    )
+    const loaded = outcomes.filter((outcome) => outcome === 'loaded').length
+    assert.ok(loaded > 0 && loaded < rooms.length, `${loaded} of ${rooms.length} loaded`)
+    for (const outcome of outcomes) assert.ok(outcome === 'loaded' || outcome === CloseCode.TryAgainLater)
+    assert.ok(
+      peak() <= t.server.memory.documentsLimitBytes,
+      `documents charged ${peak()} at most, the share is ${t.server.memory.documentsLimitBytes}`,
+    )
+    assert.equal(await closedWith(t, 'MemoryBudgetExceeded'), 0, 'no loaded room was shed for them')
+    for (const socket of sockets) socket.terminate()
+  })
+
+  it('refuses a small room that does not fit (1013) rather than shed a bigger idle one: another tenant’s reader never evicts a room', async () => {
+    const { rooms, snapshots } = await storedRooms([2 * MiB, 600 * 1024])
+    const [large, small] = rooms as [string, string]
+    // The large one (about 4.5 MiB charged) fits the share (4.8 MiB); both together do not.
+    const t = await startTestServer({ adapters: { snapshots }, limits: { memoryBudgetBytes: 6 * MiB } })
+    const victim = await connectSynced(t.wsUrl, large)
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const reader = await openRaw(`${t.wsUrl}/${small}`)
+      const refusal = await Promise.race([
+        closed(reader),
+        eventually(() => t.server.manager.loadedRoom(small) !== undefined, 'loaded').then(() => null),
+      ])
+      assert.ok(refusal, 'the small room is not loaded')
+      assert.equal(refusal.code, CloseCode.TryAgainLater)
+      assert.match(refusal.reason, /memory for documents/)
+    }
+    assert.equal(victim.provider.wsconnected, true, 'the large room is served on')
+    assert.ok(t.server.manager.loadedRoom(large))
+    assert.equal(await closedWith(t, 'MemoryBudgetExceeded'), 0)
+    assert.equal(t.server.memory.documents(), 'within')
+    // Once the large room is gone, the small one loads.
+    victim.destroy()
+    await eventually(() => t.server.manager.loadedRoom(large) === undefined, 'unloaded')
+    const welcome = await connectSynced(t.wsUrl, small)
+    assert.equal(welcome.provider.wsconnected, true)
+  })
+
+  it('unloads the room that grew past the share (4013), not a bigger idle one, and loads no room meanwhile (1013)', async () => {
+    const { rooms, snapshots } = await storedRooms([2 * MiB])
+    const [idle] = rooms as [string]
+    const store = new ControlledSnapshotStore(snapshots)
     const t = await startTestServer({
       adapters: { snapshots: store },
-      limits: { memoryBudgetBytes: 5.5 * MiB },
+      limits: { memoryBudgetBytes: 7 * MiB },
     })
-    const stays = await connectSynced(t.wsUrl, small)
-    const smallCharge = t.server.memory.usedBy('documents')
-    assert.ok(smallCharge > 0)
+    const stays = await connectSynced(t.wsUrl, idle)
+    const growing = uniqueRoom('growing')
+    const writer = await connectSynced(t.wsUrl, growing)
     const saves = deferred()
-    store.saveGate = saves.promise
-    const socket = await openRaw(`${t.wsUrl}/${large}`)
-    const gone = closed(socket)
-    const edit = new Y.Doc()
-    edit.getText('t').insert(0, 'unsaved') // so its unload waits for a save
-    socket.send(encodeUpdate(Y.encodeStateAsUpdate(edit)))
-    assert.equal((await gone).code, CloseCode.MemoryBudgetExceeded)
+    store.saveGate = saves.promise // so the grown room stays loaded (unloading) until it saved
+    // Small edits (typing-sized, applied at once) grow it past the share: about 2.2 MiB charged.
+    const text = writer.doc.getText('t')
+    const gone = new Promise<number>((resolve) =>
+      writer.provider.ws?.addEventListener('close', (e) => resolve(e.code)),
+    )
+    for (let i = 0; i < 12; i++) text.insert(0, 'x'.repeat(100 * 1024))
+    const idleShed = eventually(() => !stays.provider.wsconnected, 'the idle room shed').then(() => null)
+    assert.equal(
+      await Promise.race([gone, idleShed]),
+      CloseCode.MemoryBudgetExceeded,
+      'the grown room is shed',
+    )
     assert.equal(t.server.memory.documents(), 'over-share')
-
-    for (const room of [other, large]) {
-      const refused = await openRaw(`${t.wsUrl}/${room}`)
-      const { code, reason } = await closed(refused)
-      assert.equal(code, CloseCode.TryAgainLater, `${room} is not loaded or joined meanwhile`)
-      assert.match(reason, /memory for documents/)
-    }
+    const refused = await openRaw(`${t.wsUrl}/${uniqueRoom('other')}`)
+    assert.equal((await closed(refused)).code, CloseCode.TryAgainLater, 'no room loads meanwhile')
     saves.resolve()
-    await eventually(() => t.server.manager.loadedRoom(large) === undefined, 'the large room unloads')
-    assert.equal(t.server.memory.usedBy('documents'), smallCharge, 'its document is no longer charged')
+    await eventually(() => t.server.manager.loadedRoom(growing) === undefined, 'the grown room unloads')
     assert.equal(t.server.memory.documents(), 'within')
-    assert.equal(stays.provider.wsconnected, true, 'the small room is served on')
+    assert.equal(stays.provider.wsconnected, true, 'the bigger idle room is served on')
     assert.equal(await closedWith(t, 'MemoryBudgetExceeded'), 1)
-    const welcome = await connectSynced(t.wsUrl, other)
-    assert.equal(welcome.provider.wsconnected, true, 'rooms load again once the documents fit')
-    // The large room would be shed again at once: it is not loaded while it does not fit.
-    const again = await openRaw(`${t.wsUrl}/${large}`)
-    assert.equal((await closed(again)).code, CloseCode.TryAgainLater)
-    assert.equal(t.server.manager.loadedRoom(large), undefined)
   })
 
   it('charges what JSON values build: small updates of many objects are refused once the documents’ share is full (1013)', async () => {

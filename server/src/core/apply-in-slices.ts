@@ -4,7 +4,7 @@ import * as Y from 'yjs'
 import { DocumentTooLargeError, PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
 import type { Digest } from '../protocol/codec.js'
 import { documentToJson } from '../protocol/document-json.js'
-import { builtBytesOf } from '../protocol/update-scan.js'
+import { type ContentCost, contentCostOf } from '../protocol/update-scan.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 import { clientCount, holdsWaiting } from '../protocol/yjs-internals.js'
 import { digestOfState } from './anti-entropy.js'
@@ -37,18 +37,20 @@ const WORKER_YOUNG_GENERATION_MB = 8
  * served in between instead of waiting out one long transaction. If the worker fails or takes too
  * long, the slicing happens on this thread; a state that cannot be sliced applies in one go.
  *
- * Resolves with what the state's content builds on the heap (`builtBytesOf`, counted a slice at a
- * time) and, into an empty `doc`, the document's encoding (what `Y.encodeStateAsUpdate` would
- * give) when the worker made it; null otherwise.
+ * Each piece's cost (`contentCostOf`) is handed to `reserve` before it is applied (a load reserves
+ * its document's memory as it goes; it throws to stop). Resolves with what the state's content
+ * builds on the heap (counted a slice at a time) and, into an empty `doc`, the document's encoding
+ * (what `Y.encodeStateAsUpdate` would give) when the worker made it; null otherwise.
  */
 export async function applyInSlices(
   doc: Y.Doc,
   state: Uint8Array,
-  origin: unknown = null,
+  { origin = null, reserve = NO_RESERVATION }: ApplyOptions = {},
 ): Promise<{ encoded: Uint8Array | null; builtBytes: number }> {
   if (state.length < SLICE_ABOVE_BYTES) {
+    const cost = costOf(state, reserve)
     Y.applyUpdate(doc, state, origin)
-    return { encoded: null, builtBytes: builtBytesOf(state) }
+    return { encoded: null, builtBytes: cost.builtBytes }
   }
   const encode = clientCount(doc) === 0 && !holdsWaiting(doc)
   const { slices, encoded } = FROM_SOURCE
@@ -56,19 +58,38 @@ export async function applyInSlices(
     : await sliceOnWorker(state, encode).catch(() => ({ slices: sliceHere(state), encoded: undefined }))
   let builtBytes = 0
   for (const [index, slice] of slices.entries()) {
+    builtBytes += costOf(slice, reserve).builtBytes
     Y.applyUpdate(doc, slice, origin)
-    builtBytes += builtBytesOf(slice)
     if (holdsWaiting(doc)) {
       // Something waits for a missing dependency, and Yjs would re-merge it with every later
       // slice: apply the rest in one go instead (and leave the encoding to the main thread).
       const rest = slices.slice(index + 1)
-      for (const slice of rest) builtBytes += builtBytesOf(slice)
+      for (const slice of rest) builtBytes += costOf(slice, reserve).builtBytes
       if (rest.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(rest), origin)
       return { encoded: null, builtBytes }
     }
     await nextTurn()
   }
   return { encoded: encoded === 'same' ? state : (encoded ?? null), builtBytes }
+}
+
+/** How a state or journal is applied. */
+export interface ApplyOptions {
+  /** The transaction origin of what is applied. */
+  origin?: unknown
+  /** Told what each piece costs before it is applied; throws to stop applying. */
+  reserve?: (cost: PieceCost) => void
+}
+
+/** What a piece of a state adds to a document: its structs, bytes, and what its content builds. */
+export type PieceCost = ContentCost & { bytes: number }
+
+const NO_RESERVATION = () => {}
+
+function costOf(piece: Uint8Array, reserve: (cost: PieceCost) => void): PieceCost {
+  const cost = { ...contentCostOf(piece), bytes: piece.length }
+  reserve(cost)
+  return cost
 }
 
 /**
@@ -196,14 +217,13 @@ const JOURNAL_BYTES_PER_TURN = 8 * 1024
 /**
  * Applies journaled updates in order, about `JOURNAL_BYTES_PER_TURN` per event-loop turn (a
  * journal that grew while snapshots failed can hold many thousands). One that does not apply is
- * handed to `skipped` and left out. Resolves with the bytes applied, and what their content builds
- * on the heap (`builtBytesOf`).
+ * handed to `skipped` and left out; each one's cost is handed to `reserve` first, as in
+ * `applyInSlices`. Resolves with the bytes applied, and what their content builds on the heap.
  */
 export async function replayInTurns(
   doc: Y.Doc,
   updates: Uint8Array[],
-  skipped: (error: unknown) => void,
-  origin?: unknown,
+  { skipped, origin = null, reserve = NO_RESERVATION }: ApplyOptions & { skipped: (error: unknown) => void },
 ): Promise<{ bytes: number; builtBytes: number }> {
   let applied = 0
   let builtBytes = 0
@@ -213,10 +233,11 @@ export async function replayInTurns(
       await nextTurn()
       thisTurn = 0
     }
+    const cost = costOf(update, reserve) // outside the try: a refused reservation stops the replay
     try {
       Y.applyUpdate(doc, update, origin)
       applied += update.length
-      builtBytes += builtBytesOf(update)
+      builtBytes += cost.builtBytes
     } catch (error) {
       skipped(error)
     }

@@ -1,3 +1,5 @@
+import { ServerBusyError } from '../errors.js'
+import type { ContentCost } from '../protocol/update-scan.js'
 import type { MemoryCharges } from './memory-budget.js'
 
 /**
@@ -24,9 +26,36 @@ export function documentMemory(structs: number, encodedBytes: number, builtBytes
  */
 export const LARGE_GROWTH_BYTES = 1024 * 1024
 
+/**
+ * The documents' share reserved for a room as it loads, piece by piece (`applyInSlices`'s
+ * `reserve`), so that rooms loading together are counted against each other, not each against the
+ * share as it was before any of them; released once the room charges its document itself.
+ */
+export class LoadReservation {
+  #reserved = 0
+
+  constructor(private readonly memory: MemoryCharges) {}
+
+  /** Reserves what a piece of the state costs; throws `ServerBusyError` (1013, 503) past the share. */
+  readonly reserve = (cost: ContentCost & { bytes: number }): void => {
+    const bytes = documentMemory(cost.structs, cost.bytes, cost.builtBytes)
+    if (!this.memory.reserve('documents', bytes)) {
+      throw new ServerBusyError("the server's memory for documents is full: retry later")
+    }
+    this.#reserved += bytes
+  }
+
+  release(): void {
+    this.memory.charge('documents', -this.#reserved)
+    this.#reserved = 0
+  }
+}
+
 /** One room's document, charged to the server's memory budget (`documents`) by estimate. */
 export class DocumentMemory {
   #charged = 0
+  /** What it was charged when first counted: the document as it loaded. */
+  #loaded: number | null = null
   #released = false
 
   constructor(private readonly memory: MemoryCharges) {}
@@ -35,12 +64,18 @@ export class DocumentMemory {
     return this.#charged
   }
 
+  /** How much more it is charged than when it loaded. */
+  get grownBytes(): number {
+    return Math.max(0, this.#charged - (this.#loaded ?? this.#charged))
+  }
+
   /** Charges the estimate for a document of `structs` structs encoded in `encodedBytes`, building `builtBytes` more. */
   update(structs: number, encodedBytes: number, builtBytes: number): void {
     if (this.#released) return
     const estimate = documentMemory(structs, encodedBytes, builtBytes)
     this.memory.charge('documents', estimate - this.#charged)
     this.#charged = estimate
+    this.#loaded ??= estimate
   }
 
   /**

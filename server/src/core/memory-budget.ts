@@ -65,6 +65,11 @@ export interface SharedCharges {
 export interface MemoryHolder {
   /** What it holds now (a connection: unsent bytes, frames waiting, presence; a room: its document); read only when over budget. */
   readonly heldBytes: number
+  /**
+   * A room: how much its document grew while loaded here (what it held when it loaded fit the
+   * share, as it was reserved). Rooms are shed by it first: what made the documents grow pays.
+   */
+  readonly grownBytes?: number
   /** Closes it (a room: all its connections, so it unloads); what it holds is freed, and uncharged, once it is gone. */
   shed(): void
 }
@@ -205,8 +210,9 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
   }
 
   /**
-   * Unloads the largest rooms until the other documents fit their share, then closes the
-   * connections holding the most until what the others hold fits the limit.
+   * Unloads the rooms that grew the most while loaded (then the largest) until the other
+   * documents fit their share, then closes the connections holding the most until what the others
+   * hold fits the limit.
    */
   #check(): void {
     this.#checkTimer = null
@@ -216,7 +222,7 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
     if (rooms.shed > 0) {
       this.#logger.warn(
         { documentsLimitBytes: this.documentsLimitBytes, documentsBytes: this.#byKind.documents, ...rooms },
-        'documents over their share of the memory budget: unloading the largest rooms',
+        'documents over their share of the memory budget: unloading the rooms that grew the most',
       )
     }
     // What every holder being shed holds is about to be freed: rooms' documents count in the total too.
@@ -247,9 +253,9 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
     if (left <= 0) return { shed, freed }
     const heaviest = [...holders]
       .filter((holder) => !this.#shedding.has(holder))
-      .map((holder) => ({ holder, bytes: holder.heldBytes }))
+      .map((holder) => ({ holder, bytes: holder.heldBytes, grown: holder.grownBytes ?? 0 }))
       .filter(({ bytes }) => bytes > 0)
-      .sort((a, b) => b.bytes - a.bytes)
+      .sort((a, b) => b.grown - a.grown || b.bytes - a.bytes)
     for (const { holder, bytes } of heaviest) {
       if (left <= 0) break
       this.#shedding.add(holder)

@@ -15,6 +15,7 @@ import { AppMessageQuota } from './app-message-quota.js'
 import { AppPersistence } from './app-persistence.js'
 import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import type { CoreMetrics } from './core-metrics.js'
+import { LoadReservation } from './document-memory.js'
 import type { EventStream } from './event-stream.js'
 import type { HeldRoomSweep } from './held-room-sweep.js'
 import { incarnationKey } from './incarnation.js'
@@ -43,9 +44,6 @@ export interface RoomManagerOptions extends RoomOptions {
   serverId?: string
 }
 
-/** How many shed rooms' sizes are kept (a few dozen bytes each). */
-const SHED_SIZES_KEPT = 1_000
-
 export interface RoomManagerDeps {
   pubsub: PubSub
   registry: RoomRegistry
@@ -65,7 +63,7 @@ export interface RoomManagerDeps {
 /** How a room's document was built. */
 interface LoadedFrom {
   loadedBytes: number
-  /** What its content builds on the heap besides its structs and bytes (`builtBytesOf`). */
+  /** What its content builds on the heap besides its structs and bytes (`contentCostOf`). */
   loadedBuiltBytes: number
   /** The journal entries replayed on top of the state. */
   replayed: JournalContents['position']
@@ -109,8 +107,6 @@ export class RoomManager {
   readonly #lives = new Map<string, RoomLife<Loaded>>()
   /** Acquirers waiting for an instance to unload or be deleted before they load the room again. */
   readonly #waiting = new Map<string, number>()
-  /** What the rooms the memory budget shed held then, the latest `SHED_SIZES_KEPT`, oldest first. */
-  readonly #shedSizes = new Map<string, number>()
   /** The app's persistence beside the stores (`onLoad`, `onStore`). */
   readonly #app: AppPersistence
   readonly #missedDeletions: MissedDeletionChecks
@@ -301,7 +297,7 @@ export class RoomManager {
     for (;;) {
       signal?.throwIfAborted()
       let life = this.#lives.get(name)
-      this.#ensureMemoryToJoin(name, life)
+      this.#ensureMemoryToJoin(life)
       if (life && !life.admits) {
         await this.#waitFor(life, signal)
         continue
@@ -336,25 +332,14 @@ export class RoomManager {
 
   /**
    * Refuses (`ServerBusyError`) to load a room, or to join one unloading to free memory, while the
-   * loaded documents are over their share of the server's memory budget.
+   * loaded documents are over their share of the server's memory budget. (A room that loads
+   * reserves its document as it goes, `LoadReservation`: one that does not fit is refused then.)
    */
-  #ensureMemoryToJoin(name: string, life: RoomLife<Loaded> | undefined): void {
+  #ensureMemoryToJoin(life: RoomLife<Loaded> | undefined): void {
     const memory = this.deps.memory
     if (!memory || (life?.loaded && !life.loaded.room.shedding)) return
-    // A room unloaded to free memory comes back only if it fits: loading it to shed it again
-    // would cost a whole load every time its clients retry.
-    const shedAt = life ? 0 : (this.#shedSizes.get(name) ?? 0)
-    if (memory.documents() === 'within' && memory.fitsDocument(shedAt)) return
+    if (memory.documents() === 'within') return
     throw new ServerBusyError("the server's memory for documents is full: retry later")
-  }
-
-  /** The budget shed `room`: remembered with its size (see `#ensureMemoryToJoin`), and unloaded at once. */
-  #shed(room: Room, life: RoomLife<Loaded>): void {
-    this.#shedSizes.delete(room.name) // re-inserted as the newest
-    this.#shedSizes.set(room.name, room.heldBytes)
-    if (this.#shedSizes.size > SHED_SIZES_KEPT)
-      this.#shedSizes.delete(this.#shedSizes.keys().next().value as string)
-    life.unloadWhenFree()
   }
 
   async #waitFor(life: RoomLife<Loaded>, signal: AbortSignal | undefined): Promise<void> {
@@ -502,6 +487,8 @@ export class RoomManager {
     const buffered: Uint8Array[] = []
     let room: Room | null = null
     let created: Loaded | null = null
+    // The documents' share, reserved as the state is applied (each load against the others).
+    const loading = new LoadReservation(this.deps.memory ?? UNBOUNDED_MEMORY)
     // The registry's answer comes while the store and pub/sub are asked (see lookUpPeers).
     const peers = stateSource.lookUpPeers(name)
     // Which incarnation is current decides the channel and the journal streams.
@@ -522,11 +509,13 @@ export class RoomManager {
         peers,
       )
       const doc = new Y.Doc()
-      const applied = state ? await applyInSlices(doc, state) : { encoded: null, builtBytes: 0 }
-      const replayed = await this.#replay(name, doc, journal)
+      const { reserve } = loading
+      const applied = state ? await applyInSlices(doc, state, { reserve }) : { encoded: null, builtBytes: 0 }
+      const replayed = await this.#replay(name, doc, journal, reserve)
       // Joiners get the document encoded anew, never the loaded bytes: a snapshot saved by an
       // older version may still hold content that users deleted. The slicer's worker encodes a
       // big one off this thread; it holds for the document only if nothing was replayed on top.
+      loading.release() // the room charges its document itself from here on
       const loaded = this.#createRoom(name, doc, {
         loadedBytes: (state?.length ?? 0) + replayed.bytes,
         loadedBuiltBytes: applied.builtBytes + replayed.builtBytes,
@@ -560,6 +549,7 @@ export class RoomManager {
       this.deps.events.emit({ type: 'room.loaded', room: name, source, bytes, at: Date.now() })
       return loaded
     } catch (error) {
+      loading.release()
       // Built and never handed out: its timers and its charge to the memory budget go with it.
       created?.writer.stop()
       created?.room.destroy()
@@ -577,13 +567,15 @@ export class RoomManager {
     name: string,
     doc: Y.Doc,
     journal: JournalContents,
+    reserve: LoadReservation['reserve'],
   ): Promise<{ bytes: number; builtBytes: number }> {
     const { metrics, logger } = this.deps
     if (journal.skipped) {
       metrics.journalSkipped.inc(journal.skipped)
       logger.error({ room: name, records: journal.skipped }, 'skipped damaged journal records')
     }
-    const replayed = await replayInTurns(doc, journal.updates, skippedRecord(this.deps, name))
+    const skipped = skippedRecord(this.deps, name)
+    const replayed = await replayInTurns(doc, journal.updates, { skipped, reserve })
     metrics.journalReplayed.inc(journal.updates.length)
     return replayed
   }
@@ -606,7 +598,7 @@ export class RoomManager {
     })
     let writer: SnapshotWriter | null = null
     const room = new Room({
-      onShed: () => this.#shed(room, life),
+      onShed: () => life.unloadWhenFree(),
       name,
       channel: key,
       doc,

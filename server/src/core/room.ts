@@ -24,7 +24,7 @@ import {
   QUERY_AWARENESS_FRAME,
 } from '../protocol/codec.js'
 import type { WaitingBudget } from '../protocol/update-guard.js'
-import { builtBytesOf, type ScannedUpdate, STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
+import { contentCostOf, type ScannedUpdate, STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
 import { documentStructs, structsAdded } from '../protocol/update-structs.js'
 import {
   clientCount,
@@ -122,7 +122,7 @@ export interface RoomInit {
   doc: Y.Doc
   /** Bytes of the loaded state and replayed updates: the first upper bound of the document's size. */
   loadedBytes: number
-  /** What their content builds on the heap besides structs and bytes (`builtBytesOf`); 0 if unknown. */
+  /** What their content builds on the heap besides structs and bytes (`contentCostOf`); 0 if unknown. */
   loadedBuiltBytes?: number
   options: RoomOptions
   pubsub: PubSub
@@ -210,7 +210,7 @@ export class Room implements MemberRoom, MemoryHolder {
   #bigBytesInFlight = 0
   /**
    * An upper bound of what the document's content builds on the heap besides its structs and
-   * bytes (`builtBytesOf`): every applied change adds its own; exact again when a deletion (which
+   * bytes (`contentCostOf`): every applied change adds its own; exact again when a deletion (which
    * may free values) is followed by an encode, which is then read whole.
    */
   #builtBound: number
@@ -714,7 +714,7 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#sizeBound = state.length + this.#bigBytesInFlight
     if (this.#builtStale) {
       // O(document), as the encode just was; only after deletions, which may have freed values.
-      this.#builtBound = builtBytesOf(state) + this.#bigBuiltInFlight
+      this.#builtBound = contentCostOf(state).builtBytes + this.#bigBuiltInFlight
       this.#builtStale = false
     }
     this.#chargeDocument()
@@ -726,7 +726,7 @@ export class Room implements MemberRoom, MemoryHolder {
    * new to the local clients. Resolves with whether anything changed.
    */
   absorbStored(state: Uint8Array): Promise<boolean> {
-    return this.#absorb(state.length, () => applyInSlices(this.doc, state, STORED))
+    return this.#absorb(state.length, () => applyInSlices(this.doc, state, { origin: STORED }))
   }
 
   /**
@@ -739,7 +739,9 @@ export class Room implements MemberRoom, MemoryHolder {
   async absorbOrphaned(updates: Uint8Array[], skipped: (error: unknown) => void): Promise<boolean | null> {
     if (this.#destroyed) return null
     const bytes = updates.reduce((sum, update) => sum + update.length, 0)
-    const changed = await this.#absorb(bytes, () => replayInTurns(this.doc, updates, skipped, STORED))
+    const changed = await this.#absorb(bytes, () =>
+      replayInTurns(this.doc, updates, { skipped, origin: STORED }),
+    )
     if (this.#destroyed) return null
     if (changed) this.#notJournaledHere = this.version
     return changed
@@ -753,7 +755,7 @@ export class Room implements MemberRoom, MemoryHolder {
     const forward = (update: Uint8Array, origin: unknown) => {
       if (origin !== STORED) return
       changed = true
-      built += builtBytesOf(update)
+      built += contentCostOf(update).builtBytes
       this.#broadcast(encodeUpdate(update), null)
     }
     this.doc.on('update', forward)
@@ -1063,7 +1065,7 @@ export class Room implements MemberRoom, MemoryHolder {
   /**
    * Applies an update; true if it changed the document, or what it holds waiting for missing
    * dependencies (waiting parts are forwarded, journaled and saved like the rest). `built`: what
-   * its content builds (`builtBytesOf`), if already known.
+   * its content builds (`contentCostOf`), if already known.
    */
   #apply(update: Uint8Array, origin: unknown, built?: number): boolean {
     const waitingBefore = waitingOf(this.doc)
@@ -1075,7 +1077,7 @@ export class Room implements MemberRoom, MemoryHolder {
       // Also when an observer failed after Yjs applied the bytes: the document did change, and
       // must be saved and encoded anew, never held in memory alone.
       changed = this.#lastApplyChanged || waitingChanged(this.doc, waitingBefore)
-      if (changed) this.#changed(update.length, built ?? builtBytesOf(update))
+      if (changed) this.#changed(update.length, built ?? contentCostOf(update).builtBytes)
     }
     return changed
   }
@@ -1149,9 +1151,14 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#documentMemory.update(this.#structBound, this.#sizeBound, this.#builtBound)
   }
 
-  /** What the room's document is charged: the budget unloads the rooms holding the most first. */
+  /** What the room's document is charged. */
   get heldBytes(): number {
     return this.#documentMemory.bytes
+  }
+
+  /** How much its document's charge grew since it loaded: the budget unloads the rooms that grew the most first. */
+  get grownBytes(): number {
+    return this.#documentMemory.grownBytes
   }
 
   /** Unloading to free the server's memory: no one joins while the documents are over their share. */

@@ -66,6 +66,14 @@ export interface ScannedUpdate {
   authorsRootWriters: Set<number>
   /** What applying it builds on the heap besides its structs and bytes: the sum of its structs' `built`. */
   builtBytes: number
+  /** Its structs (a run of GC structs or gaps counted once) and `CLIENT_STRUCTS` for each client. */
+  structCount: number
+}
+
+/** What an update costs a document it is applied to, besides its bytes (`core/document-memory.ts`). */
+export interface ContentCost {
+  structs: number
+  builtBytes: number
 }
 
 /** The root type the server keeps its author bindings in (`core/author-binding.ts`): no client writes it. */
@@ -142,16 +150,18 @@ export function scanUpdate(update: Uint8Array, options: ScanOptions = {}): Scann
 }
 
 /**
- * What applying `update` builds on the heap besides its structs and bytes (`builtBytes`), read
- * without keeping anything of it: how a document or a stored state is charged. No limit but the
- * update's own; 0 for one the scan cannot read (Yjs reads some that it refuses, like subdocuments).
+ * What applying `update` costs a document besides its bytes (its structs, and what its content
+ * builds: `builtBytes`), read without keeping anything of it: how a document, a stored state or a
+ * load is charged. No limit but the update's own; nothing for one the scan cannot read (Yjs reads
+ * some that it refuses, like subdocuments).
  */
-export function builtBytesOf(update: Uint8Array): number {
+export function contentCostOf(update: Uint8Array): ContentCost {
   try {
     const unlimited = { maxStructs: Number.POSITIVE_INFINITY, maxItemElements: Number.POSITIVE_INFINITY }
-    return read(update, null, unlimited).builtBytes
+    const { structCount, builtBytes } = read(update, null, unlimited)
+    return { structs: structCount, builtBytes }
   } catch {
-    return 0
+    return { structs: 0, builtBytes: 0 }
   }
 }
 
@@ -179,10 +189,12 @@ function read(update: Uint8Array, cuts: number[] | null, limits: ScanLimits): Sc
     maxItemElements: limits.maxItemElements,
   }
   let builtBytes = 0
-  const structs = readStructs(decoder, state, limits.maxStructs, (built) => {
+  const counted = { structs: 0 }
+  const structs = readStructs(decoder, state, limits.maxStructs, counted, (built) => {
     builtBytes += built
   })
   return {
+    structCount: counted.structs,
     structs,
     deletions: readDeletions(decoder, cuts, limits.maxStructs),
     cuts: cuts ?? [],
@@ -195,6 +207,7 @@ function readStructs(
   decoder: decoding.Decoder,
   state: ScanState,
   max: number,
+  counted: { structs: number },
   onBuilt: (bytes: number) => void,
 ): Map<number, ScannedStruct[]> {
   const { cuts } = state
@@ -230,6 +243,7 @@ function readStructs(
       if (cuts) run.push(struct)
     }
   }
+  counted.structs = entries + clients * CLIENT_STRUCTS
   return structs
 }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
 import { DocumentTooLargeError } from '../../../src/errors.js'
-import { builtBytesOf, MAX_ITEM_VALUE_ELEMENTS, scanUpdate } from '../../../src/protocol/update-scan.js'
+import { contentCostOf, MAX_ITEM_VALUE_ELEMENTS, scanUpdate } from '../../../src/protocol/update-scan.js'
 import { sliceUpdate } from '../../../src/protocol/update-slices.js'
 import { arrayOfObjectsUpdate } from '../../helpers/json-values.js'
 import { seededRandom } from '../../helpers/seeded-random.js'
@@ -123,10 +123,10 @@ describe('what decoding builds', () => {
     assert.equal((doc.getMap('map').get('key') as unknown[]).length, 10_000, 'the encoding is what Yjs reads')
     const { builtBytes } = scanUpdate(update)
     assert.ok(builtBytes >= 10_000 * 64, `10,000 objects build ${builtBytes} bytes (in ${update.length})`)
-    assert.equal(builtBytesOf(update), builtBytes)
+    assert.equal(contentCostOf(update).builtBytes, builtBytes)
     const text = new Y.Doc()
     text.getText('t').insert(0, 'x'.repeat(20_000))
-    assert.equal(builtBytesOf(Y.encodeStateAsUpdate(text)), 0, 'a text builds what its bytes say')
+    assert.equal(contentCostOf(Y.encodeStateAsUpdate(text)).builtBytes, 0, 'a text builds what its bytes say')
   })
 
   it(`refuses an item of more than ${MAX_ITEM_VALUE_ELEMENTS} JSON elements, one value or many, before building it`, () => {
@@ -138,7 +138,10 @@ describe('what decoding builds', () => {
       Array.from({ length: MAX_ITEM_VALUE_ELEMENTS + 1 }, (_, i) => i),
     )
     assert.throws(() => scanUpdate(Y.encodeStateAsUpdate(doc)), /one item may hold 200000 at most/)
-    assert.ok(builtBytesOf(Y.encodeStateAsUpdate(doc)) > 0, 'a stored one is still counted, never refused')
+    assert.ok(
+      contentCostOf(Y.encodeStateAsUpdate(doc)).builtBytes > 0,
+      'a stored one is still counted, never refused',
+    )
   })
 
   it('weighs a struct by what it builds: many big values are cut one or a few per slice', () => {
