@@ -17,7 +17,7 @@ import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, type TestClient, uniqueRoom } from './helpers/clients.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { deferred } from './helpers/deferred.js'
-import { arrayOfObjectsUpdate } from './helpers/json-values.js'
+import { arrayOfObjectsUpdate } from '../../loadtest/src/bench/json-values.js'
 import { closed, collect, openRaw } from './helpers/raw-socket.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
 

@@ -11,7 +11,7 @@ import { encodeSyncStep1, encodeUpdate } from '../src/protocol/codec.js'
 import { assertKeptPace, startBystanders } from './helpers/bystander.js'
 import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, uniqueRoom } from './helpers/clients.js'
-import { arrayOfObjectsUpdate } from './helpers/json-values.js'
+import { arrayOfObjectsUpdate } from '../../loadtest/src/bench/json-values.js'
 import { closed, collect, openRaw } from './helpers/raw-socket.js'
 import { type ServerProcess, startServerProcess } from './helpers/server-process.js'
 

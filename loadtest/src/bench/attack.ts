@@ -9,7 +9,13 @@
  * - presence at its caps: sockets holding the most presence states, each as big as allowed;
  * - the largest updates the limits allow, of minimal structs, several in a row in each of a few
  *   rooms at once: as big as a message may be, and as many structs as a document may hold;
- * - rooms kept loaded, each holding as many structs as a document may (`--document-rooms`).
+ * - rooms kept loaded, each holding as many structs as a document may (`--document-rooms`);
+ * - what content costs (issue 47): small updates each building 6.5 MB of JSON objects; one item
+ *   of 7,000,000 `{}` and 75 values of 100,000 each in one update; readers of another tenant's
+ *   stored rooms all joining at once; the big room read as JSON through the REST API, several
+ *   reads at once; a token whose `sub` is 10,000 characters.
+ * A victim tenant's reader stays in a room of its own as large as the attacker's: its closes are
+ * counted (it must be served throughout).
  * The server's RSS is sampled from /proc (VmRSS, and VmHWM for the peak) against the 768 MiB
  * target, and the bystanders' round trip under attack is compared with the same without it.
  */
@@ -34,7 +40,14 @@ import {
   type UpdateOutcome,
   updatesInARow,
 } from './attack-clients.js'
+import {
+  documentReaders,
+  jsonValueWriter,
+  readersJoiningTogether,
+  type StatusTally,
+} from './attack-content.js'
 import { whiteboard } from './documents.js'
+import { arrayOfObjectsUpdate } from './json-values.js'
 import { MINIMAL_KINDS, minimalUpdate } from './minimal-structs.js'
 import { cpuPinning, startSymphony } from './servers.js'
 
@@ -54,6 +67,11 @@ const { values } = parseArgs({
     structs: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
     'bystander-rooms': { type: 'string', default: '10' },
+    'json-updates': { type: 'string', default: '40' },
+    'stored-rooms': { type: 'string', default: '24' },
+    'stored-kib': { type: 'string', default: '1024' },
+    'document-readers': { type: 'string', default: '3' },
+    'value-updates': { type: 'string', default: '1' },
     'probe-ms': { type: 'string', default: '100' },
   },
 })
@@ -99,15 +117,39 @@ const updates = Array.from({ length: lanes }, (_, lane) => [
     update: minimalUpdate('gc-item', { structs: atCeiling - 9, client: lane * 8 + 7 }),
   },
 ])
-for (const { label, update } of updates[0] ?? [])
+const jsonValueUpdates = [
+  { label: 'one item of 7,000,000 {}', update: arrayOfObjectsUpdate({ elements: 7_000_000, client: 90 }) },
+  {
+    label: '75 values of 100,000 {}',
+    update: arrayOfObjectsUpdate({ elements: 100_000, entries: 75, key: 'v', client: 91 }),
+  },
+]
+for (const { label, update } of [...(updates[0] ?? []), ...jsonValueUpdates])
   console.log(`  ${label}: ${(update.length / MiB).toFixed(2)} MiB`)
 
-const server = await startSymphony({ cpus: pinning?.server, env: { ...serverEnv, AUTH_SECRET: secret } })
+const apiSecret = randomBytes(24).toString('hex')
+const server = await startSymphony({
+  cpus: pinning?.server,
+  env: { ...serverEnv, AUTH_SECRET: secret, API_SECRET: apiSecret },
+})
 const attacker = await token('attack/*', 'attacker')
 const attackUrl = (name: string) => `${server.url}/${encodeURIComponent(name)}?token=${attacker}`
+const victimToken = await token('victim/*', 'victim')
 const rss = rssSampler(server.pid)
 try {
   await fill(attackUrl('attack/big'), room)
+  await fill(`${server.url}/victim%2Fbig?token=${victimToken}`, room)
+  const storedRoom = whiteboard(Number(values['stored-kib']) * 1024)
+  const storedUrls = Array.from({ length: Number(values['stored-rooms']) }, (_, i) =>
+    attackUrl(`attack/stored-${i}`),
+  )
+  for (const url of storedUrls) await fill(url, storedRoom)
+  // Saved and unloaded after ROOM_GRACE_MS (5 s by default), so joining them loads them.
+  await sleep(8_000)
+  const longSubject = await token('attack/*', 'x'.repeat(10_000))
+  const longSubjectStatus = await refusedStatus(`${server.url}/attack%2Flong?token=${longSubject}`)
+  const victim = new CloseTally()
+  const victimReader = readersJoiningTogether([`${server.url}/victim%2Fbig?token=${victimToken}`], victim)
   const bystanderUrls = await Promise.all(
     Array.from({ length: Number(values['bystander-rooms']) }, async (_, i) => {
       const name = `bystander-${i}`
@@ -119,6 +161,7 @@ try {
   const quietRss = rss.now()
   const tally = new CloseTally()
   const outcomes: UpdateOutcome[] = []
+  const documentStatuses: StatusTally = new Map()
   const big = attackUrl('attack/big')
   timing.phase('attack')
   console.log(`attack: ${values.duration} s, server RSS before ${quietRss.toFixed(0)} MiB`)
@@ -148,10 +191,35 @@ try {
         outcomes,
       ),
     ),
+    ...(Number(values['json-updates']) > 0
+      ? [
+          jsonValueWriter(
+            attackUrl('attack/json'),
+            { count: Number(values['json-updates']), elements: 100_000 },
+            tally,
+          ),
+        ]
+      : []),
+    ...Array.from({ length: Number(values['value-updates']) }, (_, lane) =>
+      updatesInARow(
+        attackUrl(`attack/values-${lane}`),
+        jsonValueUpdates,
+        Number(values['update-wait']) * 1000,
+        outcomes,
+      ),
+    ),
+    readersJoiningTogether(storedUrls, tally),
+    documentReaders(
+      `${server.url.replace(/^ws/, 'http')}/api/v1/rooms/attack%2Fbig/document`,
+      apiSecret,
+      Number(values['document-readers']),
+      documentStatuses,
+    ),
   ]
   await sleep(Number(values.duration) * 1000)
   timing.phase('after')
   await Promise.all(attacks.map((attack) => attack.stop()))
+  await victimReader.stop()
   const measured = await timing.stop()
   const quiet = summarize(measured.quiet)
   const attacked = summarize(measured.attack)
@@ -173,6 +241,13 @@ try {
   console.log(
     `attacker's sockets closed with: ${tally} (1005/1006: a reset, no close frame read: the non-readers read none)`,
   )
+  console.log(
+    `victim's reader (another tenant's room as large as the attacker's) closed with: ${victim} (none: served throughout)`,
+  )
+  console.log(
+    `documents read as JSON (${values['document-readers']} at once): ${[...documentStatuses].map(([status, n]) => `${status} × ${n}`).join(', ')}`,
+  )
+  console.log(`a token whose sub is 10,000 characters: ${longSubjectStatus}`)
   console.log('big updates (how each ended, how often, median seconds):')
   for (const [how, seconds] of byOutcome(outcomes)) {
     const sorted = seconds.sort((a, b) => a - b)
@@ -246,6 +321,21 @@ async function fill(url: string, state: Uint8Array): Promise<void> {
     await sleep(200)
   }
   writer.close()
+}
+
+/** The HTTP status an upgrade to `url` is refused with, or `open` if it is taken. */
+function refusedStatus(url: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket: LeanWebSocket = new LeanWebSocket(url, {
+      open: () => {
+        socket.terminate()
+        resolve('open (not refused)')
+      },
+      message: () => {},
+      refused: (status, reason) => resolve(`refused ${status} ${reason}`),
+      close: () => {},
+    })
+  })
 }
 
 function openSocket(url: string): Promise<LeanWebSocket> {

@@ -4,7 +4,7 @@ import * as Y from 'yjs'
 import { DocumentTooLargeError } from '../../../src/errors.js'
 import { contentCostOf, MAX_ITEM_VALUE_ELEMENTS, scanUpdate } from '../../../src/protocol/update-scan.js'
 import { sliceUpdate } from '../../../src/protocol/update-slices.js'
-import { arrayOfObjectsUpdate } from '../../helpers/json-values.js'
+import { arrayOfObjectsUpdate } from '../../../../loadtest/src/bench/json-values.js'
 import { seededRandom } from '../../helpers/seeded-random.js'
 
 type Random = () => number

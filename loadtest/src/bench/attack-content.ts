@@ -1,0 +1,76 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { syncStep1, syncUpdate } from '../virtual-users/wire.js'
+import { type CloseTally, keepConnected, type Running } from './attack-clients.js'
+import { arrayOfObjectsUpdate } from './json-values.js'
+
+/** The attacks of `npm run bench:attack` on what content costs (issue 47's rows). */
+
+const EMPTY_STATE_VECTOR = new Uint8Array([0])
+
+/**
+ * A writer that sends `count` small updates of one JSON value each (`[{}, …]` of `elements`
+ * objects: 200 KB on the wire, 6.5 MB once built) in a row, under a client id of its own on every
+ * connection, and reconnects when closed.
+ */
+export function jsonValueWriter(
+  url: string,
+  options: { count: number; elements: number },
+  tally: CloseTally,
+): Running {
+  let client = 1_000
+  return keepConnected(1, url, tally, (socket) => {
+    client++
+    for (let clock = 0; clock < options.count; clock++) {
+      socket.send(
+        syncUpdate(arrayOfObjectsUpdate({ elements: options.elements, key: `k${client}-`, client, clock })),
+      )
+    }
+    return undefined
+  })
+}
+
+/** A reader in each of `urls`' rooms, all joining at once, each coming back when closed. */
+export function readersJoiningTogether(urls: string[], tally: CloseTally): Running {
+  const request = syncStep1(EMPTY_STATE_VECTOR)
+  const running = urls.map((url) =>
+    keepConnected(1, url, tally, (socket) => {
+      socket.send(request)
+      return undefined
+    }),
+  )
+  return { stop: async () => void (await Promise.all(running.map((r) => r.stop()))) }
+}
+
+/** HTTP statuses of the document reads, and how often. */
+export type StatusTally = Map<number, number>
+
+/**
+ * `parallel` loops that each read `url` (a room's `…/document`, the REST API) as JSON, one read
+ * after another, until stopped: the statuses go to `statuses`.
+ */
+export function documentReaders(
+  url: string,
+  secret: string,
+  parallel: number,
+  statuses: StatusTally,
+): Running {
+  let running = true
+  const loops = Array.from({ length: parallel }, async () => {
+    while (running) {
+      const status = await fetch(url, { headers: { authorization: `Bearer ${secret}` } })
+        .then(async (response) => {
+          await response.arrayBuffer()
+          return response.status
+        })
+        .catch(() => 0)
+      statuses.set(status, (statuses.get(status) ?? 0) + 1)
+      if (status !== 200) await sleep(200) // refused: as a client backing off would
+    }
+  })
+  return {
+    stop: async () => {
+      running = false
+      await Promise.all(loops)
+    },
+  }
+}
