@@ -63,6 +63,21 @@ for (const [build, { applyInSlices: apply, replayInTurns, digestOfStored }] of [
       assert.deepEqual(Y.encodeStateAsUpdate(doc), state)
     })
 
+    it('hands the whole state cost to `reserve` before building any of it: a refusal leaves the document empty', async () => {
+      const state = bigDocument()
+      const doc = new Y.Doc()
+      const costs: { structs: number; bytes: number }[] = []
+      const refuse = (cost: { structs: number; bytes: number; builtBytes: number }) => {
+        costs.push(cost)
+        throw new Error('no memory')
+      }
+      await assert.rejects(apply(doc, state, { reserve: refuse }), /no memory/)
+      assert.equal(costs.length, 1, 'asked once, for the whole state')
+      assert.equal(costs[0]?.bytes, state.length)
+      assert.ok((costs[0]?.structs ?? 0) > 1_000, `${costs[0]?.structs} structs`)
+      assert.equal(doc.store.clients.size, 0, 'nothing applied')
+    })
+
     it('applies the rest in one go once a slice leaves structs waiting for a missing client', async () => {
       const first = new Y.Doc()
       first.getText('t').insert(0, 'from a client the state lacks ')

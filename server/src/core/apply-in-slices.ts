@@ -53,18 +53,22 @@ export async function applyInSlices(
     return { encoded: null, builtBytes: cost.builtBytes }
   }
   const encode = clientCount(doc) === 0 && !holdsWaiting(doc)
-  const { slices, encoded } = FROM_SOURCE
-    ? { slices: sliceHere(state), encoded: undefined }
-    : await sliceOnWorker(state, encode).catch(() => ({ slices: sliceHere(state), encoded: undefined }))
-  let builtBytes = 0
+  const { slices, encoded, cost } = FROM_SOURCE
+    ? sliceHere(state)
+    : await sliceOnWorker(state, encode).catch(() => sliceHere(state))
+  // The whole state's cost, read by the slicer: a state that cannot fit is refused before any of
+  // it is built (a state it could not read costs what its slices do, reserved one at a time).
+  if (cost) reserve({ ...cost, bytes: state.length })
+  const reserveSlice = cost ? NO_RESERVATION : reserve
+  let builtBytes = cost?.builtBytes ?? 0
   for (const [index, slice] of slices.entries()) {
-    builtBytes += costOf(slice, reserve).builtBytes
+    if (!cost) builtBytes += costOf(slice, reserveSlice).builtBytes
     Y.applyUpdate(doc, slice, origin)
     if (holdsWaiting(doc)) {
       // Something waits for a missing dependency, and Yjs would re-merge it with every later
       // slice: apply the rest in one go instead (and leave the encoding to the main thread).
       const rest = slices.slice(index + 1)
-      for (const slice of rest) builtBytes += costOf(slice, reserve).builtBytes
+      if (!cost) for (const slice of rest) builtBytes += costOf(slice, reserveSlice).builtBytes
       if (rest.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(rest), origin)
       return { encoded: null, builtBytes }
     }
@@ -106,7 +110,7 @@ export async function checkAndSlice(
   maxStructs: number,
 ): Promise<CutUpdate> {
   if (FROM_SOURCE) return checkAndCut(update, stateVector, maxStructs, STRUCTS_PER_SLICE)
-  let reply: Sliced
+  let reply: WorkerAnswer
   try {
     reply = await slicer.slice({ update, check: { stateVector, maxStructs } })
   } catch (error) {
@@ -194,20 +198,24 @@ function startWorker(): Worker {
 }
 
 /** A request without a check is never refused: the worker answers with slices (and the encoding). */
-async function sliceOnWorker(
-  state: Uint8Array,
-  encode: boolean,
-): Promise<{ slices: Uint8Array[]; encoded?: Encoded | undefined }> {
+async function sliceOnWorker(state: Uint8Array, encode: boolean): Promise<LoadedSlices> {
   const reply = await slicer.slice({ update: state, encode })
   return 'slices' in reply ? reply : { slices: [state] }
 }
 
+/** What a loaded state was cut into: its slices, the document's encoding and the state's cost when known. */
+interface LoadedSlices {
+  slices: Uint8Array[]
+  encoded?: Encoded | undefined
+  cost?: ContentCost | undefined
+}
+
 /** Slices on this thread; a state that cannot be decoded is left whole, to fail as it would. */
-function sliceHere(state: Uint8Array): Uint8Array[] {
+function sliceHere(state: Uint8Array): LoadedSlices {
   try {
     return sliceUpdate(state, STRUCTS_PER_SLICE)
   } catch {
-    return [state]
+    return { slices: [state] }
   }
 }
 
@@ -246,12 +254,19 @@ export async function replayInTurns(
   return { bytes: applied, builtBytes }
 }
 
-type Sliced =
-  | { slices: Uint8Array[]; structs?: number; encoded?: Encoded | undefined; digest?: Digest }
+/** What the worker answers a request with: its slices (and what else was asked), or why it was refused. */
+type WorkerAnswer =
+  | {
+      slices: Uint8Array[]
+      structs?: number
+      encoded?: Encoded | undefined
+      digest?: Digest
+      cost?: ContentCost
+    }
   | Refusal
 
 interface Waiter {
-  resolve: (result: Sliced) => void
+  resolve: (result: WorkerAnswer) => void
   reject: (error: Error) => void
   timer: NodeJS.Timeout
 }
@@ -264,7 +279,7 @@ class Slicer {
   readonly #waiting = new Map<number, Waiter>()
 
   /** The slices, or (for a request with a check) why the update was refused. */
-  slice(request: Pick<SliceRequest, 'update' | 'check' | 'encode' | 'digest'>): Promise<Sliced> {
+  slice(request: Pick<SliceRequest, 'update' | 'check' | 'encode' | 'digest'>): Promise<WorkerAnswer> {
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
       const worker = this.#started() // may throw (no thread to be had): then nothing waits

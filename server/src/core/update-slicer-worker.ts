@@ -10,6 +10,7 @@ import * as Y from 'yjs'
 import { SymphonyError } from '../errors.js'
 import type { Digest } from '../protocol/codec.js'
 import { documentToJson } from '../protocol/document-json.js'
+import type { ContentCost } from '../protocol/update-scan.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 import { digestOfState } from './anti-entropy.js'
 
@@ -32,9 +33,14 @@ export interface SliceRequest {
 /** The document's own encoding: `same` when it is byte for byte the update itself (no transfer). */
 export type Encoded = Uint8Array | 'same'
 export type SliceReply =
-  | ({ id: number; slices: Uint8Array[]; encoded?: Encoded; digest?: Digest; json?: string } & Partial<
-      Omit<CutUpdate, 'slices'>
-    >)
+  | ({
+      id: number
+      slices: Uint8Array[]
+      encoded?: Encoded
+      digest?: Digest
+      json?: string
+      cost?: ContentCost
+    } & Partial<Omit<CutUpdate, 'slices'>>)
   | { id: number; refused: Refusal }
 /** Why a client's update was refused: the `code` of the error the check threw (`INTERNAL`: not the client's fault). */
 export interface Refusal {
@@ -72,7 +78,7 @@ parentPort?.on('message', ({ id, update, structsPerSlice, check, encode, digest,
     }
   } else {
     try {
-      reply = { id, slices: sliceUpdate(update, structsPerSlice) }
+      reply = { id, ...sliceUpdate(update, structsPerSlice) }
     } catch {
       reply = { id, slices: [update] } // cannot be read: left whole, so applying it fails as it always did
     }

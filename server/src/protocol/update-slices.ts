@@ -3,7 +3,7 @@ import * as Y from 'yjs'
 import { type ClockRanges, rangesOf } from './held-content.js'
 import { checkReservedWrites, type ServerParts } from './reserved-writes.js'
 import { checkWhole, integrationOrder } from './update-guard.js'
-import { isGarbage, type ScannedUpdate, scanUpdate } from './update-scan.js'
+import { type ContentCost, isGarbage, type ScannedUpdate, scanUpdate } from './update-scan.js'
 
 /**
  * Cuts a (v1) update into a series of smaller updates that, applied in order, build the same
@@ -13,17 +13,21 @@ import { isGarbage, type ScannedUpdate, scanUpdate } from './update-scan.js'
  * deletions come last. A big snapshot can then be applied a slice per event-loop turn instead of
  * in one transaction that stalls every other room. Structs that would wait for a client the state
  * lacks come after the rest (Yjs parks them as pending), and a state with a gap is left whole: Yjs
- * would re-merge its pending structs on every later slice. Throws on an update that cannot be read.
+ * would re-merge its pending structs on every later slice. Also says what the whole update costs
+ * a document (`ContentCost`), read in the same pass. Throws on an update that cannot be read.
  */
-export function sliceUpdate(update: Uint8Array, structsPerSlice: number): Uint8Array[] {
-  const scanned = scanUpdate(update)
-  if ([...scanned.structs.values()].some((run) => run.some((struct) => struct.gap))) return [update]
-  return sliceInOrder(
-    update,
-    scanned,
-    integrationOrder(scanned, () => 0),
-    structsPerSlice,
-  )
+export function sliceUpdate(
+  update: Uint8Array,
+  structsPerSlice: number,
+): { slices: Uint8Array[]; cost: ContentCost } {
+  // A stored state is never refused for its items: it was taken once.
+  const scanned = scanUpdate(update, { maxItemElements: Number.POSITIVE_INFINITY })
+  const cost = { structs: scanned.structCount, builtBytes: scanned.builtBytes }
+  if ([...scanned.structs.values()].some((run) => run.some((struct) => struct.gap))) {
+    return { slices: [update], cost }
+  }
+  const order = integrationOrder(scanned, () => 0)
+  return { slices: sliceInOrder(update, scanned, order, structsPerSlice), cost }
 }
 
 /** A client's big update, checked (`checkWhole`) and cut: its slices, and the most structs it adds to the room. */

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
+import { arrayOfObjectsUpdate } from '../../../../loadtest/src/bench/json-values.js'
 import { DocumentTooLargeError } from '../../../src/errors.js'
 import { contentCostOf, MAX_ITEM_VALUE_ELEMENTS, scanUpdate } from '../../../src/protocol/update-scan.js'
 import { sliceUpdate } from '../../../src/protocol/update-slices.js'
-import { arrayOfObjectsUpdate } from '../../../../loadtest/src/bench/json-values.js'
 import { seededRandom } from '../../helpers/seeded-random.js'
 
 type Random = () => number
@@ -62,7 +62,7 @@ describe('update slices', () => {
       for (let round = 0; round < 20; round++) {
         const state = concurrentDocument(random)
         const perSlice = 1 + Math.floor(random() * 20)
-        const slices = sliceUpdate(state, perSlice)
+        const { slices } = sliceUpdate(state, perSlice)
         assert.ok(slices.length > 1, 'cut into several slices')
         const doc = new Y.Doc()
         for (const slice of slices) {
@@ -87,7 +87,7 @@ describe('update slices', () => {
     const text = doc.getText('text')
     for (let i = 0; i < 100; i++) text.insert(text.length, 'abcdefghij') // one merged struct per insert run
     text.delete(0, 1000)
-    const slices = sliceUpdate(Y.encodeStateAsUpdate(doc), 5)
+    const { slices } = sliceUpdate(Y.encodeStateAsUpdate(doc), 5)
     const deletions = slices.filter((slice) => deletedClocks(slice) > 0)
     assert.equal(deletions.length, 25, '1,000 deleted clocks, 40 per slice')
     const rebuilt = new Y.Doc()
@@ -102,7 +102,7 @@ describe('update slices', () => {
     doc.on('update', (update: Uint8Array) => updates.push(update))
     for (let i = 0; i < 30; i++) doc.getText('text').insert(0, `w${i} `)
     const withGap = Y.mergeUpdates([...updates.slice(0, 10), ...updates.slice(11)])
-    assert.deepEqual(sliceUpdate(withGap, 5), [withGap])
+    assert.deepEqual(sliceUpdate(withGap, 5).slices, [withGap])
   })
 
   it('throws on a damaged update', () => {
@@ -153,7 +153,8 @@ describe('what decoding builds', () => {
         Array.from({ length: 2_000 }, () => ({})),
       )
     const update = Y.encodeStateAsUpdate(source)
-    const slices = sliceUpdate(update, 250)
+    const { slices, cost } = sliceUpdate(update, 250)
+    assert.equal(cost.builtBytes, contentCostOf(update).builtBytes, 'and says what the whole update costs')
     assert.ok(slices.length >= 10, `20 values of 2,000 objects in ${slices.length} slices`)
     const rebuilt = new Y.Doc()
     for (const slice of slices) Y.applyUpdate(rebuilt, slice)
