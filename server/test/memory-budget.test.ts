@@ -267,10 +267,11 @@ describe('the server-wide memory budget', () => {
   })
 
   it('refuses a small room that does not fit (1013) rather than shed a bigger idle one: another tenant’s reader never evicts a room', async () => {
-    const { rooms, snapshots } = await storedRooms([2 * MiB, 600 * 1024])
+    const { rooms, snapshots } = await storedRooms([2 * MiB, 1.2 * MiB])
     const [large, small] = rooms as [string, string]
-    // The large one (about 4.5 MiB charged) fits the share (4.8 MiB); both together do not.
-    const t = await startTestServer({ adapters: { snapshots }, limits: { memoryBudgetBytes: 6 * MiB } })
+    // The large one (about 4.3 MiB charged) fits the share (6.4 MiB), the small one (2.8 MiB) too,
+    // both together do not; the rest of the budget takes the large one's sync answer (2.2 MB).
+    const t = await startTestServer({ adapters: { snapshots }, limits: { memoryBudgetBytes: 8 * MiB } })
     const victim = await connectSynced(t.wsUrl, large)
     for (let attempt = 0; attempt < 5; attempt++) {
       const reader = await openRaw(`${t.wsUrl}/${small}`)
