@@ -59,16 +59,15 @@ export async function applyInSlices(
   // The whole state's cost, read by the slicer: a state that cannot fit is refused before any of
   // it is built (a state it could not read costs what its slices do, reserved one at a time).
   if (cost) reserve({ ...cost, bytes: state.length })
-  const reserveSlice = cost ? NO_RESERVATION : reserve
   let builtBytes = cost?.builtBytes ?? 0
   for (const [index, slice] of slices.entries()) {
-    if (!cost) builtBytes += costOf(slice, reserveSlice).builtBytes
+    if (!cost) builtBytes += costOf(slice, reserve).builtBytes
     Y.applyUpdate(doc, slice, origin)
     if (holdsWaiting(doc)) {
       // Something waits for a missing dependency, and Yjs would re-merge it with every later
       // slice: apply the rest in one go instead (and leave the encoding to the main thread).
       const rest = slices.slice(index + 1)
-      if (!cost) for (const slice of rest) builtBytes += costOf(slice, reserveSlice).builtBytes
+      if (!cost) for (const slice of rest) builtBytes += costOf(slice, reserve).builtBytes
       if (rest.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(rest), origin)
       return { encoded: null, builtBytes }
     }

@@ -45,8 +45,6 @@ export interface MemoryCharges {
    * no room loads); or past the whole budget (no edit adds to a document).
    */
   documents(): DocumentsState
-  /** Whether the documents' share has room for one more document of `bytes`. */
-  fitsDocument(bytes: number): boolean
 }
 
 export type DocumentsState = 'within' | 'over-share' | 'full'
@@ -188,10 +186,6 @@ export class MemoryBudget implements MemoryCharges, SharedCharges {
     return this.#documentsExcess() > 0 ? 'over-share' : 'within'
   }
 
-  fitsDocument(bytes: number): boolean {
-    return this.#documentsExcess() + bytes <= 0
-  }
-
   #documentsExcess(): number {
     return this.#byKind.documents - this.documentsLimitBytes
   }
@@ -277,5 +271,4 @@ export const UNBOUNDED_MEMORY: MemoryCharges = {
   track() {},
   forget() {},
   documents: () => 'within',
-  fitsDocument: () => true,
 }

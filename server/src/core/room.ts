@@ -924,7 +924,7 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#ensureSpaceFor(message.update, scanned)
     // An update that changes nothing (a client resending what the room has) goes nowhere; what it
     // holds may be durable nowhere yet (a peer's change here), so its answers wait for a save.
-    if (!this.#apply(message.update, connection)) {
+    if (!this.#apply(message.update, connection, scanned.builtBytes)) {
       this.#holdAnswersForUnsaved(connection)
       return
     }
