@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict'
+import { execFileSync, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
+import { createInterface } from 'node:readline'
 import { describe, it } from 'node:test'
 import { ownerTag } from '../src/adapters/file-owner.js'
 import { FileSnapshotStore } from '../src/adapters/file-snapshot-store.js'
@@ -15,6 +18,8 @@ import { startSaverProcess } from './helpers/saver-process.js'
  * because its owner is provably gone, never because it was old.
  */
 const NEVER = 3_600_000
+/** Takes a lock in its own process: `helpers/lock-taker-main.ts`. */
+const LOCK_TAKER = new URL('./helpers/lock-taker-main.ts', import.meta.url).pathname
 /** A test that would wait for the age bound instead fails here. */
 const TIMEOUT = { timeout: 30_000 }
 
@@ -64,6 +69,32 @@ describe('what a snapshot saver killed mid-save leaves', () => {
       assert.equal(busyState?.state.length, 256 * 1024, 'the last whole save of the busy room is intact')
       await store.save(locked, new Uint8Array([7]), null)
       assert.deepEqual((await store.load(locked))?.state, new Uint8Array([7]))
+      assert.deepEqual(leftovers(folder), [])
+    },
+  )
+
+  it(
+    'is never a lock without its holder’s tag: a taker that cannot write the tag (no space, a file size limit) leaves no lock',
+    TIMEOUT,
+    async (t) => {
+      const { folder, room, path } = scratchRoom('untagged', '.ybin')
+      const taker = spawn(process.execPath, ['--import', 'tsx', LOCK_TAKER, `${path}.lock`], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      })
+      const exited = once(taker, 'exit')
+      t.after(() => taker.kill('SIGKILL'))
+      const lines = createInterface({ input: taker.stdout })[Symbol.asyncIterator]()
+      const said = async () => JSON.parse(String((await lines.next()).value)) as object
+      assert.deepEqual(await said(), { event: 'ready' })
+      execFileSync('prlimit', ['--pid', String(taker.pid), '--fsize=0']) // every write of a byte fails: EFBIG
+      taker.stdin.write('take\n')
+      assert.deepEqual(await said(), { event: 'failed', code: 'EFBIG' })
+      assert.deepEqual(leftovers(folder), [], 'no lock, and no half-made one, while the taker lives')
+      taker.kill('SIGKILL')
+      await exited
+      const store = openAfterCrash(folder)
+      await store.save(room, new Uint8Array([7]), null)
+      assert.deepEqual((await store.load(room))?.state, new Uint8Array([7]))
       assert.deepEqual(leftovers(folder), [])
     },
   )

@@ -4,23 +4,32 @@ import { isOwnerGone, ownerTag } from './file-owner.js'
 const LOCK_RETRY_MS = 5
 
 /**
- * Runs `critical` holding the lock file `lock`: created exclusively, holding this holder's owner
- * tag (`file-owner.ts`). A holder removes the lock only while it still holds its own tag. A lock
- * in the way is taken over (`breakStaleLock`) at once when its holder is provably gone, else once
- * it is older than `staleMs`; otherwise the waiter retries every few milliseconds.
+ * Runs `critical` holding the lock file `lock`, which holds this holder's owner tag
+ * (`file-owner.ts`). The lock is made whole or not at all: the tag is written to a draft first
+ * and the draft linked into place (failing when a lock is there), so a taker killed or out of
+ * space mid-write never leaves an untagged lock that others would wait out for `staleMs`. A
+ * holder removes the lock only while it still holds its own tag. A lock in the way is taken over
+ * (`breakStaleLock`) at once when its holder is provably gone, else once it is older than
+ * `staleMs`; otherwise the waiter retries every few milliseconds.
  */
 export async function withFileLock<T>(lock: string, staleMs: number, critical: () => Promise<T>): Promise<T> {
   const tag = ownerTag()
-  for (;;) {
-    try {
-      await writeFile(lock, tag, { flag: 'wx' })
-      break
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      if (!(await breakStaleLock(lock, staleMs))) {
-        await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS))
+  const draft = `${lock}.${tag}.tmp` // a leftover its owner's sweep removes, like a save's
+  try {
+    await writeFile(draft, tag, { flag: 'wx' })
+    for (;;) {
+      try {
+        await link(draft, lock)
+        break
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        if (!(await breakStaleLock(lock, staleMs))) {
+          await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS))
+        }
       }
     }
+  } finally {
+    await rm(draft, { force: true })
   }
   try {
     return await critical()
