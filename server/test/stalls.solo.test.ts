@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -190,6 +191,45 @@ describe('no single message stalls the other rooms', () => {
     const late = await connectSynced(wsUrl, room)
     assert.equal(late.doc.getText('t').toString(), 'kept')
     assert.ok([0, 75].includes(late.doc.getMap('map').size), 'all of the values or none')
+  })
+
+  it('refuses to load a big stored room (1013) while its worker cannot take it, rather than reading it on the event loop; loads it once it can', async () => {
+    const update = bigUpdate()
+    const server = await startEmbedded({ ROOM_GRACE_MS: '100' })
+    const wsUrl = `ws://127.0.0.1:${server.port}`
+    const room = uniqueRoom('stored')
+    const writer = await openRaw(`${wsUrl}/${room}`)
+    const witness = await connectSynced(wsUrl, room)
+    writer.send(encodeUpdate(update))
+    await eventually(() => witness.doc.getMap('m').size === 206_000, 'applied', 60_000)
+    writer.close()
+    witness.destroy()
+    await eventually(
+      () => server.logs.some((entry) => entry.room === room && entry.msg === 'room unloaded'),
+      'saved and unloaded',
+      30_000,
+    )
+    // A saturated core, as under attack: the server shares CPU 0 with a busy loop at the same
+    // priority, so its worker (nice 19) hardly runs and misses its deadline.
+    execFileSync('taskset', ['-a', '-p', '-c', '0', String(server.child.pid)], { stdio: 'ignore' })
+    const hog = spawn('taskset', ['-c', '0', process.execPath, '-e', 'for (;;) {}'], { stdio: 'ignore' })
+    try {
+      const bystanders = await startBystanders(wsUrl)
+      const reader = await openRaw(`${wsUrl}/${room}`, { maxPayload: 64 * 1024 * 1024 })
+      const answered = new Promise<string>((resolve) => {
+        reader.on('message', (data: Buffer) => {
+          if (data.length > update.length / 2) resolve(`sent the state (${data.length} bytes)`)
+        })
+        reader.once('close', (code, reason) => resolve(`closed ${code} ${reason}`))
+      })
+      reader.send(encodeSyncStep1(Y.encodeStateVector(new Y.Doc())))
+      assert.match(await answered, /^closed 1013 the server could not load a big state now/)
+      assertKeptPace(await bystanders.stop())
+    } finally {
+      hog.kill('SIGKILL')
+    }
+    const late = await connectSynced(wsUrl, room)
+    assert.equal(late.doc.getMap('m').size, 206_000, 'served again once the worker can take it')
   })
 
   it('reads a document of 300,000 entries as JSON off the event loop, a few at a time: other rooms keep their pace', async () => {

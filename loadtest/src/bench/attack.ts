@@ -13,7 +13,8 @@
  * - what content costs (issue 47): small updates each building 6.5 MB of JSON objects; one item
  *   of 7,000,000 `{}` and 75 values of 100,000 each in one update; readers of another tenant's
  *   stored rooms all joining at once; the big room read as JSON through the REST API, several
- *   reads at once; a token whose `sub` is 10,000 characters.
+ *   reads at once; a token whose `sub` is 10,000 characters; 150 readers joining a 20 MB text
+ *   together, each reading it as fast as its share of this process allows, and joining again.
  * A victim tenant's reader stays in a room of its own as large as the attacker's: its closes are
  * counted (it must be served throughout).
  * The server's RSS is sampled from /proc (VmRSS, and VmHWM for the peak) against the 768 MiB
@@ -45,11 +46,12 @@ import {
   jsonValueWriter,
   readersJoiningTogether,
   type StatusTally,
+  wholeStateReaders,
 } from './attack-content.js'
-import { whiteboard } from './documents.js'
+import { longText, whiteboard } from './documents.js'
 import { arrayOfObjectsUpdate } from './json-values.js'
 import { MINIMAL_KINDS, minimalUpdate } from './minimal-structs.js'
-import { cpuPinning, startSymphony } from './servers.js'
+import { cpuPinning, pin, startSymphony } from './servers.js'
 
 const { values } = parseArgs({
   options: {
@@ -73,6 +75,8 @@ const { values } = parseArgs({
     'document-readers': { type: 'string', default: '3' },
     'value-updates': { type: 'string', default: '1' },
     'probe-ms': { type: 'string', default: '100' },
+    'text-readers': { type: 'string', default: '150' },
+    'text-mib': { type: 'string', default: '20' },
   },
 })
 const MiB = 2 ** 20
@@ -91,6 +95,8 @@ const AWARENESS_CLIENTS_PER_CONNECTION = 8
 const SYNC_BURST = 10
 
 const pinning = cpuPinning()
+// The attack and the bystanders off the server's CPU: neither is timed as the server's delay.
+if (pinning) pin(process.pid, pinning.generator)
 const secret = randomBytes(32).toString('hex')
 const token = (room: string, subject: string) =>
   new SignJWT({ room, access: 'rw' })
@@ -144,6 +150,8 @@ try {
     attackUrl(`attack/stored-${i}`),
   )
   for (const url of storedUrls) await fill(url, storedRoom)
+  const textReaders = Number(values['text-readers'])
+  if (textReaders > 0) await fill(attackUrl('attack/text'), ...longText(Number(values['text-mib']) * MiB))
   // Saved and unloaded after ROOM_GRACE_MS (5 s by default), so joining them loads them.
   await sleep(8_000)
   const longSubject = await token('attack/*', 'x'.repeat(10_000))
@@ -165,7 +173,10 @@ try {
   const big = attackUrl('attack/big')
   timing.phase('attack')
   console.log(`attack: ${values.duration} s, server RSS before ${quietRss.toFixed(0)} MiB`)
+  const textTally = new CloseTally()
+  const text = textReaders > 0 ? wholeStateReaders(attackUrl('attack/text'), textReaders, textTally) : null
   const attacks: Running[] = [
+    ...(text ? [text] : []),
     nonReaders(Number(values['non-readers']), big, Number(values['sync-per-second']), tally),
     syncFlooders(Number(values.flooders), big, SYNC_BURST + 2, tally),
     presenceAtCaps(
@@ -245,6 +256,10 @@ try {
     `victim's reader (another tenant's room as large as the attacker's) closed with: ${victim} (none: served throughout)`,
   )
   console.log(
+    `readers of the ${values['text-mib']} MB text (${textReaders} joining together, each again once it has it): ` +
+      `${text?.downloads() ?? 0} whole states read; closed with: ${textTally} (none: a slow link is served)`,
+  )
+  console.log(
     `documents read as JSON (${values['document-readers']} at once): ${[...documentStatuses].map(([status, n]) => `${status} × ${n}`).join(', ')}`,
   )
   console.log(`a token whose sub is 10,000 characters: ${longSubjectStatus}`)
@@ -272,6 +287,7 @@ function byOutcome(outcomes: UpdateOutcome[]): Map<string, number[]> {
 /** Starts the bystanders' process (see attack-bystanders.ts) and resolves once they edit. */
 async function startBystanders(urls: string[], intervalMs: number) {
   const child: ChildProcess = fork(new URL('./attack-bystanders.js', import.meta.url))
+  if (pinning && child.pid) pin(child.pid, pinning.generator)
   const command = (message: BystanderCommand) => child.send(message)
   const next = () =>
     new Promise<BystanderReport>((resolve, reject) => {
@@ -299,10 +315,11 @@ async function startBystanders(urls: string[], intervalMs: number) {
   }
 }
 
-/** Writes `state` into the room and waits until a fresh client is sent at least as much. */
-async function fill(url: string, state: Uint8Array): Promise<void> {
+/** Writes `parts` into the room and waits until a fresh client is sent at least as much. */
+async function fill(url: string, ...parts: Uint8Array[]): Promise<void> {
   const writer = await openSocket(url)
-  writer.send(syncUpdate(state))
+  for (const part of parts) writer.send(syncUpdate(part))
+  const bytes = parts.reduce((sum, part) => sum + part.length, 0)
   for (;;) {
     const size = await new Promise<number>((resolve) => {
       const socket: LeanWebSocket = new LeanWebSocket(url, {
@@ -317,7 +334,7 @@ async function fill(url: string, state: Uint8Array): Promise<void> {
         close: () => resolve(0),
       })
     })
-    if (size >= state.length * 0.9) break
+    if (size >= bytes * 0.9) break
     await sleep(200)
   }
   writer.close()

@@ -19,3 +19,31 @@ export function whiteboard(bytes: number): Uint8Array {
   }
   return Y.encodeStateAsUpdate(doc)
 }
+
+/**
+ * A text worth `bytes` encoded, as updates of at most `partBytes` each (a message's limit is
+ * 16 MiB): written in runs of a kilobyte at random places (a few structs per run), as a long
+ * document edited over time is.
+ */
+export function longText(bytes: number, partBytes = 4 * 2 ** 20): Uint8Array[] {
+  const doc = new Y.Doc()
+  const text = doc.getText('text')
+  let state = 1
+  const random = () => {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31
+    return state / 2 ** 31
+  }
+  const run = 'lorem ipsum dolor sit amet '.repeat(38).slice(0, 1024)
+  const parts: Uint8Array[] = []
+  let since = Y.encodeStateVector(doc)
+  for (let written = 0; written < bytes; written += partBytes) {
+    while (text.length < Math.min(bytes, written + partBytes)) {
+      doc.transact(() => {
+        for (let i = 0; i < 256; i++) text.insert(Math.floor(random() * text.length), run)
+      })
+    }
+    parts.push(Y.encodeStateAsUpdate(doc, since))
+    since = Y.encodeStateVector(doc)
+  }
+  return parts
+}

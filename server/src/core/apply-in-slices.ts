@@ -34,8 +34,10 @@ const WORKER_YOUNG_GENERATION_MB = 8
 /**
  * Applies a loaded state to `doc`. A big one (a cold load of a large snapshot) is cut into slices
  * by a worker thread and applied one slice per event-loop turn, so the other rooms' messages are
- * served in between instead of waiting out one long transaction. If the worker fails or takes too
- * long, the slicing happens on this thread; a state that cannot be sliced applies in one go.
+ * served in between instead of waiting out one long transaction; a state that cannot be sliced
+ * applies in one go. If the worker fails or takes too long, rejects with `ServerBusyError` (the
+ * load is refused, 1013, and its clients come back): slicing here instead stalled every room for
+ * a second or more per room, which is when the server is busiest (the worker runs at nice 19).
  *
  * Each piece's cost (`contentCostOf`) is handed to `reserve` before it is applied (a load reserves
  * its document's memory as it goes; it throws to stop). Resolves with what the state's content
@@ -53,9 +55,7 @@ export async function applyInSlices(
     return { encoded: null, builtBytes: cost.builtBytes }
   }
   const encode = clientCount(doc) === 0 && !holdsWaiting(doc)
-  const { slices, encoded, cost } = FROM_SOURCE
-    ? sliceHere(state)
-    : await sliceOnWorker(state, encode).catch(() => sliceHere(state))
+  const { slices, encoded, cost } = FROM_SOURCE ? sliceHere(state) : await sliceOnWorker(state, encode)
   // The whole state's cost, read by the slicer: a state that cannot fit is refused before any of
   // it is built (a state it could not read costs what its slices do, reserved one at a time).
   if (cost) reserve({ ...cost, bytes: state.length })
@@ -198,7 +198,12 @@ function startWorker(): Worker {
 
 /** A request without a check is never refused: the worker answers with slices (and the encoding). */
 async function sliceOnWorker(state: Uint8Array, encode: boolean): Promise<LoadedSlices> {
-  const reply = await slicer.slice({ update: state, encode })
+  let reply: WorkerAnswer
+  try {
+    reply = await slicer.slice({ update: state, encode })
+  } catch (error) {
+    throw new ServerBusyError(`the server could not load a big state now: ${(error as Error).message}`)
+  }
   return 'slices' in reply ? reply : { slices: [state] }
 }
 
@@ -209,7 +214,7 @@ interface LoadedSlices {
   cost?: ContentCost | undefined
 }
 
-/** Slices on this thread; a state that cannot be decoded is left whole, to fail as it would. */
+/** Slices on this thread (tests run from source); a state that cannot be decoded is left whole, to fail as it would. */
 function sliceHere(state: Uint8Array): LoadedSlices {
   try {
     return sliceUpdate(state, STRUCTS_PER_SLICE)
@@ -283,7 +288,7 @@ class Slicer {
     return new Promise((resolve, reject) => {
       const worker = this.#started() // may throw (no thread to be had): then nothing waits
       if (this.#idleTimer) clearTimeout(this.#idleTimer)
-      // At nice 19 on a saturated core the worker may hardly run: past this, slice here instead.
+      // At nice 19 on a saturated core the worker may hardly run: past this, the work is refused.
       // The worker is stopped too: it would go on with work nobody waits for, holding its memory
       // (what else it had queued fails as if it had crashed; the next request starts a new one).
       const timer = setTimeout(() => {
