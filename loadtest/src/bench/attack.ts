@@ -68,6 +68,8 @@ const { values } = parseArgs({
     'document-rooms': { type: 'string', default: '6' },
     structs: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
+    /** A folder for the server's CPU profiles (`--cpu-prof`: the main thread's and each worker's). */
+    profile: { type: 'string' },
     'bystander-rooms': { type: 'string', default: '10' },
     'json-updates': { type: 'string', default: '40' },
     'stored-rooms': { type: 'string', default: '24' },
@@ -137,6 +139,7 @@ const apiSecret = randomBytes(24).toString('hex')
 const server = await startSymphony({
   cpus: pinning?.server,
   env: { ...serverEnv, AUTH_SECRET: secret, API_SECRET: apiSecret },
+  nodeFlags: values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [],
 })
 const attacker = await token('attack/*', 'attacker')
 const attackUrl = (name: string) => `${server.url}/${encodeURIComponent(name)}?token=${attacker}`

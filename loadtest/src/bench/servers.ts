@@ -32,6 +32,8 @@ export interface StartOptions {
   env?: Record<string, string>
   /** Ready once listening, not once the metadata schema is migrated (another server migrated it). */
   readyOnListening?: boolean
+  /** Node flags on top of `npm start`'s (those NODE_OPTIONS may not carry, e.g. `--cpu-prof`). */
+  nodeFlags?: string[]
 }
 
 /** Our server in embedded mode (memory pub/sub and registry, file snapshots, PGlite), auth off unless `env` sets it. */
@@ -50,7 +52,10 @@ export async function startSymphony(options: StartOptions = {}): Promise<Started
   }
   // With the V8 flags `npm start` gives it (unless NODE_OPTIONS sets its own).
   const flags = serverNodeFlags(options.env?.NODE_OPTIONS ?? process.env.NODE_OPTIONS)
-  const child = launch(join(root, 'server/dist/main.js'), env, options.cpus, flags)
+  const child = launch(join(root, 'server/dist/main.js'), env, options.cpus, [
+    ...flags,
+    ...(options.nodeFlags ?? []),
+  ])
   // Listening comes first; with a metadata database, wait for its migration too, so a run does
   // not measure the server's start-up.
   const ready =
