@@ -34,6 +34,14 @@ const DRAIN_MS = 5_000
 const EMPTY_STATE_VECTOR = new Uint8Array([0])
 const RECONNECT_MS = 200
 
+/** How `keepConnected`'s sockets read. */
+export interface KeepOptions {
+  /** False: never read what the server sends (it piles up in the server's buffers). */
+  read?: boolean
+  /** Each message read; `leave` closes this connection and opens the next at once, uncounted. */
+  message?: (data: Uint8Array, leave: () => void) => void
+}
+
 /**
  * `count` sockets that each keep one connection open to `url`, opening a new one whenever the
  * server closes theirs, until stopped. `opened` runs on each new connection; what it returns
@@ -44,7 +52,7 @@ export function keepConnected(
   url: string,
   tally: CloseTally,
   opened: (socket: LeanWebSocket) => NodeJS.Timeout | undefined,
-  read = true,
+  { read = true, message }: KeepOptions = {},
 ): Running {
   let running = true
   const open = new Set<LeanWebSocket>()
@@ -56,20 +64,25 @@ export function keepConnected(
       done = resolve
     })
     ended.add(end)
+    let leaving = false
+    const leave = () => {
+      leaving = true
+      socket.close()
+    }
     const finish = (code: number | null) => {
       if (timer) clearInterval(timer)
       open.delete(socket)
       ended.delete(end)
       done()
-      if (code !== null && running) tally.add(code) // not the closes `stop` makes
-      if (running) setTimeout(connect, RECONNECT_MS)
+      if (code !== null && running && !leaving) tally.add(code) // not the closes `stop` or `leave` make
+      if (running) setTimeout(connect, leaving ? 0 : RECONNECT_MS)
     }
     const socket: LeanWebSocket = new LeanWebSocket(url, {
       open: () => {
         if (!read) socket.stopReading()
         timer = opened(socket)
       },
-      message: () => {},
+      message: (data) => message?.(data, leave),
       refused: () => finish(null),
       close: (code) => finish(code),
     })
@@ -96,7 +109,7 @@ export function nonReaders(count: number, url: string, perSecond: number, tally:
       socket.send(request)
       return setInterval(() => socket.send(request), 1000 / perSecond)
     },
-    false,
+    { read: false },
   )
 }
 
@@ -149,7 +162,11 @@ export function presenceAtCaps(
  * connected and stays, keeping the room loaded; when closed, it comes back and writes it again.
  */
 export function documentHolders(urls: string[], update: Uint8Array, tally: CloseTally): Running {
-  const frame = syncUpdate(update)
+  return sendingOnEachConnection(urls, syncUpdate(update), tally)
+}
+
+/** A socket in each of `urls`' rooms that sends `frame` on every connection and comes back when closed. */
+export function sendingOnEachConnection(urls: string[], frame: Uint8Array, tally: CloseTally): Running {
   const running = urls.map((url) =>
     keepConnected(1, url, tally, (socket) => {
       socket.send(frame)

@@ -1,14 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import { LeanWebSocket } from '../virtual-users/lean-websocket.js'
 import { readFrame, SYNC_STEP2, syncStep1, syncUpdate } from '../virtual-users/wire.js'
-import { type CloseTally, keepConnected, type Running } from './attack-clients.js'
+import { type CloseTally, keepConnected, type Running, sendingOnEachConnection } from './attack-clients.js'
 import { arrayOfObjectsUpdate } from './json-values.js'
 
 /** The attacks of `npm run bench:attack` on what content costs (issue 47's rows). */
 
 const EMPTY_STATE_VECTOR = new Uint8Array([0])
-/** A reader refused or closed by the server comes back after this, as a client backing off would. */
-const RETRY_MS = 200
 
 /**
  * A writer that sends `count` small updates of one JSON value each (`[{}, …]` of `elements`
@@ -34,14 +31,7 @@ export function jsonValueWriter(
 
 /** A reader in each of `urls`' rooms, all joining at once, each coming back when closed. */
 export function readersJoiningTogether(urls: string[], tally: CloseTally): Running {
-  const request = syncStep1(EMPTY_STATE_VECTOR)
-  const running = urls.map((url) =>
-    keepConnected(1, url, tally, (socket) => {
-      socket.send(request)
-      return undefined
-    }),
-  )
-  return { stop: async () => void (await Promise.all(running.map((r) => r.stop()))) }
+  return sendingOnEachConnection(urls, syncStep1(EMPTY_STATE_VECTOR), tally)
 }
 
 /**
@@ -55,47 +45,25 @@ export function wholeStateReaders(
   tally: CloseTally,
 ): Running & { downloads(): number } {
   const request = syncStep1(EMPTY_STATE_VECTOR)
-  let running = true
   let downloads = 0
-  const open = new Set<LeanWebSocket>()
-  const ended = new Set<Promise<void>>()
-  const connect = () => {
-    let leaving = false
-    let done: () => void = () => {}
-    const end = new Promise<void>((resolve) => {
-      done = resolve
-    })
-    ended.add(end)
-    const finish = (code: number | null) => {
-      open.delete(socket)
-      ended.delete(end)
-      done()
-      if (code !== null && !leaving && running) tally.add(code)
-      if (running) setTimeout(connect, code === null || !leaving ? RETRY_MS : 0)
-    }
-    const socket: LeanWebSocket = new LeanWebSocket(url, {
-      open: () => socket.send(request),
-      message: (data) => {
+  const running = keepConnected(
+    count,
+    url,
+    tally,
+    (socket) => {
+      socket.send(request)
+      return undefined
+    },
+    {
+      message: (data, leave) => {
         const frame = readFrame(data)
         if (frame.type !== 'sync' || frame.kind !== SYNC_STEP2) return
         downloads++
-        leaving = true
-        socket.close()
+        leave()
       },
-      refused: () => finish(null),
-      close: (code) => finish(code),
-    })
-    open.add(socket)
-  }
-  for (let i = 0; i < count; i++) connect()
-  return {
-    downloads: () => downloads,
-    stop: async () => {
-      running = false
-      for (const socket of open) socket.terminate()
-      await Promise.all(ended)
     },
-  }
+  )
+  return { downloads: () => downloads, stop: running.stop }
 }
 
 /** HTTP statuses of the document reads, and how often. */
