@@ -12,6 +12,14 @@ import {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
 
+/**
+ * Resolves once `performance.now()` has reached `at`: a timer counts whole milliseconds of the
+ * event loop's clock and may fire up to one before (a planned 1 s gap was once 999.6 ms).
+ */
+async function sleepUntil(at: number): Promise<void> {
+  while (performance.now() < at) await sleep(Math.ceil(at - performance.now()))
+}
+
 /** How long a deletion may take; one that takes longer counts as unanswered (it may still happen). */
 const DELETE_TIMEOUT_MS = 15_000
 /** How long a deletion waits for a server that is up and not stopped. */
@@ -83,7 +91,7 @@ export class FaultInjector {
     // reloaded and saved yet (a double fault docs/durability.md allows, and the gaps exclude).
     let notBefore = startedAt
     for (const [index, episode] of schedule.episodes.entries()) {
-      await sleep(Math.max(startedAt + episode.atMs, notBefore) - performance.now())
+      await sleepUntil(Math.max(startedAt + episode.atMs, notBefore))
       if (emptiesRedis(episode)) await this.#untilEveryRoomHeld()
       this.#note(describeEpisode(episode))
       await this.#play(episode).catch((error: unknown) => {
@@ -152,7 +160,7 @@ export class FaultInjector {
         await sleep(episode.killDelayMs)
         // Redis lost what it held when it stopped: what was journaled just before is safe only once
         // a snapshot holds it, so the server does not die inside that window (see planSchedule).
-        await sleep(stoppedAt + this.#quietAfterRedisLossMs - performance.now())
+        await sleepUntil(stoppedAt + this.#quietAfterRedisLossMs)
         await cluster.kill(server)
         this.#note(`server ${server} killed`)
         await cluster.redis.start()
@@ -266,7 +274,7 @@ export class FaultInjector {
   }
 
   async #delete(planned: PlannedDelete, startedAt: number): Promise<void> {
-    await sleep(startedAt + planned.atMs - performance.now())
+    await sleepUntil(startedAt + planned.atMs)
     const room = this.#rooms[planned.room] ?? ''
     const server = await this.#deleter(planned.server)
     if (server === null) {
