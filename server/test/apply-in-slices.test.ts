@@ -63,19 +63,26 @@ for (const [build, { applyInSlices: apply, replayInTurns, digestOfStored }] of [
       assert.deepEqual(Y.encodeStateAsUpdate(doc), state)
     })
 
-    it('hands the whole state cost to `reserve` before building any of it: a refusal leaves the document empty', async () => {
+    it('hands `reserve` the state’s bytes before any work on it, the rest of its cost before building any of it', async () => {
       const state = bigDocument()
-      const doc = new Y.Doc()
       const costs: { structs: number; bytes: number }[] = []
-      const refuse = (cost: { structs: number; bytes: number; builtBytes: number }) => {
-        costs.push(cost)
-        throw new Error('no memory')
-      }
-      await assert.rejects(apply(doc, state, { reserve: refuse }), /no memory/)
-      assert.equal(costs.length, 1, 'asked once, for the whole state')
-      assert.equal(costs[0]?.bytes, state.length)
-      assert.ok((costs[0]?.structs ?? 0) > 1_000, `${costs[0]?.structs} structs`)
+      const refusingAfter =
+        (allowed: number) => (cost: { structs: number; bytes: number; builtBytes: number }) => {
+          costs.push(cost)
+          if (costs.length > allowed) throw new Error('no memory')
+        }
+      const doc = new Y.Doc()
+      await assert.rejects(apply(doc, state, { reserve: refusingAfter(1) }), /no memory/)
+      assert.deepEqual(costs[0], { structs: 0, builtBytes: 0, bytes: state.length }, 'first its bytes')
+      assert.equal(costs.length, 2, 'then once, for the rest of the whole state')
+      assert.equal(costs[1]?.bytes, 0)
+      assert.ok((costs[1]?.structs ?? 0) > 1_000, `${costs[1]?.structs} structs`)
       assert.equal(doc.store.clients.size, 0, 'nothing applied')
+      // Refused for its bytes, a state is never read: a damaged one is refused as one that cannot fit.
+      costs.length = 0
+      const damaged = state.subarray(0, state.length - 100)
+      await assert.rejects(apply(new Y.Doc(), damaged, { reserve: refusingAfter(0) }), /no memory/)
+      assert.equal(costs.length, 1)
     })
 
     it('applies the rest in one go once a slice leaves structs waiting for a missing client', async () => {

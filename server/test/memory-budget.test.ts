@@ -4,6 +4,7 @@ import type { Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, it } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { CloseCode } from '@symphony/client/wire'
 import type WebSocket from 'ws'
 import * as Y from 'yjs'
@@ -18,8 +19,9 @@ import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectSynced, eventually, type TestClient, uniqueRoom } from './helpers/clients.js'
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { deferred } from './helpers/deferred.js'
-import { closed, collect, openRaw } from './helpers/raw-socket.js'
+import { closed, collect, openRaw, refusedStatus } from './helpers/raw-socket.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
+import { signToken, TEST_SECRET } from './helpers/tokens.js'
 
 afterEach(cleanUpAfterTest)
 
@@ -151,6 +153,40 @@ describe('the server-wide memory budget', () => {
     await eventually(() => roomy.server.memory.usedBy('big-update') === 0, 'its reservation returned')
   })
 
+  it('turns a writer refused for want of memory away at the door until its wait is over, longer each time; other users come in', async () => {
+    const doc = new Y.Doc()
+    doc.getText('t').insert(0, 'b'.repeat(SLICE_ABOVE_BYTES + 50 * 1024))
+    const frame = encodeUpdate(Y.encodeStateAsUpdate(doc))
+    const t = await startTestServer({
+      auth: { mode: 'jwt', secret: TEST_SECRET },
+      limits: { memoryBudgetBytes: BIG_UPDATE_RESERVE_FACTOR * frame.length - 1024 },
+    })
+    const room = uniqueRoom('refused-writer')
+    const url = async (sub: string) =>
+      `${t.wsUrl}/${room}?token=${await signToken({ room, access: 'rw', sub })}`
+    const refusedWrite = async () => {
+      const sender = await openRaw(await url('ada'))
+      const gone = closed(sender)
+      sender.send(frame)
+      assert.equal((await gone).code, CloseCode.TryAgainLater)
+    }
+    const waitAtDoor = async () => {
+      const door = await refusedStatus(await url('ada'))
+      assert.deepEqual([door.status, JSON.parse(door.body).error.code], [503, 'SERVER_BUSY'])
+      return Number(door.retryAfter)
+    }
+    await refusedWrite()
+    const first = await waitAtDoor()
+    assert.equal(first, 1)
+    const bob = await connectSynced(t.wsUrl, room, {
+      token: await signToken({ room, access: 'rw', sub: 'bob' }),
+    })
+    assert.equal(bob.provider.wsconnected, true, 'another user is not held back')
+    await sleep(first * 1000) // the wait running out is the event
+    await refusedWrite() // she is let in again, and refused again
+    assert.equal(await waitAtDoor(), 2, 'coming back refused doubles the wait')
+  })
+
   it('charges the frames sockets send while their room loads, and sheds the heaviest sender', async () => {
     const store = new ControlledSnapshotStore(new FileSnapshotStore(mkdtempSync(join(tmpdir(), 'snap-'))))
     const gate = deferred()
@@ -271,18 +307,28 @@ describe('the server-wide memory budget', () => {
     const [large, small] = rooms as [string, string]
     // The large one (about 4.3 MiB charged) fits the share (6.4 MiB), the small one (2.8 MiB) too,
     // both together do not; the rest of the budget takes the large one's sync answer (2.2 MB).
-    const t = await startTestServer({ adapters: { snapshots }, limits: { memoryBudgetBytes: 8 * MiB } })
+    const store = new ControlledSnapshotStore(snapshots)
+    const t = await startTestServer({
+      adapters: { snapshots: store },
+      limits: { memoryBudgetBytes: 8 * MiB },
+    })
     const victim = await connectSynced(t.wsUrl, large)
+    const reader = await openRaw(`${t.wsUrl}/${small}`)
+    const refusal = await Promise.race([
+      closed(reader),
+      eventually(() => t.server.manager.loadedRoom(small) !== undefined, 'loaded').then(() => null),
+    ])
+    assert.ok(refusal, 'the small room is not loaded')
+    assert.equal(refusal.code, CloseCode.TryAgainLater)
+    assert.match(refusal.reason, /memory for documents/)
+    // Its joiners are turned away at the door until their wait is over: the room is not read again.
+    const loads = store.statesRead
     for (let attempt = 0; attempt < 5; attempt++) {
-      const reader = await openRaw(`${t.wsUrl}/${small}`)
-      const refusal = await Promise.race([
-        closed(reader),
-        eventually(() => t.server.manager.loadedRoom(small) !== undefined, 'loaded').then(() => null),
-      ])
-      assert.ok(refusal, 'the small room is not loaded')
-      assert.equal(refusal.code, CloseCode.TryAgainLater)
-      assert.match(refusal.reason, /memory for documents/)
+      const door = await refusedStatus(`${t.wsUrl}/${small}`)
+      assert.deepEqual([door.status, JSON.parse(door.body).error.code], [503, 'SERVER_BUSY'])
+      assert.ok(Number(door.retryAfter) >= 1, `Retry-After: ${door.retryAfter}`)
     }
+    assert.equal(store.statesRead, loads, 'no load tried while they wait')
     assert.equal(victim.provider.wsconnected, true, 'the large room is served on')
     assert.ok(t.server.manager.loadedRoom(large))
     assert.equal(await closedWith(t, 'MemoryBudgetExceeded'), 0)

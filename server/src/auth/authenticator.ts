@@ -1,6 +1,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto'
 import { infoClaimProblem, nameClaimProblem, subjectClaimProblem } from '@symphony/node/token-claims'
 import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose'
+import { LRUCache } from 'lru-cache'
 import type { Identity } from '../core/connection.js'
 import { AuthError } from '../errors.js'
 import { roomMatches } from './room-pattern.js'
@@ -45,6 +46,11 @@ const ANONYMOUS_WRITER: Identity = {
 }
 /** How long a client should wait before asking again while the key source is unreachable. */
 const KEYS_UNAVAILABLE_RETRY_AFTER_S = 5
+/** The longest a verified token is taken on trust: a key the identity provider withdrew stops counting by then. */
+const VERIFIED_TRUST_MS = 10 * 60_000
+/** The verified tokens kept, in count and in characters (tokens can be long: a `sub` up to its limit). */
+const VERIFIED_TOKENS = 4096
+const VERIFIED_TOKEN_CHARS = 4 * 1024 * 1024
 
 export function createAuthenticator(config: AuthConfig): Authenticator {
   if (config.mode === 'none') return { authenticate: async () => ANONYMOUS_WRITER }
@@ -55,6 +61,15 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
     ...(config.issuer ? { issuer: config.issuer } : {}),
     ...(config.audience ? { audience: config.audience } : {}),
   }
+  // A reconnecting crowd presents the same tokens again and again: each verification took about
+  // half a millisecond of the event loop (issue 47's attack reconnected a hundred times a second).
+  // A token is verified once and trusted until it expires, at most `VERIFIED_TRUST_MS`; what it
+  // grants is still checked against each room asked for.
+  const verified = new LRUCache<string, JWTPayload>({
+    max: VERIFIED_TOKENS,
+    maxSize: VERIFIED_TOKEN_CHARS,
+    sizeCalculation: (_payload, token) => token.length,
+  })
   return {
     async authenticate(token, room) {
       if (!token)
@@ -63,6 +78,8 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
           401,
           'a token is required: the symphony-token subprotocol, Authorization: Bearer (access checks) or ?token=',
         )
+      const trusted = verified.get(token)
+      if (trusted) return identityFor(trusted, room)
       let payload: JWTPayload
       try {
         // jose picks the overload from the key's type; both shapes verify the same way.
@@ -78,6 +95,9 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
         }
         throw new AuthError('TOKEN_INVALID', 401, describeJoseError(error))
       }
+      // `exp` is required (a number, or jose refuses the token): trusted no longer than it is valid.
+      const ttl = Math.min(VERIFIED_TRUST_MS, (payload.exp ?? 0) * 1000 - Date.now())
+      if (ttl > 0 && token.length <= VERIFIED_TOKEN_CHARS / 64) verified.set(token, payload, { ttl })
       return identityFor(payload, room)
     },
   }

@@ -2,6 +2,7 @@ import { CloseCode } from '@symphony/client/wire'
 import { ServerBusyError } from '../errors.js'
 import { encodeIncarnation } from '../protocol/codec.js'
 import type { Connection } from './connection.js'
+import { type RetryLater, roomKey } from './pacing.js'
 import type { RoomManager } from './room-manager.js'
 import type { JoinWaitObserver, JoinWaitOutcome } from './room-waits.js'
 
@@ -17,6 +18,8 @@ export interface AdmissionOptions {
   /** The longest the connection waits for its room to load; then it is closed with TryAgainLater. */
   joinWaitMs: number
   waits?: JoinWaitObserver
+  /** Told of a room refused as busy (no memory for it): its joiners wait before coming back. */
+  retryLater?: Pick<RetryLater, 'refused'>
 }
 
 /** The reason a client whose wait ran out is closed with (1013): it reconnects and joins the load still going. */
@@ -39,7 +42,7 @@ class WaitEnded extends Error {
 export function admit(
   rooms: Pick<RoomManager, 'acquire'>,
   connection: Connection,
-  { joinWaitMs, waits }: AdmissionOptions,
+  { joinWaitMs, waits, retryLater }: AdmissionOptions,
 ): Admission {
   const started = performance.now()
   const wait = new AbortController()
@@ -80,6 +83,7 @@ export function admit(
         return
       }
       endWait('refused')
+      if (error instanceof ServerBusyError) retryLater?.refused(roomKey(connection.roomName))
       connection.close(
         CloseCode.TryAgainLater,
         error instanceof ServerBusyError ? error.message : 'the room could not be loaded; retry',

@@ -1,6 +1,7 @@
 import * as Y from 'yjs'
 import { callWithin } from '../deadline.js'
 import type { Logger } from '../logger.js'
+import { newDoc } from '../protocol/new-doc.js'
 import type { ServerHooks } from '../server-hooks.js'
 
 /** What the app's own persistence is built from: its hooks and how long each call may take. */
@@ -51,7 +52,7 @@ export class AppPersistence {
             state,
             document: () => {
               if (!doc) {
-                doc = new Y.Doc()
+                doc = newDoc()
                 Y.applyUpdate(doc, state)
               }
               return doc

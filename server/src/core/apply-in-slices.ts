@@ -55,19 +55,28 @@ export async function applyInSlices(
     return { encoded: null, builtBytes: cost.builtBytes }
   }
   const encode = clientCount(doc) === 0 && !holdsWaiting(doc)
+  // Its bytes, the least it costs, reserved before any work on it: a room that cannot fit is
+  // refused without the worker's time and memory (issue 47's attack came back to a refused 20 MB
+  // room a hundred times).
+  reserve({ structs: 0, builtBytes: 0, bytes: state.length })
   const { slices, encoded, cost } = FROM_SOURCE ? sliceHere(state) : await sliceOnWorker(state, encode)
-  // The whole state's cost, read by the slicer: a state that cannot fit is refused before any of
-  // it is built (a state it could not read costs what its slices do, reserved one at a time).
-  if (cost) reserve({ ...cost, bytes: state.length })
+  // The rest of the whole state's cost, read by the slicer: a state that cannot fit is refused
+  // before any of it is built (one it could not read costs what its slices do, one at a time).
+  if (cost) reserve({ ...cost, bytes: 0 })
   let builtBytes = cost?.builtBytes ?? 0
+  const contentOf = (slice: Uint8Array) => {
+    const content = { ...contentCostOf(slice), bytes: 0 }
+    reserve(content)
+    return content.builtBytes
+  }
   for (const [index, slice] of slices.entries()) {
-    if (!cost) builtBytes += costOf(slice, reserve).builtBytes
+    if (!cost) builtBytes += contentOf(slice)
     Y.applyUpdate(doc, slice, origin)
     if (holdsWaiting(doc)) {
       // Something waits for a missing dependency, and Yjs would re-merge it with every later
       // slice: apply the rest in one go instead (and leave the encoding to the main thread).
       const rest = slices.slice(index + 1)
-      if (!cost) for (const slice of rest) builtBytes += costOf(slice, reserve).builtBytes
+      if (!cost) for (const slice of rest) builtBytes += contentOf(slice)
       if (rest.length > 0) Y.applyUpdate(doc, Y.mergeUpdates(rest), origin)
       return { encoded: null, builtBytes }
     }

@@ -1,12 +1,13 @@
 import { CloseCode, closeCodeName } from '@symphony/client/wire'
 import { closeAnswer } from '../error-answers.js'
-import { ProtocolError } from '../errors.js'
+import { ProtocolError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import { type Capabilities, NO_CAPABILITIES } from '../protocol/capabilities.js'
 import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.js'
 import type { CoreMetrics } from './core-metrics.js'
 import type { EventStream } from './event-stream.js'
 import type { MemoryBudget, MemoryHolder } from './memory-budget.js'
+import { type RetryLater, writerKey } from './pacing.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { TokenBucket } from './token-bucket.js'
 
@@ -52,6 +53,8 @@ export interface ConnectionInit {
   identity: Identity
   /** Who what the server holds for it is counted under (`RoomMember.heldBy`); default: the token's subject. */
   heldBy?: string
+  /** Who its pace is kept for (`RoomMember.pacedAs`); default: `heldBy`. */
+  pacedAs?: string
   transport: Transport
   limits: ConnectionLimits
   metrics: ConnectionMetrics
@@ -62,6 +65,8 @@ export interface ConnectionInit {
   capabilities?: Capabilities
   /** Told of each write refused (`update.refused`). */
   events?: Pick<EventStream, 'emit'>
+  /** Told when the connection is closed as busy (`ServerBusyError`): its writer waits before coming back. */
+  retryLater?: Pick<RetryLater, 'refused'>
 }
 
 /** What a connection counts: its frames and bytes (hot path), refused writes, server-side closes. */
@@ -103,6 +108,7 @@ export class Connection implements RoomMember, MemoryHolder {
   readonly incarnation: number | 'none' | null
   readonly identity: Identity
   readonly heldBy: string
+  readonly pacedAs: string
   readonly awarenessClientIds = new Set<number>()
   /** The protocol extensions the client declared: plain providers declare none. */
   readonly capabilities: Capabilities
@@ -132,6 +138,7 @@ export class Connection implements RoomMember, MemoryHolder {
   readonly #metrics: ConnectionMetrics
   readonly #logger: Logger
   readonly #events: ConnectionInit['events']
+  readonly #retryLater: Pick<RetryLater, 'refused'> | null
 
   constructor({
     id,
@@ -139,6 +146,7 @@ export class Connection implements RoomMember, MemoryHolder {
     incarnation,
     identity,
     heldBy,
+    pacedAs,
     transport,
     limits,
     metrics,
@@ -146,14 +154,17 @@ export class Connection implements RoomMember, MemoryHolder {
     memory,
     capabilities,
     events,
+    retryLater,
   }: ConnectionInit) {
     this.#events = events
+    this.#retryLater = retryLater ?? null
     this.id = id
     this.capabilities = capabilities ?? NO_CAPABILITIES
     this.roomName = roomName
     this.incarnation = incarnation ?? null
     this.identity = identity
     this.heldBy = heldBy ?? `user:${identity.userId}`
+    this.pacedAs = pacedAs ?? this.heldBy
     this.#transport = transport
     this.#limits = limits
     this.#metrics = metrics
@@ -429,6 +440,7 @@ export class Connection implements RoomMember, MemoryHolder {
 
   #fail(error: unknown): void {
     const { code, reason } = closeAnswer(error)
+    if (error instanceof ServerBusyError) this.#retryLater?.refused(writerKey(this.pacedAs, this.roomName))
     if (code === CloseCode.InternalError) {
       this.#logger.error(
         { err: error, room: this.roomName, connection: this.id },

@@ -1,5 +1,5 @@
 import { CloseCode } from '@symphony/client/wire'
-import * as Y from 'yjs'
+import type * as Y from 'yjs'
 import { within } from '../deadline.js'
 import { deferred } from '../deferred.js'
 import { isOutOfSpace, ServerBusyError } from '../errors.js'
@@ -10,6 +10,7 @@ import type { RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
+import { newDoc } from '../protocol/new-doc.js'
 import type { ServerHooks } from '../server-hooks.js'
 import { AppMessageQuota } from './app-message-quota.js'
 import { AppPersistence } from './app-persistence.js'
@@ -22,6 +23,7 @@ import { incarnationKey } from './incarnation.js'
 import { type MemoryCharges, UNBOUNDED_MEMORY } from './memory-budget.js'
 import { type HeldIncarnation, MissedDeletionChecks } from './missed-deletions.js'
 import { orphanAdoption, skippedRecord } from './orphan-adoption.js'
+import { BuildPace } from './pacing.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
 import { type LoadRetry, RoomLife, type RoomState } from './room-life.js'
@@ -116,6 +118,7 @@ export class RoomManager {
   readonly #sweptOnceLive = new Map<HeldRoomSweep, WeakSet<RoomLife<Loaded>>>()
   /** What each user's app messages being handled hold, across the rooms. */
   readonly #appMessageQuota: AppMessageQuota
+  readonly #buildPace = new BuildPace()
 
   constructor(
     private readonly deps: RoomManagerDeps,
@@ -508,7 +511,7 @@ export class RoomManager {
         incarnation,
         peers,
       )
-      const doc = new Y.Doc()
+      const doc = newDoc()
       const { reserve } = loading
       const applied = state ? await applyInSlices(doc, state, { reserve }) : { encoded: null, builtBytes: 0 }
       const replayed = await this.#replay(name, doc, journal, reserve)
@@ -618,6 +621,7 @@ export class RoomManager {
         serverSender: serverSender(this.options.serverId ?? 'server'),
         appMessageQuota: this.#appMessageQuota,
       },
+      buildPace: this.#buildPace,
       loadedFromPeer: from.source === 'peer',
       saves: {
         get savedVersion() {

@@ -15,6 +15,12 @@ export interface RoomMember {
    * token's subject, or the address of a client without one.
    */
   readonly heldBy: string
+  /**
+   * Who its pace is kept for (`BuildPace`, `RetryLater`): the token's subject, across its
+   * connections; a connection without one alone (many users may share an address: a NAT, the
+   * load balancer), so no one is slowed for another's writes.
+   */
+  readonly pacedAs: string
   /** The awareness client ids this member spoke for: removed everywhere when it leaves. */
   readonly awarenessClientIds: ReadonlySet<number>
   readonly canWrite: boolean

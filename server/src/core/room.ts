@@ -1,4 +1,4 @@
-import { setImmediate as nextTurn } from 'node:timers/promises'
+import { setTimeout as delay, setImmediate as nextTurn } from 'node:timers/promises'
 import { CloseCode, type EventSender } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, ProtocolError, ServerBusyError } from '../errors.js'
@@ -57,6 +57,7 @@ import {
   type MemoryHolder,
   UNBOUNDED_MEMORY,
 } from './memory-budget.js'
+import type { BuildPace } from './pacing.js'
 import { PEER, PresenceOwners } from './presence-owners.js'
 import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
@@ -144,6 +145,8 @@ export interface RoomInit {
   onShed?: () => void
   /** The embedding app's hooks the room runs (`ServerHooks`), and how long each may take. */
   hooks?: RoomHooks
+  /** How fast each user's edits may build (server-wide): a writer past it waits. */
+  buildPace?: Pick<BuildPace, 'built'>
 }
 
 /** The hooks a room runs itself: on the updates and app messages of its writers. */
@@ -198,6 +201,7 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly #approval: UpdateApproval | null
   /** The app's own message types (`hooks.messages`), if it has any. */
   readonly #appMessages: AppMessages | null
+  readonly #buildPace: Pick<BuildPace, 'built'> | null
   /** Grows with every applied change; the snapshot writer compares it with what it saved. */
   version = 0
   /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
@@ -283,6 +287,7 @@ export class Room implements MemberRoom, MemoryHolder {
     loadedFromPeer,
     memory,
     hooks,
+    buildPace,
   }: RoomInit) {
     this.#saves = saves ?? ALWAYS_SAVED
     this.#memory = memory ?? UNBOUNDED_MEMORY
@@ -309,6 +314,7 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#onShed = onShed ?? (() => {})
     this.#observer = observer ?? UNOBSERVED
     this.#events = events
+    this.#buildPace = buildPace ?? null
     this.#checks = new ClientUpdateChecks({
       doc,
       budget: options.waiting,
@@ -825,14 +831,34 @@ export class Room implements MemberRoom, MemoryHolder {
     receivedAt: number,
   ): Promise<void> | undefined {
     const checked = this.#checks.check(message.update, connection)
-    if (this.#approval) return this.#applyApproved(this.#approval, connection, message, frame, receivedAt)
+    const { builtBytes } = checked.scanned
+    if (this.#approval) {
+      const approved = this.#applyApproved(this.#approval, connection, message, frame, receivedAt)
+      return this.#afterBuilding(connection, builtBytes, approved)
+    }
     if (checked.authorship.kind !== 'apply') {
-      return this.#applyOnceBound(connection, message, frame, receivedAt, checked)
+      const bound = this.#applyOnceBound(connection, message, frame, receivedAt, checked)
+      return this.#afterBuilding(connection, builtBytes, bound)
     }
     this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
-    // One that built much (200 KB of `{}` builds 6.5 MB) ends its writer's turn: the frames it
-    // sent next wait for the next event-loop turn, so the other rooms' messages are read between.
-    return checked.scanned.builtBytes > TURN_BUILT_BYTES ? nextTurn().then(() => {}) : undefined
+    return this.#afterBuilding(connection, builtBytes)
+  }
+
+  /**
+   * What a writer's next frames wait for once its update (`applying`, if it is not applied yet)
+   * built `builtBytes`: the writer's pace (`BuildPace`) when it builds too fast; else, for one that
+   * built much (200 KB of `{}` builds 6.5 MB), the next event-loop turn, so the other rooms'
+   * messages are read between; else nothing more.
+   */
+  #afterBuilding(
+    connection: Writer,
+    builtBytes: number,
+    applying?: Promise<void>,
+  ): Promise<void> | undefined {
+    const waitMs = connection.pacedAs ? (this.#buildPace?.built(connection.pacedAs, builtBytes) ?? 0) : 0
+    if (waitMs === 0 && builtBytes <= TURN_BUILT_BYTES) return applying
+    const wait = () => (waitMs > 0 ? delay(waitMs, undefined, { ref: false }) : nextTurn()).then(() => {})
+    return applying ? applying.then(wait) : wait()
   }
 
   /**

@@ -2,6 +2,7 @@ import * as Y from 'yjs'
 import { callWithin, DeadlineError } from '../deadline.js'
 import { ServerBusyError, UpdateRefusedError } from '../errors.js'
 import type { Logger } from '../logger.js'
+import { newDoc } from '../protocol/new-doc.js'
 import { HookRefusal, type ServerHooks, type UpdateToApply } from '../server-hooks.js'
 import type { MemoryCharges } from './memory-budget.js'
 import type { Writer } from './update-origin.js'
@@ -91,7 +92,7 @@ export class UpdateApproval {
     if (!this.#init.memory.reserve('big-update', reserved)) {
       throw new ServerBusyError('the server has no memory to spare to check this update now; retry later')
     }
-    const doc = new Y.Doc()
+    const doc = newDoc()
     try {
       Y.applyUpdate(doc, state)
       Y.applyUpdate(doc, update)

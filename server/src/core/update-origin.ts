@@ -17,7 +17,8 @@ export type ApiOrigin = Extract<UpdateOrigin, { kind: 'rest' | 'restore' }>
  * What the checks of a write need of its writer: whom its client ids are bound to, and whether it
  * may write; a connection also has its `id`, a write of the REST API or a restore its `origin`.
  */
-export type Writer = Pick<RoomMember, 'identity' | 'canWrite'> & {
-  readonly id?: string
-  readonly origin?: ApiOrigin
-}
+export type Writer = Pick<RoomMember, 'identity' | 'canWrite'> &
+  Partial<Pick<RoomMember, 'pacedAs'>> & {
+    readonly id?: string
+    readonly origin?: ApiOrigin
+  }

@@ -10,6 +10,7 @@ import * as Y from 'yjs'
 import { SymphonyError } from '../errors.js'
 import type { Digest } from '../protocol/codec.js'
 import { documentToJson } from '../protocol/document-json.js'
+import { newDoc } from '../protocol/new-doc.js'
 import type { ContentCost } from '../protocol/update-scan.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 import { digestOfState } from './anti-entropy.js'
@@ -99,7 +100,7 @@ parentPort?.on('message', ({ id, update, structsPerSlice, check, encode, digest,
  */
 function encodedDocument(update: Uint8Array): Encoded | undefined {
   try {
-    const doc = new Y.Doc()
+    const doc = newDoc()
     Y.applyUpdate(doc, update)
     const encoded = Y.encodeStateAsUpdate(doc)
     doc.destroy()

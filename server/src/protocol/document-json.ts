@@ -1,4 +1,5 @@
 import * as Y from 'yjs'
+import { newDoc } from './new-doc.js'
 import { AUTHORS_ROOT } from './update-scan.js'
 import { ContentEmbed, ContentFormat, ContentString, firstItem, mapItems } from './yjs-internals.js'
 
@@ -20,7 +21,7 @@ function isText<T>(type: Y.AbstractType<T>): boolean {
  * is read by shape: keys make a map; items a text when they are strings, otherwise a list.
  */
 export function documentToJson(update: Uint8Array): Record<string, unknown> {
-  const doc = new Y.Doc()
+  const doc = newDoc()
   try {
     Y.applyUpdate(doc, update)
     const json: Record<string, unknown> = {}

@@ -2,6 +2,7 @@ import { isDeepStrictEqual } from 'node:util'
 import * as Y from 'yjs'
 import { SymphonyError } from '../errors.js'
 import { documentToJson } from './document-json.js'
+import { newDoc } from './new-doc.js'
 import { SERVER_CLIENTS_FROM } from './reserved-writes.js'
 import { AUTHORS_ROOT } from './update-scan.js'
 import { holdsClient } from './yjs-internals.js'
@@ -34,8 +35,8 @@ export class RestoreMismatchError extends SymphonyError {
  * (`RestoreMismatchError` if not, which would be a bug).
  */
 export function restoreUpdate(live: Uint8Array, version: Uint8Array): Uint8Array {
-  const liveDoc = new Y.Doc()
-  const scratch = new Y.Doc({ gc: false })
+  const liveDoc = newDoc()
+  const scratch = newDoc({ gc: false })
   try {
     Y.applyUpdate(liveDoc, live)
     scratch.clientID = freshClientId(liveDoc)

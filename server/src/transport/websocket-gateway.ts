@@ -20,6 +20,7 @@ import { Connection, type Identity } from '../core/connection.js'
 import type { CoreMetrics } from '../core/core-metrics.js'
 import type { EventStream } from '../core/event-stream.js'
 import type { MemoryBudget } from '../core/memory-budget.js'
+import { RetryLater, roomKey, writerKey } from '../core/pacing.js'
 import type { RoomManager } from '../core/room-manager.js'
 import type { ConnectionInfo } from '../core/server-events.js'
 import { callWithin, DeadlineError } from '../deadline.js'
@@ -52,6 +53,8 @@ interface AcceptedUpgrade {
   id: string
   /** Who what the server holds for it is counted under (`RoomMember.heldBy`). */
   heldBy: string
+  /** Who its pace is kept for (`RoomMember.pacedAs`). */
+  pacedAs: string
 }
 
 const SYNC_STATUS_ANNOUNCEMENT = encodeSyncStatus(new Uint8Array(0))
@@ -92,6 +95,7 @@ export class WebSocketGateway {
   readonly #pingTimer: NodeJS.Timeout
   #accepting = true
   #nextId = 0
+  readonly #retryLater = new RetryLater()
   #onDrained: (() => void) | null = null
 
   private readonly limits: Limits
@@ -171,7 +175,26 @@ export class WebSocketGateway {
       return refuse(answer.status, answer.code, answer.message, answer.retryAfterSeconds)
     }
     if (socket.destroyed) return
+    // A token's subject is one user however it connects; without one (no auth, or a token
+    // naming no subject), the address stands for the user.
+    const heldBy =
+      identity.userId === ANONYMOUS_USER
+        ? `address:${request.socket.remoteAddress}`
+        : `user:${identity.userId}`
     const id = `${this.#idPrefix}${++this.#nextId}`
+    const pacedAs = identity.userId === ANONYMOUS_USER ? id : heldBy
+    const wait = Math.max(
+      this.#retryLater.secondsLeft(roomKey(room)),
+      this.#retryLater.secondsLeft(writerKey(pacedAs, room)),
+    )
+    if (wait > 0) {
+      return refuse(
+        503,
+        'SERVER_BUSY',
+        `the server had no memory for this just now; retry in ${wait} s`,
+        wait,
+      )
+    }
     const { onConnect } = this.deps
     if (onConnect) {
       const { userId, name, info, access } = identity
@@ -205,14 +228,8 @@ export class WebSocketGateway {
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
     const capabilities = capabilitiesFrom(query)
     const incarnation = parseIncarnationParam(query.get(INCARNATION_PARAM))
-    // A token's subject is one user however it connects; without one (no auth, or a token
-    // naming no subject), the address stands for the user.
-    const heldBy =
-      identity.userId === ANONYMOUS_USER
-        ? `address:${request.socket.remoteAddress}`
-        : `user:${identity.userId}`
     this.#server.handleUpgrade(request, socket, head, (ws) =>
-      this.#accept(ws, { room, identity, capabilities, incarnation, id, heldBy }),
+      this.#accept(ws, { room, identity, capabilities, incarnation, id, heldBy, pacedAs }),
     )
   }
 
@@ -239,7 +256,7 @@ export class WebSocketGateway {
 
   #accept(
     socket: WebSocket,
-    { room, identity, capabilities, incarnation, id, heldBy }: AcceptedUpgrade,
+    { room, identity, capabilities, incarnation, id, heldBy, pacedAs }: AcceptedUpgrade,
   ): void {
     const { manager, metrics, events, logger } = this.deps
     socket.on('error', (error: Error & { code?: string }) => {
@@ -269,6 +286,7 @@ export class WebSocketGateway {
       incarnation,
       identity,
       heldBy,
+      pacedAs,
       transport,
       limits: this.limits,
       metrics,
@@ -276,10 +294,15 @@ export class WebSocketGateway {
       memory: this.deps.memory,
       capabilities,
       events,
+      retryLater: this.#retryLater,
     })
     if (capabilities.has('sync-status')) connection.send(SYNC_STATUS_ANNOUNCEMENT)
     // Admitted before any frame can arrive, so frames sent while the room loads wait in order.
-    const admission = admit(manager, connection, { joinWaitMs: this.#joinWaitMs, waits: metrics.joinWaits })
+    const admission = admit(manager, connection, {
+      joinWaitMs: this.#joinWaitMs,
+      waits: metrics.joinWaits,
+      retryLater: this.#retryLater,
+    })
     const liveness = new SocketLiveness(transport.sendProgress)
     const live: LiveSocket = { socket, transport, connection, admission, liveness }
     this.#live.add(live)

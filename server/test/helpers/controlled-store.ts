@@ -22,12 +22,15 @@ export class ControlledSnapshotStore implements SnapshotStore {
   onSave: (() => void) | null = null
   saveAttempts = 0
   savesCompleted = 0
+  /** Whole states it was asked for so far. */
+  statesRead = 0
   inFlight = 0
   maxInFlight = 0
 
   constructor(private readonly inner: SnapshotStore) {}
 
   async load(room: string): Promise<StoredSnapshot | null> {
+    this.statesRead++
     if (this.loadGate) await this.loadGate
     if (this.failLoads) throw new Error('injected load failure')
     return this.inner.load(room)

@@ -37,7 +37,7 @@ export function closed(socket: WebSocket): Promise<CloseEvent> {
 export function refusedStatus(
   url: string,
   options: WebSocket.ClientOptions = {},
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: string; retryAfter: string | undefined }> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url, options)
     socket.once('open', () => {
@@ -49,7 +49,9 @@ export function refusedStatus(
       response.on('data', (chunk: Buffer) => {
         body += chunk.toString()
       })
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }))
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, body, retryAfter: response.headers['retry-after'] }),
+      )
     })
     socket.once('error', () => {})
   })
