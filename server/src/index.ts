@@ -75,7 +75,13 @@ export type { MetadataEvent, MetadataSink, MetadataSinkStats, ServerSample } fro
 export type { PubSub, RoomMessageHandler } from './ports/pubsub.js'
 export type { CatalogPage, CatalogQuery, CatalogRoom, RoomCatalog } from './ports/room-catalog.js'
 export { NO_ROOM_EVENTS, type RoomEvent, type RoomEventSink } from './ports/room-events.js'
-export type { PeerServer, RoomRegistry } from './ports/room-registry.js'
+export type {
+  OwnershipClaim,
+  PeerServer,
+  RoomOwner,
+  RoomOwnership,
+  RoomRegistry,
+} from './ports/room-registry.js'
 export type {
   SnapshotHead,
   SnapshotStore,

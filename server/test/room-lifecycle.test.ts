@@ -193,6 +193,9 @@ function registryWith(onRegister: () => Promise<void>): RoomRegistry {
     },
     deregister: (room) => inner.deregister(room),
     peersFor: (room) => inner.peersFor(room),
+    claim: (room, gone) => inner.claim(room, gone),
+    ownerOf: (room) => inner.ownerOf(room),
+    release: (room, epoch) => inner.release(room, epoch),
     close: () => inner.close(),
   }
 }
@@ -204,6 +207,9 @@ describe('a registry that never answers', () => {
       register: () => never,
       deregister: () => never,
       peersFor: () => never,
+      claim: () => never,
+      ownerOf: () => never,
+      release: () => never,
       close: async () => {},
     }
     const t = await startTestServer({

@@ -6,8 +6,8 @@ export interface LeaseOptions {
 }
 
 /**
- * Refreshes this server's leases a few times per lease period, so one missed refresh never lets
- * a live lease expire. Shared by every `RoomRegistry` adapter.
+ * Refreshes this server's leases (its own and its rooms') a few times per lease period, so one
+ * missed refresh never lets a live lease expire. Shared by every `RoomRegistry` adapter.
  */
 export class LeaseHeartbeat {
   readonly #rooms = new Set<string>()
@@ -18,9 +18,8 @@ export class LeaseHeartbeat {
     refresh: (rooms: string[]) => Promise<void>,
     onRefreshFailed: (error: unknown) => void,
   ) {
-    this.#timer = setInterval(() => {
-      if (this.#rooms.size > 0) refresh([...this.#rooms]).catch(onRefreshFailed)
-    }, options.leaseMs / 3)
+    // Every time, rooms or none: the server's own lease, which the rooms it owns live by, is renewed too.
+    this.#timer = setInterval(() => refresh([...this.#rooms]).catch(onRefreshFailed), options.leaseMs / 3)
     this.#timer.unref()
   }
 

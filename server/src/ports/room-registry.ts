@@ -10,10 +10,40 @@ export interface PeerServer {
  * leases while they are registered, and reads ignore leases that have expired (a crashed server
  * stops being offered as a peer within one lease).
  */
-export interface RoomRegistry {
+export interface RoomRegistry extends RoomOwnership {
   register(room: string): Promise<void>
   deregister(room: string): Promise<void>
   /** Live servers holding `room`, this server excluded. */
   peersFor(room: string): Promise<PeerServer[]>
   close(): Promise<void>
+}
+
+/**
+ * The server that owns a room: the one that holds its document and writes its journal and
+ * snapshots; other servers relay their clients to it.
+ */
+export interface RoomOwner extends PeerServer {
+  /** One more at every change of owner: the fencing token the owner's durable writes carry. */
+  epoch: number
+}
+
+/** What a claim of a room gave: it is this server's at `epoch`, or `owner`'s, whose lease is live. */
+export type OwnershipClaim = { owned: true; epoch: number } | { owned: false; owner: RoomOwner }
+
+/**
+ * One owner per room, each living by its server's lease (renewed while the registry is open, so
+ * a server that stops, or cannot reach the registry, loses all its rooms once the lease lapses).
+ */
+export interface RoomOwnership {
+  /**
+   * Takes `room` for this server, at the epoch after the last, when no live server owns it: none
+   * ever did, its owner released it, or its owner's lease lapsed. `gone`: an owner known to be
+   * gone before its lease lapses (its process exited) is replaced at once, if it still owns the
+   * room at that epoch. Of servers claiming together, one wins; the others are told who.
+   */
+  claim(room: string, gone?: RoomOwner): Promise<OwnershipClaim>
+  /** The live owner of `room`, or null. */
+  ownerOf(room: string): Promise<RoomOwner | null>
+  /** Gives `room` up if this server still owns it at `epoch`: the next claim takes it at once. */
+  release(room: string, epoch: number): Promise<void>
 }
