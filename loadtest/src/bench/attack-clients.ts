@@ -180,9 +180,12 @@ export function sendingOnEachConnection(urls: string[], frame: Uint8Array, tally
 export interface UpdateOutcome {
   label: string
   bytes: number
-  /** The close code, or null if the server kept the connection open (it took the update). */
+  /** The close code (or the HTTP status of a refused upgrade), or null if the server kept the connection open (it took the update). */
   code: number | null
   reason: string
+  /** False: the upgrade was refused (the server was not sent the update). */
+  opened: boolean
+  /** From the update's send to its outcome (0 when it was never sent). */
   seconds: number
 }
 
@@ -213,7 +216,8 @@ export function updatesInARow(
             bytes: update.length,
             code,
             reason,
-            seconds: (performance.now() - sentAt) / 1000,
+            opened: sentAt > 0,
+            seconds: sentAt > 0 ? (performance.now() - sentAt) / 1000 : 0,
           })
         current = null
         socket.terminate()

@@ -291,7 +291,12 @@ try {
 function byOutcome(outcomes: UpdateOutcome[]): Map<string, number[]> {
   const groups = new Map<string, number[]>()
   for (const o of outcomes) {
-    const how = o.code === null ? 'kept open (taken)' : `closed ${o.code} ${o.reason}`
+    const how =
+      o.code === null
+        ? 'kept open (taken)'
+        : o.opened
+          ? `closed ${o.code} ${o.reason}`
+          : `turned away before the upgrade (${o.code}), not sent`
     const key = `${o.label} (${(o.bytes / MiB).toFixed(2)} MiB): ${how}`
     groups.set(key, [...(groups.get(key) ?? []), o.seconds])
   }

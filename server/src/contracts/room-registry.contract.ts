@@ -117,7 +117,10 @@ export function roomRegistryContract(
       assert.deepEqual(await pair.b.claim(gone, owner), { owned: true, epoch: 2 }, 'known gone: at once')
       let claim = await pair.b.claim(lapsed)
       await eventually(
-        async () => (claim = await pair.b.claim(lapsed)).owned,
+        async () => {
+          claim = await pair.b.claim(lapsed)
+          return claim.owned
+        },
         'the lease runs out',
         leaseMs * 3,
       )
