@@ -191,7 +191,7 @@ export class WebSocketGateway {
       return refuse(
         503,
         'SERVER_BUSY',
-        `the server had no memory for this just now; retry in ${wait} s`,
+        `the server was too busy for this just now (1013); retry in ${wait} s`,
         wait,
       )
     }
