@@ -21,6 +21,7 @@ export type SymphonyErrorCode =
   | 'HEARTBEAT_MISSED'
   | 'UPDATE_REFUSED'
   | 'CONNECTION_REFUSED'
+  | 'STALE_EPOCH'
 
 /** Base of every error Symphony raises on purpose; `code` is stable and safe to match on. */
 export class SymphonyError extends Error {
@@ -107,6 +108,12 @@ export class ServerBusyError extends errorWithCode('SERVER_BUSY') {}
 
 /** A conditional snapshot save found another version stored than the one it expected. */
 export class SnapshotConflictError extends errorWithCode('SNAPSHOT_CONFLICT') {}
+
+/**
+ * A durable write (a journal append or trim, a snapshot save) by a room's owner at an epoch a
+ * later owner has passed: this server no longer owns the room and must stop serving it.
+ */
+export class StaleEpochError extends errorWithCode('STALE_EPOCH') {}
 
 /** A snapshot version id (or a versions cursor) that the store does not hold for the room. */
 export class SnapshotVersionNotFoundError extends errorWithCode('VERSION_NOT_FOUND') {}

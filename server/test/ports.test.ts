@@ -294,6 +294,28 @@ describe('RedisUpdateJournal', () => {
       await Promise.all([journal.close(), admin.quit()])
     }
   })
+
+  it('keeps a room’s fence beside its streams, for a week after its owner’s last write', async () => {
+    const { redisUrl } = requireTestServices()
+    const keyPrefix = `${uniqueName('test')}:`
+    const admin = new Redis(redisUrl)
+    const journal = new RedisUpdateJournal('server-a', redisUrl, { keyPrefix, logger: silentLogger })
+    const room = uniqueRoom('journal')
+    const fence = `${keyPrefix}journal-fence:{${room}}`
+    const week = 7 * 24 * 3600 * 1000
+    try {
+      await journal.append(room, new Uint8Array([7])) // no epoch: no fence
+      assert.equal(await admin.exists(fence), 0)
+      await journal.fence(room, 4)
+      assert.equal(await admin.get(fence), '4')
+      await admin.pexpire(fence, 1000)
+      await journal.append(room, new Uint8Array([8]), 4)
+      const lifetime = await admin.pttl(fence)
+      assert.ok(lifetime > week - 60_000 && lifetime <= week, `renewed by the write: ${lifetime} ms`)
+    } finally {
+      await Promise.all([journal.close(), admin.quit()])
+    }
+  })
 })
 
 describe('RedisUpdateJournal on a Redis that refuses writes (out of memory)', () => {

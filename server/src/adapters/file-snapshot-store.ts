@@ -1,5 +1,4 @@
 import { type FileHandle, mkdir, open, rename, rm, stat } from 'node:fs/promises'
-import { SnapshotConflictError } from '../errors.js'
 import type {
   SnapshotHead,
   SnapshotStore,
@@ -10,8 +9,15 @@ import { DEFAULT_STALE_FILE_MS, DEFAULT_STALE_LOCK_MS, sweepLeftovers } from './
 import { withFileLock } from './file-lock.js'
 import { ownerTag } from './file-owner.js'
 import { FileSnapshotHistory, fileVersion, versionOf } from './file-snapshot-history.js'
+import { refusedSave } from './refused-save.js'
 import { roomFilePath } from './room-files.js'
-import { decodeSnapshotFile, encodeSnapshotFile, SNAPSHOT_FILE_HEADER_BYTES } from './snapshot-format.js'
+import {
+  decodeSnapshotFile,
+  encodeSnapshotFile,
+  SNAPSHOT_FILE_HEADER_BYTES,
+  storedSnapshotOf,
+  TOMBSTONE_FILE_BYTES,
+} from './snapshot-format.js'
 import { DEFAULT_SNAPSHOT_VERSIONS, versionNotFound } from './snapshot-versions.js'
 
 export interface FileSnapshotStoreOptions {
@@ -97,7 +103,7 @@ export class FileSnapshotStore implements SnapshotStore {
     const page = await this.#history(room).page(stats && fileVersion(versionOf(stats), stats), options)
     // A tombstone is a bare header: only files of that size are read to tell.
     for (const version of page.versions) {
-      if (version.bytes !== SNAPSHOT_FILE_HEADER_BYTES) continue
+      if (version.bytes !== TOMBSTONE_FILE_BYTES) continue
       const read = await this.readVersion(room, version.id).catch(() => null)
       if (read?.deleted) version.deleted = true
     }
@@ -116,13 +122,16 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   /** Renames a new file in if the stored version is still `expected`. */
-  async save(room: string, state: Uint8Array, expected: string | null, generation = 0): Promise<string> {
-    return this.#replace(room, encodeSnapshotFile({ state, generation, deleted: false }), (current) => {
-      if (current?.version !== (expected ?? undefined)) {
-        throw new SnapshotConflictError(
-          `room ${room} is at version ${current?.version ?? null}, not ${expected}`,
-        )
-      }
+  async save(
+    room: string,
+    state: Uint8Array,
+    expected: string | null,
+    generation = 0,
+    epoch = 0,
+  ): Promise<string> {
+    const bytes = encodeSnapshotFile({ state, generation, deleted: false, epoch })
+    return this.#replace(room, bytes, (current) => {
+      if (current?.version !== (expected ?? undefined)) throw refusedSave(room, current, expected, epoch)
       return true
     })
   }
@@ -150,10 +159,8 @@ export class FileSnapshotStore implements SnapshotStore {
     }
     try {
       const [bytes, stats] = await Promise.all([readBytes(file), file.stat({ bigint: true })])
-      const { state, generation, deleted } = decodeSnapshotFile(
-        new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-      )
-      return { state, version: versionOf(stats), generation, ...(deleted ? { deleted: true } : {}) }
+      const contents = decodeSnapshotFile(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+      return storedSnapshotOf(contents, versionOf(stats))
     } finally {
       await file.close()
     }

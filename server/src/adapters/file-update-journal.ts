@@ -12,6 +12,7 @@ import {
 import { readFile, rm } from 'node:fs/promises'
 import { crc32 } from 'node:zlib'
 import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
+import { EpochFences } from './epoch-fences.js'
 import { DEFAULT_STALE_FILE_MS, sweepLeftovers } from './file-leftovers.js'
 import { ownerTag } from './file-owner.js'
 import { roomFilePath } from './room-files.js'
@@ -55,10 +56,12 @@ interface OpenJournal {
  * flushed). A torn last record, from a crash mid-write, fails its checksum and is dropped.
  * Only one process may use a folder at a time. A trim killed midway leaves its temporary file:
  * opening the journal sweeps those whose writer is gone (`file-owner.ts`) or older than
- * `staleFileMs` (1 h), before the first read.
+ * `staleFileMs` (1 h), before the first read. Its fences live in this process, the folder's one
+ * user.
  */
 export class FileUpdateJournal implements UpdateJournal {
   readonly #open = new Map<string, OpenJournal>()
+  readonly #fences = new EpochFences()
   readonly #swept: Promise<void>
 
   constructor(
@@ -71,9 +74,10 @@ export class FileUpdateJournal implements UpdateJournal {
     this.#swept = sweepLeftovers(folder, { leftovers: LEFTOVER, staleFileMs })
   }
 
-  append(room: string, update: Uint8Array): Promise<JournalPosition> {
+  append(room: string, update: Uint8Array, epoch?: number): Promise<JournalPosition> {
     let journal: OpenJournal | undefined
     try {
+      this.#fences.pass(room, epoch)
       journal = this.#openForAppend(room)
       const record = Buffer.alloc(RECORD_HEADER_BYTES + update.length)
       record.writeUInt32LE(update.length, 0)
@@ -89,6 +93,10 @@ export class FileUpdateJournal implements UpdateJournal {
     }
   }
 
+  async fence(room: string, epoch: number): Promise<void> {
+    this.#fences.pass(room, epoch)
+  }
+
   async read(room: string): Promise<JournalContents> {
     await this.#swept
     const bytes = await readFile(this.#path(room)).catch(ignoreMissing)
@@ -99,7 +107,8 @@ export class FileUpdateJournal implements UpdateJournal {
   }
 
   /** Rewrites the file without the trimmed records (synchronously, so no append lands in between). */
-  async trim(room: string, position: JournalPosition): Promise<void> {
+  async trim(room: string, position: JournalPosition, epoch?: number): Promise<void> {
+    this.#fences.pass(room, epoch)
     const upTo = position.get(WRITER)
     if (upTo === undefined) return
     const path = this.#path(room)
@@ -128,7 +137,8 @@ export class FileUpdateJournal implements UpdateJournal {
     this.#forget(room)
   }
 
-  async delete(room: string): Promise<void> {
+  async delete(room: string, epoch?: number): Promise<void> {
+    this.#fences.pass(room, epoch)
     this.#forget(room)
     await rm(this.#path(room), { force: true })
   }

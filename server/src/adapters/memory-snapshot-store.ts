@@ -1,4 +1,3 @@
-import { SnapshotConflictError } from '../errors.js'
 import type {
   SnapshotHead,
   SnapshotStore,
@@ -6,6 +5,7 @@ import type {
   SnapshotVersionPage,
   StoredSnapshot,
 } from '../ports/snapshot-store.js'
+import { refusedSave } from './refused-save.js'
 import { DEFAULT_SNAPSHOT_VERSIONS, pageOfVersions, versionNotFound } from './snapshot-versions.js'
 
 export interface MemorySnapshotStoreOptions {
@@ -44,12 +44,22 @@ export class MemorySnapshotStore implements SnapshotStore {
     return head
   }
 
-  async save(room: string, state: Uint8Array, expected: string | null, generation = 0): Promise<string> {
-    const current = this.#rooms.get(room)?.[0]?.version ?? null
-    if (current !== expected) {
-      throw new SnapshotConflictError(`room ${room} is at version ${current}, not ${expected}`)
-    }
-    return this.#keepNew(room, { state: state.slice(), version: '', generation, savedAt: new Date() })
+  async save(
+    room: string,
+    state: Uint8Array,
+    expected: string | null,
+    generation = 0,
+    epoch = 0,
+  ): Promise<string> {
+    const current = this.#rooms.get(room)?.[0] ?? null
+    if ((current?.version ?? null) !== expected) throw refusedSave(room, current, expected, epoch)
+    return this.#keepNew(room, {
+      state: state.slice(),
+      version: '',
+      generation,
+      ...(epoch > 0 ? { epoch } : {}),
+      savedAt: new Date(),
+    })
   }
 
   async delete(room: string, generation: number): Promise<void> {

@@ -4,6 +4,7 @@ import type {
   OrphanedEntries,
   UpdateJournal,
 } from '../ports/update-journal.js'
+import { EpochFences } from './epoch-fences.js'
 
 interface Entry {
   seq: number
@@ -18,6 +19,8 @@ export class MemoryJournalTable {
   readonly rooms = new Map<string, Map<string, Entry[]>>()
   /** One sequence for the table, never reset: a stale position never reaches a later entry. */
   lastSeq = 0
+  /** Shared by the table's writers, as Redis keeps one fence per room for every server. */
+  readonly fences = new EpochFences()
   /** The writers alive, each with what it is told when another goes. */
   readonly #alive = new Map<string, (() => void)[]>()
 
@@ -58,7 +61,12 @@ export class MemoryUpdateJournal implements UpdateJournal {
     table.alive(writer)
   }
 
-  append(room: string, update: Uint8Array): Promise<JournalPosition> {
+  append(room: string, update: Uint8Array, epoch?: number): Promise<JournalPosition> {
+    try {
+      this.table.fences.pass(room, epoch)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     let writers = this.table.rooms.get(room)
     if (!writers) {
       writers = new Map()
@@ -72,6 +80,10 @@ export class MemoryUpdateJournal implements UpdateJournal {
     const seq = ++this.table.lastSeq
     entries.push({ seq, update: update.slice() })
     return Promise.resolve(new Map([[this.writer, String(seq)]]))
+  }
+
+  async fence(room: string, epoch: number): Promise<void> {
+    this.table.fences.pass(room, epoch)
   }
 
   async read(room: string): Promise<JournalContents> {
@@ -90,7 +102,8 @@ export class MemoryUpdateJournal implements UpdateJournal {
     return { updates, position }
   }
 
-  async trim(room: string, position: JournalPosition): Promise<void> {
+  async trim(room: string, position: JournalPosition, epoch?: number): Promise<void> {
+    this.table.fences.pass(room, epoch)
     const writers = this.table.rooms.get(room)
     if (!writers) return
     for (const [writer, upTo] of position) {
@@ -101,7 +114,8 @@ export class MemoryUpdateJournal implements UpdateJournal {
     if (writers.size === 0) this.table.rooms.delete(room)
   }
 
-  async delete(room: string): Promise<void> {
+  async delete(room: string, epoch?: number): Promise<void> {
+    this.table.fences.pass(room, epoch)
     this.table.rooms.delete(room)
   }
 

@@ -10,6 +10,7 @@ import type {
 } from '../ports/update-journal.js'
 import { ThrottledLog } from '../throttled-log.js'
 import { chunks, MAX_ITEMS_PER_COMMAND } from './command-batches.js'
+import { staleEpoch } from './epoch-fences.js'
 import { DEFAULT_REDIS_LINK, type RedisConnection, type RedisLinkSettings } from './redis-connection.js'
 import { DependencyLinks, RedisLink } from './redis-link.js'
 import { roomKey } from './room-keys.js'
@@ -29,22 +30,56 @@ export interface RedisUpdateJournalOptions {
 // Each server appends to a stream of its own per room, and names itself in the room's set of
 // writers in the same step, so a loading server finds every stream. A stream trimmed empty is
 // deleted with its name, atomically: an append racing the trim re-adds both.
-// A turn's appends in one command: KEYS holds stream, writers, stream, writers, … and ARGV the
-// writer then each update, in the order they were recorded. Returns each entry's id.
-const APPEND = `
+// Each room has a fence: the last owner's epoch. A write carrying an epoch refuses (as
+// 'stale <fenced epoch>') when a later one fenced the room, else renews the fence at its own.
+// A turn's appends in one command: KEYS holds stream, writers, fence, stream, … and ARGV the
+// writer, the fence's lifetime, then each update and its epoch ('' for none), in the order they
+// were recorded. Returns each entry's id or refusal.
+const FENCE_CHECK = `
+local function fenced(key, epoch, lifetime)
+  if epoch == '' then return nil end
+  local at = tonumber(redis.call('GET', key) or '0')
+  if at > tonumber(epoch) then return 'stale ' .. at end
+  redis.call('SET', key, epoch, 'PX', lifetime)
+  return nil
+end`
+const APPEND = `${FENCE_CHECK}
 local ids = {}
-for i = 1, #KEYS / 2 do
-  redis.call('SADD', KEYS[2 * i], ARGV[1])
-  ids[i] = redis.call('XADD', KEYS[2 * i - 1], '*', 'u', ARGV[i + 1])
+for i = 1, #KEYS / 3 do
+  local refused = fenced(KEYS[3 * i], ARGV[2 * i + 2], ARGV[2])
+  if refused then
+    ids[i] = refused
+  else
+    redis.call('SADD', KEYS[3 * i - 1], ARGV[1])
+    ids[i] = redis.call('XADD', KEYS[3 * i - 2], '*', 'u', ARGV[2 * i + 1])
+  end
 end
 return ids`
-const TRIM = `
+// KEYS: stream, writers, fence; ARGV: the first id kept, the writer, epoch, the fence's lifetime.
+const TRIM = `${FENCE_CHECK}
+local refused = fenced(KEYS[3], ARGV[3], ARGV[4])
+if refused then return refused end
 redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])
 if redis.call('XLEN', KEYS[1]) == 0 then
   redis.call('DEL', KEYS[1])
   redis.call('SREM', KEYS[2], ARGV[2])
 end
-return 0`
+return 'ok'`
+// KEYS: fence, then the keys to delete; ARGV: epoch, the fence's lifetime.
+const DELETE = `${FENCE_CHECK}
+local refused = fenced(KEYS[1], ARGV[1], ARGV[2])
+if refused then return refused end
+if #KEYS > 1 then redis.call('DEL', unpack(KEYS, 2)) end
+return 'ok'`
+// KEYS: fence; ARGV: epoch, the fence's lifetime.
+const FENCE = `${FENCE_CHECK}
+return fenced(KEYS[1], ARGV[1], ARGV[2]) or 'ok'`
+
+/**
+ * How long a room's fence outlives its owner's last write: an owner stalled (or cut off) longer
+ * than this could write again unfenced. A week, so a year of rooms leaves no keys behind.
+ */
+const FENCE_LIFETIME_MS = 7 * 24 * 3600 * 1000
 
 // Each writer holds a lease in the sorted set of writers (its end as the score, on Redis's clock,
 // so the servers' clocks never matter); a renewal drops the expired ones and returns the rest.
@@ -58,12 +93,15 @@ return redis.call('ZRANGE', KEYS[1], 0, -1)`
 type JournalCommands = RedisConnection & {
   journalRenewLease(writers: string, writer: string, leaseMs: number): Promise<string[]>
   journalAppend(...keysThenArguments: (string | Buffer | number)[]): Promise<string[]>
-  journalTrim(stream: string, writers: string, minId: string, writer: string): Promise<number>
+  journalTrim(...keysThenArguments: (string | number)[]): Promise<string>
+  journalDelete(...keysThenArguments: (string | number)[]): Promise<string>
+  journalFence(fence: string, epoch: string, lifetimeMs: number): Promise<string>
 }
 
 interface PendingAppend {
   room: string
   update: Uint8Array
+  epoch: number | undefined
   resolve(position: JournalPosition): void
   reject(error: unknown): void
 }
@@ -143,7 +181,9 @@ export class RedisUpdateJournal implements UpdateJournal {
       },
       setup: (redis) => {
         redis.defineCommand('journalAppend', { lua: APPEND }) // the key count comes first
-        redis.defineCommand('journalTrim', { numberOfKeys: 2, lua: TRIM })
+        redis.defineCommand('journalTrim', { numberOfKeys: 3, lua: TRIM })
+        redis.defineCommand('journalDelete', { lua: DELETE }) // the key count comes first
+        redis.defineCommand('journalFence', { numberOfKeys: 1, lua: FENCE })
         redis.defineCommand('journalRenewLease', { numberOfKeys: 1, lua: RENEW_LEASE })
       },
       onReady: () => {
@@ -181,11 +221,16 @@ export class RedisUpdateJournal implements UpdateJournal {
     return this.#link.connection as JournalCommands
   }
 
-  append(room: string, update: Uint8Array): Promise<JournalPosition> {
+  append(room: string, update: Uint8Array, epoch?: number): Promise<JournalPosition> {
     // Appends wait for the end of the turn and go out together (`#flush`): one command per turn
     // instead of one per update, still ahead of anything the turn sends its clients.
     if (this.#pending.length === 0) flushAtTurnEnd('journal', this.#flush)
-    return new Promise((resolve, reject) => this.#pending.push({ room, update, resolve, reject }))
+    return new Promise((resolve, reject) => this.#pending.push({ room, update, epoch, resolve, reject }))
+  }
+
+  fence(room: string, epoch: number): Promise<void> {
+    const fencing = this.#redis.journalFence(this.#fence(room), String(epoch), FENCE_LIFETIME_MS)
+    return this.#within(fencing.then(refusedIfStale(room, epoch)), 'a journal fence')
   }
 
   read(room: string): Promise<JournalContents> {
@@ -195,12 +240,12 @@ export class RedisUpdateJournal implements UpdateJournal {
     )
   }
 
-  trim(room: string, position: JournalPosition): Promise<void> {
-    return this.#within(this.#trim(room, position), 'a journal trim')
+  trim(room: string, position: JournalPosition, epoch?: number): Promise<void> {
+    return this.#within(this.#trim(room, position, epoch), 'a journal trim')
   }
 
-  delete(room: string): Promise<void> {
-    return this.#within(this.#delete(room), 'a journal deletion')
+  delete(room: string, epoch?: number): Promise<void> {
+    return this.#within(this.#delete(room, epoch), 'a journal deletion')
   }
 
   #within<T>(operation: Promise<T>, what: string): Promise<T> {
@@ -219,7 +264,10 @@ export class RedisUpdateJournal implements UpdateJournal {
       this.#within(this.#appendAll(group), 'a journal append').then(
         (ids) => {
           group.forEach((append, i) => {
-            append.resolve(new Map([[this.writer, ids[i] as string]]))
+            const id = ids[i] as string
+            const stale = staleAt(id)
+            if (stale === null) append.resolve(new Map([[this.writer, id]]))
+            else append.reject(staleEpoch(append.room, append.epoch ?? 0, stale))
           })
         },
         (error: unknown) => {
@@ -230,11 +278,22 @@ export class RedisUpdateJournal implements UpdateJournal {
   }
 
   async #appendAll(appends: PendingAppend[]): Promise<string[]> {
-    const keys = appends.flatMap(({ room }) => [this.#stream(room, this.writer), this.#writers(room)])
-    const updates = appends.map(({ update }) =>
+    const keys = appends.flatMap(({ room }) => [
+      this.#stream(room, this.writer),
+      this.#writers(room),
+      this.#fence(room),
+    ])
+    const updates = appends.flatMap(({ update, epoch }) => [
       Buffer.from(update.buffer, update.byteOffset, update.byteLength),
+      epoch === undefined ? '' : String(epoch),
+    ])
+    const ids = await this.#redis.journalAppend(
+      keys.length,
+      ...keys,
+      this.writer,
+      FENCE_LIFETIME_MS,
+      ...updates,
     )
-    const ids = await this.#redis.journalAppend(keys.length, ...keys, this.writer, ...updates)
     if (ids.length !== appends.length)
       throw new Error(`the journal confirmed ${ids.length} of ${appends.length} appends`)
     return ids
@@ -258,17 +317,40 @@ export class RedisUpdateJournal implements UpdateJournal {
     return { updates, position }
   }
 
-  async #trim(room: string, position: JournalPosition): Promise<void> {
+  async #trim(room: string, position: JournalPosition, epoch: number | undefined): Promise<void> {
+    const fence = epoch === undefined ? '' : String(epoch)
+    const refused = refusedIfStale(room, epoch ?? 0)
     await Promise.all(
       [...position].map(([writer, lastId]) =>
-        this.#redis.journalTrim(this.#stream(room, writer), this.#writers(room), nextId(lastId), writer),
+        this.#redis
+          .journalTrim(
+            this.#stream(room, writer),
+            this.#writers(room),
+            this.#fence(room),
+            nextId(lastId),
+            writer,
+            fence,
+            FENCE_LIFETIME_MS,
+          )
+          .then(refused),
       ),
     )
   }
 
-  async #delete(room: string): Promise<void> {
+  async #delete(room: string, epoch: number | undefined): Promise<void> {
     const writers = await this.#redis.smembers(this.#writers(room))
-    await this.#redis.del(this.#writers(room), ...writers.map((writer) => this.#stream(room, writer)))
+    const keys = [
+      this.#fence(room),
+      this.#writers(room),
+      ...writers.map((writer) => this.#stream(room, writer)),
+    ]
+    const answer = await this.#redis.journalDelete(
+      keys.length,
+      ...keys,
+      epoch === undefined ? '' : String(epoch),
+      FENCE_LIFETIME_MS,
+    )
+    refusedIfStale(room, epoch ?? 0)(answer)
   }
 
   async close(): Promise<void> {
@@ -291,6 +373,11 @@ export class RedisUpdateJournal implements UpdateJournal {
     return `${this.#prefix}journal:{${roomKey(room)}}`
   }
 
+  /** The room's fence: the epoch of its last owner's write. */
+  #fence(room: string): string {
+    return `${this.#prefix}journal-fence:{${roomKey(room)}}`
+  }
+
   #stream(room: string, writer: string): string {
     return `${this.#prefix}journal:{${roomKey(room)}}:${writer}`
   }
@@ -304,6 +391,19 @@ function byRoom(appends: PendingAppend[]): PendingAppend[][] {
     else groups.set(append.room, [append])
   }
   return [...groups.values()]
+}
+
+/** The later epoch a script's answer names ('stale <epoch>'), or null for any other answer. */
+function staleAt(answer: string): number | null {
+  return answer.startsWith('stale ') ? Number(answer.slice(6)) : null
+}
+
+/** Throws the refusal a script answered for a write at `epoch`. */
+function refusedIfStale(room: string, epoch: number): (answer: string) => void {
+  return (answer) => {
+    const stale = staleAt(answer)
+    if (stale !== null) throw staleEpoch(room, epoch, stale)
+  }
 }
 
 /** The smallest stream id after `id` (`<ms>-<seq>`): XTRIM MINID keeps ids from there on. */

@@ -15,13 +15,21 @@ import type {
   SnapshotVersionPage,
   StoredSnapshot,
 } from '../ports/snapshot-store.js'
+import { refusedSave } from './refused-save.js'
 import { roomKey } from './room-keys.js'
 import { listObjectVersions, readObjectVersion } from './s3-snapshot-versions.js'
-import { decodeSnapshotFile, encodeSnapshotFile, type SnapshotFileContents } from './snapshot-format.js'
+import {
+  decodeSnapshotFile,
+  encodeSnapshotFile,
+  type SnapshotFileContents,
+  storedSnapshotOf,
+} from './snapshot-format.js'
 
-/** Object metadata (`x-amz-meta-…`): the room's incarnation, and whether the object is its tombstone. */
+/** Object metadata (`x-amz-meta-…`): the room's incarnation, whether the object is its tombstone, its epoch. */
 const GENERATION = 'symphony-generation'
 const DELETED = 'symphony-deleted'
+/** The epoch of the room's owner that saved it (absent: none). */
+const EPOCH = 'symphony-epoch'
 /** Saves landing between a deletion's read and its write; past this many the deletion fails (and is retried by its caller). */
 const MAX_DELETE_ATTEMPTS = 8
 
@@ -66,9 +74,8 @@ export class S3SnapshotStore implements SnapshotStore {
       Object.getPrototypeOf(bytes) === Uint8Array.prototype
         ? bytes
         : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-    // The bytes carry the incarnation too (authoritative; the metadata serves `head`).
-    const { state, generation, deleted } = decodeSnapshotFile(plain)
-    return { state, version: head.version, generation, ...(deleted ? { deleted: true } : {}) }
+    // The bytes carry the incarnation and epoch too (authoritative; the metadata serves `head`).
+    return storedSnapshotOf(decodeSnapshotFile(plain), head.version)
   }
 
   async head(room: string): Promise<SnapshotHead | null> {
@@ -84,8 +91,20 @@ export class S3SnapshotStore implements SnapshotStore {
     }
   }
 
-  async save(room: string, state: Uint8Array, expected: string | null, generation = 0): Promise<string> {
-    return this.#put(room, { state, generation, deleted: false }, expected)
+  async save(
+    room: string,
+    state: Uint8Array,
+    expected: string | null,
+    generation = 0,
+    epoch = 0,
+  ): Promise<string> {
+    try {
+      return await this.#put(room, { state, generation, deleted: false, epoch }, expected)
+    } catch (error) {
+      // Refused for its version: by a later owner's save, this owner is stale.
+      if (!(error instanceof SnapshotConflictError) || epoch === 0) throw error
+      throw refusedSave(room, await this.head(room), expected, epoch)
+    }
   }
 
   async listVersions(
@@ -97,9 +116,8 @@ export class S3SnapshotStore implements SnapshotStore {
 
   async readVersion(room: string, id: string): Promise<StoredSnapshot> {
     const { bytes, head } = await readObjectVersion(this.#target(room), id)
-    const { state, generation, deleted } = decodeSnapshotFile(bytes)
     this.#headOf(this.#key(room), head) // checks its metadata as `load` does
-    return { state, version: id, generation, ...(deleted ? { deleted: true } : {}) }
+    return storedSnapshotOf(decodeSnapshotFile(bytes), id)
   }
 
   /** Read, then replaced on that very version, so a save landing in between is not lost unseen. */
@@ -127,7 +145,7 @@ export class S3SnapshotStore implements SnapshotStore {
    * (an MD5 of them) never repeats across incarnations or between a snapshot and a tombstone.
    */
   async #put(room: string, contents: SnapshotFileContents, expected: string | null): Promise<string> {
-    const { generation, deleted } = contents
+    const { generation, deleted, epoch = 0 } = contents
     const Body = encodeSnapshotFile(contents)
     const Key = this.#key(room)
     let version: string | undefined
@@ -141,6 +159,7 @@ export class S3SnapshotStore implements SnapshotStore {
           Metadata: {
             [GENERATION]: String(generation),
             ...(deleted ? { [DELETED]: 'true' } : {}),
+            ...(epoch > 0 ? { [EPOCH]: String(epoch) } : {}),
           },
           ...(expected === null ? { IfNoneMatch: '*' } : { IfMatch: expected }),
         }),
@@ -166,7 +185,15 @@ export class S3SnapshotStore implements SnapshotStore {
     if (!Number.isSafeInteger(generation) || generation < 0)
       throw new Error(`s3://${this.options.bucket}/${Key} has a bad ${GENERATION}`)
     const deleted = output.Metadata?.[DELETED] === 'true'
-    return { version: output.ETag, generation, ...(deleted ? { deleted: true } : {}) }
+    const epoch = Number(output.Metadata?.[EPOCH] ?? 0)
+    if (!Number.isSafeInteger(epoch) || epoch < 0)
+      throw new Error(`s3://${this.options.bucket}/${Key} has a bad ${EPOCH}`)
+    return {
+      version: output.ETag,
+      generation,
+      ...(deleted ? { deleted: true } : {}),
+      ...(epoch > 0 ? { epoch } : {}),
+    }
   }
 
   /** The client belongs to whoever created it (it may serve other adapters). */

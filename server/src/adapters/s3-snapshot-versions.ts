@@ -11,7 +11,7 @@ import {
   type SnapshotVersionPage,
   VERSION_ID_PATTERN,
 } from '../ports/snapshot-store.js'
-import { SNAPSHOT_FILE_HEADER_BYTES } from './snapshot-format.js'
+import { TOMBSTONE_FILE_BYTES } from './snapshot-format.js'
 import { versionNotFound } from './snapshot-versions.js'
 
 /** One room's object in the bucket. */
@@ -62,7 +62,7 @@ export async function listObjectVersions(
   }
   // A tombstone is a bare header: only objects of that size are asked for their metadata.
   for (const version of versions) {
-    if (version.bytes !== SNAPSHOT_FILE_HEADER_BYTES) continue
+    if (version.bytes !== TOMBSTONE_FILE_BYTES) continue
     const head = await client.send(
       new HeadObjectCommand({ Bucket: bucket, Key: key, VersionId: versionIdOf(version.id) ?? '' }),
     )

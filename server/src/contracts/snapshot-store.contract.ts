@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { SnapshotConflictError, SnapshotVersionNotFoundError } from '../errors.js'
+import { SnapshotConflictError, SnapshotVersionNotFoundError, StaleEpochError } from '../errors.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import { putSnapshot, storedState } from './stored-snapshots.js'
 import { TRICKY_ROOM_NAMES } from './tricky-room-names.js'
 import { uniqueRoom } from './unique-room.js'
 
 const isConflict = (error: unknown) => error instanceof SnapshotConflictError
+const isStale = (error: unknown) => error instanceof StaleEpochError && error.code === 'STALE_EPOCH'
 /** Rounds of the races between writers: enough to catch a store whose writes are not atomic. */
 const ROUNDS = 25
 const isNotFound = (error: unknown) =>
@@ -45,6 +46,36 @@ export function snapshotStoreContract(name: string, createStore: () => Promise<S
       const second = await store.save(room, new Uint8Array([4]), first)
       assert.notEqual(second, first, 'each save has a version of its own')
       assert.deepEqual(await store.load(room), { state: new Uint8Array([4]), version: second, generation: 0 })
+      await store.close()
+    })
+
+    it('stores the epoch of the owner that saved, and refuses an earlier owner once a later one saved', async () => {
+      const store = await createStore()
+      const room = uniqueRoom('snap')
+      const first = await store.save(room, new Uint8Array([1]), null, 0, 3)
+      assert.equal((await store.head(room))?.epoch, 3)
+      assert.equal((await store.load(room))?.epoch, 3)
+      const [saved] = (await store.listVersions(room, { limit: 1 })).versions
+      assert.equal((await store.readVersion(room, saved?.id ?? '')).epoch, 3, 'a saved version too')
+      const second = await store.save(room, new Uint8Array([2]), first, 0, 4)
+      await assert.rejects(store.save(room, new Uint8Array([9]), first, 0, 3), isStale, 'the earlier owner')
+      await assert.rejects(
+        store.save(room, new Uint8Array([9]), first),
+        isConflict,
+        'a save without an epoch',
+      )
+      // An earlier owner that had not missed a save writes (its journal trims are what is fenced);
+      // the later owner's next save is then refused for its version only: it is not the stale one.
+      const third = await store.save(room, new Uint8Array([3]), second, 0, 2)
+      await assert.rejects(store.save(room, new Uint8Array([9]), second, 0, 5), isConflict, 'the later owner')
+      assert.deepEqual(await store.load(room), {
+        state: new Uint8Array([3]),
+        version: third,
+        generation: 0,
+        epoch: 2,
+      })
+      await store.delete(room, 0)
+      assert.equal((await store.head(room))?.epoch, undefined, 'a tombstone carries no epoch')
       await store.close()
     })
 

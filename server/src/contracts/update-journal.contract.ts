@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { StaleEpochError } from '../errors.js'
 import type { UpdateJournal } from '../ports/update-journal.js'
 import { eventually } from './eventually.js'
 import { TRICKY_ROOM_NAMES } from './tricky-room-names.js'
@@ -18,6 +19,7 @@ export interface JournalFixture {
 }
 
 const bytes = (...values: number[]) => new Uint8Array(values)
+const isStale = (error: unknown) => error instanceof StaleEpochError && error.code === 'STALE_EPOCH'
 
 /** What every `UpdateJournal` adapter must do. */
 export function updateJournalContract(name: string, createFixture: () => Promise<JournalFixture>): void {
@@ -157,6 +159,40 @@ export function updateJournalContract(name: string, createFixture: () => Promise
       assert.deepEqual((await b.read(room)).updates, [bytes(2)], 'trimming them keeps the others')
       assert.deepEqual((await orphans.read(room)).updates, [])
       await b.close()
+      await fixture.cleanup()
+    })
+
+    it('refuses the writes of an owner a later one fenced out, and loses nothing it confirmed', async () => {
+      const fixture = await createFixture()
+      const earlier = fixture.open('server-a')
+      const later = fixture.singleWriter ? earlier : fixture.open('server-b')
+      const [room, other] = [uniqueRoom('journal'), uniqueRoom('journal')]
+      await earlier.append(room, bytes(1), 1)
+      const confirmed = await earlier.read(room)
+      await later.fence(room, 2) // the next owner fences, then reads
+      await assert.rejects(earlier.append(room, bytes(9), 1), isStale, 'an append')
+      await assert.rejects(earlier.trim(room, confirmed.position, 1), isStale, 'a trim')
+      await assert.rejects(earlier.delete(room, 1), isStale, 'a deletion')
+      await assert.rejects(earlier.fence(room, 1), isStale, 'a fence back to its epoch')
+      assert.deepEqual((await later.read(room)).updates, [bytes(1)], 'what it confirmed stays, nothing more')
+      // Appends made at once: the stale one is refused alone.
+      const [refused, other1] = await Promise.allSettled([
+        earlier.append(room, bytes(8), 1),
+        earlier.append(other, bytes(5), 1), // another room has its own fence
+      ])
+      assert.equal(refused.status, 'rejected')
+      assert.ok(isStale((refused as PromiseRejectedResult).reason))
+      assert.equal(other1.status, 'fulfilled')
+      await later.append(room, bytes(2), 2)
+      await later.append(room, bytes(3), 3) // a later epoch's write raises the fence
+      await assert.rejects(later.append(room, bytes(9), 2), isStale, 'below the raised fence')
+      const all = (await later.read(room)).updates.map(([value]) => value)
+      assert.deepEqual(all.sort(), [1, 2, 3], 'two writers: each in its order')
+      assert.deepEqual((await later.read(other)).updates, [bytes(5)])
+      await later.trim(room, (await later.read(room)).position, 3)
+      assert.deepEqual((await later.read(room)).updates, [])
+      await earlier.close()
+      if (later !== earlier) await later.close()
       await fixture.cleanup()
     })
 

@@ -15,6 +15,8 @@ export interface StoredSnapshot {
   generation: number
   /** True for a tombstone: incarnation `generation` was deleted. */
   deleted?: true
+  /** The epoch of the room's owner that saved it; absent when saved without one. */
+  epoch?: number
 }
 
 /** What `head` tells of a room's snapshot without reading its state. */
@@ -66,9 +68,17 @@ export interface SnapshotStore {
    * stored); resolves with the new version once it is durable. Rejects with
    * `SnapshotConflictError` when another writer got there first, leaving the stored state alone.
    * `generation` (default 0) is the incarnation the state belongs to; the core never saves an
-   * incarnation over a tombstone of the same or a later one.
+   * incarnation over a tombstone of the same or a later one. `epoch` (the room's owner's) is
+   * stored with the state; a save refused for its version where a later epoch is stored rejects
+   * with `StaleEpochError` instead: a later owner saved, and this one must stop.
    */
-  save(room: string, state: Uint8Array, expected: string | null, generation?: number): Promise<string>
+  save(
+    room: string,
+    state: Uint8Array,
+    expected: string | null,
+    generation?: number,
+    epoch?: number,
+  ): Promise<string>
   /**
    * The room's saved versions (the current one first, then older ones, tombstones included), at
    * most `limit` (1 to `MAX_VERSIONS_PAGE`, else `RangeError`), after `cursor` (a `nextCursor`

@@ -22,15 +22,25 @@ export interface UpdateJournal {
   /**
    * Appends an update this server applied. Called on the hot path: the write starts before this
    * returns (so a process killed right after keeps it) and the promise only reports the outcome:
-   * the position of the new entry, or the error.
+   * the position of the new entry, or the error. With `epoch` (the room's owner's), refused with
+   * `StaleEpochError` once the room is fenced at a later epoch, and nothing is written.
    */
-  append(room: string, update: Uint8Array): Promise<JournalPosition>
+  append(room: string, update: Uint8Array, epoch?: number): Promise<JournalPosition>
+  /**
+   * Fences the room at `epoch`: from now on a write carrying an earlier epoch is refused. A new
+   * owner fences before it reads, so whatever an earlier owner had confirmed is in its read, and
+   * that owner confirms nothing more. Rejects with `StaleEpochError` if a later epoch fenced it.
+   */
+  fence(room: string, epoch: number): Promise<void>
   /** What is journaled for the room now, by every writer. Throws if the journal fails. */
   read(room: string): Promise<JournalContents>
-  /** Removes every writer's entries of the room (the room was deleted). */
-  delete(room: string): Promise<void>
-  /** Drops the entries at or before `position` (a saved snapshot holds them); later ones stay. */
-  trim(room: string, position: JournalPosition): Promise<void>
+  /** Removes every writer's entries of the room (the room was deleted); fenced as `append` is. */
+  delete(room: string, epoch?: number): Promise<void>
+  /**
+   * Drops the entries at or before `position` (a saved snapshot holds them); later ones stay.
+   * Fenced as `append` is: a stale owner's trim could drop what the next owner has not read.
+   */
+  trim(room: string, position: JournalPosition, epoch?: number): Promise<void>
   close(): Promise<void>
   /**
    * Optional: calls `listener` whenever the journal may have lost entries it had confirmed (its

@@ -12,22 +12,26 @@ export class GatedJournal implements UpdateJournal {
     this.#gate.resolve()
   }
 
-  async append(room: string, update: Uint8Array): Promise<JournalPosition> {
+  async append(room: string, update: Uint8Array, epoch?: number): Promise<JournalPosition> {
     this.appendsStarted++
     await this.#gate.promise
-    return this.inner.append(room, update)
+    return this.inner.append(room, update, epoch)
+  }
+
+  fence(room: string, epoch: number): Promise<void> {
+    return this.inner.fence(room, epoch)
   }
 
   read(room: string): Promise<JournalContents> {
     return this.inner.read(room)
   }
 
-  trim(room: string, position: JournalPosition): Promise<void> {
-    return this.inner.trim(room, position)
+  trim(room: string, position: JournalPosition, epoch?: number): Promise<void> {
+    return this.inner.trim(room, position, epoch)
   }
 
-  delete(room: string): Promise<void> {
-    return this.inner.delete(room)
+  delete(room: string, epoch?: number): Promise<void> {
+    return this.inner.delete(room, epoch)
   }
 
   close(): Promise<void> {

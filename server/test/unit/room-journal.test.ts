@@ -20,6 +20,8 @@ class PositionedJournal implements UpdateJournal {
     return Promise.resolve(position)
   }
 
+  async fence(): Promise<void> {}
+
   async read(): Promise<JournalContents> {
     return { updates: [], position: new Map() }
   }
