@@ -152,6 +152,15 @@ export class ServerMetrics implements CoreMetrics {
     'symphony_room_load_retries_total',
     'Room load attempts that failed and were tried again, since clients still waited',
   )
+  readonly roomClaims = this.#counter(
+    'symphony_room_claims_total',
+    'Ownership claims made by room loads, by outcome (owned: this server owns the room now; elsewhere: another server does; failed: the registry did not answer)',
+    ['outcome'],
+  )
+  readonly fencedWrites = this.#counter(
+    'symphony_fenced_writes_total',
+    'Rooms stopped here because a write was refused as stale: a later owner took the room (its clients were closed to reach it)',
+  )
   readonly #loadWaits = new Histogram({
     name: 'symphony_room_load_wait_seconds',
     help: "How long each call of a room's load waited on a dependency (pubsub, registry, peer, snapshots, journal)",

@@ -196,6 +196,7 @@ function registryWith(onRegister: () => Promise<void>): RoomRegistry {
     claim: (room, gone) => inner.claim(room, gone),
     ownerOf: (room) => inner.ownerOf(room),
     release: (room, epoch) => inner.release(room, epoch),
+    epochsOutliveProcess: inner.epochsOutliveProcess,
     close: () => inner.close(),
   }
 }
@@ -210,6 +211,7 @@ describe('a registry that never answers', () => {
       claim: () => never,
       ownerOf: () => never,
       release: () => never,
+      epochsOutliveProcess: true,
       close: async () => {},
     }
     const t = await startTestServer({

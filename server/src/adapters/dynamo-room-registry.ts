@@ -52,6 +52,7 @@ type Item = Record<string, AttributeValue>
  * eventually, often days later.
  */
 export class DynamoRoomRegistry implements RoomRegistry {
+  readonly epochsOutliveProcess = true
   readonly #heartbeat: LeaseHeartbeat
   /** The heartbeat's write in flight, so a deregistration can land after it and not be undone. */
   #refreshing: Promise<void> | null = null

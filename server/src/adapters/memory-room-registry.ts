@@ -16,6 +16,7 @@ export class MemoryRegistryTable {
 
 /** Embedded `RoomRegistry`: leases and owners in a table shared by the servers of one process. */
 export class MemoryRoomRegistry implements RoomRegistry {
+  readonly epochsOutliveProcess = false
   readonly #heartbeat: LeaseHeartbeat
   readonly #boot = randomUUID()
 

@@ -36,6 +36,10 @@ export interface CoreMetrics {
   readonly journalSkipped: Count
   readonly roomLoadFailures: Count
   readonly roomLoadRetries: Count
+  /** A load claimed its room: `owned` (this server owns it now), `elsewhere`, or `failed`. */
+  readonly roomClaims: { labels(outcome: 'owned' | 'elsewhere' | 'failed'): Count }
+  /** A room's write was refused as stale (a later owner took it), so it stopped here. */
+  readonly fencedWrites: Count
   readonly observeLoadWait: LoadWaitObserver
   readonly joinWaits: JoinWaitObserver
   readonly dependencies: DependencyOutcomes

@@ -1,3 +1,4 @@
+import { StaleEpochError } from '../errors.js'
 import type { JournalPosition, UpdateJournal } from '../ports/update-journal.js'
 
 /** What a room journal reports of its writes. */
@@ -27,6 +28,16 @@ export interface RoomJournalInit {
   outcomes: JournalOutcomes
   /** An append failed: what it held is durable only once a snapshot holds it, so save one now. */
   onAppendFailed: () => void
+  /**
+   * The epoch this server owns the room at: every write carries it. Unset: it writes unfenced (a
+   * copy of a room another server owns).
+   */
+  epoch?: number
+  /**
+   * A write was refused as stale: a later owner took the room. What was refused is never made
+   * durable here (no snapshot stands in for it): the room must stop at once.
+   */
+  onStale?: (error: StaleEpochError) => void
   /** Told of each recorded update: the room changed here, by a client of this server (webhooks). */
   onRecord?: () => void
 }
@@ -84,8 +95,13 @@ export class RoomJournal {
   readonly #outcomes: JournalOutcomes
   readonly #onAppendFailed: () => void
   readonly #onRecord: () => void
+  readonly #epoch: number | undefined
+  readonly #onStale: (error: StaleEpochError) => void
 
-  constructor({ journal, room, key, replayed, outcomes, onAppendFailed, onRecord }: RoomJournalInit) {
+  constructor(init: RoomJournalInit) {
+    const { journal, room, key, replayed, outcomes, onAppendFailed, onRecord } = init
+    this.#epoch = init.epoch
+    this.#onStale = init.onStale ?? (() => {})
     this.room = room
     this.#key = key ?? room
     this.#journal = journal
@@ -175,7 +191,7 @@ export class RoomJournal {
     this.#onRecord()
     const seq = ++this.#recorded
     this.#inFlight.add(seq)
-    const appended = this.#journal.append(this.#key, update).then(
+    const appended = this.#journal.append(this.#key, update, this.#epoch).then(
       (position) => {
         this.#failing = false
         this.#ownWriter ??= position.keys().next().value
@@ -186,6 +202,11 @@ export class RoomJournal {
         return true
       },
       (error: unknown) => {
+        if (error instanceof StaleEpochError) {
+          // Stays in flight, never durable here: the room stops and its clients resend elsewhere.
+          this.#onStale(error)
+          return false
+        }
         this.#reportFailure(error, 'append')
         if (!this.#inFlight.delete(seq)) return false
         this.#failed.add(seq)
@@ -265,7 +286,7 @@ export class RoomJournal {
         const next = this.#nextTrim
         this.#nextTrim = null
         try {
-          await this.#journal.trim(this.#key, next)
+          await this.#journal.trim(this.#key, next, this.#epoch)
           // What the trim reached is trimmed: the very entry, or this server's own later one in the
           // same stream (one file journal). Entries adopted meanwhile stay until a trim reaches them.
           for (const [writer, id] of next) {
@@ -273,7 +294,8 @@ export class RoomJournal {
               this.#othersHeld.delete(writer)
           }
         } catch (error) {
-          this.#reportFailure(error, 'trim')
+          if (error instanceof StaleEpochError) this.#onStale(error)
+          else this.#reportFailure(error, 'trim')
         }
       }
       this.#trimming = false

@@ -11,18 +11,20 @@ import { Waiters } from '../waiters.js'
  *    │  ▼         ▼         ▼
  *    │  deleting ◄──────────┘ ──► gone
  *    └──────────────────────────► gone  (the load failed)
+ * loading, live, unloading ──► lost ──► gone  (a later owner fenced its writes)
  * ```
  *
  * Every change of state goes through `RoomLife.#enter`, which refuses any transition not listed
  * here, so the order of a room's life is written in one place.
  */
-export type RoomState = 'loading' | 'live' | 'unloading' | 'deleting' | 'gone'
+export type RoomState = 'loading' | 'live' | 'unloading' | 'deleting' | 'lost' | 'gone'
 
 export const ROOM_TRANSITIONS: Readonly<Record<RoomState, readonly RoomState[]>> = {
-  loading: ['live', 'deleting', 'gone'],
-  live: ['unloading', 'deleting'],
-  unloading: ['live', 'deleting', 'gone'],
+  loading: ['live', 'deleting', 'lost', 'gone'],
+  live: ['unloading', 'deleting', 'lost'],
+  unloading: ['live', 'deleting', 'lost', 'gone'],
   deleting: ['gone'],
+  lost: ['gone'],
   gone: [],
 }
 
@@ -33,6 +35,8 @@ export interface RoomLifeSteps<Loaded> {
   saveBeforeUnload(loaded: Loaded): Promise<void>
   /** Closes the deleted room's clients and stops its saves, at once (before any wait). */
   closeDeleted(loaded: Loaded): void
+  /** Closes the lost room's clients (to come back to its new owner) and stops its saves, at once. */
+  closeLost(loaded: Loaded): void
   /** Resolves once the saves already started are done (none is started after `closeDeleted`). */
   savesSettled(loaded: Loaded): Promise<void>
   /** Deregisters, unsubscribes and frees the loaded room. */
@@ -87,6 +91,8 @@ export class RoomLife<Loaded> {
   #withoutGrace = false
   #queue: Promise<void> = Promise.resolve()
   #deletion: Promise<void> | null = null
+  /** Set once a later owner took the room: its end here (see `lose`). */
+  #loss: Promise<void> | null = null
   readonly #changeWaiters = new Waiters<void>()
   /** Those waiting for the load (`whenReady`): a joiner who leaves is removed, not kept until it settles. */
   readonly #readyWaiters = new Waiters<Loaded>()
@@ -120,6 +126,11 @@ export class RoomLife<Loaded> {
 
   get holders(): number {
     return this.#holders
+  }
+
+  /** Whether a later owner took the room from this instance (`lose`). */
+  get wasLost(): boolean {
+    return this.#loss !== null
   }
 
   /** The loaded room while it is live, or unloading (still serving its last save). */
@@ -180,26 +191,59 @@ export class RoomLife<Loaded> {
    */
   delete(recorded: Promise<void> = Promise.resolve()): Promise<void> {
     if (this.#deletion) return this.#deletion
+    if (this.#loss) return this.#loss // its owner, who loaded it, removes what is stored
     if (this.#state === 'gone') return Promise.resolve()
     this.#cancelGrace()
     this.#enter('deleting')
     if (this.#loaded) this.#steps.closeDeleted(this.#loaded)
-    this.#deletion = this.#run(async () => {
+    this.#deletion = this.#end(
+      (loaded) => this.#steps.closeDeleted(loaded),
+      async (loaded) => {
+        await recorded
+        await this.#steps.removeStored(loaded)
+      },
+    )
+    return this.#deletion
+  }
+
+  /**
+   * A later owner fenced this one's writes: `lost` at once, its clients closed (they come back and
+   * reach the new owner) and its saves stopped; then, after whatever step runs now, it is freed
+   * without a final save, which would be refused (or, before the new owner saved, stand for edits
+   * it never confirmed). Nothing it acknowledged is lost: each was journaled before the fence.
+   */
+  lose(): Promise<void> {
+    if (this.#loss) return this.#loss
+    if (this.#deletion || this.#state === 'gone') return this.#deletion ?? Promise.resolve()
+    this.#cancelGrace()
+    this.#enter('lost')
+    if (this.#loaded) this.#steps.closeLost(this.#loaded)
+    this.#loss = this.#end((loaded) => this.#steps.closeLost(loaded))
+    return this.#loss
+  }
+
+  /**
+   * The end of a deleted or lost instance, after whatever step runs now: `close` its clients (also
+   * those admitted before the load finished), wait out its saves, free it, then `after`; gone.
+   */
+  #end(
+    close: (loaded: Loaded) => void,
+    after: (loaded: Loaded | null) => Promise<void> = async () => {},
+  ): Promise<void> {
+    return this.#run(async () => {
       const loaded = this.#loaded
       try {
         if (loaded) {
-          this.#steps.closeDeleted(loaded) // also those admitted before the load finished
+          close(loaded)
           await this.#steps.savesSettled(loaded)
           await this.#steps.free(loaded)
         }
-        await recorded
-        await this.#steps.removeStored(loaded)
+        await after(loaded)
       } finally {
         this.#loaded = null
         this.#enter('gone')
       }
     })
-    return this.#deletion
   }
 
   /** Frees the room now, whoever holds it (shutdown, after every room was saved). */

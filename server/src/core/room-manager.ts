@@ -76,6 +76,10 @@ interface LoadedFrom {
   source: 'peer' | 'snapshot' | 'empty'
   /** The life the room belongs to: told when the store shows the room was deleted. */
   life: RoomLife<Loaded>
+  /** The epoch this server owns the room at, if it does. */
+  epoch: number | undefined
+  /** The epoch its durable writes carry (`epoch`, when the registry's epochs outlive the process). */
+  fencedAt: number | undefined
 }
 
 interface Loaded {
@@ -86,6 +90,8 @@ interface Loaded {
   journal: RoomJournal
   /** The room's incarnation (see `incarnationKey`). */
   generation: number
+  /** The epoch this server owns the room at; undefined: it holds a copy of a room it does not own. */
+  epoch: number | undefined
   /** When a client or the REST API last changed it here (ms), if one did since it loaded. */
   changedAt(): number | undefined
 }
@@ -389,7 +395,8 @@ export class RoomManager {
     const previousUntold = generation > (loaded ?? 0)
     if (previousUntold) pubsub.publish(incarnationKey(name, generation - 1), ROOM_DELETED_FRAME)
     await deleting
-    if (loaded !== generation) await this.#removeJournal(name, generation)
+    // A life that lost the room to another owner removed nothing: its journal goes here.
+    if (loaded !== generation || life?.wasLost) await this.#removeJournal(name, generation)
     // Its journal too: its only holder may have died with the deletion half done.
     if (previousUntold && loaded !== generation - 1) await this.#removeJournal(name, generation - 1)
     logger.info({ room: name, generation }, 'room deleted')
@@ -456,6 +463,12 @@ export class RoomManager {
             connection.close(CloseCode.RoomDeleted, 'the room was deleted')
           }
         },
+        closeLost: (loaded) => {
+          loaded.writer.stop()
+          for (const connection of [...loaded.room.connections]) {
+            connection.close(CloseCode.TryAgainLater, 'another server owns the room now: reconnect')
+          }
+        },
         savesSettled: (loaded) => loaded.writer.settled(),
         free: (loaded) => this.#free(name, loaded),
         removeStored: async (loaded) => {
@@ -494,9 +507,13 @@ export class RoomManager {
     const loading = new LoadReservation(this.deps.memory ?? UNBOUNDED_MEMORY)
     // The registry's answer comes while the store and pub/sub are asked (see lookUpPeers).
     const peers = stateSource.lookUpPeers(name)
+    const claimed = this.#claim(name)
     // Which incarnation is current decides the channel and the journal streams.
     const incarnation = await stateSource.incarnation(name)
     const channel = incarnationKey(name, incarnation.generation)
+    const epoch = await claimed
+    // Fenced only with epochs that outlive the process (see `RoomOwnership.epochsOutliveProcess`).
+    const fencedAt = registry.epochsOutliveProcess ? epoch : undefined
     const observeWait = this.deps.metrics.observeLoadWait
     await timedWait(observeWait, 'pubsub', () =>
       pubsub.subscribe(channel, (frame) => {
@@ -506,6 +523,9 @@ export class RoomManager {
       }),
     )
     try {
+      // Fenced before it is read: what an earlier owner confirmed is in the read, and it confirms
+      // nothing more.
+      if (fencedAt !== undefined) await this.deps.journal.fence(channel, fencedAt)
       const { state, source, journal, storedVersion, generation } = await stateSource.load(
         name,
         incarnation,
@@ -528,6 +548,8 @@ export class RoomManager {
         generation,
         source,
         life,
+        epoch,
+        fencedAt,
       })
       created = loaded
       if (applied.encoded && journal.updates.length === 0) loaded.room.adoptEncodedState(applied.encoded)
@@ -556,9 +578,47 @@ export class RoomManager {
       // Built and never handed out: its timers and its charge to the memory budget go with it.
       created?.writer.stop()
       created?.room.destroy()
-      await pubsub.unsubscribe(channel).catch(() => {})
+      await Promise.all([pubsub.unsubscribe(channel).catch(() => {}), this.#release(name, epoch)])
       throw error
     }
+  }
+
+  /**
+   * Claims the room for this server: the epoch it owns it at, or undefined when another server
+   * owns it (this one then holds a copy, unfenced, as every server did before owners) or the
+   * registry did not answer in time (the same: a registry outage must not stop the room).
+   */
+  async #claim(name: string): Promise<number | undefined> {
+    const { registry, metrics, logger } = this.deps
+    try {
+      const claim = await within(registry.claim(name), this.#registryWaitMs, 'claiming the room')
+      metrics.roomClaims.labels(claim.owned ? 'owned' : 'elsewhere').inc()
+      return claim.owned ? claim.epoch : undefined
+    } catch (err) {
+      metrics.roomClaims.labels('failed').inc()
+      logger.warn({ err, room: name }, 'claiming the room failed; it loads unowned')
+      return undefined
+    }
+  }
+
+  /** Gives the room up if this server owns it (a failure: its server's lease ends it). */
+  async #release(name: string, epoch: number | undefined): Promise<void> {
+    if (epoch === undefined) return
+    await within(this.deps.registry.release(name, epoch), this.#registryWaitMs, 'releasing the room').catch(
+      (err: unknown) =>
+        this.deps.logger.warn({ err, room: name }, 'release failed; the room stays ours until then'),
+    )
+  }
+
+  /** A later owner fenced this server's writes of the room: it stops serving it at once. */
+  #lost(life: RoomLife<Loaded>, epoch: number, error: unknown): void {
+    if (life.state === 'lost' || life.state === 'gone') return
+    this.deps.metrics.fencedWrites.inc()
+    this.deps.logger.warn(
+      { err: error, room: life.name, epoch },
+      'a later owner took the room; closing its clients here so they reach it',
+    )
+    void life.lose()
   }
 
   /**
@@ -584,7 +644,11 @@ export class RoomManager {
   }
 
   #createRoom(name: string, doc: Y.Doc, from: LoadedFrom): Loaded {
-    const { loadedBytes, loadedBuiltBytes, replayed, storedVersion, generation, life } = from
+    const { loadedBytes, loadedBuiltBytes, replayed, storedVersion, generation, life, epoch, fencedAt } = from
+    const fenced =
+      fencedAt === undefined
+        ? {}
+        : { epoch: fencedAt, onStale: (error: unknown) => this.#lost(life, fencedAt, error) }
     const { pubsub, snapshots, journal, metrics, events, logger } = this.deps
     const key = incarnationKey(name, generation)
     let changedAt: number | undefined
@@ -595,6 +659,7 @@ export class RoomManager {
       replayed: { position: replayed, updates: from.replayedUpdates },
       outcomes: this.#journalOutcomes,
       onAppendFailed: () => writer?.saveSoon(),
+      ...fenced,
       onRecord: () => {
         changedAt = Date.now()
       },
@@ -649,12 +714,14 @@ export class RoomManager {
         void life.delete()
       },
       ...(this.#app.storesSnapshots ? { onSaved: (state) => this.#app.stored(name, state) } : {}),
+      ...fenced,
     })
     return {
       room,
       writer,
       journal: roomJournal,
       generation,
+      epoch,
       changedAt: () => changedAt,
       registered: Promise.resolve(),
     }
@@ -671,6 +738,7 @@ export class RoomManager {
       pubsub
         .unsubscribe(incarnationKey(name, loaded.generation))
         .catch((err) => logger.warn({ err, room: name }, 'unsubscribe failed')),
+      this.#release(name, loaded.epoch),
     ])
     const bytes = loaded.room.approximateBytes
     // Before the document is freed: a listener may still read it (an app's last onChange).

@@ -1,4 +1,4 @@
-import { isOutOfSpace, RoomDeletedError, SnapshotConflictError } from '../errors.js'
+import { isOutOfSpace, RoomDeletedError, SnapshotConflictError, StaleEpochError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { CoreMetrics } from './core-metrics.js'
@@ -58,6 +58,10 @@ export interface SnapshotWriterInit {
    * is saved again (and this called again) at the next interval.
    */
   onSaved?: (state: Uint8Array) => Promise<boolean>
+  /** The epoch this server owns the room at, stored with each save (unset: it owns none). */
+  epoch?: number
+  /** A later owner saved the room: this one stops saving, and the room must stop. */
+  onStale?: (error: StaleEpochError) => void
 }
 
 /** Another server saving at the same moment is routine; this many in a row is not. */
@@ -77,6 +81,8 @@ export class SnapshotWriter {
   #savedWaiters: { version: number; resolve: () => void }[] = []
   readonly #generation: number
   readonly #onDeleted: () => void
+  readonly #epoch: number | undefined
+  readonly #onStale: (error: StaleEpochError) => void
   readonly #onSaved: SnapshotWriterInit['onSaved']
   /** The last saved state was not taken by `onSaved`: save again at the next interval. */
   #handOverOwed = false
@@ -100,6 +106,8 @@ export class SnapshotWriter {
     this.#storedVersion = init.storedVersion
     this.#generation = init.generation
     this.#onDeleted = init.onDeleted
+    this.#epoch = init.epoch
+    this.#onStale = init.onStale ?? (() => {})
     this.#onSaved = init.onSaved
     this.#savedVersion = unsavedAtLoad ? room.version - 1 : room.version
     if (unsavedAtLoad) this.markDirty()
@@ -187,6 +195,11 @@ export class SnapshotWriter {
       if (this.dirty) this.markDirty()
     } catch (error) {
       if (error instanceof RoomDeletedError) throw error // not a failure: the room is gone
+      if (error instanceof StaleEpochError) {
+        this.stop() // not retried: another server owns the room now
+        this.#onStale(error)
+        throw error
+      }
       this.#handOverOwed ||= handOverOwed // still owed: the retry's save hands it over
       this.#failures++
       const retryInMs = Math.min(
@@ -225,7 +238,13 @@ export class SnapshotWriter {
       const state = this.#room.encodeState()
       try {
         const expected = this.#storedVersion ?? null
-        this.#storedVersion = await this.#store.save(this.#room.name, state, expected, this.#generation)
+        this.#storedVersion = await this.#store.save(
+          this.#room.name,
+          state,
+          expected,
+          this.#generation,
+          this.#epoch,
+        )
         return { version, state, written: true }
       } catch (error) {
         if (!(error instanceof SnapshotConflictError) || conflicts >= MAX_CONFLICTS_PER_WRITE) throw error

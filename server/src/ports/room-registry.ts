@@ -46,4 +46,10 @@ export interface RoomOwnership {
   ownerOf(room: string): Promise<RoomOwner | null>
   /** Gives `room` up if this server still owns it at `epoch`: the next claim takes it at once. */
   release(room: string, epoch: number): Promise<void>
+  /**
+   * Whether its epochs outlive this server's process (a registry the servers share). Only then do
+   * the owners' writes carry them: Redis and S3 keep a fence longer than the embedded registry,
+   * whose epochs start again at 1 at each start, remembers it.
+   */
+  readonly epochsOutliveProcess: boolean
 }

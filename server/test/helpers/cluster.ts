@@ -155,7 +155,10 @@ export class TestCluster {
     }
   }
 
-  /** The registry items for `room`, expired or not: `{ serverId, expiresAtMs }`. */
+  /**
+   * The registry's holder items for `room`, expired or not: `{ serverId, expiresAtMs }` (not its
+   * owner item, which stays: it keeps the room's epoch).
+   */
   async registryItems(room: string): Promise<{ serverId: string; expiresAtMs: number }[]> {
     const result = await testAwsClients().dynamo.send(
       new QueryCommand({
@@ -166,10 +169,9 @@ export class TestCluster {
         ConsistentRead: true,
       }),
     )
-    return (result.Items ?? []).map((item) => ({
-      serverId: item.serverId?.S ?? '',
-      expiresAtMs: Number(item.expiresAtMs?.N ?? 0),
-    }))
+    return (result.Items ?? [])
+      .map((item) => ({ serverId: item.serverId?.S ?? '', expiresAtMs: Number(item.expiresAtMs?.N ?? 0) }))
+      .filter(({ serverId }) => !serverId.startsWith('\u0000'))
   }
 
   /** Stops every server still running (SIGKILL: the tests that need SIGTERM send it themselves). */

@@ -30,6 +30,9 @@ function controlledLife() {
     closeDeleted: (loaded) => {
       steps.push(`close ${loaded}`)
     },
+    closeLost: (loaded) => {
+      steps.push(`close lost ${loaded}`)
+    },
     savesSettled: () => {
       steps.push('saves settled?')
       return pending.saves.promise
@@ -60,13 +63,17 @@ describe('a room’s life: one transition each', () => {
     assert.deepEqual(all.sort(), [
       'deleting→gone',
       'live→deleting',
+      'live→lost',
       'live→unloading',
       'loading→deleting',
       'loading→gone',
       'loading→live',
+      'loading→lost',
+      'lost→gone',
       'unloading→deleting',
       'unloading→gone',
       'unloading→live',
+      'unloading→lost',
     ])
     assert.deepEqual(ROOM_TRANSITIONS.gone, [])
   })
@@ -215,6 +222,54 @@ describe('a room’s life: one transition each', () => {
   })
 })
 
+describe('a room lost to a later owner', () => {
+  it('live → lost → gone: clients closed at once, freed once its saves settled, never saved again nor its stores cleared', async () => {
+    const { life, steps, transitions, pending } = controlledLife()
+    life.hold()
+    pending.load.resolve('room')
+    await life.ready
+    const lost = life.lose()
+    assert.equal(life.state, 'lost', 'before any wait')
+    assert.equal(life.admits, false, 'joiners wait for the next instance')
+    assert.equal(life.loaded, null)
+    assert.deepEqual(steps, ['load', 'close lost room'])
+    pending.saves.resolve()
+    await lost
+    assert.deepEqual(steps.slice(2), ['close lost room', 'saves settled?', 'free room'])
+    assert.deepEqual(transitions, ['loading→live', 'live→lost', 'lost→gone'])
+    assert.ok(life.wasLost)
+    life.unhold() // a holder leaving late starts no unload
+    await life.delete() // nor does a deletion reach it (the manager removes the journal)
+    assert.deepEqual(steps.slice(-1), ['free room'])
+  })
+
+  it('loading → lost: a write refused while it loads ends it once loaded, without going live', async () => {
+    const { life, steps, transitions, pending } = controlledLife()
+    life.hold()
+    const lost = life.lose()
+    pending.load.resolve('room')
+    pending.saves.resolve()
+    await lost
+    assert.deepEqual(transitions, ['loading→lost', 'lost→gone'])
+    assert.deepEqual(steps, ['load', 'close lost room', 'saves settled?', 'free room'])
+  })
+
+  it('unloading → lost: the final save refused as stale frees it without another try', async (t) => {
+    const tick = fakeTime(t)
+    const { life, transitions, pending } = controlledLife()
+    pending.load.resolve('room')
+    await life.ready
+    await tick(GRACE_MS)
+    assert.equal(life.state, 'unloading')
+    const lost = life.lose()
+    pending.save?.reject(new Error('stale'))
+    pending.saves.resolve()
+    await lost
+    await tick(RETRY_MS)
+    assert.deepEqual(transitions, ['loading→live', 'live→unloading', 'unloading→lost', 'lost→gone'])
+  })
+})
+
 describe('a room’s load, retried while someone waits', () => {
   /** A life whose load attempts the test settles one by one, retried after 100 ms doubling to 400. */
   function retryingLife() {
@@ -234,6 +289,7 @@ describe('a room’s load, retried while someone waits', () => {
         },
         saveBeforeUnload: async () => {},
         closeDeleted: () => {},
+        closeLost: () => {},
         savesSettled: async () => {},
         free: async () => {},
         removeStored: async () => {},

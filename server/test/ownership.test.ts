@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict'
+import { afterEach, describe, it } from 'node:test'
+import { eventually, uniqueRoom } from './helpers/clients.js'
+import { metricValue, REGISTRY_LEASE_MS, useTestCluster } from './helpers/cluster.js'
+import { destroyNodeClients, nodeClient } from './helpers/node-client.js'
+
+/**
+ * Issue #48: a room has one owner at a time, whose durable writes carry its epoch. An owner that
+ * stalls past its lease wakes up with a later owner in its place: its writes are refused, so it
+ * acknowledges nothing more and sends its clients on.
+ */
+describe('an owner stalled past its lease', () => {
+  const cluster = useTestCluster()
+  afterEach(() => destroyNodeClients())
+
+  it('wakes up fenced: acknowledges nothing more, closes its clients, and their edits reach the new owner', async () => {
+    const room = uniqueRoom('stale-owner')
+    const [a, b] = await Promise.all([cluster.start('a'), cluster.start('b')])
+    const writer = nodeClient(a.wsUrl).enter(room)
+    await writer.whenSynced()
+    writer.doc.getText('t').insert(0, 'first ')
+    await eventually(() => writer.syncStatus === 'synchronized', 'acknowledged by its owner, a')
+    assert.equal(metricValue(await a.metrics(), 'symphony_room_claims_total{outcome="owned"}'), 1)
+
+    a.child.kill('SIGSTOP')
+    try {
+      // Past a's lease, b takes the room at the next epoch (a's peer fetch times out).
+      await new Promise((resolve) => setTimeout(resolve, REGISTRY_LEASE_MS + 500))
+      const reader = nodeClient(b.wsUrl).enter(room)
+      await reader.whenSynced()
+      assert.equal(reader.doc.getText('t').toString(), 'first ', 'what a acknowledged')
+      assert.equal(metricValue(await b.metrics(), 'symphony_room_claims_total{outcome="owned"}'), 1)
+    } finally {
+      a.child.kill('SIGCONT')
+    }
+
+    // a's next write is refused: it acknowledges nothing, and closes its clients to come back.
+    writer.doc.getText('t').insert(6, 'second')
+    await eventually(
+      async () => metricValue(await a.metrics(), 'symphony_fenced_writes_total') === 1,
+      'a stopped serving the room',
+    )
+    const [onB] = await Promise.all([nodeClient(b.wsUrl).enter(room)])
+    await eventually(() => onB.doc.getText('t').toString() === 'first second', 'the edit reached b', 10_000)
+    await eventually(() => writer.syncStatus === 'synchronized', 'acknowledged once it reached a live copy')
+
+    // Nothing acknowledged is lost: a cold start reads it back from the stores.
+    for (const server of [a, b]) server.child.kill('SIGKILL')
+    await Promise.all([a.exited, b.exited])
+    const c = await cluster.start('c')
+    const cold = nodeClient(c.wsUrl).enter(room)
+    await cold.whenSynced()
+    assert.equal(cold.doc.getText('t').toString(), 'first second')
+  })
+})
