@@ -48,6 +48,7 @@ const ANSWERS = {
   HEARTBEAT_MISSED: INTERNAL,
   // This server lost the room to a later owner: its clients come back and reach that one.
   STALE_EPOCH: { close: CloseCode.TryAgainLater, http: 'SERVER_BUSY' },
+  ROOM_MOVED: { close: CloseCode.TryAgainLater, http: 'SERVER_BUSY' },
 } as const satisfies Record<SymphonyErrorCode, ErrorAnswer>
 
 /** The answer to an access check or upgrade whose authentication failed for a reason of the server's own. */

@@ -22,6 +22,7 @@ export type SymphonyErrorCode =
   | 'UPDATE_REFUSED'
   | 'CONNECTION_REFUSED'
   | 'STALE_EPOCH'
+  | 'ROOM_MOVED'
 
 /** Base of every error Symphony raises on purpose; `code` is stable and safe to match on. */
 export class SymphonyError extends Error {
@@ -114,6 +115,9 @@ export class SnapshotConflictError extends errorWithCode('SNAPSHOT_CONFLICT') {}
  * later owner has passed: this server no longer owns the room and must stop serving it.
  */
 export class StaleEpochError extends errorWithCode('STALE_EPOCH') {}
+
+/** The room is owned by another server now: its clients reconnect and are relayed there. */
+export class RoomMovedError extends errorWithCode('ROOM_MOVED') {}
 
 /** A snapshot version id (or a versions cursor) that the store does not hold for the room. */
 export class SnapshotVersionNotFoundError extends errorWithCode('VERSION_NOT_FOUND') {}

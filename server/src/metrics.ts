@@ -328,6 +328,18 @@ export class ServerMetrics implements CoreMetrics {
   }
 
   /** Journaled updates no saved snapshot holds yet, read at scrape time. */
+  /** `symphony_rooms_relayed`: rooms whose clients here are relayed to the server that owns them. */
+  watchRelayedRooms(rooms: () => number): void {
+    new Gauge({
+      name: 'symphony_rooms_relayed',
+      help: 'Rooms whose clients on this server are relayed to the server that owns them (no copy here)',
+      registers: [this.registry],
+      collect() {
+        this.set(rooms())
+      },
+    })
+  }
+
   watchJournalBacklog(backlog: () => number): void {
     new Gauge({
       name: NAMES.journalBacklogUpdates,

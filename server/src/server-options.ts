@@ -128,6 +128,12 @@ export interface SyncServerOptions {
   /** The peer state endpoint; a cluster needs it. Default null: single server. */
   internal?: InternalEndpointOptions | null
   /**
+   * One copy per room (issue #48, being built; off by default): a client of a room another server
+   * owns is relayed to that server over its internal port, and no copy of the room is loaded here.
+   * Needs `internal` and a registry the servers share.
+   */
+  relay?: boolean
+  /**
    * The built-in adapter for each port, by settings (what `parseConfig` reads from SNAPSHOTS,
    * PUBSUB…). A port not named here nor in `adapters` gets its embedded adapter: pub/sub and
    * registry in memory, snapshots and journal in ./data, no metadata, no webhooks.

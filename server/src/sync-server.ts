@@ -7,6 +7,7 @@ import { documentMemory } from './core/document-memory.js'
 import { DocumentReads } from './core/document-reads.js'
 import { EventStream } from './core/event-stream.js'
 import { MemoryBudget } from './core/memory-budget.js'
+import { RetryLater } from './core/pacing.js'
 import { RoomManager } from './core/room-manager.js'
 import { type PeerStateFetcher, RoomStateSource } from './core/room-state-source.js'
 import type { ServerEvents } from './core/server-events.js'
@@ -23,10 +24,13 @@ import { holdForApi } from './transport/api-writer.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
 import { createPeerStateFetcher } from './transport/peer-state-client.js'
+import { RelayHost } from './transport/relay-host.js'
+import { RelayLinks } from './transport/relay-links.js'
 import { createRestApi } from './transport/rest-api.js'
+import { RoomSessions } from './transport/room-sessions.js'
 import { loadStaticFiles } from './transport/static-files.js'
 import { createVersionsRoute } from './transport/versions-route.js'
-import { WebSocketGateway } from './transport/websocket-gateway.js'
+import { type Relay, WebSocketGateway } from './transport/websocket-gateway.js'
 
 /** Clients whose updates a room may hold waiting for missing dependencies at once. */
 const MAX_PENDING_CLIENTS = 1_000
@@ -51,6 +55,8 @@ export class SyncServer {
   #ready = false
   #shutdown: Promise<string[]> | null = null
   #sampleTimer: NodeJS.Timeout | undefined
+  /** With `relay`: the owner's side (host) and the edge's (links). */
+  #relayParts: { host: RelayHost; links: RelayLinks } | null = null
   /** Whole documents read as JSON (the REST API, `room(name).toJSON()`): bounded and charged. */
   readonly #reads: DocumentReads
 
@@ -128,6 +134,7 @@ export class SyncServer {
         serverId: options.serverId,
         // With AUTH=none there are no subjects to bind client ids to.
         bindAuthors: options.auth.mode !== 'none',
+        relay: options.relay && internal !== null,
       },
     )
     // A room's saved versions: the REST API's routes, and the dashboard's restore on the internal port.
@@ -150,21 +157,34 @@ export class SyncServer {
       }),
     )
     const authenticator = createAuthenticator(options.auth)
+    const retryLater = new RetryLater()
+    const sessions = new RoomSessions({
+      manager: this.manager,
+      events: this.#events,
+      metrics: this.metrics,
+      memory: this.memory,
+      logger,
+      limits: options.limits,
+      joinWaitMs: options.joinWaitMs,
+      retryLater,
+    })
     this.#gateway = new WebSocketGateway(
       {
         authenticator,
-        manager: this.manager,
+        sessions,
+        ...(options.relay && internal && options.internal
+          ? { relay: this.#openRelay(internal.server, sessions, options.internal.token) }
+          : {}),
         events: this.#events,
         metrics: this.metrics,
         onConnect: options.hooks.onConnect,
-        memory: this.memory,
+        retryLater,
         logger,
       },
       {
         limits: options.limits,
         serverId: options.serverId,
         allowedOrigins: options.allowedOrigins,
-        joinWaitMs: options.joinWaitMs,
         hookTimeoutMs: options.hookTimeoutMs,
       },
     )
@@ -200,6 +220,27 @@ export class SyncServer {
         options.metadataSampleIntervalMs,
       )
       this.#sampleTimer.unref()
+    }
+  }
+
+  /** The relay of one copy per room: this server's side as owner (host) and as edge (links). */
+  #openRelay(internalServer: Server, sessions: RoomSessions, token: string): Relay {
+    const { limits, logger } = this.options
+    const host = new RelayHost({ sessions, token, maxMessageBytes: limits.maxMessageBytes, logger })
+    internalServer.on('upgrade', host.handleUpgrade)
+    const links = new RelayLinks({
+      token,
+      maxMessageBytes: limits.maxMessageBytes,
+      maxBufferedBytes: limits.maxBufferedBytes,
+      metrics: this.metrics,
+      logger,
+    })
+    this.#relayParts = { host, links }
+    this.metrics.watchRelayedRooms(() => links.relayedRooms)
+    return {
+      links,
+      ownerElsewhere: (room) =>
+        this.manager.ownerElsewhere(room, (owner) => links.unreachable(owner.internalAddress)),
     }
   }
 
@@ -284,6 +325,9 @@ export class SyncServer {
     this.#http.closeIdleConnections()
     await this.manager.flushAll(deadline)
     await this.#gateway.closeAll(CloseCode.GoingAway, 'server shutting down')
+    // The clients relayed here from other servers, and the links to other owners, go too.
+    this.#relayParts?.host.close()
+    this.#relayParts?.links.close()
     const unsaved = await this.manager.flushAll(deadline)
     await this.manager.unloadAll()
     await this.#hooks.settle() // the app's last onChange calls, before the adapters close

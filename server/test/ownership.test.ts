@@ -52,4 +52,33 @@ describe('an owner stalled past its lease', () => {
     await cold.whenSynced()
     assert.equal(cold.doc.getText('t').toString(), 'first second')
   })
+
+  it('with the relay: the edge serves the room itself once its owner is killed, losing nothing acknowledged', async (t) => {
+    const room = uniqueRoom('killed-owner')
+    const [a, b] = await Promise.all([
+      cluster.start('ra', { RELAY: '1' }),
+      cluster.start('rb', { RELAY: '1' }),
+    ])
+    const onA = nodeClient(a.wsUrl).enter(room)
+    await onA.whenSynced()
+    const relayed = nodeClient(b.wsUrl).enter(room)
+    await relayed.whenSynced()
+    relayed.doc.getText('t').insert(0, 'acknowledged ')
+    await eventually(() => relayed.syncStatus === 'synchronized', 'acknowledged through the relay')
+    assert.equal(metricValue(await b.metrics(), 'symphony_room_claims_total{outcome="owned"}'), 0, 'b relays')
+
+    const killedAt = performance.now()
+    a.child.kill('SIGKILL')
+    await a.exited
+    relayed.doc.getText('t').insert(13, 'after')
+    await eventually(() => relayed.syncStatus === 'synchronized', 'acknowledged by b, its new owner', 10_000)
+    t.diagnostic(`edited again ${Math.round(performance.now() - killedAt)} ms after its owner died`)
+    assert.equal(metricValue(await b.metrics(), 'symphony_room_claims_total{outcome="owned"}'), 1)
+    b.child.kill('SIGKILL')
+    await b.exited
+    const c = await cluster.start('rc', { RELAY: '1' })
+    const cold = nodeClient(c.wsUrl).enter(room)
+    await cold.whenSynced()
+    assert.equal(cold.doc.getText('t').toString(), 'acknowledged after')
+  })
 })

@@ -1,4 +1,4 @@
-import { ServerBusyError } from '../errors.js'
+import { RoomMovedError, ServerBusyError } from '../errors.js'
 import { Waiters } from '../waiters.js'
 
 /**
@@ -281,8 +281,10 @@ export class RoomLife<Loaded> {
   async #retryLoad(error: unknown, attempt: number): Promise<boolean> {
     const retry = this.#options.loadRetry
     const wanted = () => this.#state === 'loading' && this.#holders > 0
-    // No memory for it: refused now (1013, retry later), not retried while its clients wait.
-    if (!retry || !wanted() || error instanceof ServerBusyError) return false
+    // No memory for it, or another server owns it: refused now (1013), not retried while its
+    // clients wait (they reconnect, and are routed anew).
+    if (!retry || !wanted() || error instanceof ServerBusyError || error instanceof RoomMovedError)
+      return false
     // Jittered, so the rooms one outage failed do not all come back in the same instant.
     const delayMs = Math.min(retry.maxMs, retry.baseMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2)
     this.#steps.loadRetrying?.(error, attempt, delayMs)

@@ -2,11 +2,11 @@ import { CloseCode } from '@symphony/client/wire'
 import type * as Y from 'yjs'
 import { within } from '../deadline.js'
 import { deferred } from '../deferred.js'
-import { isOutOfSpace, ServerBusyError } from '../errors.js'
+import { isOutOfSpace, RoomMovedError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
 import type { PubSub } from '../ports/pubsub.js'
-import type { RoomRegistry } from '../ports/room-registry.js'
+import type { RoomOwner, RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
@@ -44,6 +44,11 @@ export interface RoomManagerOptions extends RoomOptions {
   hookTimeoutMs?: number
   /** Names the server on the broadcast events it sends itself. */
   serverId?: string
+  /**
+   * One copy per room: a room another server owns is never loaded here (its clients are relayed
+   * there); a load that finds it owned elsewhere fails (`RoomMovedError`), and its clients retry.
+   */
+  relay?: boolean
 }
 
 export interface RoomManagerDeps {
@@ -512,6 +517,10 @@ export class RoomManager {
     const incarnation = await stateSource.incarnation(name)
     const channel = incarnationKey(name, incarnation.generation)
     const epoch = await claimed
+    if (epoch === undefined && this.options.relay) {
+      await pubsub.unsubscribe(channel).catch(() => {})
+      throw new RoomMovedError(`room ${name} is served by another server now; reconnect`)
+    }
     // Fenced only with epochs that outlive the process (see `RoomOwnership.epochsOutliveProcess`).
     const fencedAt = registry.epochsOutliveProcess ? epoch : undefined
     const observeWait = this.deps.metrics.observeLoadWait
@@ -598,6 +607,26 @@ export class RoomManager {
       metrics.roomClaims.labels('failed').inc()
       logger.warn({ err, room: name }, 'claiming the room failed; it loads unowned')
       return undefined
+    }
+  }
+
+  /**
+   * Where a client of `name` is served: null here (a life of it is here, this server owns it, or
+   * the registry did not answer), else its owner elsewhere. An owner that `unreachable` says is
+   * gone (nothing listens at its address: its process exited) is replaced at once by this server.
+   */
+  async ownerElsewhere(name: string, unreachable: (owner: RoomOwner) => boolean): Promise<RoomOwner | null> {
+    if (this.#lives.has(name)) return null
+    const { registry, logger } = this.deps
+    const claim = (gone?: RoomOwner) =>
+      within(registry.claim(name, gone), this.#registryWaitMs, 'claiming the room')
+    try {
+      let claimed = await claim()
+      if (!claimed.owned && unreachable(claimed.owner)) claimed = await claim(claimed.owner)
+      return claimed.owned ? null : claimed.owner
+    } catch (err) {
+      logger.warn({ err, room: name }, 'claiming the room failed; it is served here')
+      return null
     }
   }
 

@@ -35,10 +35,8 @@ export function createInternalEndpoint({
   deleteRoom,
   versions,
 }: InternalEndpointDeps) {
-  const expected = Buffer.from(internalAuthorization(token))
   return (request: IncomingMessage, response: ServerResponse): void => {
-    const presented = Buffer.from(request.headers.authorization ?? '')
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+    if (!hasInternalToken(request, token)) {
       response.writeHead(401).end()
       return
     }
@@ -87,6 +85,13 @@ export function createInternalEndpoint({
     response.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': state.length })
     response.end(state)
   }
+}
+
+/** Whether the request carries `Authorization: Bearer <INTERNAL_TOKEN>` (compared in constant time). */
+export function hasInternalToken(request: IncomingMessage, token: string): boolean {
+  const expected = Buffer.from(internalAuthorization(token))
+  const presented = Buffer.from(request.headers.authorization ?? '')
+  return presented.length === expected.length && timingSafeEqual(presented, expected)
 }
 
 function sendJson(response: ServerResponse, status: number, json: unknown): void {

@@ -15,60 +15,56 @@ import { type WebSocket, WebSocketServer } from 'ws'
 import { ANONYMOUS_USER, type Authenticator } from '../auth/authenticator.js'
 import { selectProtocol, upgradeToken } from '../auth/request-token.js'
 import type { Limits } from '../config.js'
-import { type Admission, admit } from '../core/admission.js'
-import { Connection, type Identity } from '../core/connection.js'
+import type { Identity } from '../core/connection.js'
 import type { CoreMetrics } from '../core/core-metrics.js'
 import type { EventStream } from '../core/event-stream.js'
-import type { MemoryBudget } from '../core/memory-budget.js'
-import { RetryLater, roomKey, writerKey } from '../core/pacing.js'
-import type { RoomManager } from '../core/room-manager.js'
+import { type RetryLater, roomKey, writerKey } from '../core/pacing.js'
 import type { ConnectionInfo } from '../core/server-events.js'
 import { callWithin, DeadlineError } from '../deadline.js'
 import { AUTH_FAILED, httpAnswer } from '../error-answers.js'
 import type { Logger } from '../logger.js'
-import { type Capabilities, capabilitiesFrom } from '../protocol/capabilities.js'
-import { encodeSyncStatus } from '../protocol/codec.js'
+import type { RoomOwner } from '../ports/room-registry.js'
+import { capabilitiesFrom } from '../protocol/capabilities.js'
 import { refuseUpgrade } from './http-refusal.js'
+import type { RelayLinks } from './relay-links.js'
 import { parseRequestTarget } from './request-target.js'
+import type { ClientSession, RoomSessions, SessionOpening } from './room-sessions.js'
 import { SocketLiveness } from './socket-liveness.js'
 import { WsTransport } from './ws-transport.js'
 
 interface LiveSocket {
   socket: WebSocket
   transport: WsTransport
-  connection: Connection
-  admission: Admission
+  session: ClientSession
   liveness: SocketLiveness
 }
 
-/** An upgrade that passed every check before it. */
-interface AcceptedUpgrade {
-  room: string
-  identity: Identity
-  /** The protocol extensions the client declared on the URL (`?syncStatus=1`, `?broadcast=1`). */
-  capabilities: Capabilities
-  /** The incarnation the client's copy belongs to (`?incarnation=`), `none`, or null: not asked. */
-  incarnation: number | 'none' | null
-  /** The connection's id, given before the upgrade so `onConnect` sees it. */
-  id: string
-  /** Who what the server holds for it is counted under (`RoomMember.heldBy`). */
-  heldBy: string
-  /** Who its pace is kept for (`RoomMember.pacedAs`). */
-  pacedAs: string
+/** An upgrade that passed every check before it (its id given before the upgrade, so `onConnect` sees it). */
+interface AcceptedUpgrade extends Omit<SessionOpening, 'transport'> {
+  /** The room's owner when another server owns it: the client is relayed there. */
+  owner: RoomOwner | null
 }
 
-const SYNC_STATUS_ANNOUNCEMENT = encodeSyncStatus(new Uint8Array(0))
+/** Where a client of a room another server owns is relayed. */
+export interface Relay {
+  links: RelayLinks
+  /** The room's owner if another server owns it (null: this one serves it). */
+  ownerElsewhere(room: string): Promise<RoomOwner | null>
+}
 
 export interface GatewayDeps {
   authenticator: Authenticator
-  manager: RoomManager
-  /** Told of each connection joined, left or refused. */
+  /** Where a client joins a room this server serves. */
+  sessions: RoomSessions
+  /** Unset: every room is served here. */
+  relay?: Relay
+  /** Told of each connection refused. */
   events: EventStream
   metrics: CoreMetrics
   /** The app's hook: it may refuse a connection before the upgrade (throwing). */
   onConnect?: ((connection: ConnectionInfo) => void | Promise<void>) | undefined
-  /** What each connection's unsent bytes and waiting frames are charged to. */
-  memory?: MemoryBudget
+  /** Refuses joiners for a while after the server turned them away as busy. */
+  retryLater: RetryLater
   logger: Logger
 }
 
@@ -78,8 +74,6 @@ export interface GatewaySettings {
   serverId: string
   /** Origins a browser may connect from; empty: any. Requests without an Origin are not browsers. */
   allowedOrigins?: readonly string[]
-  /** The longest a connection waits for its room to load before it is closed with 1013 (`JOIN_WAIT_MS`). */
-  joinWaitMs: number
   /** The longest `onConnect` may take; past it the connection is refused as busy (`HOOK_TIMEOUT_MS`). */
   hookTimeoutMs?: number
 }
@@ -95,11 +89,9 @@ export class WebSocketGateway {
   readonly #pingTimer: NodeJS.Timeout
   #accepting = true
   #nextId = 0
-  readonly #retryLater = new RetryLater()
   #onDrained: (() => void) | null = null
 
   private readonly limits: Limits
-  readonly #joinWaitMs: number
   readonly #hookTimeoutMs: number
   /**
    * `<serverId>:<boot>:`, `boot` random per start: connection ids (and the webhook events and
@@ -110,10 +102,9 @@ export class WebSocketGateway {
 
   constructor(
     private readonly deps: GatewayDeps,
-    { limits, serverId, allowedOrigins = [], joinWaitMs, hookTimeoutMs = 5_000 }: GatewaySettings,
+    { limits, serverId, allowedOrigins = [], hookTimeoutMs = 5_000 }: GatewaySettings,
   ) {
     this.limits = limits
-    this.#joinWaitMs = joinWaitMs
     this.#hookTimeoutMs = hookTimeoutMs
     this.#idPrefix = `${serverId}:${randomBytes(4).toString('hex')}:`
     this.allowedOrigins = new Set(allowedOrigins)
@@ -184,8 +175,8 @@ export class WebSocketGateway {
     const id = `${this.#idPrefix}${++this.#nextId}`
     const pacedAs = identity.userId === ANONYMOUS_USER ? id : heldBy
     const wait = Math.max(
-      this.#retryLater.secondsLeft(roomKey(room)),
-      this.#retryLater.secondsLeft(writerKey(pacedAs, room)),
+      this.deps.retryLater.secondsLeft(roomKey(room)),
+      this.deps.retryLater.secondsLeft(writerKey(pacedAs, room)),
     )
     if (wait > 0) {
       return refuse(
@@ -224,12 +215,14 @@ export class WebSocketGateway {
       }
       if (socket.destroyed) return
     }
+    const owner = (await this.deps.relay?.ownerElsewhere(room)) ?? null
     // Shutdown may have begun while the token was being checked.
     if (!this.#accepting) return refuse(503, 'SHUTTING_DOWN', 'the server is shutting down')
+    if (socket.destroyed) return
     const capabilities = capabilitiesFrom(query)
     const incarnation = parseIncarnationParam(query.get(INCARNATION_PARAM))
     this.#server.handleUpgrade(request, socket, head, (ws) =>
-      this.#accept(ws, { room, identity, capabilities, incarnation, id, heldBy, pacedAs }),
+      this.#accept(ws, { room, identity, capabilities, incarnation, id, heldBy, pacedAs, owner }),
     )
   }
 
@@ -245,20 +238,18 @@ export class WebSocketGateway {
     const drained = new Promise<void>((resolve) => {
       this.#onDrained = resolve
     })
-    for (const { connection } of this.#live) connection.close(code, reason)
+    for (const { session } of this.#live) session.close(code, reason)
     return drained
   }
 
   /** A connection refused before it joined: counted in `/metrics` by `code`. */
   #refused(room: string | null, code: string): void {
-    this.deps.events.emit({ type: 'connection.refused', room, code, at: Date.now() })
+    this.deps.sessions.refused(room, code)
   }
 
-  #accept(
-    socket: WebSocket,
-    { room, identity, capabilities, incarnation, id, heldBy, pacedAs }: AcceptedUpgrade,
-  ): void {
-    const { manager, metrics, events, logger } = this.deps
+  #accept(socket: WebSocket, accepted: AcceptedUpgrade): void {
+    const { room } = accepted
+    const { metrics, logger } = this.deps
     socket.on('error', (error: Error & { code?: string }) => {
       // ws has already closed the socket (1009 for an oversized message, 1002 for a bad frame).
       if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH')
@@ -275,52 +266,46 @@ export class WebSocketGateway {
       transport.close(CloseCode.TryAgainLater, 'server at connection capacity')
       return
     }
-    if (manager.holders(room) >= this.limits.maxConnectionsPerRoom) {
-      this.#refused(room, 'ROOM_FULL')
-      transport.close(CloseCode.RoomFull, 'room at connection capacity')
-      return
-    }
-    const connection = new Connection({
-      id,
-      roomName: room,
-      incarnation,
-      identity,
-      heldBy,
-      pacedAs,
-      transport,
-      limits: this.limits,
-      metrics,
-      logger,
-      memory: this.deps.memory,
-      capabilities,
-      events,
-      retryLater: this.#retryLater,
-    })
-    if (capabilities.has('sync-status')) connection.send(SYNC_STATUS_ANNOUNCEMENT)
-    // Admitted before any frame can arrive, so frames sent while the room loads wait in order.
-    const admission = admit(manager, connection, {
-      joinWaitMs: this.#joinWaitMs,
-      waits: metrics.joinWaits,
-      retryLater: this.#retryLater,
-    })
+    const session = this.#open(accepted, transport)
+    if (!session) return
     const liveness = new SocketLiveness(transport.sendProgress)
-    const live: LiveSocket = { socket, transport, connection, admission, liveness }
+    const live: LiveSocket = { socket, transport, session, liveness }
     this.#live.add(live)
-    // Right after admission: whatever throws below, the close still releases the room.
+    // Right after the session opened: whatever throws below, the close still ends it.
     socket.on('close', () => this.#forget(live))
-    events.emit({ type: 'connection.joined', ...connectionInfo(connection), at: Date.now() })
     socket.on('pong', () => liveness.pong())
     socket.on('message', (data: Buffer, isBinary) => {
       liveness.heard()
-      if (isBinary) connection.receive(data)
-      else connection.close(CloseCode.UnsupportedData, 'text frames are not part of the protocol')
+      if (isBinary) session.receive(data)
+      else session.close(CloseCode.UnsupportedData, 'text frames are not part of the protocol')
     })
+  }
+
+  /** Joins the room here, or relays the client to the room's owner. */
+  #open(accepted: AcceptedUpgrade, transport: WsTransport): ClientSession | null {
+    const { owner, capabilities, ...opening } = accepted
+    const { relay, sessions } = this.deps
+    if (!owner || !relay) return sessions.open({ ...opening, capabilities, transport })
+    const { room, id, identity, heldBy, pacedAs, incarnation } = opening
+    const { userId, name, info, access, expiresAt } = identity
+    return relay.links.open(
+      owner.internalAddress,
+      {
+        room,
+        id,
+        identity: { userId, name, info, access, expiresAt },
+        heldBy,
+        pacedAs,
+        capabilities: [...capabilities],
+        incarnation,
+      },
+      transport,
+    )
   }
 
   #forget(live: LiveSocket): void {
     this.#live.delete(live)
-    live.admission.leave()
-    this.deps.events.emit({ type: 'connection.left', ...connectionInfo(live.connection), at: Date.now() })
+    live.session.leave()
     if (this.#live.size === 0) this.#onDrained?.()
   }
 
@@ -333,15 +318,10 @@ export class WebSocketGateway {
       // Counted; a peer that reads nothing never gets the close frame, and its socket is destroyed
       // once the close handshake's wait runs out.
       else if (verdict === 'dead')
-        live.connection.close(
+        live.session.close(
           CloseCode.Unresponsive,
           'no answer to a ping, and nothing read, for a ping interval',
         )
     }
   }
-}
-
-function connectionInfo({ roomName, id, identity }: Connection): ConnectionInfo {
-  const { userId, name, info, access } = identity
-  return { room: roomName, connectionId: id, userId, name, info, access }
 }

@@ -1,0 +1,96 @@
+import { ProtocolError } from '../errors.js'
+
+/**
+ * The messages of a relay link: one WebSocket from a server that has clients of rooms another
+ * server owns (the edge) to that owner's internal port, carrying every such client's session.
+ * Each message is a kind byte, the session's number on its link (u32 LE), then its body:
+ *
+ * - `open` (edge → owner): the session's JSON (`RelayedSession`): the room and who the client is,
+ *   as the edge checked its token, so the owner applies every check it applies to its own clients.
+ * - `frame` (both ways): one y-websocket frame, as the client sent it or is to receive it.
+ * - `leave` (edge → owner): the client's socket closed.
+ * - `close` (owner → edge): close the client's socket with this code (u16 LE) and reason (UTF-8).
+ *
+ * Hand-written rather than a general encoding: a frame's bytes are the hot path, copied once into
+ * the message and nowhere else.
+ */
+export type RelayMessage =
+  | { kind: 'open'; session: number; opened: RelayedSession }
+  | { kind: 'frame'; session: number; frame: Uint8Array }
+  | { kind: 'leave'; session: number }
+  | { kind: 'close'; session: number; code: number; reason: string }
+
+/** What the owner needs to serve a client that connected to another server. */
+export interface RelayedSession {
+  room: string
+  /** The connection's id, given by the edge (unique across servers and restarts). */
+  id: string
+  identity: {
+    userId: string
+    name: string | null
+    info: Record<string, unknown> | null
+    access: 'rw' | 'ro'
+    expiresAt: number | null
+  }
+  heldBy: string
+  pacedAs: string
+  capabilities: string[]
+  incarnation: number | 'none' | null
+}
+
+const KINDS = ['open', 'frame', 'leave', 'close'] as const
+const HEADER_BYTES = 5
+
+function header(kind: RelayMessage['kind'], session: number, bodyBytes: number): Buffer {
+  const bytes = Buffer.allocUnsafe(HEADER_BYTES + bodyBytes)
+  bytes.writeUInt8(KINDS.indexOf(kind), 0)
+  bytes.writeUInt32LE(session, 1)
+  return bytes
+}
+
+export function encodeRelayMessage(message: RelayMessage): Buffer {
+  switch (message.kind) {
+    case 'open': {
+      const body = Buffer.from(JSON.stringify(message.opened))
+      const bytes = header('open', message.session, body.length)
+      body.copy(bytes, HEADER_BYTES)
+      return bytes
+    }
+    case 'frame': {
+      const bytes = header('frame', message.session, message.frame.length)
+      bytes.set(message.frame, HEADER_BYTES)
+      return bytes
+    }
+    case 'leave':
+      return header('leave', message.session, 0)
+    case 'close': {
+      const reason = Buffer.from(message.reason)
+      const bytes = header('close', message.session, 2 + reason.length)
+      bytes.writeUInt16LE(message.code, HEADER_BYTES)
+      reason.copy(bytes, HEADER_BYTES + 2)
+      return bytes
+    }
+  }
+}
+
+/** Reads a message; a frame's bytes are a view of `bytes`. Throws `ProtocolError` for anything else. */
+export function decodeRelayMessage(bytes: Uint8Array): RelayMessage {
+  if (bytes.length < HEADER_BYTES) throw new ProtocolError('a relay message shorter than its header')
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const kind = KINDS[buffer.readUInt8(0)]
+  const session = buffer.readUInt32LE(1)
+  const body = buffer.subarray(HEADER_BYTES)
+  switch (kind) {
+    case 'open':
+      return { kind, session, opened: JSON.parse(body.toString()) as RelayedSession }
+    case 'frame':
+      return { kind, session, frame: new Uint8Array(body.buffer, body.byteOffset, body.byteLength) }
+    case 'leave':
+      return { kind, session }
+    case 'close':
+      if (body.length < 2) throw new ProtocolError('a relay close without its code')
+      return { kind, session, code: body.readUInt16LE(0), reason: body.subarray(2).toString() }
+    default:
+      throw new ProtocolError(`unknown relay message kind ${buffer.readUInt8(0)}`)
+  }
+}

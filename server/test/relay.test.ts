@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { afterEach, describe, it } from 'node:test'
+import { CloseCode, internalAuthorization } from '@symphony/client/wire'
+import WebSocket from 'ws'
+import { MemoryBus } from '../src/adapters/memory-pubsub.js'
+import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
+import { MemorySnapshotStore } from '../src/adapters/memory-snapshot-store.js'
+import { MemoryJournalTable, MemoryUpdateJournal } from '../src/adapters/memory-update-journal.js'
+import type { Limits } from '../src/config.js'
+import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
+import { destroyNodeClients, nodeClient } from './helpers/node-client.js'
+import { closed, openRaw } from './helpers/raw-socket.js'
+import { startTestServer, stopTestServers, type TestServer } from './helpers/test-server.js'
+
+/** Servers of one process sharing pub/sub, the registry, the journal and the snapshots, relaying. */
+async function relayingServers(names: string[], limits: Partial<Limits> = {}): Promise<TestServer[]> {
+  const shared = {
+    bus: new MemoryBus(),
+    registryTable: new MemoryRegistryTable(),
+    relay: true,
+    internal: {
+      port: 0,
+      advertisedHost: '127.0.0.1',
+      token: 'internal-token-0123456789',
+      fetchTimeoutMs: 1_000,
+    },
+  }
+  const journals = new MemoryJournalTable()
+  const snapshots = new MemorySnapshotStore()
+  const servers: TestServer[] = []
+  for (const serverId of names) {
+    const journal = new MemoryUpdateJournal(serverId, journals)
+    servers.push(await startTestServer({ ...shared, serverId, limits, adapters: { journal, snapshots } }))
+  }
+  return servers
+}
+
+/** Issue #48: one copy per room; a client of a room another server owns is relayed there. */
+describe('a room owned by one server, its clients on others relayed', () => {
+  afterEach(async () => {
+    destroyClients()
+    await destroyNodeClients()
+    await stopTestServers()
+  })
+
+  it('holds the room once: edits, presence and acknowledgements cross the relay both ways', async () => {
+    const [a, b] = await relayingServers(['a', 'b'])
+    if (!a || !b) throw new Error('two servers')
+    const room = uniqueRoom('relay')
+    const onA = nodeClient(a.wsUrl).enter(room)
+    await onA.whenSynced()
+    const onB = nodeClient(b.wsUrl).enter(room)
+    await onB.whenSynced()
+    assert.equal(a.server.manager.roomCount, 1, 'the owner holds the room')
+    assert.equal(b.server.manager.roomCount, 0, 'the edge holds no copy')
+
+    onB.doc.getText('t').insert(0, 'from b ')
+    await eventually(() => onA.doc.getText('t').toString() === 'from b ', 'b → a')
+    await eventually(() => onB.syncStatus === 'synchronized', 'b’s edit acknowledged through the relay')
+    onA.doc.getText('t').insert(7, 'from a')
+    await eventually(() => onB.doc.getText('t').toString() === 'from b from a', 'a → b')
+
+    onB.presence.set({ name: 'bea' })
+    await eventually(
+      () => onA.presence.others().some((other) => (other as { name?: string }).name === 'bea'),
+      'b’s presence reaches a',
+    )
+    assert.equal(b.server.manager.roomCount, 0, 'still no copy on the edge')
+  })
+
+  it('sends the owner’s clients on when it stops, and the room carries on from the next owner', async () => {
+    const [a, b] = await relayingServers(['a', 'b'])
+    if (!a || !b) throw new Error('two servers')
+    const room = uniqueRoom('relay-handover')
+    const first = nodeClient(a.wsUrl).enter(room)
+    await first.whenSynced()
+    const relayed = nodeClient(b.wsUrl).enter(room)
+    await relayed.whenSynced()
+    relayed.doc.getText('t').insert(0, 'kept')
+    await eventually(() => relayed.syncStatus === 'synchronized', 'acknowledged by the owner')
+    await first.close()
+    await a.stop() // saves, releases the room, closes its relay links
+    await eventually(() => b.server.manager.roomCount === 1, 'b owns the room once its client came back')
+    relayed.doc.getText('t').insert(4, ' and more')
+    await eventually(() => relayed.syncStatus === 'synchronized', 'acknowledged by the new owner')
+    const reader = nodeClient(b.wsUrl).enter(room)
+    await reader.whenSynced()
+    assert.equal(reader.doc.getText('t').toString(), 'kept and more')
+  })
+
+  it('closes a relayed client that stops reading on its own server (4003), as its owner would', async () => {
+    const [a, b] = await relayingServers(['a', 'b'], { maxBufferedBytes: 256 * 1024 })
+    if (!a || !b) throw new Error('two servers')
+    const room = uniqueRoom('relay-slow')
+    const writer = await connectSynced(a.wsUrl, room)
+    const slow = await openRaw(`${b.wsUrl}/${room}`)
+    const slowClosed = closed(slow)
+    const rawSlow = (slow as unknown as { _socket: import('node:net').Socket })._socket
+    rawSlow.pause() // stop reading: the edge's socket backlog grows
+    const ownerDroppedIt = () => a.server.manager.loadedRoom(room)?.connections.size === 1
+    await eventually(() => a.server.manager.loadedRoom(room)?.connections.size === 2, 'relayed in')
+    for (let i = 0; i < 2_000 && !ownerDroppedIt(); i++) {
+      writer.doc.getMap('m').set('blob', randomBytes(48 * 1024).toString('base64'))
+      if (i % 20 === 19) await new Promise((resolve) => setImmediate(resolve))
+    }
+    await eventually(ownerDroppedIt, 'the edge closed it and its session left the owner')
+    rawSlow.resume()
+    assert.ok([CloseCode.SlowConsumer, 1006].includes((await slowClosed).code))
+    const metric = await b.server.metrics.registry.getSingleMetricAsString(
+      'symphony_connections_closed_by_server_total',
+    )
+    assert.match(metric, /code="SlowConsumer"} 1/)
+    assert.equal(writer.provider.wsconnected, true, 'the writer is untouched')
+  })
+
+  it('opens a relay link only on its path, with the internal token', async () => {
+    const [a] = await relayingServers(['a'])
+    const address = a?.server.internalAddress
+    if (!address) throw new Error('an internal port')
+    const refusal = (url: string, headers: Record<string, string>) =>
+      new Promise<number>((resolve, reject) => {
+        const socket = new WebSocket(url, { headers })
+        socket.on('unexpected-response', (request, response) => {
+          request.destroy() // a listener here must end the request itself
+          resolve(response.statusCode ?? 0)
+        })
+        socket.on('open', () => reject(new Error(`${url} opened`)))
+        socket.on('error', () => {})
+      })
+    const token = { authorization: internalAuthorization('internal-token-0123456789') }
+    assert.equal(await refusal(`ws://${address}/internal/relay`, {}), 404, 'no token')
+    assert.equal(await refusal(`ws://${address}/internal/relay`, { authorization: 'Bearer wrong' }), 404)
+    assert.equal(await refusal(`ws://${address}/internal/other`, token), 404, 'another path')
+  })
+})
