@@ -23,6 +23,7 @@ import { readServerSample } from './server-sample.js'
 import { holdForApi } from './transport/api-writer.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
+import { roomOwners } from './transport/owner-forward.js'
 import { createPeerStateFetcher } from './transport/peer-state-client.js'
 import { RelayHost } from './transport/relay-host.js'
 import { RelayLinks } from './transport/relay-links.js'
@@ -146,16 +147,6 @@ export class SyncServer {
       save: (name) => this.manager.save(name),
       saveWaitMs: options.apiSaveWaitMs,
     })
-    internal?.server.on(
-      'request',
-      createInternalEndpoint({
-        token: options.internal?.token ?? '',
-        loadedIncarnation: (name) => this.manager.loadedIncarnation(name),
-        dropDeleted: (name, generation) => this.manager.dropDeleted(name, generation),
-        deleteRoom: (name) => this.room(name).delete(),
-        versions,
-      }),
-    )
     const authenticator = createAuthenticator(options.auth)
     const retryLater = new RetryLater()
     const sessions = new RoomSessions({
@@ -168,13 +159,48 @@ export class SyncServer {
       joinWaitMs: options.joinWaitMs,
       retryLater,
     })
+    const relay =
+      options.relay && internal && options.internal
+        ? this.#openRelay(internal.server, sessions, options.internal.token)
+        : undefined
+    // Requests for a room another server owns go to it; it may load the room, then wait for a save.
+    const owners =
+      relay && options.internal
+        ? roomOwners({
+            ownerElsewhere: relay.ownerElsewhere,
+            token: options.internal.token,
+            idleTimeoutMs: options.joinWaitMs + options.apiSaveWaitMs + options.internal.fetchTimeoutMs,
+          })
+        : undefined
+    const api = options.apiSecret
+      ? createRestApi({
+          secret: options.apiSecret,
+          room: (name) => this.room(name),
+          limits: options.limits,
+          list: { catalog: this.#adapters.metadata.catalog ?? null, maxLimit: options.apiMaxListLimit },
+          versions,
+          ...(owners ? { owners } : {}),
+          metrics: this.metrics,
+          logger,
+        })
+      : null
+    internal?.server.on(
+      'request',
+      createInternalEndpoint({
+        token: options.internal?.token ?? '',
+        loadedIncarnation: (name) => this.manager.loadedIncarnation(name),
+        dropDeleted: (name, generation) => this.manager.dropDeleted(name, generation),
+        deleteRoom: (name) => this.room(name).delete(),
+        versions,
+        api,
+        ...(owners ? { owners } : {}),
+      }),
+    )
     this.#gateway = new WebSocketGateway(
       {
         authenticator,
         sessions,
-        ...(options.relay && internal && options.internal
-          ? { relay: this.#openRelay(internal.server, sessions, options.internal.token) }
-          : {}),
+        ...(relay ? { relay } : {}),
         events: this.#events,
         metrics: this.metrics,
         onConnect: options.hooks.onConnect,
@@ -195,17 +221,7 @@ export class SyncServer {
         staticFiles,
         authenticator,
         devTokenSecret: options.devTokenSecret,
-        api: options.apiSecret
-          ? createRestApi({
-              secret: options.apiSecret,
-              room: (name) => this.room(name),
-              limits: options.limits,
-              list: { catalog: this.#adapters.metadata.catalog ?? null, maxLimit: options.apiMaxListLimit },
-              versions,
-              metrics: this.metrics,
-              logger,
-            })
-          : null,
+        api,
         health: () => this.#health(),
       }),
     )

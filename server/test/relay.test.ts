@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { afterEach, describe, it } from 'node:test'
 import { CloseCode, internalAuthorization } from '@symphony/client/wire'
 import WebSocket from 'ws'
+import * as Y from 'yjs'
 import { MemoryBus } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
 import { MemorySnapshotStore } from '../src/adapters/memory-snapshot-store.js'
@@ -14,8 +15,13 @@ import { closed, openRaw } from './helpers/raw-socket.js'
 import { startTestServer, stopTestServers, type TestServer } from './helpers/test-server.js'
 
 /** Servers of one process sharing pub/sub, the registry, the journal and the snapshots, relaying. */
-async function relayingServers(names: string[], limits: Partial<Limits> = {}): Promise<TestServer[]> {
+async function relayingServers(
+  names: string[],
+  limits: Partial<Limits> = {},
+  options: { apiSecret?: string } = {},
+): Promise<TestServer[]> {
   const shared = {
+    ...options,
     bus: new MemoryBus(),
     registryTable: new MemoryRegistryTable(),
     relay: true,
@@ -34,6 +40,24 @@ async function relayingServers(names: string[], limits: Partial<Limits> = {}): P
     servers.push(await startTestServer({ ...shared, serverId, limits, adapters: { journal, snapshots } }))
   }
   return servers
+}
+
+const API_SECRET = 'api-secret-for-relay-tests-0123456789'
+
+/** `/api/v1/rooms/<room><rest>` on `server`, with the API secret unless `init` sends its own. */
+function api(server: TestServer, room: string, rest: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${server.httpUrl}/api/v1/rooms/${encodeURIComponent(room)}${rest}`, {
+    ...init,
+    headers: { authorization: `Bearer ${API_SECRET}`, ...(init.headers as Record<string, string>) },
+  })
+}
+
+function postUpdate(server: TestServer, room: string, update: Uint8Array): Promise<Response> {
+  return api(server, room, '/update', {
+    method: 'POST',
+    body: new Blob([update as Uint8Array<ArrayBuffer>]),
+    headers: { 'content-type': 'application/octet-stream' },
+  })
 }
 
 /** Issue #48: one copy per room; a client of a room another server owns is relayed there. */
@@ -58,8 +82,11 @@ describe('a room owned by one server, its clients on others relayed', () => {
     onB.doc.getText('t').insert(0, 'from b ')
     await eventually(() => onA.doc.getText('t').toString() === 'from b ', 'b → a')
     await eventually(() => onB.syncStatus === 'synchronized', 'b’s edit acknowledged through the relay')
-    onA.doc.getText('t').insert(7, 'from a')
+    const alsoOnB = nodeClient(b.wsUrl).enter(room)
+    await alsoOnB.whenSynced()
+    onA.doc.getText('t').insert(7, 'from a') // one fanout message to b, for both its clients
     await eventually(() => onB.doc.getText('t').toString() === 'from b from a', 'a → b')
+    await eventually(() => alsoOnB.doc.getText('t').toString() === 'from b from a', 'a → b’s other client')
 
     onB.presence.set({ name: 'bea' })
     await eventually(
@@ -112,6 +139,43 @@ describe('a room owned by one server, its clients on others relayed', () => {
     )
     assert.match(metric, /code="SlowConsumer"} 1/)
     assert.equal(writer.provider.wsconnected, true, 'the writer is untouched')
+  })
+
+  it('answers the REST API on every server: a room another server owns is read and written there', async () => {
+    const [a, b] = await relayingServers(
+      ['a', 'b'],
+      { maxMessageBytes: 64 * 1024 },
+      { apiSecret: API_SECRET },
+    )
+    if (!a || !b) throw new Error('two servers')
+    const room = uniqueRoom('relay-api')
+    const onA = nodeClient(a.wsUrl).enter(room)
+    await onA.whenSynced()
+    onA.doc.getMap('m').set('from', 'a')
+
+    const written = new Y.Doc()
+    written.getMap('m').set('via', 'b')
+    assert.equal((await postUpdate(b, room, Y.encodeStateAsUpdate(written))).status, 204)
+    await eventually(
+      () => onA.doc.getMap('m').get('via') === 'b',
+      'the write through b reaches the owner’s client',
+    )
+    const read = await api(b, room, '/document')
+    assert.equal(read.status, 200)
+    assert.deepEqual(await read.json(), { m: { from: 'a', via: 'b' } })
+    assert.equal(b.server.manager.roomCount, 0, 'b loaded no copy to answer')
+
+    // The owner's answers come back as they are: its limits, and the caller's secret checked first.
+    const tooBig = await postUpdate(b, room, new Uint8Array(64 * 1024 + 1))
+    assert.equal(tooBig.status, 413)
+    assert.equal(((await tooBig.json()) as { error: { code: string } }).error.code, 'UPDATE_TOO_LARGE')
+    const wrongSecret = await api(b, room, '/document', {
+      headers: { authorization: 'Bearer nope', 'x-symphony-forwarded': '1' }, // only the internal port's token counts
+    })
+    assert.equal(wrongSecret.status, 401)
+
+    assert.equal((await api(b, room, '', { method: 'DELETE' })).status, 204)
+    await eventually(() => a.server.manager.roomCount === 0, 'the owner deleted the room')
   })
 
   it('opens a relay link only on its path, with the internal token', async () => {

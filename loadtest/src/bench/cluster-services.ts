@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { startPostgres, startRedis } from '@symphony/dev-scripts/services'
+import { startMoto, startPostgres, startRedis } from '@symphony/dev-scripts/services'
 import type { Placement } from '../virtual-users/room-run.js'
 import { pin, type StartedServer, type StartOptions, startSymphony } from './servers.js'
 
@@ -30,36 +31,100 @@ export async function startSymphonyCluster(options: StartOptions): Promise<Start
   }
 }
 
-/** Redis and Postgres for the servers, pinned to their CPUs; `env` points the servers at them. */
-async function startClusterServices(options: StartOptions) {
-  const redis = await startRedis()
-  const postgres = await startPostgres().catch(async (error) => {
-    await redis.stop()
-    throw error
-  })
+/**
+ * Redis and Postgres for the servers, pinned to their CPUs; `env` points the servers at them. With
+ * `registry`, moto's DynamoDB too, as the room registry they share (and their internal endpoint).
+ */
+async function startClusterServices(options: StartOptions, { registry = false } = {}) {
+  const [redis, postgres, moto] = await startAll([
+    startRedis(),
+    startPostgres(),
+    registry ? startMoto() : null,
+  ])
   if (options.cpus) pin(redis.pid, options.cpus)
   // Connections' backends are forked from the postmaster later and inherit its CPUs.
   if (options.cpus) for (const pid of withChildren(postgres.pid)) pin(pid, options.cpus)
+  const stop = () => Promise.all([redis.stop(), postgres.stop(), moto?.stop()])
+  const shared = moto
+    ? await sharedRegistry(moto.endpoint).catch((error) => stop().then(() => Promise.reject(error)))
+    : {}
   return {
-    env: { ...options.env, PUBSUB: redis.url, JOURNAL: redis.url, DATABASE_URL: postgres.url },
+    env: { ...options.env, PUBSUB: redis.url, JOURNAL: redis.url, DATABASE_URL: postgres.url, ...shared },
     // Read when asked: by then the servers' connections have their backends.
-    helperPids: () => [redis.pid, ...withChildren(postgres.pid)],
-    stop: () => Promise.all([redis.stop(), postgres.stop()]),
+    helperPids: () => [redis.pid, ...withChildren(postgres.pid), ...(moto ? [moto.pid] : [])],
+    stop,
   }
+}
+
+/** Every service started, or none left running. */
+async function startAll<T extends readonly unknown[]>(
+  starting: { [K in keyof T]: Promise<T[K]> | T[K] },
+): Promise<T> {
+  const results = await Promise.allSettled(starting)
+  const failed = results.find((result) => result.status === 'rejected')
+  if (!failed)
+    return results.map((result) => (result as PromiseFulfilledResult<unknown>).value) as unknown as T
+  await Promise.all(
+    results.map((result) =>
+      result.status === 'fulfilled' ? (result.value as { stop(): Promise<unknown> } | null)?.stop() : null,
+    ),
+  )
+  throw failed.reason
+}
+
+/** The registry table made in moto, and the servers' settings to share it. */
+async function sharedRegistry(endpoint: string): Promise<Record<string, string>> {
+  const table = 'symphony-bench-rooms'
+  const aws = {
+    AWS_ENDPOINT_URL: endpoint,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+  }
+  // The built server's own helpers (as `npm run cluster` uses them): the harness has no AWS SDK.
+  // Their credentials come from the environment, as the servers' do; moto takes any.
+  for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'] as const) process.env[name] ??= aws[name]
+  const server = (await import('@symphony/server' as string)) as ServerAwsHelpers
+  const clients = server.createAwsClients({ region: aws.AWS_REGION, endpoint })
+  try {
+    await server.createRegistryTable(clients.dynamo, table)
+  } finally {
+    clients.dynamo.destroy()
+    clients.s3.destroy()
+  }
+  return {
+    ...aws,
+    REGISTRY: `dynamodb://${table}`,
+    INTERNAL_PORT: '0',
+    INTERNAL_HOST: '127.0.0.1',
+    INTERNAL_TOKEN: randomBytes(16).toString('hex'),
+  }
+}
+
+interface ServerAwsHelpers {
+  createAwsClients(options: { region: string; endpoint: string }): {
+    dynamo: { destroy(): void }
+    s3: { destroy(): void }
+  }
+  createRegistryTable(dynamo: unknown, table: string): Promise<void>
 }
 
 /**
  * Three of our servers as a cluster runs them: Redis for pub/sub and the journal (one Redis, as
- * `npm run cluster` has), a real Postgres for metadata, the registry in memory (each server loads
- * a room from its own snapshots: moto, the only local DynamoDB, would cost more than the servers).
+ * `npm run cluster` has), a real Postgres for metadata, snapshots on each server's files.
  * `placement` says how the generator places a room's users: all on one server, or over the three.
+ * Without `relay` the registry is in memory (each server holds its own copy of every room its
+ * users reach: moto, the only local DynamoDB, would cost more than the servers); with it, the
+ * registry is moto's DynamoDB, asked only when a room loads, and each room has one owner that
+ * the other servers relay to (RELAY=1).
  */
 export async function startSymphonyCluster3(
   options: StartOptions,
   placement: Placement,
+  { relay = false } = {},
 ): Promise<StartedServer> {
-  const services = await startClusterServices(options)
-  const { env } = services
+  const services = await startClusterServices(options, { registry: relay })
+  const env = relay ? { ...services.env, RELAY: '1' } : services.env
   // The first migrates the metadata schema; the others find it done.
   const first = await Promise.allSettled([startSymphony({ ...options, env })])
   const others =
@@ -79,7 +144,7 @@ export async function startSymphonyCluster3(
   }
   const [one] = servers as [StartedServer]
   return {
-    name: `symphony, 3 servers (${placement})`,
+    name: `symphony, 3 servers (${placement}${relay ? ', relay' : ''})`,
     url: one.url,
     urls: servers.map((server) => server.url),
     placement,

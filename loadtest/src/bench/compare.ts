@@ -29,6 +29,8 @@ export interface ContenderResult {
   medians: Record<Figure, number | null>
   /** CPU of the processes a deployment runs elsewhere (embedded database, Redis), % of a core. */
   helperCpuPercent: number | null
+  /** Rooms held in memory, summed over the servers (`symphony_rooms`) halfway through the steady state. */
+  roomsHeld: number | null
   /** Runs with errors, drops or diverged rooms, which make a comparison suspect. */
   troubled: number
   /** Set when the server could not be built or started. */
@@ -47,14 +49,26 @@ export function troubles(report: Report): number {
   return counts.connectErrors + counts.errors + counts.unexpectedCloses + drops.updates + drops.presence
 }
 
-export function summarize(name: string, reports: Report[], helperCpu: number[]): ContenderResult {
+export function summarize(
+  name: string,
+  reports: Report[],
+  helperCpu: number[],
+  roomsHeld: number[] = [],
+): ContenderResult {
   const medians = Object.fromEntries(
     FIGURE_NAMES.map((figure) => [figure, round(median(reports.map(FIGURES[figure])))]),
   ) as Record<Figure, number | null>
   const troubled = reports.filter(
     (r) => troubles(r) > 0 || r.convergence.converged < r.convergence.rooms,
   ).length
-  return { name, runs: reports.length, medians, helperCpuPercent: round(median(helperCpu)), troubled }
+  return {
+    name,
+    runs: reports.length,
+    medians,
+    helperCpuPercent: round(median(helperCpu)),
+    roomsHeld: round(median(roomsHeld)),
+    troubled,
+  }
 }
 
 /** Ratios of `ours` to `peer`, figure by figure (below 1: ours needs less). */
@@ -74,15 +88,16 @@ export function formatComparison(c: Comparison): string {
   const lines = [
     `${c.rooms} rooms, ${c.users} users (medians)`,
     '',
-    row(['server', ...FIGURE_NAMES, 'helpers CPU (%)', 'troubled runs']),
-    row(['---', ...FIGURE_NAMES.map(() => '---'), '---', '---']),
+    row(['server', ...FIGURE_NAMES, 'helpers CPU (%)', 'rooms held', 'troubled runs']),
+    row(['---', ...FIGURE_NAMES.map(() => '---'), '---', '---', '---']),
     ...c.contenders.map((r) =>
       r.unavailable
-        ? row([r.name, `no result: ${r.unavailable}`, ...FIGURE_NAMES.slice(1).map(() => ''), '', ''])
+        ? row([r.name, `no result: ${r.unavailable}`, ...FIGURE_NAMES.slice(1).map(() => ''), '', '', ''])
         : row([
             r.name,
             ...FIGURE_NAMES.map((f) => cell(r.medians[f])),
             cell(r.helperCpuPercent),
+            cell(r.roomsHeld),
             String(r.troubled),
           ]),
     ),

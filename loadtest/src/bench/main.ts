@@ -3,9 +3,11 @@
  * side at several sizes, each server pinned to one core and the generator to the other. Prints a
  * table of medians per server and the ratios of ours to each peer (below 1 is better for us).
  */
+
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import { serverStatsSource } from '../measurement/server-stats.js'
 import type { Report } from '../reporting/report-schema.js'
@@ -38,6 +40,12 @@ const CONTENDERS: Contender[] = [
   // What production runs: three servers, Redis and Postgres; each room on one server, or over all three.
   { name: 'symphony-cluster-local', start: (o) => startSymphonyCluster3(o, 'room') },
   { name: 'symphony-cluster-spread', start: (o) => startSymphonyCluster3(o, 'spread') },
+  // The same with one owner per room (a shared registry), the other servers relaying to it.
+  { name: 'symphony-cluster-relay-local', start: (o) => startSymphonyCluster3(o, 'room', { relay: true }) },
+  {
+    name: 'symphony-cluster-relay-spread',
+    start: (o) => startSymphonyCluster3(o, 'spread', { relay: true }),
+  },
   // The engine alone, with no metadata database: what `npm start` must come within 10 % of.
   {
     name: 'symphony-no-metadata',
@@ -104,6 +112,7 @@ try {
   for (const rooms of sizes) {
     const reports = new Map<string, Report[]>(contenders.map((c) => [c.name, []]))
     const helperCpu = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
+    const roomsHeld = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
     const unavailable = new Map<string, string>()
     for (let round = 0; round < repeat; round++) {
       // Alternate the order, so a noisy neighbour does not always land on the same one.
@@ -124,6 +133,11 @@ try {
           const helpers = serverStatsSource([], server.helperPids ?? [])
           const before = server.helperPids?.length ? await helpers.read() : null
           const startedAt = performance.now()
+          // Halfway through the steady state: how many copies of the rooms the servers hold.
+          const halfway = (Number(values.ramp) + Number(values.duration) / 2) * 1000
+          const held = contender.name.startsWith('symphony')
+            ? delay(halfway).then(() => roomsHeldBy(server.urls ?? [server.url]))
+            : Promise.resolve(null)
           const report = await runGenerator({
             urls: server.urls ?? [server.url],
             placement: server.placement,
@@ -144,6 +158,8 @@ try {
             helperCpu.get(contender.name)?.push((100 * (after.cpuSeconds - before.cpuSeconds)) / seconds)
           }
           reports.get(contender.name)?.push(report)
+          const copies = await held
+          if (copies !== null) roomsHeld.get(contender.name)?.push(copies)
           console.log(`  ${rooms} rooms, round ${round + 1}: ${contender.name} ${oneLine(report)}`)
         } catch (error) {
           // A server that cannot keep up at this size is reported, not waited for round after round.
@@ -156,7 +172,12 @@ try {
       }
     }
     const results: ContenderResult[] = contenders.map((c) => {
-      const result = summarize(c.name, reports.get(c.name) ?? [], helperCpu.get(c.name) ?? [])
+      const result = summarize(
+        c.name,
+        reports.get(c.name) ?? [],
+        helperCpu.get(c.name) ?? [],
+        roomsHeld.get(c.name) ?? [],
+      )
       const reason = unavailable.get(c.name)
       return reason ? { ...result, unavailable: reason } : result
     })
@@ -171,6 +192,22 @@ try {
   }
 } finally {
   rmSync(folder, { recursive: true, force: true })
+}
+
+/** `symphony_rooms` summed over the servers at `urls`; null if one did not answer. */
+async function roomsHeldBy(urls: string[]): Promise<number | null> {
+  try {
+    const counts = await Promise.all(
+      urls.map(async (url) => {
+        const text = await (await fetch(`${url.replace(/^ws/, 'http')}/metrics`)).text()
+        return Number(/^symphony_rooms (\S+)$/m.exec(text)?.[1] ?? Number.NaN)
+      }),
+    )
+    const sum = counts.reduce((a, b) => a + b, 0)
+    return Number.isFinite(sum) ? sum : null
+  } catch {
+    return null
+  }
 }
 
 function oneLine(report: Report): string {

@@ -10,6 +10,9 @@ import { ProtocolError } from '../errors.js'
  * - `frame` (both ways): one y-websocket frame, as the client sent it or is to receive it.
  * - `leave` (edge → owner): the client's socket closed.
  * - `close` (owner → edge): close the client's socket with this code (u16 LE) and reason (UTF-8).
+ * - `fanout` (owner → edge): one frame for several sessions of the link (a room's broadcast): the
+ *   header's number is their count, then each session's number (u32 LE), then the frame. An
+ *   update reaches an edge once, whatever the number of its clients in the room.
  *
  * Hand-written rather than a general encoding: a frame's bytes are the hot path, copied once into
  * the message and nowhere else.
@@ -19,6 +22,7 @@ export type RelayMessage =
   | { kind: 'frame'; session: number; frame: Uint8Array }
   | { kind: 'leave'; session: number }
   | { kind: 'close'; session: number; code: number; reason: string }
+  | { kind: 'fanout'; sessions: number[]; frame: Uint8Array }
 
 /** What the owner needs to serve a client that connected to another server. */
 export interface RelayedSession {
@@ -38,7 +42,7 @@ export interface RelayedSession {
   incarnation: number | 'none' | null
 }
 
-const KINDS = ['open', 'frame', 'leave', 'close'] as const
+const KINDS = ['open', 'frame', 'leave', 'close', 'fanout'] as const
 const HEADER_BYTES = 5
 
 function header(kind: RelayMessage['kind'], session: number, bodyBytes: number): Buffer {
@@ -70,6 +74,14 @@ export function encodeRelayMessage(message: RelayMessage): Buffer {
       reason.copy(bytes, HEADER_BYTES + 2)
       return bytes
     }
+    case 'fanout': {
+      const { sessions, frame } = message
+      const bytes = header('fanout', sessions.length, 4 * sessions.length + frame.length)
+      for (const [index, session] of sessions.entries())
+        bytes.writeUInt32LE(session, HEADER_BYTES + 4 * index)
+      bytes.set(frame, HEADER_BYTES + 4 * sessions.length)
+      return bytes
+    }
   }
 }
 
@@ -90,6 +102,13 @@ export function decodeRelayMessage(bytes: Uint8Array): RelayMessage {
     case 'close':
       if (body.length < 2) throw new ProtocolError('a relay close without its code')
       return { kind, session, code: body.readUInt16LE(0), reason: body.subarray(2).toString() }
+    case 'fanout': {
+      // `session` is the count here: each number takes 4 bytes of the body.
+      if (body.length < 4 * session) throw new ProtocolError('a relay fanout shorter than its sessions')
+      const sessions = Array.from({ length: session }, (_, index) => body.readUInt32LE(4 * index))
+      const frame = body.subarray(4 * session)
+      return { kind, sessions, frame: new Uint8Array(frame.buffer, frame.byteOffset, frame.byteLength) }
+    }
     default:
       throw new ProtocolError(`unknown relay message kind ${buffer.readUInt8(0)}`)
   }

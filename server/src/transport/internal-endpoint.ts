@@ -8,7 +8,9 @@ import {
 } from '@symphony/client/wire'
 import type { Room } from '../core/room.js'
 import { toRefusal } from './api-refusal.js'
+import { FORWARDED_HEADER, type RoomOwners } from './owner-forward.js'
 import { parseRequestTarget } from './request-target.js'
+import { type ApiHandler, FORWARDED_API_PREFIX } from './rest-api.js'
 import type { VersionsRoute } from './versions-route.js'
 
 export interface InternalEndpointDeps {
@@ -21,6 +23,10 @@ export interface InternalEndpointDeps {
   deleteRoom(name: string): Promise<void>
   /** A saved version's restore (the dashboard's Restore): `POST …/versions/{id}/restore` only. */
   versions: VersionsRoute
+  /** The REST API, for requests another server sent on to this room's owner (`/internal/api/…`). */
+  api: ApiHandler | null
+  /** With the relay: a restore of a room another server owns is sent on to it. */
+  owners?: RoomOwners
 }
 
 /**
@@ -34,6 +40,8 @@ export function createInternalEndpoint({
   dropDeleted,
   deleteRoom,
   versions,
+  api,
+  owners,
 }: InternalEndpointDeps) {
   return (request: IncomingMessage, response: ServerResponse): void => {
     if (!hasInternalToken(request, token)) {
@@ -41,18 +49,32 @@ export function createInternalEndpoint({
       return
     }
     const { path, query } = parseRequestTarget(request.url)
+    if (path.startsWith(`${FORWARDED_API_PREFIX}/api/`)) {
+      if (api) api(request, response, path.slice(FORWARDED_API_PREFIX.length), query, 'forwarded')
+      else response.writeHead(404).end()
+      return
+    }
     const version = parseInternalVersionPath(path)
     if (version?.part === 'restore' && request.method === 'POST' && isValidRoomName(version.room)) {
-      versions(request.method, { ...version, room: version.room }, query).then(
-        (reply) =>
-          'jsonText' in reply
-            ? response.writeHead(reply.status, { 'Content-Type': 'application/json' }).end(reply.jsonText)
-            : sendJson(response, reply.status, reply.json),
-        (error: unknown) => {
+      const target = { ...version, room: version.room }
+      // Served here when sent on by another server, or when this server owns the room.
+      const owner = request.headers[FORWARDED_HEADER] || !owners ? null : owners.ownerElsewhere(target.room)
+      void Promise.resolve(owner)
+        .then((elsewhere) =>
+          elsewhere
+            ? owners?.forward(request, response, elsewhere, request.url ?? path)
+            : versions('POST', target, query).then((reply) =>
+                'jsonText' in reply
+                  ? response
+                      .writeHead(reply.status, { 'Content-Type': 'application/json' })
+                      .end(reply.jsonText)
+                  : sendJson(response, reply.status, reply.json),
+              ),
+        )
+        .catch((error: unknown) => {
           const { status, code, message } = toRefusal(error)
           sendJson(response, status, { error: { code, message } })
-        },
-      )
+        })
       return
     }
     const target = parseInternalRoomPath(path)

@@ -5,8 +5,9 @@ import { type RawData, type WebSocket, WebSocketServer } from 'ws'
 import type { Transport } from '../core/connection.js'
 import type { Logger } from '../logger.js'
 import type { Capability } from '../protocol/capabilities.js'
-import { decodeRelayMessage, encodeRelayMessage, type RelayedSession } from '../protocol/relay-frames.js'
+import { decodeRelayMessage, type RelayedSession } from '../protocol/relay-frames.js'
 import { hasInternalToken } from './internal-endpoint.js'
+import { RelayLinkSender } from './relay-link-sender.js'
 import { parseRequestTarget } from './request-target.js'
 import type { ClientSession, RoomSessions } from './room-sessions.js'
 
@@ -58,6 +59,7 @@ export class RelayHost {
 
   #serve(link: WebSocket): void {
     this.#links.add(link)
+    const sender = new RelayLinkSender(link)
     const sessions = new Map<number, ClientSession>()
     const forget = (number: number) => {
       sessions.get(number)?.leave()
@@ -81,7 +83,7 @@ export class RelayHost {
       switch (message.kind) {
         case 'open': {
           forget(message.session) // a number reused: the earlier session is over
-          const transport = new RelayTransport(link, message.session, () => forget(message.session))
+          const transport = new RelayTransport(sender, message.session, () => forget(message.session))
           const session = this.deps.sessions.open({ ...openingOf(message.opened), transport })
           if (session) sessions.set(message.session, session)
           break
@@ -93,7 +95,8 @@ export class RelayHost {
           forget(message.session)
           break
         case 'close':
-          break // only the owner closes sessions
+        case 'fanout':
+          break // only the owner sends these
       }
     })
   }
@@ -120,7 +123,7 @@ class RelayTransport implements Transport {
   #closed = false
 
   constructor(
-    private readonly link: WebSocket,
+    private readonly link: RelayLinkSender,
     private readonly session: number,
     private readonly onClosed: () => void,
   ) {}
@@ -130,19 +133,13 @@ class RelayTransport implements Transport {
   }
 
   send(frame: Uint8Array, onSent?: () => void): void {
-    if (this.#closed || this.link.readyState !== this.link.OPEN) return
-    this.link.send(
-      encodeRelayMessage({ kind: 'frame', session: this.session, frame }),
-      onSent && (() => onSent()),
-    )
+    if (!this.#closed) this.link.sendFrame(this.session, frame, onSent)
   }
 
   close(code: number, reason: string): void {
     if (this.#closed) return
     this.#closed = true
-    if (this.link.readyState === this.link.OPEN) {
-      this.link.send(encodeRelayMessage({ kind: 'close', session: this.session, code, reason }))
-    }
+    this.link.send({ kind: 'close', session: this.session, code, reason })
     queueMicrotask(this.onClosed) // as a socket's close event comes after its close: never re-entrant
   }
 }

@@ -185,20 +185,26 @@ class RelayLink {
       this.#socket.terminate()
       return
     }
-    const client = this.#sessions.get(message.session)?.client
-    if (!client) return // it left meanwhile
-    if (message.kind === 'frame') {
-      client.send(message.frame)
-      // The owner sees the link's backlog, not this socket's: a slow reader is closed here.
-      if (client.bufferedAmount > this.options.maxBufferedBytes) {
-        client.close(CloseCode.SlowConsumer, 'too slow to receive updates')
-        this.options.metrics.connectionsClosed.labels('SlowConsumer').inc()
-        this.#sessions.delete(message.session)
-        this.#send({ kind: 'leave', session: message.session })
-      }
-    } else if (message.kind === 'close') {
+    if (message.kind === 'frame') this.#deliver(message.session, message.frame)
+    else if (message.kind === 'fanout')
+      for (const session of message.sessions) this.#deliver(session, message.frame)
+    else if (message.kind === 'close') {
+      const client = this.#sessions.get(message.session)?.client
       this.#sessions.delete(message.session)
-      client.close(message.code, message.reason)
+      client?.close(message.code, message.reason)
+    }
+  }
+
+  #deliver(session: number, frame: Uint8Array): void {
+    const client = this.#sessions.get(session)?.client
+    if (!client) return // it left meanwhile
+    client.send(frame)
+    // The owner sees the link's backlog, not this socket's: a slow reader is closed here.
+    if (client.bufferedAmount > this.options.maxBufferedBytes) {
+      client.close(CloseCode.SlowConsumer, 'too slow to receive updates')
+      this.options.metrics.connectionsClosed.labels('SlowConsumer').inc()
+      this.#sessions.delete(session)
+      this.#send({ kind: 'leave', session })
     }
   }
 }

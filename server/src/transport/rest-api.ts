@@ -11,8 +11,10 @@ import type { Limits } from '../config.js'
 import { ProtocolError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { ServerMetrics } from '../metrics.js'
+import type { RoomOwner } from '../ports/room-registry.js'
 import type { RoomApi } from '../room-api.js'
 import { ApiRefusal, toRefusal } from './api-refusal.js'
+import type { RoomOwners } from './owner-forward.js'
 import { listRooms, type RoomListDeps } from './room-list-route.js'
 import type { VersionsRoute } from './versions-route.js'
 
@@ -28,46 +30,87 @@ export interface RestApiDeps {
   list: Omit<RoomListDeps, 'logger'>
   /** The rooms' saved versions (`…/versions`), shared with the internal endpoint. */
   versions: VersionsRoute
+  /** With the relay (one copy per room): requests for a room another server owns go to it. */
+  owners?: RoomOwners
 }
+
+/**
+ * Who sent the request: an app's backend on the public port (`Authorization: Bearer <API_SECRET>`),
+ * or another server that sent it on to this room's owner over the internal port (its token checked
+ * there): served here, never sent on again.
+ */
+export type ApiCaller = 'app' | 'forwarded'
 
 export type ApiHandler = (
   request: IncomingMessage,
   response: ServerResponse,
   path: string,
   query: URLSearchParams,
+  caller?: ApiCaller,
 ) => void
+
+/** The internal port's prefix of the REST API's paths, for requests sent on to a room's owner. */
+export const FORWARDED_API_PREFIX = '/internal'
 
 /**
  * The REST API for an app's backend (`/api/v1/rooms/{room}/…`): read a room as JSON or as a Yjs
  * update, write an update as a client would, read which token subject wrote under each client id,
  * delete a room; list, read and restore its saved versions (`…/versions`, versions-route.ts); and
- * list rooms (`/api/v1/rooms`, room-list-route.ts). A room not loaded here is loaded the way a joining
- * client loads it (from the server holding it, or the stores), so every server of a cluster
- * answers for every room, and a write reaches the clients of the other servers over pub/sub.
+ * list rooms (`/api/v1/rooms`, room-list-route.ts). Every server answers for every room: a room
+ * not loaded here is loaded the way a joining client loads it, or, with the relay, a request for a
+ * room another server owns is sent on to that owner and its answer streamed back.
  */
 export function createRestApi(deps: RestApiDeps): ApiHandler {
   const expected = Buffer.from(`Bearer ${deps.secret}`)
-  const { versions } = deps
+  const { versions, owners } = deps
 
-  return (request, response, path, query) => {
-    void answer(request, path, query).then(
-      (reply) => send(response, reply),
-      (error: unknown) => {
-        const refusal = toRefusal(error)
-        if (refusal.status >= 500) deps.logger.error({ err: error, path }, 'REST API request failed')
-        send(response, {
-          status: refusal.status,
-          json: { error: { code: refusal.code, message: refusal.message } },
-        })
-      },
+  return (request, response, path, query, caller = 'app') => {
+    void answer(request, path, query, caller).then(
+      (reply) =>
+        'owner' in reply ? forward(request, response, reply.owner, path, query) : send(response, reply),
+      (error: unknown) => refuse(response, path, error),
     )
   }
 
-  async function answer(request: IncomingMessage, path: string, query: URLSearchParams): Promise<Reply> {
+  function forward(
+    request: IncomingMessage,
+    response: ServerResponse,
+    owner: RoomOwner,
+    path: string,
+    query: URLSearchParams,
+  ): Promise<void> {
+    const search = query.size > 0 ? `?${query}` : ''
+    const forwarded = owners?.forward(request, response, owner, `${FORWARDED_API_PREFIX}${path}${search}`)
+    return Promise.resolve(forwarded).catch((error: unknown) => {
+      deps.logger.warn({ err: error, path, owner: owner.serverId }, "the room's owner did not answer")
+      refuse(response, path, new ApiRefusal(503, 'SERVER_BUSY', "the room's server did not answer; retry"))
+    })
+  }
+
+  function refuse(response: ServerResponse, path: string, error: unknown): void {
+    const refusal = toRefusal(error)
+    if (refusal.status >= 500) deps.logger.error({ err: error, path }, 'REST API request failed')
+    send(response, {
+      status: refusal.status,
+      json: { error: { code: refusal.code, message: refusal.message } },
+    })
+  }
+
+  /** Where a room's request is answered: null here, else the owner it goes to. */
+  async function ownerOf(name: string, caller: ApiCaller): Promise<RoomOwner | null> {
+    return caller === 'forwarded' || !owners ? null : owners.ownerElsewhere(name)
+  }
+
+  async function answer(
+    request: IncomingMessage,
+    path: string,
+    query: URLSearchParams,
+    caller: ApiCaller,
+  ): Promise<Reply | { owner: RoomOwner }> {
     const presented = Buffer.from(request.headers.authorization ?? '')
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
-      throw new ApiRefusal(401, 'UNAUTHORIZED', 'send Authorization: Bearer <API_SECRET>')
-    }
+    const allowed =
+      caller === 'forwarded' || (presented.length === expected.length && timingSafeEqual(presented, expected))
+    if (!allowed) throw new ApiRefusal(401, 'UNAUTHORIZED', 'send Authorization: Bearer <API_SECRET>')
     if (path === API_ROOM_LIST_PATH) {
       if (request.method !== 'GET') {
         throw new ApiRefusal(405, 'METHOD_NOT_ALLOWED', `${request.method} is not a method of this route`)
@@ -78,12 +121,16 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
     if (version) {
       const { room } = version
       if (!isValidRoomName(room)) throw new ApiRefusal(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
-      return versions(request.method, { ...version, room }, query)
+      // A restore writes to the room: its owner does it. Listing and reading versions need only the store.
+      const owner = version.part === 'restore' ? await ownerOf(room, caller) : null
+      return owner ? { owner } : versions(request.method, { ...version, room }, query)
     }
     const target = parseApiRoomPath(path)
     if (!target) throw new ApiRefusal(404, 'NOT_FOUND', 'no such API route')
     const name = target.room
     if (!isValidRoomName(name)) throw new ApiRefusal(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
+    const owner = await ownerOf(name, caller)
+    if (owner) return { owner }
     const route = `${request.method} ${target.part && `/${target.part}`}`
     const room = deps.room(name)
     switch (route) {
