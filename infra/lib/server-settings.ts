@@ -22,6 +22,7 @@ export const TUNABLE_SERVER_SETTINGS = {
   REGISTRY_LEASE_MS: integer,
   PEER_FETCH_TIMEOUT_MS: integer,
   ANTI_ENTROPY_INTERVAL_MS: integer,
+  RELAY: z.enum(['0', '1']),
   SNAPSHOT_INTERVAL_MS: integer,
   ROOM_GRACE_MS: integer,
   API_SAVE_WAIT_MS: integer,

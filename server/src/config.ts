@@ -151,7 +151,7 @@ const environment = z.object({
   REGISTRY_WAIT_MS: int(50, 600_000, DEFAULT_TIMINGS.registryWaitMs),
   JOIN_WAIT_MS: int(100, 3_600_000, DEFAULT_TIMINGS.joinWaitMs),
   HOOK_TIMEOUT_MS: int(1, 600_000, DEFAULT_TIMINGS.hookTimeoutMs),
-  RELAY: z.enum(['0', '1']).default('0'),
+  RELAY: z.enum(['0', '1']).default('1'),
   ROOM_LOAD_RETRY_MS: int(10, 600_000, DEFAULT_TIMINGS.roomLoadRetryMs),
   ROOM_LOAD_RETRY_MAX_MS: int(10, 3_600_000, DEFAULT_TIMINGS.roomLoadRetryMaxMs),
   PING_INTERVAL_MS: int(100, 600_000, DEFAULT_LIMITS.pingIntervalMs),

@@ -44,7 +44,7 @@ async function resolveOptions(options: SyncServerOptions): Promise<ResolvedServe
     roomLoadRetryMs: DEFAULT_TIMINGS.roomLoadRetryMs,
     roomLoadRetryMaxMs: DEFAULT_TIMINGS.roomLoadRetryMaxMs,
     hookTimeoutMs: DEFAULT_TIMINGS.hookTimeoutMs,
-    relay: false,
+    relay: true,
     build: { version: SERVER_VERSION, commit: 'unknown' },
     logger: silentLogger,
     demoFolder: null,

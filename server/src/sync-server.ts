@@ -322,8 +322,9 @@ export class SyncServer {
   }
 
   /**
-   * Graceful stop: refuse new clients, save every dirty room, close clients with "going away" so
-   * they reconnect elsewhere, save what they sent meanwhile, deregister and release the adapters.
+   * Graceful stop: refuse new clients, save every dirty room, give up the rooms it owns, close
+   * clients with "going away" so they reconnect elsewhere (those relayed here too), save what they
+   * sent meanwhile, deregister and release the adapters.
    * Resolves with the rooms that could not be saved before the shutdown timeout.
    */
   shutdown(): Promise<string[]> {
@@ -337,9 +338,12 @@ export class SyncServer {
     this.#ready = false
     clearInterval(this.#sampleTimer)
     this.#gateway.stopAccepting()
+    this.#relayParts?.host.stopAccepting()
     const httpClosed = new Promise((resolve) => this.#http.close(resolve))
     this.#http.closeIdleConnections()
     await this.manager.flushAll(deadline)
+    // Released before the clients go, so they reconnect to the next owner, not back to this one.
+    if (this.#relayParts) await this.manager.releaseAll()
     await this.#gateway.closeAll(CloseCode.GoingAway, 'server shutting down')
     // The clients relayed here from other servers, and the links to other owners, go too.
     this.#relayParts?.host.close()

@@ -24,8 +24,20 @@ describe('a room one server holds alone on Redis', () => {
       (id) => new RedisPubSub(id, redisUrl, { channelPrefix, logger: silentLogger }),
     )
     const [atA, atB] = pubsubs as [RedisPubSub, RedisPubSub]
-    const a = await startTestServer({ serverId: 'a', registryTable, internal, adapters: { pubsub: atA } })
-    const b = await startTestServer({ serverId: 'b', registryTable, internal, adapters: { pubsub: atB } })
+    const a = await startTestServer({
+      serverId: 'a',
+      registryTable,
+      internal,
+      relay: false,
+      adapters: { pubsub: atA },
+    })
+    const b = await startTestServer({
+      serverId: 'b',
+      registryTable,
+      internal,
+      relay: false,
+      adapters: { pubsub: atB },
+    })
     const room = uniqueRoom()
     const writer = await connectSynced(a.wsUrl, room)
     const text = writer.doc.getText('t')
@@ -50,8 +62,20 @@ describe('a room one server holds alone on Redis', () => {
     const [atA, atB] = ['c', 'd'].map(
       (id) => new RedisPubSub(id, redisUrl, { channelPrefix, logger: silentLogger }),
     ) as [RedisPubSub, RedisPubSub]
-    const a = await startTestServer({ serverId: 'c', registryTable, internal, adapters: { pubsub: atA } })
-    const b = await startTestServer({ serverId: 'd', registryTable, internal, adapters: { pubsub: atB } })
+    const a = await startTestServer({
+      serverId: 'c',
+      registryTable,
+      internal,
+      relay: false,
+      adapters: { pubsub: atA },
+    })
+    const b = await startTestServer({
+      serverId: 'd',
+      registryTable,
+      internal,
+      relay: false,
+      adapters: { pubsub: atB },
+    })
     const room = uniqueRoom()
     const writer = await connectSynced(a.wsUrl, room)
     const reader = await connectSynced(b.wsUrl, room)

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, describe, it } from 'node:test'
+import { CloseCode } from '@symphony/client/wire'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { type ClusterServer, metricValue, useTestCluster } from './helpers/cluster.js'
+import { closed, openRaw } from './helpers/raw-socket.js'
 import { requireTestServices } from './helpers/services.js'
 import { TcpLink } from './helpers/tcp-link.js'
 
@@ -70,41 +72,45 @@ describe('dependency health of a real server', () => {
     assert.equal(await up('journal'), 1)
   })
 
-  it('DynamoDB unreachable: registry errors counted by action, /healthz names the registry, which recovers with no room held', async () => {
+  it('DynamoDB unreachable: an owned room serves on, a new one waits then 1013, registry errors counted, /healthz names the registry, which recovers', async () => {
     const dynamo = await TcpLink.open(Number(new URL(requireTestServices().awsEndpoint).port))
     links.push(dynamo)
     const server = await cluster.start('health-ddb', {
       AWS_ENDPOINT_URL_DYNAMODB: `http://127.0.0.1:${dynamo.port}`,
+      JOIN_WAIT_MS: '1500',
+      REGISTRY_WAIT_MS: '500',
     })
     assert.equal((await health(server)).body.dependencies.registry?.ok, true, 'no call failed yet')
+    const owned = uniqueRoom('owned-before')
+    const client = await connectSynced(server.wsUrl, owned)
     dynamo.cut()
-    const client = await connectSynced(server.wsUrl, uniqueRoom('no-registry'))
+    // The room is this server's: its journal is fenced in Redis, so it serves on without the registry.
     client.doc.getText('t').insert(0, 'still works')
-    await until(async () => {
-      const text = await server.metrics()
-      return (
-        metricValue(text, 'symphony_registry_errors_total{action="lookup"}') > 0 &&
-        metricValue(text, 'symphony_registry_errors_total{action="register"}') > 0
-      )
-    }, 'the failed lookup and registration are counted')
+    const joiner = await connectSynced(server.wsUrl, owned)
+    await eventually(() => joiner.doc.getText('t').toString() === 'still works', 'a joiner gets the room')
+    // A room no one owns cannot be claimed: served by no one rather than by two.
+    const fresh = uniqueRoom('no-registry')
+    const waiting = await openRaw(`${server.wsUrl}/${fresh}`)
+    assert.equal((await closed(waiting)).code, CloseCode.TryAgainLater)
+    await until(
+      async () => metricValue(await server.metrics(), 'symphony_room_claims_total{outcome="failed"}') > 0,
+      'the failed claims are counted',
+    )
     const { status, body } = await health(server)
     assert.equal(status, 200)
     assert.equal(body.status, 'degraded')
     assert.equal(body.dependencies.registry?.ok, false)
-    assert.match(body.dependencies.registry?.error ?? '', /^(lookup|register|probe)/)
+    assert.match(body.dependencies.registry?.error ?? '', /^(claim|register|probe|refresh)/)
     const up = async () =>
       metricValue(await server.metrics(), 'symphony_dependency_up{dependency="registry"}')
     assert.equal(await up(), 0)
 
-    client.destroy()
-    await until(
-      async () =>
-        metricValue(await server.metrics(), 'symphony_registry_errors_total{action="deregister"}') > 0,
-      'the room is unloaded, and its deregistration failed',
-    )
-    dynamo.restore() // no room held: nothing but the recovery probe calls DynamoDB now
+    dynamo.restore()
     await until(async () => (await health(server)).body.dependencies.registry?.ok === true, 'recovered')
     assert.equal(await up(), 1)
+    const later = await connectSynced(server.wsUrl, fresh)
+    later.doc.getText('t').insert(0, 'claimed now')
+    await eventually(() => later.doc.getText('t').length === 11, 'the new room is served')
   })
 
   it('says which commit runs, from SYMPHONY_COMMIT', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { type MotoService, startMoto } from '@symphony/dev-scripts/services'
 import { Redis } from 'ioredis'
-import { check } from './fault-suite/checker.js'
+import { agree, check } from './fault-suite/checker.js'
 import { runFaults } from './fault-suite/fault-run.js'
 import { Ledger } from './fault-suite/ledger.js'
 import {
@@ -61,7 +61,7 @@ describe('fault suite: what the servers acknowledge survives faults', () => {
           ['kept', 'kept', 'stranger'],
         ],
       ],
-      ['r', [['came-back', 'after-delete'], null]],
+      ['r', [['came-back', 'after-delete'], ['came-back']]], // two copies that differ: two owners
     ])
     const { examples, ...counts } = check(ledger, views)
     assert.deepEqual(counts, {
@@ -76,6 +76,9 @@ describe('fault suite: what the servers acknowledge survives faults', () => {
       unknown: 1,
     })
     assert.equal(examples.length, 5)
+    // One owner per room: one copy and servers holding none agree; a room held nowhere does not.
+    assert.ok(agree([null, ['kept'], null]))
+    assert.ok(!agree([null, null, null]))
     const only = (q: string[], r: string[]) =>
       new Map([
         ['q', [q]],

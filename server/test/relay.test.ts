@@ -12,7 +12,8 @@ import type { Limits } from '../src/config.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { destroyNodeClients, nodeClient } from './helpers/node-client.js'
 import { closed, openRaw } from './helpers/raw-socket.js'
-import { startTestServer, stopTestServers, type TestServer } from './helpers/test-server.js'
+import { registryAround } from './helpers/registries.js'
+import { startTestServer, stopTestServers, TEST_INTERNAL, type TestServer } from './helpers/test-server.js'
 
 /** Servers of one process sharing pub/sub, the registry, the journal and the snapshots, relaying. */
 async function relayingServers(
@@ -25,12 +26,7 @@ async function relayingServers(
     bus: new MemoryBus(),
     registryTable: new MemoryRegistryTable(),
     relay: true,
-    internal: {
-      port: 0,
-      advertisedHost: '127.0.0.1',
-      token: 'internal-token-0123456789',
-      fetchTimeoutMs: 1_000,
-    },
+    internal: TEST_INTERNAL,
   }
   const journals = new MemoryJournalTable()
   const snapshots = new MemorySnapshotStore()
@@ -176,6 +172,22 @@ describe('a room owned by one server, its clients on others relayed', () => {
 
     assert.equal((await api(b, room, '', { method: 'DELETE' })).status, 204)
     await eventually(() => a.server.manager.roomCount === 0, 'the owner deleted the room')
+  })
+
+  it('asks the registry once for a burst of joins of one room, not twice per client', async () => {
+    let claims = 0
+    const registry = registryAround('burst', (call, pass) => {
+      if (call === 'claim') claims++
+      return pass()
+    })
+    const t = await startTestServer({
+      internal: TEST_INTERNAL,
+      adapters: { registry },
+    })
+    const room = uniqueRoom('burst')
+    const clients = Array.from({ length: 8 }, () => nodeClient(t.wsUrl).enter(room))
+    await Promise.all(clients.map((client) => client.whenSynced()))
+    assert.equal(claims, 1, 'one claim for the burst')
   })
 
   it('opens a relay link only on its path, with the internal token', async () => {

@@ -14,8 +14,9 @@ import { connectClient, connectSynced, eventually, uniqueRoom } from './helpers/
 import { ControlledSnapshotStore } from './helpers/controlled-store.js'
 import { deferred } from './helpers/deferred.js'
 import { closed, openRaw } from './helpers/raw-socket.js'
+import { registryAround } from './helpers/registries.js'
 import { putSnapshot, storedState } from './helpers/snapshots.js'
-import { startTestServer, type TestServerOverrides } from './helpers/test-server.js'
+import { startTestServer, TEST_INTERNAL, type TestServerOverrides } from './helpers/test-server.js'
 
 /** A test server, saving to `store` when one is given. */
 function serverWith(store: ControlledSnapshotStore | null, overrides: TestServerOverrides = {}) {
@@ -182,56 +183,37 @@ describe('room life', () => {
 
 /** A memory registry whose `register` runs `onRegister` first (to delay or fail it). */
 function registryWith(onRegister: () => Promise<void>): RoomRegistry {
-  const inner = new MemoryRoomRegistry(
-    { serverId: 'b', internalAddress: 'b:1' },
-    { leaseMs: 30_000, now: Date.now },
-  )
-  return {
-    register: async (room) => {
-      await onRegister()
-      await inner.register(room)
-    },
-    deregister: (room) => inner.deregister(room),
-    peersFor: (room) => inner.peersFor(room),
-    claim: (room, gone) => inner.claim(room, gone),
-    ownerOf: (room) => inner.ownerOf(room),
-    release: (room, epoch) => inner.release(room, epoch),
-    epochsOutliveProcess: inner.epochsOutliveProcess,
-    close: () => inner.close(),
-  }
+  return registryAround('b', async (call, pass) => {
+    if (call === 'register') await onRegister()
+    return pass()
+  })
 }
 
-describe('a registry that never answers', () => {
+describe('a registry that stops answering', () => {
   it('holds no load, unload or deletion longer than REGISTRY_WAIT_MS', async () => {
     const never = new Promise<never>(() => {})
-    const hung: RoomRegistry = {
-      register: () => never,
-      deregister: () => never,
-      peersFor: () => never,
-      claim: () => never,
-      ownerOf: () => never,
-      release: () => never,
-      epochsOutliveProcess: true,
-      close: async () => {},
-    }
+    let hung = false
+    const registry = registryAround('hung', (_call, pass) => (hung ? never : pass()))
     const t = await startTestServer({
       registryWaitMs: 100,
-      internal: {
-        port: 0,
-        advertisedHost: '127.0.0.1',
-        token: 'internal-token-0123456789',
-        fetchTimeoutMs: 1_000,
-      },
-      adapters: { registry: hung },
+      joinWaitMs: 1_000,
+      internal: TEST_INTERNAL,
+      adapters: { registry },
     })
     const room = uniqueRoom('hung-registry')
     const client = await connectSynced(t.wsUrl, room)
-    client.doc.getText('t').insert(0, 'loaded anyway')
-    await eventually(() => t.server.manager.loadedRoom(room)?.doc.getText('t').length === 13, 'applied')
+    hung = true
+    client.doc.getText('t').insert(0, 'owned before')
+    await eventually(() => t.server.manager.loadedRoom(room)?.doc.getText('t').length === 12, 'applied')
     client.destroy()
-    await eventually(() => t.server.manager.roomCount === 0, 'unloaded anyway')
+    await eventually(() => t.server.manager.roomCount === 0, 'unloaded, its release left to the lease')
+    // No claim, no owner: the joiner waits for the room, then is told to retry (one owner or none).
+    const joiner = await openRaw(`${t.wsUrl}/${room}`)
+    assert.equal((await closed(joiner)).code, CloseCode.TryAgainLater)
+    await t.server.room(room).delete()
+    hung = false
     const again = await connectSynced(t.wsUrl, room)
-    assert.equal(again.doc.getText('t').toString(), 'loaded anyway')
+    assert.equal(again.doc.getText('t').toString(), '', 'deleted')
     again.destroy()
   })
 })

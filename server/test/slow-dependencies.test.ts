@@ -64,6 +64,8 @@ describe('slow dependencies', () => {
     const { link, server } = await serverBehindLink('queue', {
       AWS_MAX_SOCKETS: '2',
       AWS_CONNECT_TIMEOUT_MS: '300',
+      // The registry (DynamoDB) is behind the same slow link: its claims queue for the two sockets too.
+      REGISTRY_WAIT_MS: '60000',
     })
     const rooms = await Promise.all(
       Array.from({ length: 8 }, (_, i) => cluster.storedRoom(`queue-${i}`, `saved ${i}`)),

@@ -6,7 +6,7 @@ import { isOutOfSpace, RoomMovedError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
 import type { PubSub } from '../ports/pubsub.js'
-import type { RoomOwner, RoomRegistry } from '../ports/room-registry.js'
+import type { OwnershipClaim, RoomOwner, RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
 import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
@@ -31,6 +31,12 @@ import type { RoomStateSource } from './room-state-source.js'
 import { timedWait } from './room-waits.js'
 import { serverSender } from './server-sender.js'
 import { type KnownStoredVersion, type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
+
+/**
+ * How long a claim's answer is reused. Far shorter than any lease (`REGISTRY_LEASE_MS` is 1 s at
+ * least): an owner named this recently still owns the room, or fencing refuses it.
+ */
+const CLAIM_REUSE_MS = 500
 
 export interface RoomManagerOptions extends RoomOptions {
   /** How long an empty room stays loaded, since reconnects are common. */
@@ -118,6 +124,8 @@ export interface RoomHold {
  */
 export class RoomManager {
   readonly #lives = new Map<string, RoomLife<Loaded>>()
+  /** Claims asked of the registry, in flight or just answered, by room: shared by the joins of a burst. */
+  readonly #claims = new Map<string, Promise<OwnershipClaim>>()
   /** Acquirers waiting for an instance to unload or be deleted before they load the room again. */
   readonly #waiting = new Map<string, number>()
   /** The app's persistence beside the stores (`onLoad`, `onStore`). */
@@ -440,6 +448,15 @@ export class RoomManager {
   }
 
   /** Deregisters, unsubscribes and frees every room (after `flushAll`, at shutdown). */
+  /**
+   * Gives up every room this server owns, still holding them (draining): clients closed after this
+   * find no owner and the next server claims the room at once, rather than being sent back here.
+   * Writes after it carry the old epoch, refused once the next owner fenced the room.
+   */
+  async releaseAll(): Promise<void> {
+    await Promise.all([...this.#loadedRooms()].map((loaded) => this.#release(loaded.room.name, loaded.epoch)))
+  }
+
   async unloadAll(): Promise<void> {
     this.#missedDeletions.stop()
     this.#orphanAdoption?.stop()
@@ -513,6 +530,7 @@ export class RoomManager {
     // The registry's answer comes while the store and pub/sub are asked (see lookUpPeers).
     const peers = stateSource.lookUpPeers(name)
     const claimed = this.#claim(name)
+    claimed.catch(() => {}) // awaited below; a failure meanwhile is not unhandled
     // Which incarnation is current decides the channel and the journal streams.
     const incarnation = await stateSource.incarnation(name)
     const channel = incarnationKey(name, incarnation.generation)
@@ -594,17 +612,19 @@ export class RoomManager {
 
   /**
    * Claims the room for this server: the epoch it owns it at, or undefined when another server
-   * owns it (this one then holds a copy, unfenced, as every server did before owners) or the
-   * registry did not answer in time (the same: a registry outage must not stop the room).
+   * owns it. With the relay, a registry that does not answer in time fails the load (retried
+   * while its clients wait): serving a room no one owns could give it two owners. Without it, the
+   * room loads unowned, as every server's copy did before owners.
    */
   async #claim(name: string): Promise<number | undefined> {
-    const { registry, metrics, logger } = this.deps
+    const { metrics, logger } = this.deps
     try {
-      const claim = await within(registry.claim(name), this.#registryWaitMs, 'claiming the room')
+      const claim = await this.#askClaim(name)
       metrics.roomClaims.labels(claim.owned ? 'owned' : 'elsewhere').inc()
       return claim.owned ? claim.epoch : undefined
     } catch (err) {
       metrics.roomClaims.labels('failed').inc()
+      if (this.options.relay) throw err
       logger.warn({ err, room: name }, 'claiming the room failed; it loads unowned')
       return undefined
     }
@@ -617,12 +637,10 @@ export class RoomManager {
    */
   async ownerElsewhere(name: string, unreachable: (owner: RoomOwner) => boolean): Promise<RoomOwner | null> {
     if (this.#lives.has(name)) return null
-    const { registry, logger } = this.deps
-    const claim = (gone?: RoomOwner) =>
-      within(registry.claim(name, gone), this.#registryWaitMs, 'claiming the room')
+    const { logger } = this.deps
     try {
-      let claimed = await claim()
-      if (!claimed.owned && unreachable(claimed.owner)) claimed = await claim(claimed.owner)
+      let claimed = await this.#askClaim(name)
+      if (!claimed.owned && unreachable(claimed.owner)) claimed = await this.#askClaim(name, claimed.owner)
       return claimed.owned ? null : claimed.owner
     } catch (err) {
       logger.warn({ err, room: name }, 'claiming the room failed; it is served here')
@@ -630,8 +648,27 @@ export class RoomManager {
     }
   }
 
+  /**
+   * The registry's claim of `name`, shared by every caller while it is in flight and for
+   * `CLAIM_REUSE_MS` after: a burst of joins (each client asks where the room is served, then its
+   * load claims it) costs the registry one claim, not two per client.
+   */
+  #askClaim(name: string, gone?: RoomOwner): Promise<OwnershipClaim> {
+    const shared = gone ? undefined : this.#claims.get(name)
+    if (shared) return shared
+    const { registry } = this.deps
+    const claim = within(registry.claim(name, gone), this.#registryWaitMs, 'claiming the room')
+    this.#claims.set(name, claim)
+    const forget = () => {
+      if (this.#claims.get(name) === claim) this.#claims.delete(name)
+    }
+    claim.then(() => setTimeout(forget, CLAIM_REUSE_MS).unref(), forget)
+    return claim
+  }
+
   /** Gives the room up if this server owns it (a failure: its server's lease ends it). */
   async #release(name: string, epoch: number | undefined): Promise<void> {
+    this.#claims.delete(name) // the next load claims it anew
     if (epoch === undefined) return
     await within(this.deps.registry.release(name, epoch), this.#registryWaitMs, 'releasing the room').catch(
       (err: unknown) =>

@@ -32,6 +32,7 @@ export interface RelayHostDeps {
 export class RelayHost {
   readonly #server: WebSocketServer
   readonly #links = new Set<WebSocket>()
+  #accepting = true
 
   constructor(private readonly deps: RelayHostDeps) {
     this.#server = new WebSocketServer({
@@ -50,6 +51,11 @@ export class RelayHost {
       return
     }
     this.#server.handleUpgrade(request, socket, head, (link) => this.#serve(link))
+  }
+
+  /** Draining: a session opened from now on is closed at once (1013), and its client routed again. */
+  stopAccepting(): void {
+    this.#accepting = false
   }
 
   /** Closes every link; their sessions leave their rooms. */
@@ -83,6 +89,11 @@ export class RelayHost {
       switch (message.kind) {
         case 'open': {
           forget(message.session) // a number reused: the earlier session is over
+          if (!this.#accepting) {
+            const reason = 'the server is shutting down; reconnect'
+            sender.send({ kind: 'close', session: message.session, code: CloseCode.TryAgainLater, reason })
+            break
+          }
           const transport = new RelayTransport(sender, message.session, () => forget(message.session))
           const session = this.deps.sessions.open({ ...openingOf(message.opened), transport })
           if (session) sessions.set(message.session, session)

@@ -132,10 +132,15 @@ export function isClean(verdict: Verdict): boolean {
   )
 }
 
-/** Whether every server has a copy and all copies hold the same ids in the same order. */
+/**
+ * Whether some server holds the room and every copy held holds the same ids in the same order. A
+ * room has one owner (issue #48), so usually one copy; two that differ are two owners' doing.
+ */
 export function agree(copies: (string[] | null)[]): boolean {
-  const first = copies[0]
-  return copies.every(
-    (copy) => copy && first && copy.length === first.length && copy.every((id, i) => id === first[i]),
+  const present = copies.filter((copy): copy is string[] => copy !== null)
+  const [first] = present
+  return (
+    first !== undefined &&
+    present.every((copy) => copy.length === first.length && copy.every((id, i) => id === first[i]))
   )
 }

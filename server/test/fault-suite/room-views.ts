@@ -28,7 +28,7 @@ export async function restViews(cluster: FaultCluster, rooms: string[]): Promise
 }
 
 /**
- * Waits until every server holds every room and all copies agree, or `timeoutMs` passes; resolves
+ * Waits until every room is held and all its copies agree (`agree`), or `timeoutMs` passes; resolves
  * to the last views read and how long the wait took.
  */
 export async function awaitAgreement(

@@ -6,6 +6,8 @@ import { FileSnapshotStore } from '../../src/adapters/file-snapshot-store.js'
 import { FileUpdateJournal } from '../../src/adapters/file-update-journal.js'
 import { MemoryBus, MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../../src/adapters/memory-room-registry.js'
+import { MemorySnapshotStore } from '../../src/adapters/memory-snapshot-store.js'
+import { MemoryJournalTable, MemoryUpdateJournal } from '../../src/adapters/memory-update-journal.js'
 import { NoopMetadataSink } from '../../src/adapters/noop-metadata-sink.js'
 import type { Limits } from '../../src/config.js'
 import { createSyncServer } from '../../src/create-sync-server.js'
@@ -100,26 +102,36 @@ export async function startTestServer(overrides: TestServerOverrides = {}): Prom
   return testServer
 }
 
+/** The internal endpoint of a test server that has peers (on a free port). */
+export const TEST_INTERNAL = {
+  port: 0,
+  advertisedHost: '127.0.0.1',
+  token: 'internal-token-0123456789',
+  fetchTimeoutMs: 1_000,
+}
+
 /**
- * Two servers that share pub/sub and the room registry in memory and serve each other's peer
- * fetches: a cluster in one process.
+ * Two servers that share pub/sub, the room registry, the journal and the snapshots in memory, and
+ * relay to each other (one owner per room): a cluster in one process.
  */
 export async function startTestCluster(
   overrides: TestServerOverrides = {},
 ): Promise<[TestServer, TestServer]> {
+  const journals = new MemoryJournalTable()
+  const snapshots = overrides.adapters?.snapshots ?? new MemorySnapshotStore()
+  const adapters = (serverId: string) => ({
+    journal: new MemoryUpdateJournal(serverId, journals),
+    ...overrides.adapters,
+    snapshots,
+  })
   const shared = {
     ...overrides,
     bus: new MemoryBus(),
     registryTable: new MemoryRegistryTable(),
-    internal: {
-      port: 0,
-      advertisedHost: '127.0.0.1',
-      token: 'internal-token-0123456789',
-      fetchTimeoutMs: 1_000,
-    },
+    internal: TEST_INTERNAL,
   }
   return [
-    await startTestServer({ ...shared, serverId: 'a' }),
-    await startTestServer({ ...shared, serverId: 'b' }),
+    await startTestServer({ ...shared, serverId: 'a', adapters: adapters('a') }),
+    await startTestServer({ ...shared, serverId: 'b', adapters: adapters('b') }),
   ]
 }
