@@ -16,6 +16,7 @@ type Planned = Pick<FaultEpisode, 'kind' | 'atMs' | 'durationMs'> & Partial<Faul
 function faults(...planned: Planned[]): Schedule {
   const base = {
     server: 0,
+    room: 0,
     mode: 'cut',
     slowMs: 0,
     store: 's3',

@@ -129,6 +129,26 @@ export class FaultInjector {
     const cluster = this.#cluster
     const { server, durationMs } = episode
     switch (episode.kind) {
+      case 'owner-kill': {
+        const owner = await this.#ownerOf(episode)
+        await cluster.kill(owner)
+        await sleep(durationMs)
+        return cluster.startServer(owner)
+      }
+      case 'owner-stall': {
+        const owner = await this.#ownerOf(episode)
+        cluster.pause(owner)
+        await sleep(durationMs)
+        return cluster.resume(owner)
+      }
+      case 'owner-cut-off': {
+        const owner = await this.#ownerOf(episode)
+        const { redis, dynamodb } = cluster.links(owner)
+        for (const link of [redis, dynamodb]) apply(link, 'blackhole', 0)
+        await sleep(durationMs)
+        for (const link of [redis, dynamodb]) link.restore()
+        return
+      }
       case 'kill':
         await cluster.kill(server)
         await sleep(durationMs)
@@ -198,6 +218,23 @@ export class FaultInjector {
   }
 
   /**
+   * The server holding the episode's room now (its owner: only the owner holds a copy), else the
+   * episode's own server when none does (the room unloaded between sessions).
+   */
+  async #ownerOf(episode: FaultEpisode): Promise<number> {
+    const room = this.#rooms[episode.room] ?? ''
+    for (let server = 0; server < this.#cluster.size; server++) {
+      if (!this.#cluster.isRunning(server)) continue
+      if (await this.#cluster.heldState(server, room).catch(() => null)) {
+        this.#note(`room ${episode.room}'s owner is server ${server}`)
+        return server
+      }
+    }
+    this.#note(`room ${episode.room} is held nowhere: server ${episode.server} instead`)
+    return episode.server
+  }
+
+  /**
    * SIGKILLs `server` in the handler where one of its writers receives a prompt sync-status answer
    * (PROMPT_ANSWER_MS) in a room no deletion touches. The server answers once Redis confirmed the
    * journal append, and publishes to the other servers at the end of its publish window
@@ -245,9 +282,8 @@ export class FaultInjector {
   /**
    * Edits acknowledged on the journal alone are safe from a Redis wipe only once a live server holds
    * their room (it replayed them and will save them). After a crash its rooms come back as their
-   * clients reconnect, which a loaded machine slows past any fixed gap: wait for it. Every live
-   * server, not just one: what only a killed server's journal stream holds (an ack-kill's edit) is
-   * replayed by its restart as that loads the room, while the others, holding it all along, do not.
+   * clients reconnect, which a loaded machine slows past any fixed gap: wait for it. A room has one
+   * owner, which replays the whole journal as it loads the room (issue #48).
    */
   async #untilEveryRoomHeld(): Promise<void> {
     const deadline = performance.now() + ROOMS_HELD_WAIT_MS
@@ -261,16 +297,13 @@ export class FaultInjector {
     this.#note(`rooms still not held after ${ROOMS_HELD_WAIT_MS} ms: ${waiting.join(', ')}`)
   }
 
-  /** Whether every server up and not stopped holds `room` (and one at least is). */
+  /** Whether a server up and not stopped holds `room`. */
   async #isHeld(room: string): Promise<boolean> {
-    let holders = 0
     for (let server = 0; server < this.#cluster.size; server++) {
       if (!this.#cluster.isRunning(server) || this.#cluster.isPaused(server)) continue
-      const state = await this.#cluster.heldState(server, room).catch(() => null)
-      if (!state) return false
-      holders++
+      if (await this.#cluster.heldState(server, room).catch(() => null)) return true
     }
-    return holders > 0
+    return false
   }
 
   async #delete(planned: PlannedDelete, startedAt: number): Promise<void> {

@@ -24,6 +24,12 @@ export type FaultKind =
    * the other servers. Restarted after a while, or only after Redis restarted without persistence.
    */
   | 'ack-kill'
+  /** The server that owns a room (holds its copy) SIGKILLed, restarted later (issue #48). */
+  | 'owner-kill'
+  /** The owner of a room SIGSTOPped for longer than its lease: it wakes up fenced, its clients move. */
+  | 'owner-stall'
+  /** The owner of a room cut off from Redis and DynamoDB for longer than its lease, not from its clients. */
+  | 'owner-cut-off'
 
 export const ALL_FAULTS: FaultKind[] = [
   'kill',
@@ -35,6 +41,9 @@ export const ALL_FAULTS: FaultKind[] = [
   'redis-link',
   'store-link',
   'ack-kill',
+  'owner-kill',
+  'owner-stall',
+  'owner-cut-off',
 ]
 
 /** The shape of one run; with a seed it fixes the whole schedule. */

@@ -9,6 +9,8 @@ export interface FaultEpisode {
   atMs: number
   /** The server it hits (kinds that hit one). */
   server: number
+  /** owner-*: the room (its number) whose owner it hits, whichever server that is when it comes. */
+  room: number
   durationMs: number
   /** redis-link, store-link: what happens to the link. */
   mode: LinkMode
@@ -69,6 +71,7 @@ export function planSchedule(random: () => number, profile: RunProfile): Schedul
       kind,
       atMs: 0,
       server: between(0, profile.servers - 1),
+      room: between(0, profile.rooms - 1),
       durationMs: durationOf(kind, between, profile, restartsRedis),
       mode: pick<LinkMode>(['cut', 'blackhole', 'slow']),
       slowMs: between(100, 1_500),
@@ -142,7 +145,18 @@ function durationOf(
     case 'redis-link':
     case 'store-link':
       return between(2_000, 8_000)
+    case 'owner-kill':
+      return between(500, 3_000)
+    case 'owner-stall':
+      return leaseOf(profile) + between(1_000, 4_000)
+    case 'owner-cut-off':
+      return leaseOf(profile) + between(1_000, 5_000)
   }
+}
+
+/** The servers' lease in the registry: an owner silent for longer loses its rooms. */
+function leaseOf(profile: RunProfile): number {
+  return Number(profile.serverEnv.REGISTRY_LEASE_MS ?? 30_000)
 }
 
 /** One line per fault, for the report: `12.0 s redis-link blackhole s1 4.2 s, then SIGKILL`. */
@@ -166,6 +180,11 @@ export function describeEpisode(episode: FaultEpisode): string {
       return `moto paused ${seconds(durationMs)}`
     case 'crash-all':
       return `every server SIGKILLed for ${seconds(durationMs)}`
+    case 'owner-kill':
+    case 'owner-stall':
+      return `${kind === 'owner-kill' ? 'SIGKILL' : 'SIGSTOP'} the owner of room ${episode.room} for ${seconds(durationMs)}`
+    case 'owner-cut-off':
+      return `the owner of room ${episode.room} cut off from redis and dynamodb (blackhole) for ${seconds(durationMs)}`
     case 'redis-link':
     case 'store-link': {
       const link = kind === 'redis-link' ? 'redis' : store === 'both' ? 's3+dynamodb' : store
