@@ -447,7 +447,6 @@ export class RoomManager {
     return unsaved
   }
 
-  /** Deregisters, unsubscribes and frees every room (after `flushAll`, at shutdown). */
   /**
    * Gives up every room this server owns, still holding them (draining): clients closed after this
    * find no owner and the next server claims the room at once, rather than being sent back here.
@@ -457,6 +456,7 @@ export class RoomManager {
     await Promise.all([...this.#loadedRooms()].map((loaded) => this.#release(loaded.room.name, loaded.epoch)))
   }
 
+  /** Deregisters, unsubscribes and frees every room (after `flushAll`, at shutdown). */
   async unloadAll(): Promise<void> {
     this.#missedDeletions.stop()
     this.#orphanAdoption?.stop()

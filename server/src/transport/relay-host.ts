@@ -10,6 +10,7 @@ import { hasInternalToken } from './internal-endpoint.js'
 import { RelayLinkSender } from './relay-link-sender.js'
 import { parseRequestTarget } from './request-target.js'
 import type { ClientSession, RoomSessions } from './room-sessions.js'
+import { WsTransport } from './ws-transport.js'
 
 /** Where another server opens its relay link on this server's internal port. */
 export const RELAY_PATH = '/internal/relay'
@@ -65,7 +66,7 @@ export class RelayHost {
 
   #serve(link: WebSocket): void {
     this.#links.add(link)
-    const sender = new RelayLinkSender(link)
+    const sender = new RelayLinkSender(new WsTransport(link))
     const sessions = new Map<number, ClientSession>()
     const forget = (number: number) => {
       sessions.get(number)?.leave()

@@ -1,4 +1,4 @@
-import type { WebSocket } from 'ws'
+import type { Transport } from '../core/connection.js'
 import { encodeRelayMessage, type RelayMessage } from '../protocol/relay-frames.js'
 
 interface Pending {
@@ -11,13 +11,14 @@ interface Pending {
  * What the owner sends over one relay link. A room's broadcast hands the very same frame to each
  * of its connections in one turn: sent to sessions of this link one after another, it goes as one
  * `fanout` message, so an update crosses to an edge once whatever the number of its clients there.
- * Only consecutive sends of the same frame merge, so each session's frames keep their order.
+ * Only consecutive sends of the same frame merge, so each session's frames keep their order. The
+ * link is a `WsTransport`: a turn's messages leave in one write, after the turn's journal appends.
  */
 export class RelayLinkSender {
   #pending: Pending | null = null
   #scheduled = false
 
-  constructor(private readonly link: WebSocket) {}
+  constructor(private readonly link: Pick<Transport, 'send' | 'bufferedAmount'>) {}
 
   get bufferedAmount(): number {
     return this.link.bufferedAmount
@@ -25,7 +26,6 @@ export class RelayLinkSender {
 
   /** `frame` to `session`, merged with the same frame sent to other sessions just before. */
   sendFrame(session: number, frame: Uint8Array, onSent?: () => void): void {
-    if (this.link.readyState !== this.link.OPEN) return
     const pending = this.#pending
     if (pending?.frame === frame) {
       pending.sessions.push(session)
@@ -43,14 +43,13 @@ export class RelayLinkSender {
   /** Any other message, after what is pending. */
   send(message: RelayMessage): void {
     this.flush()
-    if (this.link.readyState === this.link.OPEN) this.link.send(encodeRelayMessage(message))
+    this.link.send(encodeRelayMessage(message))
   }
 
   flush(): void {
     const pending = this.#pending
     if (!pending) return
     this.#pending = null
-    if (this.link.readyState !== this.link.OPEN) return
     const { frame, sessions, sent } = pending
     const [session] = sessions as [number]
     const message: RelayMessage =

@@ -1,7 +1,9 @@
+import type { Socket } from 'node:net'
 import { CloseCode, internalAuthorization } from '@symphony/client/wire'
 import { type RawData, WebSocket } from 'ws'
 import type { Transport } from '../core/connection.js'
 import type { CoreMetrics } from '../core/core-metrics.js'
+import { type Corkable, corkUntilTurnEnds } from '../cork-until-turn-ends.js'
 import type { Logger } from '../logger.js'
 import {
   decodeRelayMessage,
@@ -17,8 +19,9 @@ const UNREACHABLE_MS = 10_000
 /** What a relay message adds to the frame it carries, at most. */
 const RELAY_OVERHEAD_BYTES = 64 * 1024
 /**
- * A link whose owner has not answered a ping for this long is dropped, and its clients reconnect:
- * an owner stalled (or cut off) keeps its TCP connection open and answers nothing.
+ * A link from whose owner nothing came for this long (no message, no answer to a ping) is
+ * dropped, and its clients reconnect: an owner stalled (or cut off) keeps its TCP connection open
+ * and sends nothing.
  */
 const LINK_PING_MS = 5_000
 
@@ -88,6 +91,11 @@ class RelayLink {
   /** What was sent before the link opened, in order. */
   #queued: Buffer[] | null = []
   #nextSession = 0
+  /** The link's TCP socket, held corked from a turn's first message to the turn's end: one write. */
+  readonly #corked: Corkable = {
+    cork: () => this.#tcp?.cork(),
+    uncork: () => this.#tcp?.uncork(),
+  }
 
   constructor(
     address: string,
@@ -108,6 +116,7 @@ class RelayLink {
       if (this.#socket.readyState === WebSocket.OPEN) this.#socket.ping()
     }, LINK_PING_MS)
     pinger.unref()
+    // Anything from the owner shows it alive: its pong may wait behind megabytes it is sending.
     this.#socket.on('pong', () => {
       answered = true
     })
@@ -115,7 +124,10 @@ class RelayLink {
       for (const message of this.#queued ?? []) this.#socket.send(message)
       this.#queued = null
     })
-    this.#socket.on('message', (data: RawData) => this.#received(data as Buffer))
+    this.#socket.on('message', (data: RawData) => {
+      answered = true
+      this.#received(data as Buffer)
+    })
     this.#socket.on('error', (error: Error & { code?: string }) => {
       refused ||= error.code === 'ECONNREFUSED'
       options.logger.warn({ err: error, address }, 'relay link failed')
@@ -173,7 +185,15 @@ class RelayLink {
   #send(message: RelayMessage): void {
     const bytes = encodeRelayMessage(message)
     if (this.#queued) this.#queued.push(bytes)
-    else if (this.#socket.readyState === WebSocket.OPEN) this.#socket.send(bytes)
+    else if (this.#socket.readyState === WebSocket.OPEN) {
+      corkUntilTurnEnds(this.#corked)
+      this.#socket.send(bytes)
+    }
+  }
+
+  get #tcp(): Socket | undefined {
+    // ws keeps the connected TCP socket here once the link is open.
+    return (this.#socket as unknown as { _socket?: Socket })._socket
   }
 
   #received(data: Buffer): void {

@@ -5,6 +5,7 @@ import { after, before, describe, it } from 'node:test'
 import { WebSocket, WebSocketServer } from 'ws'
 import { decodeRelayMessage, type RelayMessage } from '../../src/protocol/relay-frames.js'
 import { RelayLinkSender } from '../../src/transport/relay-link-sender.js'
+import { WsTransport } from '../../src/transport/ws-transport.js'
 
 /** An edge's socket and the owner's side of it, as the relay host gets it. */
 async function link(server: WebSocketServer): Promise<{ edge: WebSocket; owner: WebSocket }> {
@@ -37,7 +38,7 @@ describe('RelayLinkSender', () => {
 
   it("sends a broadcast to a link's sessions as one message, each callback once", async () => {
     const { edge, owner } = await link(server)
-    const sender = new RelayLinkSender(owner)
+    const sender = new RelayLinkSender(new WsTransport(owner))
     const received = messages(edge, 1)
     const broadcast = bytes(0, 1, 2, 3)
     const sent: number[] = []
@@ -50,7 +51,7 @@ describe('RelayLinkSender', () => {
 
   it("keeps each session's frames in order: only consecutive sends of one frame merge", async () => {
     const { edge, owner } = await link(server)
-    const sender = new RelayLinkSender(owner)
+    const sender = new RelayLinkSender(new WsTransport(owner))
     const received = messages(edge, 4)
     const update = bytes(0, 2, 7)
     sender.sendFrame(1, update)
