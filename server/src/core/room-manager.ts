@@ -649,9 +649,11 @@ export class RoomManager {
   }
 
   /**
-   * The registry's claim of `name`, shared by every caller while it is in flight and for
-   * `CLAIM_REUSE_MS` after: a burst of joins (each client asks where the room is served, then its
-   * load claims it) costs the registry one claim, not two per client.
+   * The registry's claim of `name`, shared by every caller while it is in flight, and when it made
+   * the room this server's for `CLAIM_REUSE_MS` after: a burst of joins (each client asks where the
+   * room is served, then its load claims it) costs the registry one claim, not two per client. An
+   * answer naming another owner is not kept: that owner may release the room the next moment
+   * (draining), and a client sent back to it would be closed again.
    */
   #askClaim(name: string, gone?: RoomOwner): Promise<OwnershipClaim> {
     const shared = gone ? undefined : this.#claims.get(name)
@@ -662,7 +664,7 @@ export class RoomManager {
     const forget = () => {
       if (this.#claims.get(name) === claim) this.#claims.delete(name)
     }
-    claim.then(() => setTimeout(forget, CLAIM_REUSE_MS).unref(), forget)
+    claim.then((answer) => (answer.owned ? setTimeout(forget, CLAIM_REUSE_MS).unref() : forget()), forget)
     return claim
   }
 
