@@ -42,6 +42,14 @@ export interface RelayedSession {
   incarnation: number | 'none' | null
 }
 
+/**
+ * The largest relay message a link takes: a client frame whole, plus what a message adds to it
+ * (its header, a fanout's session numbers, an open's JSON), generously.
+ */
+export function relayPayloadLimit(maxMessageBytes: number): number {
+  return maxMessageBytes + 64 * 1024
+}
+
 const KINDS = ['open', 'frame', 'leave', 'close', 'fanout'] as const
 const HEADER_BYTES = 5
 

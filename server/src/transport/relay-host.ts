@@ -5,7 +5,7 @@ import { type RawData, type WebSocket, WebSocketServer } from 'ws'
 import type { Transport } from '../core/connection.js'
 import type { Logger } from '../logger.js'
 import type { Capability } from '../protocol/capabilities.js'
-import { decodeRelayMessage, type RelayedSession } from '../protocol/relay-frames.js'
+import { decodeRelayMessage, type RelayedSession, relayPayloadLimit } from '../protocol/relay-frames.js'
 import { hasInternalToken } from './internal-endpoint.js'
 import { RelayLinkSender } from './relay-link-sender.js'
 import { parseRequestTarget } from './request-target.js'
@@ -14,8 +14,6 @@ import { WsTransport } from './ws-transport.js'
 
 /** Where another server opens its relay link on this server's internal port. */
 export const RELAY_PATH = '/internal/relay'
-/** What a relay message adds to the frame it carries, at most (its header). */
-const RELAY_OVERHEAD_BYTES = 64 * 1024
 
 export interface RelayHostDeps {
   sessions: RoomSessions
@@ -40,7 +38,7 @@ export class RelayHost {
       noServer: true,
       clientTracking: false,
       perMessageDeflate: false,
-      maxPayload: deps.maxMessageBytes + RELAY_OVERHEAD_BYTES,
+      maxPayload: relayPayloadLimit(deps.maxMessageBytes),
     })
   }
 

@@ -10,14 +10,13 @@ import {
   encodeRelayMessage,
   type RelayedSession,
   type RelayMessage,
+  relayPayloadLimit,
 } from '../protocol/relay-frames.js'
 import { RELAY_PATH } from './relay-host.js'
 import type { ClientSession } from './room-sessions.js'
 
 /** How long an owner that could not be reached counts as gone (its rooms are taken over at once). */
 const UNREACHABLE_MS = 10_000
-/** What a relay message adds to the frame it carries, at most. */
-const RELAY_OVERHEAD_BYTES = 64 * 1024
 /**
  * A link from whose owner nothing came for this long (no message, no answer to a ping) is
  * dropped, and its clients reconnect: an owner stalled (or cut off) keeps its TCP connection open
@@ -106,7 +105,7 @@ class RelayLink {
     this.#socket = new WebSocket(`ws://${address}${RELAY_PATH}`, {
       headers: { authorization: internalAuthorization(options.token) },
       perMessageDeflate: false,
-      maxPayload: options.maxMessageBytes + RELAY_OVERHEAD_BYTES,
+      maxPayload: relayPayloadLimit(options.maxMessageBytes),
     })
     let refused = false
     let answered = true
