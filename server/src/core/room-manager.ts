@@ -536,7 +536,6 @@ export class RoomManager {
     const channel = incarnationKey(name, incarnation.generation)
     const epoch = await claimed
     if (epoch === undefined && this.options.relay) {
-      await pubsub.unsubscribe(channel).catch(() => {})
       throw new RoomMovedError(`room ${name} is served by another server now; reconnect`)
     }
     // Fenced only with epochs that outlive the process (see `RoomOwnership.epochsOutliveProcess`).
