@@ -117,8 +117,6 @@ const environment = z.object({
   /** Set by ECS: where the task's private IP is read from when INTERNAL_HOST is unset. */
   ECS_CONTAINER_METADATA_URI_V4: optionalUrl,
   REGISTRY_LEASE_MS: int(1_000, 3_600_000, DEFAULT_TIMINGS.registryLeaseMs),
-  PEER_FETCH_TIMEOUT_MS: int(50, 60_000, DEFAULT_TIMINGS.peerFetchTimeoutMs),
-  ANTI_ENTROPY_INTERVAL_MS: int(0, 3_600_000, DEFAULT_TIMINGS.antiEntropyIntervalMs),
   ALLOWED_ORIGINS: optionalText
     .transform((v) => v?.split(',').map((origin) => origin.trim()) ?? [])
     .refine(
@@ -151,7 +149,6 @@ const environment = z.object({
   REGISTRY_WAIT_MS: int(50, 600_000, DEFAULT_TIMINGS.registryWaitMs),
   JOIN_WAIT_MS: int(100, 3_600_000, DEFAULT_TIMINGS.joinWaitMs),
   HOOK_TIMEOUT_MS: int(1, 600_000, DEFAULT_TIMINGS.hookTimeoutMs),
-  RELAY: z.enum(['0', '1']).default('1'),
   ROOM_LOAD_RETRY_MS: int(10, 600_000, DEFAULT_TIMINGS.roomLoadRetryMs),
   ROOM_LOAD_RETRY_MAX_MS: int(10, 3_600_000, DEFAULT_TIMINGS.roomLoadRetryMaxMs),
   PING_INTERVAL_MS: int(100, 600_000, DEFAULT_LIMITS.pingIntervalMs),
@@ -172,9 +169,6 @@ const environment = z.object({
 /** The environment variables as read and checked: what the `…From` helpers below build settings from. */
 type Environment = z.infer<typeof environment>
 
-/** The port other servers fetch room state from (a host unset here is discovered at start-up). */
-export type InternalEndpointConfig = InternalEndpointOptions & { fetchTimeoutMs: number }
-
 /**
  * The environment, read: every server option under the name `createSyncServer` takes it by (so
  * `main` passes it through), plus the log level.
@@ -185,7 +179,7 @@ export interface Config
   limits: Limits
   snapshot: SnapshotPolicy
   backends: Backends
-  internal: InternalEndpointConfig | null
+  internal: InternalEndpointOptions | null
 }
 
 /** Reads and checks the environment once, at start-up. Throws `ConfigError` with one clear line. */
@@ -240,7 +234,6 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     },
     metadataSampleIntervalMs: vars.METADATA_SAMPLE_INTERVAL_MS,
     internal: internalFrom(vars),
-    antiEntropyIntervalMs: vars.ANTI_ENTROPY_INTERVAL_MS,
     auth: authFrom(vars),
     devTokenSecret: devTokenSecretFrom(vars),
     apiSecret: vars.API_SECRET ?? null,
@@ -249,7 +242,6 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     registryWaitMs: vars.REGISTRY_WAIT_MS,
     joinWaitMs: vars.JOIN_WAIT_MS,
     hookTimeoutMs: vars.HOOK_TIMEOUT_MS,
-    relay: vars.RELAY === '1',
     roomLoadRetryMs: vars.ROOM_LOAD_RETRY_MS,
     roomLoadRetryMaxMs: vars.ROOM_LOAD_RETRY_MAX_MS,
     allowedOrigins: vars.ALLOWED_ORIGINS,
@@ -349,7 +341,7 @@ function metadataFrom(vars: Environment): MetadataConfig {
  * Peers exist only with a shared registry; then the internal endpoint must be guarded. A single
  * server opens it too when INTERNAL_TOKEN is set, so the dashboard can read live rooms.
  */
-function internalFrom(vars: Environment): InternalEndpointConfig | null {
+function internalFrom(vars: Environment): InternalEndpointOptions | null {
   // A single server has no peers; it opens the endpoint only when given a token (for the dashboard).
   if (vars.REGISTRY === 'memory' && !vars.INTERNAL_TOKEN) return null
   if (vars.REGISTRY !== 'memory' && vars.PUBSUB === 'memory') {
@@ -362,7 +354,7 @@ function internalFrom(vars: Environment): InternalEndpointConfig | null {
   }
   if (!vars.INTERNAL_TOKEN) {
     throw new ConfigError(
-      'INTERNAL_TOKEN: required with a shared REGISTRY (it guards the peer state endpoint)',
+      'INTERNAL_TOKEN: required with a shared REGISTRY (it guards the internal port: relay links, forwarded requests)',
     )
   }
   return {
@@ -370,7 +362,6 @@ function internalFrom(vars: Environment): InternalEndpointConfig | null {
     token: vars.INTERNAL_TOKEN,
     advertisedHost: vars.INTERNAL_HOST,
     taskMetadataUrl: vars.ECS_CONTAINER_METADATA_URI_V4,
-    fetchTimeoutMs: vars.PEER_FETCH_TIMEOUT_MS,
   }
 }
 

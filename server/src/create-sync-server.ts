@@ -34,7 +34,6 @@ async function resolveOptions(options: SyncServerOptions): Promise<ResolvedServe
     serverId: `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
     allowedOrigins: [],
     roomGraceMs: DEFAULT_TIMINGS.roomGraceMs,
-    antiEntropyIntervalMs: DEFAULT_TIMINGS.antiEntropyIntervalMs,
     metadataSampleIntervalMs: DEFAULT_TIMINGS.metadataSampleIntervalMs,
     shutdownTimeoutMs: DEFAULT_TIMINGS.shutdownTimeoutMs,
     apiSaveWaitMs: DEFAULT_TIMINGS.apiSaveWaitMs,
@@ -44,7 +43,6 @@ async function resolveOptions(options: SyncServerOptions): Promise<ResolvedServe
     roomLoadRetryMs: DEFAULT_TIMINGS.roomLoadRetryMs,
     roomLoadRetryMaxMs: DEFAULT_TIMINGS.roomLoadRetryMaxMs,
     hookTimeoutMs: DEFAULT_TIMINGS.hookTimeoutMs,
-    relay: true,
     build: { version: SERVER_VERSION, commit: 'unknown' },
     logger: silentLogger,
     demoFolder: null,
@@ -82,7 +80,6 @@ async function resolveInternal(
     port: internal.port,
     token: internal.token,
     advertisedHost: await discoverInternalHost(internal.advertisedHost ?? boundTo, internal.taskMetadataUrl),
-    fetchTimeoutMs: internal.fetchTimeoutMs ?? DEFAULT_TIMINGS.peerFetchTimeoutMs,
   }
 }
 

@@ -48,7 +48,7 @@ export type {
   RegistryConfig,
   SnapshotsConfig,
 } from './backends.js'
-export { type Config, type InternalEndpointConfig, parseConfig, snapshotsFrom } from './config.js'
+export { type Config, parseConfig, snapshotsFrom } from './config.js'
 export type {
   ChangeOrigin,
   ConnectionInfo,
@@ -77,10 +77,10 @@ export type { CatalogPage, CatalogQuery, CatalogRoom, RoomCatalog } from './port
 export { NO_ROOM_EVENTS, type RoomEvent, type RoomEventSink } from './ports/room-events.js'
 export type {
   OwnershipClaim,
-  PeerServer,
   RoomOwner,
   RoomOwnership,
   RoomRegistry,
+  ServerAddress,
 } from './ports/room-registry.js'
 export type {
   SnapshotHead,

@@ -34,8 +34,7 @@ export const PUBSUB_ERROR_ACTIONS = [
   'unsubscribe',
   'resubscribe',
   'heartbeat',
-  'malformed',
 ] as const
 
 /** Every `action` label of `symphony_registry_errors_total`; each is exported from start, at 0. */
-export const REGISTRY_ERROR_ACTIONS = ['register', 'deregister', 'lookup', 'refresh', 'probe'] as const
+export const REGISTRY_ERROR_ACTIONS = ['claim', 'release', 'lookup', 'refresh', 'probe'] as const

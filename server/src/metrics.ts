@@ -95,7 +95,7 @@ export class ServerMetrics implements CoreMetrics {
   )
   readonly snapshotConflicts = this.#counter(
     'symphony_snapshot_conflicts_total',
-    'Snapshot saves refused because another server saved the room first (merged, then saved again)',
+    "Snapshot saves refused because another save came first (an earlier owner's, late): merged, then saved again",
   )
   readonly snapshotDuration = new Histogram({
     name: 'symphony_snapshot_duration_seconds',
@@ -106,10 +106,6 @@ export class ServerMetrics implements CoreMetrics {
   readonly journalReplayed = this.#counter(
     'symphony_journal_replayed_updates_total',
     'Journaled updates applied on top of a snapshot when a room loaded (a crash left them unsaved)',
-  )
-  readonly journalAdopted = this.#counter(
-    'symphony_journal_adopted_updates_total',
-    'Journal entries of a server that is gone applied into a room held here (its last edits, which it may have told no one), then saved',
   )
   readonly journalSkipped = this.#counter(
     'symphony_journal_skipped_records_total',
@@ -163,7 +159,7 @@ export class ServerMetrics implements CoreMetrics {
   )
   readonly #loadWaits = new Histogram({
     name: 'symphony_room_load_wait_seconds',
-    help: "How long each call of a room's load waited on a dependency (pubsub, registry, peer, snapshots, journal)",
+    help: "How long each call of a room's load waited on a dependency (registry, snapshots, journal)",
     labelNames: ['dependency'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
@@ -303,11 +299,6 @@ export class ServerMetrics implements CoreMetrics {
     const seconds = (now - receivedAt) / 1000
     this.#updateHandling.observe(seconds)
     this.#recentUpdates.record(seconds, now)
-  }
-
-  /** A message from pub/sub could not be handled (dropped): counted, but pub/sub itself works. */
-  remoteMessageDropped(): void {
-    this.#pubsubErrors.labels('malformed').inc()
   }
 
   /** The memory budget: its limit, and what each kind of use holds now, read at scrape time. */

@@ -82,7 +82,8 @@ export function roomApi(name: string, deps: RoomApiDeps): RoomApi {
         const payload = new TextEncoder().encode(JSON.stringify(data ?? null))
         room.broadcastEvent(payload, serverSender(deps.serverId))
       }),
-    delete: () => deps.manager.delete(name),
+    // Held while deleted: this server owns it (or another does, and the hold fails `ROOM_MOVED`).
+    delete: () => use(() => deps.manager.delete(name)),
   }
 }
 

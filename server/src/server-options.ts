@@ -67,10 +67,8 @@ export const DEFAULT_API_MAX_LIST_LIMIT = 1_000
 /** Default durations, in ms (the environment's defaults too). */
 export const DEFAULT_TIMINGS = {
   roomGraceMs: 5_000,
-  antiEntropyIntervalMs: 10_000,
   metadataSampleIntervalMs: 10_000,
   shutdownTimeoutMs: 25_000,
-  peerFetchTimeoutMs: 2_000,
   registryLeaseMs: 30_000,
   apiSaveWaitMs: 30_000,
   registryWaitMs: 2_000,
@@ -80,7 +78,7 @@ export const DEFAULT_TIMINGS = {
   hookTimeoutMs: 5_000,
 } as const
 
-/** The endpoint peers fetch room state from. */
+/** The internal port: other servers' relay links and forwarded requests, the dashboard's calls. */
 export interface InternalEndpointOptions {
   /** 0: any free port. */
   port: number
@@ -94,8 +92,6 @@ export interface InternalEndpointOptions {
   advertisedHost?: string | undefined
   /** The ECS task metadata endpoint (ECS sets `ECS_CONTAINER_METADATA_URI_V4`). */
   taskMetadataUrl?: string | undefined
-  /** How long a loading server waits for one peer's state before the next. Default 2 000 ms. */
-  fetchTimeoutMs?: number
 }
 
 /**
@@ -119,20 +115,12 @@ export interface SyncServerOptions {
   snapshot?: Partial<SnapshotPolicy>
   /** How long an empty room stays loaded, for reconnects. Default 5 000 ms. */
   roomGraceMs?: number
-  /** How often servers holding one room compare state (0: never). Default 10 000 ms. */
-  antiEntropyIntervalMs?: number
   /** How often rooms and this server are sampled for the metadata sink (0: never). Default 10 000 ms. */
   metadataSampleIntervalMs?: number
   /** The longest `shutdown()` spends saving rooms. Default 25 000 ms. */
   shutdownTimeoutMs?: number
-  /** The peer state endpoint; a cluster needs it. Default null: single server. */
+  /** The internal port; a cluster needs it. Default null: single server. */
   internal?: InternalEndpointOptions | null
-  /**
-   * One copy per room (issue #48, being built; off by default): a client of a room another server
-   * owns is relayed to that server over its internal port, and no copy of the room is loaded here.
-   * Needs `internal` and a registry the servers share.
-   */
-  relay?: boolean
   /**
    * The built-in adapter for each port, by settings (what `parseConfig` reads from SNAPSHOTS,
    * PUBSUB…). A port not named here nor in `adapters` gets its embedded adapter: pub/sub and
@@ -193,6 +181,6 @@ export interface ResolvedServerOptions
   limits: Limits
   snapshot: SnapshotPolicy
   backends: Backends
-  internal: { port: number; token: string; advertisedHost: string; fetchTimeoutMs: number } | null
+  internal: { port: number; token: string; advertisedHost: string } | null
   adapters: SyncServerOptions['adapters']
 }

@@ -9,7 +9,7 @@ import { EventStream } from './core/event-stream.js'
 import { MemoryBudget } from './core/memory-budget.js'
 import { RetryLater } from './core/pacing.js'
 import { RoomManager } from './core/room-manager.js'
-import { type PeerStateFetcher, RoomStateSource } from './core/room-state-source.js'
+import { RoomStateSource } from './core/room-state-source.js'
 import type { ServerEvents } from './core/server-events.js'
 import { ServerMetrics } from './metrics.js'
 import type { HooksObserver } from './observers/hooks-observer.js'
@@ -24,7 +24,6 @@ import { holdForApi } from './transport/api-writer.js'
 import { createRequestHandler } from './transport/http-routes.js'
 import { createInternalEndpoint } from './transport/internal-endpoint.js'
 import { roomOwners } from './transport/owner-forward.js'
-import { createPeerStateFetcher } from './transport/peer-state-client.js'
 import { RelayHost } from './transport/relay-host.js'
 import { RelayLinks } from './transport/relay-links.js'
 import { createRestApi } from './transport/rest-api.js'
@@ -32,6 +31,9 @@ import { RoomSessions } from './transport/room-sessions.js'
 import { loadStaticFiles } from './transport/static-files.js'
 import { createVersionsRoute } from './transport/versions-route.js'
 import { type Relay, WebSocketGateway } from './transport/websocket-gateway.js'
+
+/** What a forwarded request's owner may take beyond its room's load and save, before it is given up. */
+const FORWARD_SLACK_MS = 5_000
 
 /** Clients whose updates a room may hold waiting for missing dependencies at once. */
 const MAX_PENDING_CLIENTS = 1_000
@@ -56,7 +58,7 @@ export class SyncServer {
   #ready = false
   #shutdown: Promise<string[]> | null = null
   #sampleTimer: NodeJS.Timeout | undefined
-  /** With `relay`: the owner's side (host) and the edge's (links). */
+  /** With an internal port: the relay's owner side (host) and edge side (links). */
   #relayParts: { host: RelayHost; links: RelayLinks } | null = null
   /** Whole documents read as JSON (the REST API, `room(name).toJSON()`): bounded and charged. */
   readonly #reads: DocumentReads
@@ -95,17 +97,10 @@ export class SyncServer {
       hookTimeoutMs: options.hookTimeoutMs,
       logger,
     })
-    const fetchPeerState: PeerStateFetcher | null = options.internal
-      ? createPeerStateFetcher(options.internal.token, options.internal.fetchTimeoutMs)
-      : null
     const stateSource = new RoomStateSource({
-      registry: this.#adapters.registry,
       snapshots: this.#adapters.snapshots,
       journal: this.#adapters.journal,
-      fetchFromPeer: fetchPeerState,
-      registryWaitMs: options.registryWaitMs,
       observeWait: this.metrics.observeLoadWait,
-      logger,
     })
     this.manager = new RoomManager(
       {
@@ -130,12 +125,10 @@ export class SyncServer {
           maxClients: MAX_PENDING_CLIENTS,
         },
         maxPresenceBytes: options.limits.maxPresenceBytes,
-        antiEntropyIntervalMs: options.antiEntropyIntervalMs,
         hookTimeoutMs: options.hookTimeoutMs,
         serverId: options.serverId,
         // With AUTH=none there are no subjects to bind client ids to.
         bindAuthors: options.auth.mode !== 'none',
-        relay: options.relay && internal !== null,
       },
     )
     // A room's saved versions: the REST API's routes, and the dashboard's restore on the internal port.
@@ -160,7 +153,7 @@ export class SyncServer {
       retryLater,
     })
     const relay =
-      options.relay && internal && options.internal
+      internal && options.internal
         ? this.#openRelay(internal.server, sessions, options.internal.token)
         : undefined
     // Requests for a room another server owns go to it; it may load the room, then wait for a save.
@@ -169,7 +162,7 @@ export class SyncServer {
         ? roomOwners({
             ownerElsewhere: relay.ownerElsewhere,
             token: options.internal.token,
-            idleTimeoutMs: options.joinWaitMs + options.apiSaveWaitMs + options.internal.fetchTimeoutMs,
+            idleTimeoutMs: options.joinWaitMs + options.apiSaveWaitMs + FORWARD_SLACK_MS,
           })
         : undefined
     const api = options.apiSecret

@@ -3,9 +3,7 @@ import { describe, it } from 'node:test'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import * as Y from 'yjs'
 import * as built from '../dist/core/apply-in-slices.js'
-import { digestOfState } from '../src/core/anti-entropy.js'
 import * as fromSource from '../src/core/apply-in-slices.js'
-import type { Digest } from '../src/protocol/codec.js'
 
 /** About 400 KiB of shapes and typed text: big enough to be sliced. */
 function bigDocument(): Uint8Array {
@@ -20,9 +18,6 @@ function bigDocument(): Uint8Array {
   }
   return Y.encodeStateAsUpdate(doc)
 }
-
-/** A digest's bytes, whatever array type carried them (a worker's reply holds no Buffers). */
-const bytesOf = (digest: Digest | null) => digest && [[...digest.stateVector], [...digest.deleteSetHash]]
 
 // The worker is found beside the module, .ts from source and .js when built: both are checked.
 /** Counts event-loop turns until stopped, so a test can see which turn each transaction ran in. */
@@ -46,7 +41,7 @@ function turnCounter(doc: Y.Doc) {
   }
 }
 
-for (const [build, { applyInSlices: apply, replayInTurns, digestOfStored }] of [
+for (const [build, { applyInSlices: apply, replayInTurns }] of [
   ['from source', fromSource],
   ['built', built],
 ] as const) {
@@ -147,22 +142,6 @@ for (const [build, { applyInSlices: apply, replayInTurns, digestOfStored }] of [
     it('rejects a damaged big state, as applying it in one go would', async () => {
       const state = bigDocument()
       await assert.rejects(apply(new Y.Doc(), state.subarray(0, state.length - 100)))
-    })
-  })
-
-  describe(`digestOfStored, ${build}`, () => {
-    it('reads a big state as a small one is read (on the worker when built), null when it cannot be', async () => {
-      const state = bigDocument()
-      const doc = new Y.Doc()
-      Y.applyUpdate(doc, state)
-      doc.getMap('shapes').delete('shape-0') // a deletion only: the state vector stays the same
-      const deleted = Y.encodeStateAsUpdate(doc)
-      for (const bytes of [state, deleted])
-        assert.deepEqual(bytesOf(await digestOfStored(bytes)), bytesOf(digestOfState(bytes)))
-      const [before, after] = [await digestOfStored(state), await digestOfStored(deleted)]
-      assert.deepEqual(after?.stateVector, before?.stateVector)
-      assert.notDeepEqual(after?.deleteSetHash, before?.deleteSetHash)
-      assert.equal(await digestOfStored(state.subarray(0, state.length - 100)), null)
     })
   })
 

@@ -49,11 +49,7 @@ describe('the REST API, webhooks and broadcast events in a real local cluster', 
     assert.equal((await roomApi(b, room, '', { method: 'DELETE' })).status, 204)
     assert.equal(await closed, CloseCode.RoomDeleted)
     await eventually(async () => (await cluster.snapshot(room)) === null, 'the S3 snapshot is gone', 10_000)
-    await eventually(
-      async () => (await cluster.registryItems(room)).length === 0,
-      'no registry items',
-      10_000,
-    )
+    await eventually(async () => (await cluster.ownerItem(room))?.released === true, 'released', 10_000)
     await eventually(
       async () => (await cluster.redisKeys(`*journal:{${roomKey(room)}}*`)).length === 0,
       'no journal streams',

@@ -55,10 +55,7 @@ describe('an owner stalled past its lease', () => {
 
   it('with the relay: the edge serves the room itself once its owner is killed, losing nothing acknowledged', async (t) => {
     const room = uniqueRoom('killed-owner')
-    const [a, b] = await Promise.all([
-      cluster.start('ra', { RELAY: '1' }),
-      cluster.start('rb', { RELAY: '1' }),
-    ])
+    const [a, b] = await Promise.all([cluster.start('ra'), cluster.start('rb')])
     const onA = nodeClient(a.wsUrl).enter(room)
     await onA.whenSynced()
     const relayed = nodeClient(b.wsUrl).enter(room)
@@ -76,7 +73,7 @@ describe('an owner stalled past its lease', () => {
     assert.equal(metricValue(await b.metrics(), 'symphony_room_claims_total{outcome="owned"}'), 1)
     b.child.kill('SIGKILL')
     await b.exited
-    const c = await cluster.start('rc', { RELAY: '1' })
+    const c = await cluster.start('rc')
     const cold = nodeClient(c.wsUrl).enter(room)
     await cold.whenSynced()
     assert.equal(cold.doc.getText('t').toString(), 'acknowledged after')

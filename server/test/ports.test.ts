@@ -14,12 +14,11 @@ import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
 import { crc32 } from 'node:zlib'
 import {
-  BatchWriteItemCommand,
   DeleteTableCommand,
   DescribeTimeToLiveCommand,
   type DynamoDBClient,
   GetItemCommand,
-  type WriteRequest,
+  PutItemCommand,
 } from '@aws-sdk/client-dynamodb'
 import { startRedis } from '@symphony/dev-scripts/services'
 import {
@@ -175,7 +174,7 @@ const updateJournals: [name: string, fixture: () => Promise<JournalFixture>][] =
     'MemoryUpdateJournal',
     async () => {
       const table = new MemoryJournalTable()
-      return { open: (writer) => new MemoryUpdateJournal(writer, table), cleanup: async () => {} }
+      return { open: () => new MemoryUpdateJournal(table), cleanup: async () => {} }
     },
   ],
   [
@@ -189,9 +188,7 @@ const updateJournals: [name: string, fixture: () => Promise<JournalFixture>][] =
     'RedisUpdateJournal',
     async () => {
       const { redisUrl } = requireTestServices()
-      // A writer's lease: 2 × (200 + 300) ms.
-      const link = { heartbeatIntervalMs: 200, heartbeatTimeoutMs: 300 }
-      const options = { keyPrefix: `${uniqueName('test')}:`, logger: silentLogger, link }
+      const options = { keyPrefix: `${uniqueName('test')}:`, logger: silentLogger }
       const admin = new Redis(redisUrl)
       return {
         open: (writer) => new RedisUpdateJournal(writer, redisUrl, options),
@@ -274,22 +271,43 @@ describe('RedisPubSub', () => {
 })
 
 describe('RedisUpdateJournal', () => {
-  it("deletes a room's stream and writer entry once trimmed empty, and names each writer's stream", async () => {
+  it("keeps a room's one stream and its name, and deletes both once trimmed empty", async () => {
+    const { redisUrl } = requireTestServices()
+    const keyPrefix = `${uniqueName('test')}:`
+    const admin = new Redis(redisUrl)
+    const journal = new RedisUpdateJournal('server-a', redisUrl, { keyPrefix, logger: silentLogger })
+    const other = new RedisUpdateJournal('server-b', redisUrl, { keyPrefix, logger: silentLogger })
+    const room = uniqueRoom('journal')
+    try {
+      await journal.append(room, new Uint8Array([7]))
+      const position = await other.append(room, new Uint8Array([8]))
+      assert.deepEqual((await admin.keys(`${keyPrefix}*`)).sort(), [
+        `${keyPrefix}journal:{${room}}`,
+        `${keyPrefix}journal:{${room}}:owner`,
+      ])
+      assert.deepEqual(await admin.smembers(`${keyPrefix}journal:{${room}}`), ['owner'])
+      await journal.trim(room, position)
+      assert.deepEqual(await admin.keys(`${keyPrefix}*`), [])
+    } finally {
+      await Promise.all([journal.close(), other.close(), admin.quit()])
+    }
+  })
+
+  it('reads and trims the stream per server an earlier version wrote, beside the room’s one', async () => {
     const { redisUrl } = requireTestServices()
     const keyPrefix = `${uniqueName('test')}:`
     const admin = new Redis(redisUrl)
     const journal = new RedisUpdateJournal('server-a', redisUrl, { keyPrefix, logger: silentLogger })
     const room = uniqueRoom('journal')
     try {
-      const position = await journal.append(room, new Uint8Array([7]))
-      assert.deepEqual((await admin.keys(`${keyPrefix}*`)).sort(), [
-        `${keyPrefix}journal-writers`, // every writer's lease, for all rooms
-        `${keyPrefix}journal:{${room}}`,
-        `${keyPrefix}journal:{${room}}:server-a`,
-      ])
-      assert.deepEqual(await admin.smembers(`${keyPrefix}journal:{${room}}`), ['server-a'])
-      await journal.trim(room, position)
-      assert.deepEqual(await admin.keys(`${keyPrefix}*`), [`${keyPrefix}journal-writers`])
+      // What a server of the earlier version left: a stream of its own, named in the room's set.
+      await admin.xadd(`${keyPrefix}journal:{${room}}:old-server`, '*', 'u', Buffer.from([1]))
+      await admin.sadd(`${keyPrefix}journal:{${room}}`, 'old-server')
+      await journal.append(room, new Uint8Array([2]))
+      const read = await journal.read(room)
+      assert.deepEqual(read.updates.map(([value]) => value).sort(), [1, 2])
+      await journal.trim(room, read.position)
+      assert.deepEqual(await admin.keys(`${keyPrefix}*`), [], 'both trimmed away')
     } finally {
       await Promise.all([journal.close(), admin.quit()])
     }
@@ -319,7 +337,7 @@ describe('RedisUpdateJournal', () => {
 })
 
 describe('RedisUpdateJournal on a Redis that refuses writes (out of memory)', () => {
-  it('keeps its link up: the heartbeat is a PING, and a refused lease renewal is logged, not a missed heartbeat', async () => {
+  it('keeps its link up: the heartbeat is a PING, answered while writes are refused', async () => {
     const redis = await startRedis() // its own: it is starved of memory
     const admin = new Redis(redis.url)
     const logs: LogEntry[] = []
@@ -336,12 +354,12 @@ describe('RedisUpdateJournal on a Redis that refuses writes (out of memory)', ()
       await journal.append(uniqueRoom('journal'), new Uint8Array([1]))
       await admin.config('SET', 'maxmemory-policy', 'noeviction')
       await admin.config('SET', 'maxmemory', '1')
-      await eventually(
-        () => logs.some((entry) => entry.message.includes("could not renew the journal writer's lease")),
-        'a renewal refused',
-      )
       await assert.rejects(journal.append(uniqueRoom('journal'), new Uint8Array([2])), /OOM/)
-      for (let round = 0; round < 5; round++) await journal.read(uniqueRoom('journal')) // the link answers
+      // Reads answer, over several heartbeats.
+      for (let round = 0; round < 5; round++) {
+        await journal.read(uniqueRoom('journal'))
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
       assert.deepEqual(
         failures.filter((action) => action !== 'append'),
         [],
@@ -441,64 +459,57 @@ describe('createRegistryTable', () => {
       tableName: registryTableName,
       client: dynamo,
     })
-    const room = uniqueRoom('reg')
-    await registry.register(room)
-    const Key = { room: { S: room }, serverId: { S: self.serverId } }
+    // Its own lease, which the rooms it owns live by: written at once, then by the heartbeat.
+    const Key = { room: { S: '\u0000servers' }, serverId: { S: self.serverId } }
+    await eventually(async () => {
+      const { Item } = await dynamo.send(new GetItemCommand({ TableName: registryTableName, Key }))
+      return Item !== undefined
+    }, 'the lease is written')
     const { Item } = await dynamo.send(new GetItemCommand({ TableName: registryTableName, Key }))
-    assert.deepEqual(Item, {
-      ...Key,
-      address: { S: '10.0.0.3:4000' },
-      expiresAtMs: { N: '1700000030500' },
-      expiresAt: { N: '1700000031' },
-    })
-    await registry.deregister(room)
+    assert.deepEqual(
+      { ...Item, boot: undefined },
+      {
+        ...Key,
+        address: { S: '10.0.0.3:4000' },
+        boot: undefined,
+        expiresAtMs: { N: '1700000030500' },
+        expiresAt: { N: '1700000031' },
+      },
+    )
     await registry.close()
   })
 })
 
 describe('DynamoRoomRegistry', () => {
-  /** A stand-in client that records BatchWriteItem sizes and leaves items unprocessed as told. */
-  function fakeDynamo(unprocessed: (requests: WriteRequest[]) => WriteRequest[]) {
-    const batchSizes: number[] = []
+  it('logs a renewal of its lease that fails, and renews it again at the next beat', async () => {
+    let puts = 0
     const client = {
       send: async (command: object) => {
-        if (!(command instanceof BatchWriteItemCommand)) return {}
-        const [[table, requests] = ['', []]] = Object.entries(command.input.RequestItems ?? {})
-        batchSizes.push(requests.length)
-        const left = unprocessed(requests)
-        return { UnprocessedItems: left.length > 0 ? { [table]: left } : {} }
+        if (!(command instanceof PutItemCommand)) return {}
+        puts++
+        throw new Error('throttled')
       },
-    }
-    return { client: client as unknown as DynamoDBClient, batchSizes }
-  }
-
-  async function refreshOnce(client: DynamoDBClient, logs: LogEntry[], batchSizes: number[], calls: number) {
+    } as unknown as DynamoDBClient
+    const logs: LogEntry[] = []
     const self = { serverId: 's', internalAddress: '10.0.0.4:4000' }
-    const options = { leaseMs: 60, now: Date.now, tableName: 't', client, logger: recordingLogger(logs) }
-    const registry = new DynamoRoomRegistry(self, options)
-    await Promise.all(Array.from({ length: 60 }, (_, i) => registry.register(`room-${i}`)))
-    await eventually(() => batchSizes.length >= calls, 'the heartbeat refreshes the leases')
+    const registry = new DynamoRoomRegistry(self, {
+      leaseMs: 60,
+      now: Date.now,
+      tableName: 't',
+      client,
+      logger: recordingLogger(logs),
+    })
+    await eventually(() => logs.length >= 2, 'two failed renewals are logged')
     await registry.close()
-  }
-
-  it('refreshes leases 25 to a BatchWriteItem, retrying what DynamoDB left unprocessed', async () => {
-    const { client, batchSizes } = fakeDynamo((requests) => (requests.length > 1 ? requests.slice(-1) : []))
-    const logs: LogEntry[] = []
-    await refreshOnce(client, logs, batchSizes, 6)
-    assert.deepEqual(batchSizes.slice(0, 6).sort(), [1, 1, 1, 10, 25, 25])
-    assert.deepEqual(logs, [])
-  })
-
-  it('logs a refresh whose retry is left unprocessed too', async () => {
-    const { client, batchSizes } = fakeDynamo((requests) => requests)
-    const logs: LogEntry[] = []
-    await refreshOnce(client, logs, batchSizes, 6)
-    await eventually(() => logs.length > 0, 'the failed refresh is logged')
+    assert.ok(puts >= 3, 'the first write and two renewals')
     const [entry] = logs
     assert.ok(entry)
     assert.equal(entry.level, 'error')
-    assert.equal(entry.message, 'room lease refresh failed')
-    assert.match(String((entry.fields as { err?: Error }).err), /3 of 3 lease batches \(60 rooms\)/)
+    assert.equal(entry.message, "this server's lease was not renewed")
+    assert.match(
+      String((entry.fields as { err?: Error }).err),
+      /own lease was not refreshed \(Error: throttled\)/,
+    )
   })
 })
 

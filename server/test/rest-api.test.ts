@@ -212,7 +212,7 @@ describe('REST API', () => {
     const server = await startTestServer({
       apiSecret: API_SECRET,
       apiSaveWaitMs: 300,
-      adapters: { journal: new FailingJournal('failing'), snapshots },
+      adapters: { journal: new FailingJournal(), snapshots },
     })
     const room = uniqueRoom('rest-durable')
     const refused = await post(server, room, updateSetting('k', 'v'))

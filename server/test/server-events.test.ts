@@ -200,7 +200,7 @@ describe('the event stream (server.events)', () => {
   })
 
   it('reports a failed journal append and a failed snapshot write, then the save that succeeds', async () => {
-    const journal = new FailingJournal('events', new MemoryJournalTable())
+    const journal = new FailingJournal(new MemoryJournalTable())
     const snapshots = new ControlledSnapshotStore(new MemorySnapshotStore())
     const t = await startTestServer({ adapters: { journal, snapshots } })
     const room = uniqueRoom('events-failures')

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { afterEach, describe, it } from 'node:test'
-import { MemoryBus, MemoryPubSub } from '../src/adapters/memory-pubsub.js'
 import { ALARM_METRICS, PUBSUB_ERROR_ACTIONS, REGISTRY_ERROR_ACTIONS } from '../src/metric-names.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { metricValue } from './helpers/cluster.js'
@@ -92,21 +91,6 @@ describe('operational metrics of a real server', () => {
     onB.doc.getText('t').insert(0, 'from B')
     await eventually(() => onA.doc.getText('t').toString() === 'from B', 'A has the edit')
     assert.ok(handled(await metricsOf(a)) > before, 'A, the owner, timed the update relayed to it')
-  })
-
-  it('counts a message from pub/sub that cannot be handled as a pub/sub error', async () => {
-    const bus = new MemoryBus()
-    const t = await startTestServer({ bus })
-    const room = uniqueRoom('garbled')
-    const client = await connectSynced(t.wsUrl, room)
-    new MemoryPubSub('another-server', bus).publish(room, new Uint8Array([0, 7, 1, 2]))
-    await eventually(
-      async () => metricValue(await metricsOf(t), 'symphony_pubsub_errors_total{action="malformed"}') === 1,
-      'the dropped message is counted',
-    )
-    assert.equal((await fetch(`${t.httpUrl}/healthz`)).status, 200)
-    client.doc.getText('t').insert(0, 'still syncing')
-    await eventually(async () => t.server.manager.loadedRoom(room)?.doc.getText('t').length === 13, 'synced')
   })
 
   it('reports journaled updates no snapshot holds yet, and none once the room is saved', async () => {

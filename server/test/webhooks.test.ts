@@ -147,7 +147,6 @@ describe('webhooks', () => {
       port: 0,
       advertisedHost: '127.0.0.1',
       token: 'internal-token-0123456789',
-      fetchTimeoutMs: 1_000,
     }
     const shared = { bus, registryTable, internal }
     const [senderA, senderB] = [sender(receiver.url), sender(receiver.url)]

@@ -72,7 +72,6 @@ export async function startDashboardStack(
         port: internalPort,
         advertisedHost: '127.0.0.1',
         token: INTERNAL_TOKEN,
-        fetchTimeoutMs: 1_000,
       },
     })
     return { sync: started, serverId, internalAddress: `127.0.0.1:${internalPort}` }

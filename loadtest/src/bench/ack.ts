@@ -1,10 +1,9 @@
 /**
  * `npm run bench:ack`: how long an edit waits for its acknowledgement (the sync-status answer
  * `@symphony/client` shows as "saved"), beside how long it takes to reach a client of another
- * server, in a three-server cluster sharing Redis (pub/sub and journal). A server acknowledges
- * once its journal confirmed the edit; acknowledging only once the edit has also left for the
- * other servers would make every acknowledgement wait about as long as a crossing (the publish
- * window, `PUBSUB_FLUSH_MS`, and the publish). Prints p50 and p99 of both, per run and as medians.
+ * server, in a three-server cluster (a Redis journal, a shared registry: one owner per room, the
+ * other servers relaying to it). The owner acknowledges once its journal confirmed the edit.
+ * Prints p50 and p99 of both, per run and as medians.
  */
 import { parseArgs } from 'node:util'
 import { MESSAGE_SYNC_STATUS, SYNC_STATUS_PARAM } from '@symphony/client/wire'

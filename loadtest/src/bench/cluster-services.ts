@@ -74,8 +74,8 @@ async function startAll<T extends readonly unknown[]>(
   throw failed.reason
 }
 
-/** The registry table made in moto, and the servers' settings to share it. */
-async function sharedRegistry(endpoint: string): Promise<Record<string, string>> {
+/** The registry table made in moto at `endpoint`, and the servers' settings to share it. */
+export async function sharedRegistry(endpoint: string): Promise<Record<string, string>> {
   const table = 'symphony-bench-rooms'
   const aws = {
     AWS_ENDPOINT_URL: endpoint,
@@ -112,21 +112,18 @@ interface ServerAwsHelpers {
 }
 
 /**
- * Three of our servers as a cluster runs them: Redis for pub/sub and the journal (one Redis, as
- * `npm run cluster` has), a real Postgres for metadata, snapshots on each server's files.
- * `placement` says how the generator places a room's users: all on one server, or over the three.
- * Without `relay` the registry is in memory (each server holds its own copy of every room its
- * users reach: moto, the only local DynamoDB, would cost more than the servers); with it, the
- * registry is moto's DynamoDB, asked only when a room loads, and each room has one owner that
- * the other servers relay to (RELAY=1).
+ * Three of our servers as a cluster runs them: Redis for the journal (one Redis, as `npm run
+ * cluster` has), a real Postgres for metadata, snapshots on each server's files, and moto's
+ * DynamoDB as the registry, asked only when a room loads: each room has one owner, which the
+ * other servers relay to. `placement` says how the generator places a room's users: all on one
+ * server, or over the three.
  */
 export async function startSymphonyCluster3(
   options: StartOptions,
   placement: Placement,
-  { relay = false } = {},
 ): Promise<StartedServer> {
-  const services = await startClusterServices(options, { registry: relay })
-  const env = relay ? { ...services.env, RELAY: '1' } : services.env
+  const services = await startClusterServices(options, { registry: true })
+  const env = services.env
   // The first migrates the metadata schema; the others find it done.
   const first = await Promise.allSettled([startSymphony({ ...options, env })])
   const others =
@@ -146,7 +143,7 @@ export async function startSymphonyCluster3(
   }
   const [one] = servers as [StartedServer]
   return {
-    name: `symphony, 3 servers (${placement}${relay ? ', relay' : ''})`,
+    name: `symphony, 3 servers (${placement})`,
     url: one.url,
     urls: servers.map((server) => server.url),
     placement,

@@ -37,15 +37,10 @@ const CONTENDERS: Contender[] = [
   { name: 'symphony', start: (o) => startSymphony(o) },
   // As the cluster runs it: Redis pub/sub and journal, a real Postgres (both pinned beside it).
   { name: 'symphony-cluster', start: (o) => startSymphonyCluster(o) },
-  // What production runs: three servers, Redis and Postgres; each room on one server, or over all three.
+  // What production runs: three servers sharing Redis, Postgres and a registry (one owner per room,
+  // the other servers relaying to it); each room's users on one server, or over all three.
   { name: 'symphony-cluster-local', start: (o) => startSymphonyCluster3(o, 'room') },
   { name: 'symphony-cluster-spread', start: (o) => startSymphonyCluster3(o, 'spread') },
-  // The same with one owner per room (a shared registry), the other servers relaying to it.
-  { name: 'symphony-cluster-relay-local', start: (o) => startSymphonyCluster3(o, 'room', { relay: true }) },
-  {
-    name: 'symphony-cluster-relay-spread',
-    start: (o) => startSymphonyCluster3(o, 'spread', { relay: true }),
-  },
   // The engine alone, with no metadata database: what `npm start` must come within 10 % of.
   {
     name: 'symphony-no-metadata',

@@ -1,29 +1,23 @@
 import { randomUUID } from 'node:crypto'
 import {
   type AttributeValue,
-  BatchWriteItemCommand,
   CreateTableCommand,
-  DeleteItemCommand,
   DescribeTimeToLiveCommand,
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
-  type QueryCommandOutput,
   UpdateItemCommand,
   UpdateTimeToLiveCommand,
-  type WriteRequest,
   waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
-import type { OwnershipClaim, PeerServer, RoomOwner, RoomRegistry } from '../ports/room-registry.js'
+import type { OwnershipClaim, RoomOwner, RoomRegistry, ServerAddress } from '../ports/room-registry.js'
 import { LeaseHeartbeat, type LeaseOptions } from './lease-heartbeat.js'
 import { RecoveryProbe } from './recovery-probe.js'
 import { claimStep, isLiveOwner, type OwnerRecord, type ServerLease } from './room-ownership-rules.js'
 
-/** BatchWriteItem's limit on requests per call. */
-const BATCH_SIZE = 25
 /** The key the health probe reads: no room has it, as room names hold no control characters. */
 const PROBE_ROOM = '\u0000probe'
 /** The partition of the servers' own leases (one item per server id), which their rooms' ownership lives by. */
@@ -44,18 +38,16 @@ export interface DynamoRoomRegistryOptions extends LeaseOptions {
 type Item = Record<string, AttributeValue>
 
 /**
- * `RoomRegistry` in a DynamoDB table: one item per (room, serverId), its lease end in
- * `expiresAtMs`; a room's owner in the item (room, `OWNER`), written conditionally on the epoch
- * it replaces; each server's own lease in (`SERVERS`, serverId), which its rooms' ownership lives
- * by, so a heartbeat writes one item whatever the rooms it owns. Reads judge leases by
+ * `RoomRegistry` in a DynamoDB table: a room's owner in the item (room, `OWNER`), written
+ * conditionally on the epoch it replaces; each server's own lease in (`SERVERS`, serverId), its
+ * end in `expiresAtMs`, which its rooms' ownership lives by, so a heartbeat writes one item
+ * whatever the rooms it owns. Reads judge leases by
  * `expiresAtMs`, since DynamoDB's TTL (on `expiresAt`, in seconds) only deletes expired items
  * eventually, often days later.
  */
 export class DynamoRoomRegistry implements RoomRegistry {
   readonly epochsOutliveProcess = true
   readonly #heartbeat: LeaseHeartbeat
-  /** The heartbeat's write in flight, so a deregistration can land after it and not be undone. */
-  #refreshing: Promise<void> | null = null
   readonly #outcomes: DependencyOutcomes
   /** While failing: a read a third of a lease apart until DynamoDB answers (failures count as `probe`). */
   readonly #probe: RecoveryProbe
@@ -65,7 +57,7 @@ export class DynamoRoomRegistry implements RoomRegistry {
   #serverLease: Promise<void>
 
   constructor(
-    private readonly self: PeerServer,
+    private readonly self: ServerAddress,
     private readonly options: DynamoRoomRegistryOptions,
   ) {
     const outcomes = options.outcomes ?? IGNORED_OUTCOMES
@@ -80,60 +72,10 @@ export class DynamoRoomRegistry implements RoomRegistry {
     this.#serverLease.catch(() => {}) // a claim writes it again
     this.#heartbeat = new LeaseHeartbeat(
       options,
-      (rooms) => this.#startRefresh(rooms),
-      (error) => options.logger.error({ err: error, table: options.tableName }, 'room lease refresh failed'),
+      () => this.#renew(),
+      (error) =>
+        options.logger.error({ err: error, table: options.tableName }, "this server's lease was not renewed"),
     )
-  }
-
-  async register(room: string): Promise<void> {
-    // In the heartbeat first: if this write fails, the next refresh registers the room.
-    this.#heartbeat.add(room)
-    try {
-      await this.options.client.send(
-        new PutItemCommand({ TableName: this.options.tableName, Item: this.#item(room) }),
-      )
-      this.#outcomes.succeeded('registry')
-    } catch (error) {
-      throw this.#error('register', `could not register room ${room}`, error)
-    }
-  }
-
-  async deregister(room: string): Promise<void> {
-    this.#heartbeat.delete(room)
-    // A refresh that started before may still write this room's lease; delete only after it.
-    await this.#refreshing?.catch(() => {})
-    const Key = { room: { S: room }, serverId: { S: this.self.serverId } }
-    try {
-      await this.options.client.send(new DeleteItemCommand({ TableName: this.options.tableName, Key }))
-      this.#outcomes.succeeded('registry')
-    } catch (error) {
-      throw this.#error('deregister', `could not deregister room ${room}`, error)
-    }
-  }
-
-  async peersFor(room: string): Promise<PeerServer[]> {
-    const now = this.options.now()
-    const peers: PeerServer[] = []
-    let ExclusiveStartKey: Item | undefined
-    do {
-      let page: QueryCommandOutput
-      try {
-        page = await this.options.client.send(this.#query(room, ExclusiveStartKey))
-      } catch (error) {
-        throw this.#error('lookup', `could not look up the servers holding room ${room}`, error)
-      }
-      for (const item of page.Items ?? []) {
-        const serverId = item.serverId?.S
-        const internalAddress = item.address?.S
-        const expiresAtMs = Number(item.expiresAtMs?.N)
-        if (!serverId || !internalAddress || serverId === this.self.serverId) continue
-        if (!(expiresAtMs > now)) continue // expired, or unreadable
-        peers.push({ serverId, internalAddress })
-      }
-      ExclusiveStartKey = page.LastEvaluatedKey
-    } while (ExclusiveStartKey)
-    this.#outcomes.succeeded('registry')
-    return peers
   }
 
   async claim(room: string, gone?: RoomOwner): Promise<OwnershipClaim> {
@@ -217,7 +159,6 @@ export class DynamoRoomRegistry implements RoomRegistry {
   async close(): Promise<void> {
     this.#probe.stop()
     this.#heartbeat.stop()
-    await this.#refreshing?.catch(() => {})
   }
 
   async #ownerRecord(room: string): Promise<OwnerRecord | null> {
@@ -270,48 +211,13 @@ export class DynamoRoomRegistry implements RoomRegistry {
     }
   }
 
-  #startRefresh(rooms: string[]): Promise<void> {
-    if (this.#refreshing) return Promise.resolve() // the previous one is slow; the next tick retries
-    const refreshing = this.#refresh(rooms).finally(() => {
-      this.#refreshing = null
-    })
-    this.#refreshing = refreshing
-    return refreshing
-  }
-
-  async #refresh(rooms: string[]): Promise<void> {
-    const batches: WriteRequest[][] = []
-    for (let i = 0; i < rooms.length; i += BATCH_SIZE) {
-      batches.push(rooms.slice(i, i + BATCH_SIZE).map((room) => ({ PutRequest: { Item: this.#item(room) } })))
-    }
-    const [own, ...results] = await Promise.allSettled([
-      this.#writeServerLease(),
-      ...batches.map((batch) => this.#writeBatch(batch)),
-    ])
-    if (own?.status === 'rejected')
-      throw this.#error('refresh', "this server's own lease was not refreshed", own.reason)
-    const failures = results.filter((result) => result.status === 'rejected')
-    if (failures.length > 0) {
-      throw this.#error(
-        'refresh',
-        `${failures.length} of ${batches.length} lease batches (${rooms.length} rooms) were not refreshed`,
-        failures[0]?.reason,
-      )
+  async #renew(): Promise<void> {
+    try {
+      await this.#writeServerLease()
+    } catch (error) {
+      throw this.#error('refresh', "this server's own lease was not refreshed", error)
     }
     this.#outcomes.succeeded('registry')
-  }
-
-  /** One BatchWriteItem, and one retry of what DynamoDB left unprocessed (throttling). */
-  async #writeBatch(requests: WriteRequest[]): Promise<void> {
-    const table = this.options.tableName
-    let pending = requests
-    for (let attempt = 0; attempt < 2 && pending.length > 0; attempt++) {
-      const output = await this.options.client.send(
-        new BatchWriteItemCommand({ RequestItems: { [table]: pending } }),
-      )
-      pending = output.UnprocessedItems?.[table] ?? []
-    }
-    if (pending.length > 0) throw new Error(`DynamoDB left ${pending.length} lease writes unprocessed twice`)
   }
 
   #query(room: string, ExclusiveStartKey: Item | undefined, Limit?: number): QueryCommand {
@@ -320,22 +226,10 @@ export class DynamoRoomRegistry implements RoomRegistry {
       KeyConditionExpression: '#room = :room',
       ExpressionAttributeNames: { '#room': 'room' },
       ExpressionAttributeValues: { ':room': { S: room } },
-      // A server that registered a moment ago must already be offered.
       ConsistentRead: true,
       ExclusiveStartKey,
       Limit,
     })
-  }
-
-  #item(room: string): Item {
-    const expiresAtMs = this.options.now() + this.options.leaseMs
-    return {
-      room: { S: room },
-      serverId: { S: this.self.serverId },
-      address: { S: this.self.internalAddress },
-      expiresAtMs: { N: String(expiresAtMs) },
-      expiresAt: { N: String(Math.ceil(expiresAtMs / 1000)) },
-    }
   }
 
   /** The error to throw, counted under `action`. */

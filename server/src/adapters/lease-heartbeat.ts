@@ -1,38 +1,23 @@
 export interface LeaseOptions {
-  /** How long a registration stays valid without a refresh. */
+  /** How long a server's lease stays valid without a renewal (the rooms it owns live by it). */
   leaseMs: number
   /** Clock, injectable for tests. */
   now: () => number
 }
 
 /**
- * Refreshes this server's leases (its own and its rooms') a few times per lease period, so one
- * missed refresh never lets a live lease expire. Shared by every `RoomRegistry` adapter.
+ * Renews this server's lease a few times per lease period, so one missed renewal never lets a
+ * live lease expire. Shared by every `RoomRegistry` adapter.
  */
 export class LeaseHeartbeat {
-  readonly #rooms = new Set<string>()
   readonly #timer: NodeJS.Timeout
 
-  constructor(
-    options: LeaseOptions,
-    refresh: (rooms: string[]) => Promise<void>,
-    onRefreshFailed: (error: unknown) => void,
-  ) {
-    // Every time, rooms or none: the server's own lease, which the rooms it owns live by, is renewed too.
-    this.#timer = setInterval(() => refresh([...this.#rooms]).catch(onRefreshFailed), options.leaseMs / 3)
+  constructor(options: LeaseOptions, renew: () => Promise<void>, onRenewFailed: (error: unknown) => void) {
+    this.#timer = setInterval(() => renew().catch(onRenewFailed), options.leaseMs / 3)
     this.#timer.unref()
-  }
-
-  add(room: string): void {
-    this.#rooms.add(room)
-  }
-
-  delete(room: string): void {
-    this.#rooms.delete(room)
   }
 
   stop(): void {
     clearInterval(this.#timer)
-    this.#rooms.clear()
   }
 }

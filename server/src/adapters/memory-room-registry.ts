@@ -1,62 +1,31 @@
 import { randomUUID } from 'node:crypto'
-import type { OwnershipClaim, PeerServer, RoomOwner, RoomRegistry } from '../ports/room-registry.js'
+import type { OwnershipClaim, RoomOwner, RoomRegistry, ServerAddress } from '../ports/room-registry.js'
 import { LeaseHeartbeat, type LeaseOptions } from './lease-heartbeat.js'
 import { claimStep, isLiveOwner, type OwnerRecord, type ServerLease } from './room-ownership-rules.js'
 
-interface Lease extends PeerServer {
-  expiresAt: number
-}
-
-/** The in-process table behind `MemoryRoomRegistry`: room → serverId → lease; owners; servers' leases. */
+/** The in-process table behind `MemoryRoomRegistry`: the rooms' owners, the servers' leases. */
 export class MemoryRegistryTable {
-  readonly leases = new Map<string, Map<string, Lease>>()
   readonly owners = new Map<string, OwnerRecord>()
   readonly servers = new Map<string, ServerLease>()
 }
 
-/** Embedded `RoomRegistry`: leases and owners in a table shared by the servers of one process. */
+/** Embedded `RoomRegistry`: owners and leases in a table shared by the servers of one process. */
 export class MemoryRoomRegistry implements RoomRegistry {
   readonly epochsOutliveProcess = false
   readonly #heartbeat: LeaseHeartbeat
   readonly #boot = randomUUID()
 
   constructor(
-    private readonly self: PeerServer,
+    private readonly self: ServerAddress,
     private readonly options: LeaseOptions,
     private readonly table: MemoryRegistryTable = new MemoryRegistryTable(),
   ) {
     this.#writeServerLease()
     this.#heartbeat = new LeaseHeartbeat(
       options,
-      async (rooms) => {
-        this.#writeServerLease()
-        for (const room of rooms) this.#writeLease(room)
-      },
+      async () => this.#writeServerLease(),
       () => {}, // writing to a Map cannot fail
     )
-  }
-
-  async register(room: string): Promise<void> {
-    this.#writeLease(room)
-    this.#heartbeat.add(room)
-  }
-
-  async deregister(room: string): Promise<void> {
-    this.#heartbeat.delete(room)
-    const servers = this.table.leases.get(room)
-    servers?.delete(this.self.serverId)
-    if (servers?.size === 0) this.table.leases.delete(room)
-  }
-
-  async peersFor(room: string): Promise<PeerServer[]> {
-    const now = this.options.now()
-    const peers: PeerServer[] = []
-    for (const lease of this.table.leases.get(room)?.values() ?? []) {
-      if (lease.serverId !== this.self.serverId && lease.expiresAt > now) {
-        peers.push({ serverId: lease.serverId, internalAddress: lease.internalAddress })
-      }
-    }
-    return peers
   }
 
   async claim(room: string, gone?: RoomOwner): Promise<OwnershipClaim> {
@@ -98,14 +67,5 @@ export class MemoryRoomRegistry implements RoomRegistry {
       boot: this.#boot,
       expiresAt: this.options.now() + this.options.leaseMs,
     })
-  }
-
-  #writeLease(room: string): void {
-    let servers = this.table.leases.get(room)
-    if (!servers) {
-      servers = new Map()
-      this.table.leases.set(room, servers)
-    }
-    servers.set(this.self.serverId, { ...this.self, expiresAt: this.options.now() + this.options.leaseMs })
   }
 }

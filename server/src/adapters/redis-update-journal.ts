@@ -2,13 +2,7 @@ import { flushAtTurnEnd } from '../cork-until-turn-ends.js'
 import { within } from '../deadline.js'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
-import type {
-  JournalContents,
-  JournalPosition,
-  OrphanedEntries,
-  UpdateJournal,
-} from '../ports/update-journal.js'
-import { ThrottledLog } from '../throttled-log.js'
+import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/update-journal.js'
 import { chunks, MAX_ITEMS_PER_COMMAND } from './command-batches.js'
 import { staleEpoch } from './epoch-fences.js'
 import { DEFAULT_REDIS_LINK, type RedisConnection, type RedisLinkSettings } from './redis-connection.js'
@@ -27,14 +21,15 @@ export interface RedisUpdateJournalOptions {
   link?: Partial<RedisLinkSettings>
 }
 
-// Each server appends to a stream of its own per room, and names itself in the room's set of
-// writers in the same step, so a loading server finds every stream. A stream trimmed empty is
-// deleted with its name, atomically: an append racing the trim re-adds both.
+// A room's owner appends to the room's stream, and names it in the room's set of streams in the
+// same step, so a loading server finds every stream (an earlier version wrote one per server:
+// those are read and trimmed as well). A stream trimmed empty is deleted with its name,
+// atomically: an append racing the trim re-adds both.
 // Each room has a fence: the last owner's epoch. A write carrying an epoch refuses (as
 // 'stale <fenced epoch>') when a later one fenced the room, else renews the fence at its own.
-// A turn's appends in one command: KEYS holds stream, writers, fence, stream, … and ARGV the
-// writer, the fence's lifetime, then each update and its epoch ('' for none), in the order they
-// were recorded. Returns each entry's id or refusal.
+// A turn's appends in one command: KEYS holds stream, streams, fence, stream, … and ARGV the
+// stream's name, the fence's lifetime, then each update and its epoch ('' for none), in the order
+// they were recorded. Returns each entry's id or refusal.
 const FENCE_CHECK = `
 local function fenced(key, epoch, lifetime)
   if epoch == '' then return nil end
@@ -55,7 +50,7 @@ for i = 1, #KEYS / 3 do
   end
 end
 return ids`
-// KEYS: stream, writers, fence; ARGV: the first id kept, the writer, epoch, the fence's lifetime.
+// KEYS: stream, streams, fence; ARGV: the first id kept, the stream's name, epoch, the fence's lifetime.
 const TRIM = `${FENCE_CHECK}
 local refused = fenced(KEYS[3], ARGV[3], ARGV[4])
 if refused then return refused end
@@ -81,17 +76,10 @@ return fenced(KEYS[1], ARGV[1], ARGV[2]) or 'ok'`
  */
 const FENCE_LIFETIME_MS = 7 * 24 * 3600 * 1000
 
-// Each writer holds a lease in the sorted set of writers (its end as the score, on Redis's clock,
-// so the servers' clocks never matter); a renewal drops the expired ones and returns the rest.
-const RENEW_LEASE = `
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. now)
-return redis.call('ZRANGE', KEYS[1], 0, -1)`
+/** The name of a room's one stream, in its set of streams. */
+const ROOM_STREAM = 'owner'
 
 type JournalCommands = RedisConnection & {
-  journalRenewLease(writers: string, writer: string, leaseMs: number): Promise<string[]>
   journalAppend(...keysThenArguments: (string | Buffer | number)[]): Promise<string[]>
   journalTrim(...keysThenArguments: (string | number)[]): Promise<string>
   journalDelete(...keysThenArguments: (string | number)[]): Promise<string>
@@ -125,95 +113,40 @@ export class RedisUpdateJournal implements UpdateJournal {
   readonly #cluster: boolean
   /** This turn's appends, sent together once it ends. */
   #pending: PendingAppend[] = []
-  /**
-   * How long a renewal of this writer's lease holds: two heartbeat rounds each as slow as can be,
-   * so one missed heartbeat (and the reconnection after it) never lets it run out.
-   */
-  readonly #leaseMs: number
-  /** A renewal that failed while the link itself answers (a Redis out of memory refuses writes). */
-  readonly #renewalFailed: ThrottledLog
-  /** The writers alive at the last proof (null before the first). */
-  #live: ReadonlySet<string> | null = null
-  readonly #goneListeners: (() => void)[] = []
-  readonly orphans: OrphanedEntries = {
-    onWriterGone: (listener) => {
-      this.#goneListeners.push(listener)
-    },
-    read: (room) =>
-      this.#within(
-        this.#read(room, (writer) => this.#isGone(writer)),
-        'a journal read',
-      ),
-  }
 
-  constructor(
-    private readonly writer: string,
-    redisUrl: string,
-    options: RedisUpdateJournalOptions,
-  ) {
+  /** `server`: names the connection in Redis (`CLIENT LIST`). */
+  constructor(server: string, redisUrl: string, options: RedisUpdateJournalOptions) {
     this.#prefix = options.keyPrefix ?? 'symphony:'
     const settings = { ...DEFAULT_REDIS_LINK, ...options.link }
     this.#commandTimeoutMs = settings.commandTimeoutMs
     this.#cluster = options.cluster ?? false
-    this.#leaseMs = 2 * (settings.heartbeatIntervalMs + settings.heartbeatTimeoutMs)
-    this.#renewalFailed = new ThrottledLog({
-      logger: options.logger,
-      level: 'warn',
-      message: "could not renew the journal writer's lease; other servers may adopt its entries",
-      intervalMs: 60_000,
-    })
     let connectedBefore = false
     this.#link = new RedisLink<RedisConnection>({
       url: redisUrl,
       role: 'journal',
-      name: `${writer}:journal`,
+      name: `${server}:journal`,
       settings,
       cluster: options.cluster,
       links: new DependencyLinks('journal', options.outcomes ?? IGNORED_OUTCOMES),
       logger: options.logger,
-      // The link is proven by a PING, which Redis answers also when it refuses writes; the lease
-      // is renewed beside it, and a renewal refused leaves the link up.
       prove: async (redis) => {
         await redis.ping()
-        await this.#renewLease(redis as JournalCommands).catch((error: unknown) =>
-          this.#renewalFailed.log({ err: error }),
-        )
       },
       setup: (redis) => {
         redis.defineCommand('journalAppend', { lua: APPEND }) // the key count comes first
         redis.defineCommand('journalTrim', { numberOfKeys: 3, lua: TRIM })
         redis.defineCommand('journalDelete', { lua: DELETE }) // the key count comes first
         redis.defineCommand('journalFence', { numberOfKeys: 1, lua: FENCE })
-        redis.defineCommand('journalRenewLease', { numberOfKeys: 1, lua: RENEW_LEASE })
       },
       onReady: () => {
         if (connectedBefore) {
           // A Redis without persistence restarts empty: what it had confirmed may be gone. (So may
           // what a connection replaced after a missed heartbeat had confirmed: it is the same Redis.)
           for (const listener of this.#lossListeners) listener()
-          // And a writer may have died unseen meanwhile.
-          for (const listener of this.#goneListeners) listener()
         }
         connectedBefore = true
       },
     })
-    // At once, ahead of any append (on one Redis the commands keep their order): a writer that
-    // dies before its first heartbeat is still seen alive by the others, and so seen to go.
-    this.#renewLease(this.#redis).catch(() => {}) // the heartbeat tries again
-  }
-
-  /** Renews this writer's lease and learns who else lives; tells the listeners if a writer went. */
-  async #renewLease(redis: JournalCommands): Promise<void> {
-    const live = new Set(await redis.journalRenewLease(this.#writersAlive, this.writer, this.#leaseMs))
-    const before = this.#live
-    this.#live = live
-    if (before && [...before].some((writer) => !live.has(writer))) {
-      for (const listener of this.#goneListeners) listener()
-    }
-  }
-
-  #isGone(writer: string): boolean {
-    return writer !== this.writer && !this.#live?.has(writer)
   }
 
   /** The connection now (a missed heartbeat replaces it). */
@@ -234,10 +167,7 @@ export class RedisUpdateJournal implements UpdateJournal {
   }
 
   read(room: string): Promise<JournalContents> {
-    return this.#within(
-      this.#read(room, () => true),
-      'a journal read',
-    )
+    return this.#within(this.#read(room), 'a journal read')
   }
 
   trim(room: string, position: JournalPosition, epoch?: number): Promise<void> {
@@ -266,7 +196,7 @@ export class RedisUpdateJournal implements UpdateJournal {
           group.forEach((append, i) => {
             const id = ids[i] as string
             const stale = staleAt(id)
-            if (stale === null) append.resolve(new Map([[this.writer, id]]))
+            if (stale === null) append.resolve(new Map([[ROOM_STREAM, id]]))
             else append.reject(staleEpoch(append.room, append.epoch ?? 0, stale))
           })
         },
@@ -279,8 +209,8 @@ export class RedisUpdateJournal implements UpdateJournal {
 
   async #appendAll(appends: PendingAppend[]): Promise<string[]> {
     const keys = appends.flatMap(({ room }) => [
-      this.#stream(room, this.writer),
-      this.#writers(room),
+      this.#stream(room, ROOM_STREAM),
+      this.#streams(room),
       this.#fence(room),
     ])
     const updates = appends.flatMap(({ update, epoch }) => [
@@ -290,7 +220,7 @@ export class RedisUpdateJournal implements UpdateJournal {
     const ids = await this.#redis.journalAppend(
       keys.length,
       ...keys,
-      this.writer,
+      ROOM_STREAM,
       FENCE_LIFETIME_MS,
       ...updates,
     )
@@ -299,20 +229,19 @@ export class RedisUpdateJournal implements UpdateJournal {
     return ids
   }
 
-  /** What the room's writers that `include` picks journaled. */
-  async #read(room: string, include: (writer: string) => boolean): Promise<JournalContents> {
-    const writers = (await this.#redis.smembers(this.#writers(room))).filter(include)
+  async #read(room: string): Promise<JournalContents> {
+    const streams = await this.#redis.smembers(this.#streams(room))
     const updates: Uint8Array[] = []
     const position = new Map<string, string>()
-    for (const writer of writers) {
-      const entries = await this.#redis.xrangeBuffer(this.#stream(room, writer), '-', '+')
+    for (const stream of streams) {
+      const entries = await this.#redis.xrangeBuffer(this.#stream(room, stream), '-', '+')
       for (const [, fields] of entries) {
         // Copied: ioredis may reuse the reply's buffer.
         const update = fields[1]
         if (update) updates.push(new Uint8Array(update))
       }
       const last = entries.at(-1)
-      if (last) position.set(writer, last[0].toString())
+      if (last) position.set(stream, last[0].toString())
     }
     return { updates, position }
   }
@@ -321,14 +250,14 @@ export class RedisUpdateJournal implements UpdateJournal {
     const fence = epoch === undefined ? '' : String(epoch)
     const refused = refusedIfStale(room, epoch ?? 0)
     await Promise.all(
-      [...position].map(([writer, lastId]) =>
+      [...position].map(([stream, lastId]) =>
         this.#redis
           .journalTrim(
-            this.#stream(room, writer),
-            this.#writers(room),
+            this.#stream(room, stream),
+            this.#streams(room),
             this.#fence(room),
             nextId(lastId),
-            writer,
+            stream,
             fence,
             FENCE_LIFETIME_MS,
           )
@@ -338,11 +267,11 @@ export class RedisUpdateJournal implements UpdateJournal {
   }
 
   async #delete(room: string, epoch: number | undefined): Promise<void> {
-    const writers = await this.#redis.smembers(this.#writers(room))
+    const streams = await this.#redis.smembers(this.#streams(room))
     const keys = [
       this.#fence(room),
-      this.#writers(room),
-      ...writers.map((writer) => this.#stream(room, writer)),
+      this.#streams(room),
+      ...streams.map((stream) => this.#stream(room, stream)),
     ]
     const answer = await this.#redis.journalDelete(
       keys.length,
@@ -355,7 +284,6 @@ export class RedisUpdateJournal implements UpdateJournal {
 
   async close(): Promise<void> {
     this.#flush() // this turn's appends go out ahead of QUIT, which waits for them
-    this.#renewalFailed.flush()
     await this.#link.close()
   }
 
@@ -363,13 +291,8 @@ export class RedisUpdateJournal implements UpdateJournal {
     this.#lossListeners.push(listener)
   }
 
-  /** The sorted set of the writers' leases: one key for all rooms, on one node of a Redis Cluster. */
-  get #writersAlive(): string {
-    return `${this.#prefix}journal-writers`
-  }
-
-  /** The room key-encoded: `{` `}` in a name would otherwise move the hash tag. */
-  #writers(room: string): string {
+  /** The set of the room's streams; the room key-encoded: `{` `}` in a name would otherwise move the hash tag. */
+  #streams(room: string): string {
     return `${this.#prefix}journal:{${roomKey(room)}}`
   }
 
@@ -378,8 +301,8 @@ export class RedisUpdateJournal implements UpdateJournal {
     return `${this.#prefix}journal-fence:{${roomKey(room)}}`
   }
 
-  #stream(room: string, writer: string): string {
-    return `${this.#prefix}journal:{${roomKey(room)}}:${writer}`
+  #stream(room: string, stream: string): string {
+    return `${this.#prefix}journal:{${roomKey(room)}}:${stream}`
   }
 }
 

@@ -10,7 +10,7 @@ import { RedisUpdateJournal } from './redis-update-journal.js'
 export function openUpdateJournal(config: JournalConfig, context: AdapterContext): UpdateJournal {
   switch (config.kind) {
     case 'memory':
-      return new MemoryUpdateJournal(context.self.serverId)
+      return new MemoryUpdateJournal()
     case 'file':
       return new FileUpdateJournal(config.folder)
     case 'redis':

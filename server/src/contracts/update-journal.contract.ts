@@ -2,7 +2,6 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { StaleEpochError } from '../errors.js'
 import type { UpdateJournal } from '../ports/update-journal.js'
-import { eventually } from './eventually.js'
 import { TRICKY_ROOM_NAMES } from './tricky-room-names.js'
 import { uniqueRoom } from './unique-room.js'
 
@@ -10,11 +9,7 @@ export interface JournalFixture {
   /** A journal for `writer` (a server id) on the fixture's shared storage. */
   open(writer: string): UpdateJournal
   cleanup(): Promise<void>
-  /**
-   * One server writes this journal (an embedded file journal): it has no other writers' entries
-   * to offer (`orphans`). Otherwise a writer's lease should be short here (a second or so), as a
-   * test waits for one to run out.
-   */
+  /** One server writes this journal (an embedded file journal, a folder of its own). */
   singleWriter?: boolean
 }
 
@@ -105,7 +100,7 @@ export function updateJournalContract(name: string, createFixture: () => Promise
       await a.delete(room)
       await a.append(room, bytes(1))
       await b.append(room, bytes(2))
-      await b.close() // a file journal has one writer per folder; Redis has one stream each
+      await b.close() // a file journal has one writer per folder
       await a.delete(room)
       assert.deepEqual(await a.read(room), { updates: [], position: new Map() })
       await a.append(room, bytes(3))
@@ -132,33 +127,20 @@ export function updateJournalContract(name: string, createFixture: () => Promise
       await fixture.cleanup()
     })
 
-    it('offers the entries of a writer that is gone to the others, and tells them it went', async () => {
+    it('keeps one stream per room: what each owner in turn appended reads back in append order', async () => {
       const fixture = await createFixture()
-      const [a, b] = [fixture.open('server-a'), fixture.open('server-b')]
+      const first = fixture.open('server-a')
+      const next = fixture.singleWriter ? first : fixture.open('server-b')
       const room = uniqueRoom('journal')
-      if (fixture.singleWriter) {
-        assert.equal(a.orphans, undefined, 'one writer leaves no orphans')
-        await Promise.all([a.close(), b.close()])
-        return
-      }
-      assert.ok(a.orphans && b.orphans, 'a journal several servers write offers what the gone ones left')
-      let told = 0
-      b.orphans.onWriterGone(() => told++)
-      await a.append(room, bytes(1))
-      await b.append(room, bytes(2))
-      const orphans = b.orphans
-      await eventually(
-        async () => (await orphans.read(room)).updates.length === 0,
-        'a live writer’s entries are not offered once the others heard from it',
-      )
-      await a.close() // it stops proving that it lives
-      await eventually(() => told > 0, 'the others are told a writer went', 10_000)
-      const offered = await orphans.read(room)
-      assert.deepEqual(offered.updates, [bytes(1)], 'the gone writer’s entries, not this one’s')
-      await b.trim(room, offered.position)
-      assert.deepEqual((await b.read(room)).updates, [bytes(2)], 'trimming them keeps the others')
-      assert.deepEqual((await orphans.read(room)).updates, [])
-      await b.close()
+      await first.append(room, bytes(1), 1)
+      await first.append(room, bytes(2), 1)
+      await next.fence(room, 2)
+      await next.append(room, bytes(3), 2)
+      const read = await next.read(room)
+      assert.deepEqual(read.updates, [bytes(1), bytes(2), bytes(3)])
+      assert.equal(read.position.size, 1, 'one stream')
+      await first.close()
+      if (next !== first) await next.close()
       await fixture.cleanup()
     })
 
@@ -187,7 +169,7 @@ export function updateJournalContract(name: string, createFixture: () => Promise
       await later.append(room, bytes(3), 3) // a later epoch's write raises the fence
       await assert.rejects(later.append(room, bytes(9), 2), isStale, 'below the raised fence')
       const all = (await later.read(room)).updates.map(([value]) => value)
-      assert.deepEqual(all.sort(), [1, 2, 3], 'two writers: each in its order')
+      assert.deepEqual(all, [1, 2, 3], 'in the order they were appended')
       assert.deepEqual((await later.read(other)).updates, [bytes(5)])
       await later.trim(room, (await later.read(room)).position, 3)
       assert.deepEqual((await later.read(room)).updates, [])

@@ -2,12 +2,10 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import { Worker } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, PendingLimitError, ProtocolError, ServerBusyError } from '../errors.js'
-import type { Digest } from '../protocol/codec.js'
 import { documentToJson } from '../protocol/document-json.js'
 import { type ContentCost, contentCostOf } from '../protocol/update-scan.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
 import { clientCount, holdsWaiting } from '../protocol/yjs-internals.js'
-import { digestOfState } from './anti-entropy.js'
 import type { Encoded, Refusal, SliceReply, SliceRequest } from './update-slicer-worker.js'
 
 /**
@@ -142,22 +140,6 @@ function refusalError({ code, message }: Refusal): Error {
   }
 }
 
-/**
- * The digest of a stored `state` (`digestOfState`), read on the worker thread when it is big; null
- * when it cannot be read, or the worker fails (read here instead, a big one would stall every room).
- */
-export async function digestOfStored(state: Uint8Array): Promise<Digest | null> {
-  if (FROM_SOURCE || state.length < SLICE_ABOVE_BYTES) {
-    try {
-      return digestOfState(state)
-    } catch {
-      return null
-    }
-  }
-  const reply = await slicer.slice({ update: state, digest: true }).catch(() => null)
-  return reply && 'slices' in reply ? (reply.digest ?? null) : null
-}
-
 /** The longest a document is read as JSON on its worker. */
 const READ_TIMEOUT_MS = 30_000
 
@@ -273,7 +255,6 @@ type WorkerAnswer =
       slices: Uint8Array[]
       structs?: number
       encoded?: Encoded | undefined
-      digest?: Digest
       cost?: ContentCost
     }
   | Refusal
@@ -292,7 +273,7 @@ class Slicer {
   readonly #waiting = new Map<number, Waiter>()
 
   /** The slices, or (for a request with a check) why the update was refused. */
-  slice(request: Pick<SliceRequest, 'update' | 'check' | 'encode' | 'digest'>): Promise<WorkerAnswer> {
+  slice(request: Pick<SliceRequest, 'update' | 'check' | 'encode'>): Promise<WorkerAnswer> {
     const id = this.#nextId++
     return new Promise((resolve, reject) => {
       const worker = this.#started() // may throw (no thread to be had): then nothing waits

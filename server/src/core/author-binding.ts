@@ -14,7 +14,6 @@ import {
   structIndexAt,
   structsOf,
 } from '../protocol/yjs-internals.js'
-import { PEER } from './presence-owners.js'
 import type { RoomMember } from './room-member.js'
 import type { Writer } from './update-origin.js'
 
@@ -61,7 +60,7 @@ export interface AuthorBindingInit {
   /** Auth is on. Off (`AUTH=none`) there are no subjects: nothing is bound, and nothing checked against bindings. */
   enabled: boolean
   /** Who speaks for an awareness client id now (`PresenceOwners`). */
-  ownerOf(clientId: number): RoomMember | typeof PEER | undefined
+  ownerOf(clientId: number): RoomMember | undefined
   /**
    * Journals a binding update, applies it, and sends it to the room's clients and peers once it
    * is durable; resolves once applied (or the room is gone).
@@ -134,7 +133,7 @@ export class AuthorBinding {
       if (pending) waits.push(pending.written)
       if (bound !== undefined) continue
       const owner = this.#ownerOf(client)
-      if (owner !== undefined && owner !== writer && (owner === PEER || owner.identity.userId !== subject)) {
+      if (owner !== undefined && owner !== writer && owner.identity.userId !== subject) {
         throw new ServerBusyError(
           `client id ${client} is in use by another connection (its presence); try again once it has left`,
         )

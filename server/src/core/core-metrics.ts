@@ -25,14 +25,11 @@ export interface CoreMetrics {
   messageReceived(kind: MessageKind): void
   /** An update that arrived at `receivedAt` (`performance.now()`) was written to the local sockets. */
   updateHandled(receivedAt: number): void
-  /** A message from pub/sub could not be handled (dropped). */
-  remoteMessageDropped(): void
   /** The server closed a connection; `code`: the close code's name. */
   readonly connectionsClosed: { labels(code: string): Count }
-  /** A snapshot save met another server's save first (merged, then saved again). */
+  /** A snapshot save met another save first (an earlier owner's, late): merged, then saved again. */
   readonly snapshotConflicts: Count
   readonly journalReplayed: Count
-  readonly journalAdopted: Count
   readonly journalSkipped: Count
   readonly roomLoadFailures: Count
   readonly roomLoadRetries: Count

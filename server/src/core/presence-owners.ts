@@ -1,14 +1,11 @@
 import type { AwarenessEntry } from '../protocol/codec.js'
 import { PRESENCE_OUTDATED_MS } from './presence-table.js'
 
-/** The owner of presence that came from another server: which connection there is not known. */
-export const PEER = Symbol('peer')
-
 /** Below this many owners the map is not purged on writes. */
 const PURGE_MIN_OWNERS = 64
 
 interface Ownership<Owner> {
-  owner: Owner | typeof PEER
+  owner: Owner
   /** When the owner last spoke for the client: ownership lapses 30 s after that. */
   seenAt: number
 }
@@ -19,8 +16,7 @@ interface Ownership<Owner> {
  * presence it hears (its awareness 'update' handler ignores the origin), so "sent an entry for
  * the id" cannot tell an owner from an echo; who spoke first can, as an echo always follows its
  * original on each server. Entries from anyone else never change the owner (a spoofed removal
- * does not free an id). Presence from another server is owned by `PEER`, whose connection this
- * server does not know.
+ * does not free an id).
  */
 export class PresenceOwners<Owner> {
   readonly #owners = new Map<number, Ownership<Owner>>()
@@ -31,7 +27,7 @@ export class PresenceOwners<Owner> {
    * itself when it owns them all (the common case, one entry of the sender's own), so a presence
    * message allocates nothing here.
    */
-  saw(entries: AwarenessEntry[], source: Owner | typeof PEER, now = Date.now()): AwarenessEntry[] {
+  saw(entries: AwarenessEntry[], source: Owner, now = Date.now()): AwarenessEntry[] {
     if (this.#owners.size >= this.#purgeAt) this.#purge(now)
     let owned: AwarenessEntry[] | null = null
     for (let index = 0; index < entries.length; index++) {
@@ -43,7 +39,7 @@ export class PresenceOwners<Owner> {
   }
 
   /** Whether `source` owns `entry`'s id once it is recorded (a removal frees the id: not owned). */
-  #take({ clientId, state }: AwarenessEntry, source: Owner | typeof PEER, now: number): boolean {
+  #take({ clientId, state }: AwarenessEntry, source: Owner, now: number): boolean {
     const current = this.#current(clientId, now)
     if (state === null) {
       // Its owner's removal frees the id; anyone else's is ignored.
@@ -57,7 +53,7 @@ export class PresenceOwners<Owner> {
   }
 
   /** The owner of `clientId`'s presence now, or undefined when no one speaks for it. */
-  ownerOf(clientId: number, now = Date.now()): Owner | typeof PEER | undefined {
+  ownerOf(clientId: number, now = Date.now()): Owner | undefined {
     return this.#current(clientId, now)?.owner
   }
 

@@ -5,11 +5,9 @@ import { deferred } from '../deferred.js'
 import { isOutOfSpace, RoomMovedError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { MetadataSink } from '../ports/metadata-sink.js'
-import type { PubSub } from '../ports/pubsub.js'
 import type { OwnershipClaim, RoomOwner, RoomRegistry } from '../ports/room-registry.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { JournalContents, UpdateJournal } from '../ports/update-journal.js'
-import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../protocol/codec.js'
 import { newDoc } from '../protocol/new-doc.js'
 import type { ServerHooks } from '../server-hooks.js'
 import { AppMessageQuota } from './app-message-quota.js'
@@ -18,11 +16,8 @@ import { applyInSlices, replayInTurns } from './apply-in-slices.js'
 import type { CoreMetrics } from './core-metrics.js'
 import { LoadReservation } from './document-memory.js'
 import type { EventStream } from './event-stream.js'
-import type { HeldRoomSweep } from './held-room-sweep.js'
 import { incarnationKey } from './incarnation.js'
 import { type MemoryCharges, UNBOUNDED_MEMORY } from './memory-budget.js'
-import { type HeldIncarnation, MissedDeletionChecks } from './missed-deletions.js'
-import { orphanAdoption, skippedRecord } from './orphan-adoption.js'
 import { BuildPace } from './pacing.js'
 import { Room, type RoomOptions } from './room.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
@@ -30,7 +25,7 @@ import { type LoadRetry, RoomLife, type RoomState } from './room-life.js'
 import type { RoomStateSource } from './room-state-source.js'
 import { timedWait } from './room-waits.js'
 import { serverSender } from './server-sender.js'
-import { type KnownStoredVersion, type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
+import { type SnapshotPolicy, SnapshotWriter } from './snapshot-writer.js'
 
 /**
  * How long a claim's answer is reused. Far shorter than any lease (`REGISTRY_LEASE_MS` is 1 s at
@@ -50,15 +45,9 @@ export interface RoomManagerOptions extends RoomOptions {
   hookTimeoutMs?: number
   /** Names the server on the broadcast events it sends itself. */
   serverId?: string
-  /**
-   * One copy per room: a room another server owns is never loaded here (its clients are relayed
-   * there); a load that finds it owned elsewhere fails (`RoomMovedError`), and its clients retry.
-   */
-  relay?: boolean
 }
 
 export interface RoomManagerDeps {
-  pubsub: PubSub
   registry: RoomRegistry
   snapshots: SnapshotStore
   journal: UpdateJournal
@@ -82,27 +71,25 @@ interface LoadedFrom {
   replayed: JournalContents['position']
   /** How many updates were replayed. */
   replayedUpdates: number
-  storedVersion: KnownStoredVersion
+  storedVersion: string | null
   generation: number
-  source: 'peer' | 'snapshot' | 'empty'
+  source: 'snapshot' | 'empty'
   /** The life the room belongs to: told when the store shows the room was deleted. */
   life: RoomLife<Loaded>
-  /** The epoch this server owns the room at, if it does. */
-  epoch: number | undefined
+  /** The epoch this server owns the room at. */
+  epoch: number
   /** The epoch its durable writes carry (`epoch`, when the registry's epochs outlive the process). */
   fencedAt: number | undefined
 }
 
 interface Loaded {
   room: Room
-  /** Settles once the registration is done or given up (a deregistration waits for it). */
-  registered: Promise<void>
   writer: SnapshotWriter
   journal: RoomJournal
   /** The room's incarnation (see `incarnationKey`). */
   generation: number
-  /** The epoch this server owns the room at; undefined: it holds a copy of a room it does not own. */
-  epoch: number | undefined
+  /** The epoch this server owns the room at. */
+  epoch: number
   /** When a client or the REST API last changed it here (ms), if one did since it loaded. */
   changedAt(): number | undefined
 }
@@ -130,11 +117,6 @@ export class RoomManager {
   readonly #waiting = new Map<string, number>()
   /** The app's persistence beside the stores (`onLoad`, `onStore`). */
   readonly #app: AppPersistence
-  readonly #missedDeletions: MissedDeletionChecks
-  /** Adopts the journal entries of servers that are gone (a journal several servers write). */
-  readonly #orphanAdoption: HeldRoomSweep | null = null
-  /** Per sweep, the rooms still loading that it visits once they are live (see `#sweepEveryRoom`). */
-  readonly #sweptOnceLive = new Map<HeldRoomSweep, WeakSet<RoomLife<Loaded>>>()
   /** What each user's app messages being handled hold, across the rooms. */
   readonly #appMessageQuota: AppMessageQuota
   readonly #buildPace = new BuildPace()
@@ -145,29 +127,6 @@ export class RoomManager {
   ) {
     this.#appMessageQuota = new AppMessageQuota(deps.memory ?? UNBOUNDED_MEMORY)
     deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
-    this.#missedDeletions = new MissedDeletionChecks({
-      storedGeneration: (name) => this.#storedGeneration(name),
-      drop: (name, generation) => this.dropDeleted(name, generation),
-      isHeld: (name, generation) => this.#heldLife(name, generation) !== undefined,
-      logger: deps.logger,
-    })
-    deps.pubsub.onPossibleLoss?.(() => this.#sweepEveryRoom(this.#missedDeletions))
-    const orphans = deps.journal.orphans
-    if (orphans) {
-      const adoption = orphanAdoption({
-        orphans,
-        held: (name, generation) => {
-          const life = this.#heldLife(name, generation)
-          return life?.state === 'live' || life?.state === 'unloading'
-            ? (life.loaded ?? undefined)
-            : undefined
-        },
-        metrics: deps.metrics,
-        logger: deps.logger,
-      })
-      this.#orphanAdoption = adoption
-      orphans.onWriterGone(() => this.#sweepEveryRoom(adoption))
-    }
     this.#app = new AppPersistence({
       hooks: deps.hooks ?? {},
       timeoutMs: this.#hookTimeoutMs,
@@ -187,29 +146,6 @@ export class RoomManager {
       { rooms },
       'the journal may have lost entries (its link came back); saving those rooms now',
     )
-  }
-
-  /**
-   * Something may have happened unseen to every room held here (pub/sub may have missed a deletion
-   * notice, a server may have died with journal entries it told no one): `sweep` visits each, and
-   * each room still loading once it is live (its load may have read the stores before it happened).
-   */
-  #sweepEveryRoom(sweep: HeldRoomSweep): void {
-    const onceLive = this.#sweptOnceLive.get(sweep) ?? new WeakSet<RoomLife<Loaded>>()
-    this.#sweptOnceLive.set(sweep, onceLive)
-    const held: HeldIncarnation[] = []
-    for (const [name, life] of this.#lives) {
-      if (life.loaded) held.push({ name, generation: life.loaded.generation })
-      else if (life.state === 'loading' && !onceLive.has(life)) {
-        // One reaction per life: a load retried through an outage may see many losses.
-        onceLive.add(life)
-        life.ready.then(
-          ({ generation }) => sweep.check([{ name, generation }]),
-          () => {},
-        )
-      }
-    }
-    sweep.check(held)
   }
 
   readonly #journalOutcomes: JournalOutcomes = {
@@ -288,7 +224,7 @@ export class RoomManager {
     return loaded ? { room: loaded.room, generation: loaded.generation } : undefined
   }
 
-  /** Incarnation `generation` of the room was deleted elsewhere while this server held it: drop it. */
+  /** Incarnation `generation` of the room was deleted while this server held it (it missed it): drop it. */
   dropDeleted(name: string, generation: number): void {
     void this.#heldLife(name, generation)?.delete()
   }
@@ -377,15 +313,17 @@ export class RoomManager {
   }
 
   /**
-   * Deletes the room: its clients, here and on every other server, are closed with `RoomDeleted`,
-   * and its snapshot, journal and metadata are removed, so a later connection starts it empty.
+   * Deletes the room: its clients (this server's and those relayed to it) are closed with
+   * `RoomDeleted`, and its snapshot, journal and metadata are removed, so a later connection starts
+   * it empty. Its owner deletes it: the caller holds the room (`acquire`, which claims and loads
+   * it), so the deletion runs in the order of its life here, and no other server holds it.
    */
   async delete(name: string): Promise<void> {
     const life = this.#lives.get(name)
     const tombstone = deferred()
     tombstone.promise.catch(() => {}) // the deletion below reports it
     const deleting = life?.delete(tombstone.promise) ?? null // in effect here at once, before any wait
-    const { snapshots, pubsub, logger, events } = this.deps
+    const { snapshots, logger, events } = this.deps
     let generation: number
     /** The incarnation this server had loaded, if it had: its life removes that one's journal. */
     let loaded: number | null = null
@@ -393,7 +331,7 @@ export class RoomManager {
       // The incarnation to delete: the later of what is loaded here and what the store holds.
       loaded = (await life?.ready.then((l) => l.generation).catch(() => null)) ?? null
       generation = Math.max(loaded ?? 0, await this.#storedGeneration(name))
-      // The tombstone first: from now on a save in flight anywhere, and any load, meets it.
+      // The tombstone first: from now on a save in flight, and any load, meets it.
       await snapshots.delete(name, generation)
       tombstone.resolve()
     } catch (error) {
@@ -401,17 +339,14 @@ export class RoomManager {
       await deleting?.catch(() => {})
       throw error
     }
-    pubsub.publish(incarnationKey(name, generation), ROOM_DELETED_FRAME)
     // The store had moved past what was loaded here (or nothing was): the previous incarnation's
-    // deletion may never have been told, its server killed between its tombstone and its notice
-    // (its client then retries the deletion). Whoever still holds that one drops it too.
-    const previousUntold = generation > (loaded ?? 0)
-    if (previousUntold) pubsub.publish(incarnationKey(name, generation - 1), ROOM_DELETED_FRAME)
+    // owner may have been killed between its tombstone and its journal's removal (its client
+    // then retries the deletion).
+    const previousUnfinished = generation > (loaded ?? 0)
     await deleting
     // A life that lost the room to another owner removed nothing: its journal goes here.
     if (loaded !== generation || life?.wasLost) await this.#removeJournal(name, generation)
-    // Its journal too: its only holder may have died with the deletion half done.
-    if (previousUntold && loaded !== generation - 1) await this.#removeJournal(name, generation - 1)
+    if (previousUnfinished && loaded !== generation - 1) await this.#removeJournal(name, generation - 1)
     logger.info({ room: name, generation }, 'room deleted')
     events.emit({ type: 'room.deleted', room: name, at: Date.now() })
   }
@@ -422,9 +357,8 @@ export class RoomManager {
   }
 
   /**
-   * The deleted incarnation's journal goes once this server's own saves are done. Its tombstone is
-   * in the store already (the deleting server writes it before telling anyone), so this is all
-   * that every server that held the room does, and nothing writes the room back.
+   * The deleted incarnation's journal goes once its owner's saves are done. Its tombstone is in the
+   * store already, so nothing writes the room back.
    */
   async #removeJournal(name: string, generation: number): Promise<void> {
     await this.deps.journal.delete(incarnationKey(name, generation))
@@ -456,10 +390,8 @@ export class RoomManager {
     await Promise.all([...this.#loadedRooms()].map((loaded) => this.#release(loaded.room.name, loaded.epoch)))
   }
 
-  /** Deregisters, unsubscribes and frees every room (after `flushAll`, at shutdown). */
+  /** Releases and frees every room (after `flushAll`, at shutdown). */
   async unloadAll(): Promise<void> {
-    this.#missedDeletions.stop()
-    this.#orphanAdoption?.stop()
     await Promise.all([...this.#lives.values()].map((life) => life.unloadNow()))
   }
 
@@ -518,45 +450,35 @@ export class RoomManager {
     return life
   }
 
-  /** Subscribe first and buffer, so nothing published while the state loads is missed. */
+  /**
+   * Claims the room, fences its journal at the epoch, then reads it: what an earlier owner
+   * confirmed is in the read, and it confirms nothing more. Fails (`RoomMovedError`) when another
+   * server owns the room, or (retried while its clients wait) when the registry does not answer
+   * in time: serving a room no one owns could give it two owners.
+   */
   async #load(life: RoomLife<Loaded>): Promise<Loaded> {
     const { name } = life
-    const { pubsub, registry, stateSource, logger } = this.deps
-    const buffered: Uint8Array[] = []
-    let room: Room | null = null
+    const { registry, stateSource, logger, metrics } = this.deps
     let created: Loaded | null = null
     // The documents' share, reserved as the state is applied (each load against the others).
     const loading = new LoadReservation(this.deps.memory ?? UNBOUNDED_MEMORY)
-    // The registry's answer comes while the store and pub/sub are asked (see lookUpPeers).
-    const peers = stateSource.lookUpPeers(name)
-    const claimed = this.#claim(name)
+    const claimed = timedWait(metrics.observeLoadWait, 'registry', () => this.#askClaim(name))
     claimed.catch(() => {}) // awaited below; a failure meanwhile is not unhandled
-    // Which incarnation is current decides the channel and the journal streams.
+    // Which incarnation is current decides the journal stream.
     const incarnation = await stateSource.incarnation(name)
-    const channel = incarnationKey(name, incarnation.generation)
-    const epoch = await claimed
-    if (epoch === undefined && this.options.relay) {
-      throw new RoomMovedError(`room ${name} is served by another server now; reconnect`)
-    }
+    const claim = await claimed.catch((err: unknown) => {
+      metrics.roomClaims.labels('failed').inc()
+      throw err
+    })
+    metrics.roomClaims.labels(claim.owned ? 'owned' : 'elsewhere').inc()
+    if (!claim.owned) throw new RoomMovedError(`room ${name} is served by another server now; reconnect`)
+    const { epoch } = claim
     // Fenced only with epochs that outlive the process (see `RoomOwnership.epochsOutliveProcess`).
     const fencedAt = registry.epochsOutliveProcess ? epoch : undefined
-    const observeWait = this.deps.metrics.observeLoadWait
-    await timedWait(observeWait, 'pubsub', () =>
-      pubsub.subscribe(channel, (frame) => {
-        if (isRoomDeletedFrame(frame)) void life.delete()
-        else if (room) room.receiveRemote(frame)
-        else buffered.push(frame)
-      }),
-    )
     try {
-      // Fenced before it is read: what an earlier owner confirmed is in the read, and it confirms
-      // nothing more.
-      if (fencedAt !== undefined) await this.deps.journal.fence(channel, fencedAt)
-      const { state, source, journal, storedVersion, generation } = await stateSource.load(
-        name,
-        incarnation,
-        peers,
-      )
+      if (fencedAt !== undefined)
+        await this.deps.journal.fence(incarnationKey(name, incarnation.generation), fencedAt)
+      const { state, source, journal, storedVersion, generation } = await stateSource.load(name, incarnation)
       const doc = newDoc()
       const { reserve } = loading
       const applied = state ? await applyInSlices(doc, state, { reserve }) : { encoded: null, builtBytes: 0 }
@@ -582,19 +504,6 @@ export class RoomManager {
       // Nothing stored anywhere: a new room, which the app may seed (journaled, so it is saved).
       const seed = source === 'empty' && journal.updates.length === 0 ? await this.#app.seed(name) : null
       if (seed) loaded.room.seed(seed)
-      for (const frame of buffered) loaded.room.receiveRemote(frame)
-      room = loaded.room // from here on frames go straight to the room, also while registering
-      // Registering only lets peers fetch the state from here; clients need not wait for it (a
-      // server that finds no peer loads the snapshot and the journal, which hold every
-      // acknowledged edit, and anti-entropy brings the rest). A registry outage must not stop
-      // the room either: peers cannot find it here until the next lease refresh succeeds.
-      loaded.registered = timedWait(observeWait, 'registry', () =>
-        within(registry.register(name), this.#registryWaitMs, 'registering'),
-      ).catch((err: unknown) => logger.warn({ err, room: name }, 'register failed'))
-      // Peers holding newer state answer now; and a peer that held the room alone, publishing
-      // nothing (no one to hear it), hears of this server and publishes again (ChannelPeers).
-      loaded.room.publishDigest()
-      loaded.room.askPeersForPresence()
       const bytes = state?.length ?? 0
       logger.info({ room: name, source, bytes, journaled: journal.updates.length }, 'room loaded')
       this.deps.events.emit({ type: 'room.loaded', room: name, source, bytes, at: Date.now() })
@@ -604,28 +513,8 @@ export class RoomManager {
       // Built and never handed out: its timers and its charge to the memory budget go with it.
       created?.writer.stop()
       created?.room.destroy()
-      await Promise.all([pubsub.unsubscribe(channel).catch(() => {}), this.#release(name, epoch)])
+      await this.#release(name, epoch)
       throw error
-    }
-  }
-
-  /**
-   * Claims the room for this server: the epoch it owns it at, or undefined when another server
-   * owns it. With the relay, a registry that does not answer in time fails the load (retried
-   * while its clients wait): serving a room no one owns could give it two owners. Without it, the
-   * room loads unowned, as every server's copy did before owners.
-   */
-  async #claim(name: string): Promise<number | undefined> {
-    const { metrics, logger } = this.deps
-    try {
-      const claim = await this.#askClaim(name)
-      metrics.roomClaims.labels(claim.owned ? 'owned' : 'elsewhere').inc()
-      return claim.owned ? claim.epoch : undefined
-    } catch (err) {
-      metrics.roomClaims.labels('failed').inc()
-      if (this.options.relay) throw err
-      logger.warn({ err, room: name }, 'claiming the room failed; it loads unowned')
-      return undefined
     }
   }
 
@@ -667,10 +556,9 @@ export class RoomManager {
     return claim
   }
 
-  /** Gives the room up if this server owns it (a failure: its server's lease ends it). */
-  async #release(name: string, epoch: number | undefined): Promise<void> {
+  /** Gives the room up if this server still owns it (a failure: its server's lease ends it). */
+  async #release(name: string, epoch: number): Promise<void> {
     this.#claims.delete(name) // the next load claims it anew
-    if (epoch === undefined) return
     await within(this.deps.registry.release(name, epoch), this.#registryWaitMs, 'releasing the room').catch(
       (err: unknown) =>
         this.deps.logger.warn({ err, room: name }, 'release failed; the room stays ours until then'),
@@ -704,7 +592,10 @@ export class RoomManager {
       metrics.journalSkipped.inc(journal.skipped)
       logger.error({ room: name, records: journal.skipped }, 'skipped damaged journal records')
     }
-    const skipped = skippedRecord(this.deps, name)
+    const skipped = (error: unknown) => {
+      metrics.journalSkipped.inc()
+      logger.error({ err: error, room: name }, 'skipped a journal record that does not apply')
+    }
     const replayed = await replayInTurns(doc, journal.updates, { skipped, reserve })
     metrics.journalReplayed.inc(journal.updates.length)
     return replayed
@@ -716,7 +607,7 @@ export class RoomManager {
       fencedAt === undefined
         ? {}
         : { epoch: fencedAt, onStale: (error: unknown) => this.#lost(life, fencedAt, error) }
-    const { pubsub, snapshots, journal, metrics, events, logger } = this.deps
+    const { snapshots, journal, metrics, events, logger } = this.deps
     const key = incarnationKey(name, generation)
     let changedAt: number | undefined
     const roomJournal = new RoomJournal({
@@ -735,12 +626,10 @@ export class RoomManager {
     const room = new Room({
       onShed: () => life.unloadWhenFree(),
       name,
-      channel: key,
       doc,
       loadedBytes,
       loadedBuiltBytes,
       options: this.options,
-      pubsub,
       journal: roomJournal,
       logger,
       onChange: () => writer?.markDirty(),
@@ -754,14 +643,6 @@ export class RoomManager {
         appMessageQuota: this.#appMessageQuota,
       },
       buildPace: this.#buildPace,
-      loadedFromPeer: from.source === 'peer',
-      saves: {
-        get savedVersion() {
-          return writer?.savedVersion ?? -1
-        },
-        whenSaved: (version) => writer?.whenSaved(version) ?? Promise.resolve(),
-        saveSoon: () => writer?.saveSoon(),
-      },
     })
     writer = new SnapshotWriter({
       room,
@@ -771,9 +652,8 @@ export class RoomManager {
       metrics,
       events,
       logger,
-      // Replayed entries are in no snapshot yet: save (and then trim) them like any change. So is
-      // a peer's state: it may hold edits its server acknowledged to nobody and then lost.
-      unsavedAtLoad: replayed.size > 0 || from.source === 'peer',
+      // Replayed entries are in no snapshot yet: save (and then trim) them like any change.
+      unsavedAtLoad: replayed.size > 0,
       storedVersion,
       generation,
       onDeleted: () => {
@@ -790,23 +670,13 @@ export class RoomManager {
       generation,
       epoch,
       changedAt: () => changedAt,
-      registered: Promise.resolve(),
     }
   }
 
   async #free(name: string, loaded: Loaded): Promise<void> {
     loaded.writer.stop()
-    const { registry, pubsub, events, logger } = this.deps
-    await Promise.all([
-      // After the registration, which would otherwise land last and hold a lease for nobody.
-      loaded.registered
-        .then(() => within(registry.deregister(name), this.#registryWaitMs, 'deregistering'))
-        .catch((err) => logger.warn({ err, room: name }, 'deregister failed; the lease runs out')),
-      pubsub
-        .unsubscribe(incarnationKey(name, loaded.generation))
-        .catch((err) => logger.warn({ err, room: name }, 'unsubscribe failed')),
-      this.#release(name, loaded.epoch),
-    ])
+    const { events, logger } = this.deps
+    await this.#release(name, loaded.epoch)
     const bytes = loaded.room.approximateBytes
     // Before the document is freed: a listener may still read it (an app's last onChange).
     events.emit({ type: 'room.unloaded', room: name, bytes, changedAt: loaded.changedAt(), at: Date.now() })

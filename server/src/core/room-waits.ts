@@ -10,7 +10,7 @@ export interface JoinWaitObserver {
 }
 
 /** What a room's load waits on, as labelled in `symphony_room_load_wait_seconds`. */
-export type LoadDependency = 'pubsub' | 'registry' | 'peer' | 'snapshots' | 'journal'
+export type LoadDependency = 'registry' | 'snapshots' | 'journal'
 
 /** Told how long one call of a room's load waited on a dependency (whether it succeeded or not). */
 export type LoadWaitObserver = (dependency: LoadDependency, seconds: number) => void

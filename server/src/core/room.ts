@@ -3,16 +3,12 @@ import { CloseCode, type EventSender } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { DocumentTooLargeError, ProtocolError, ServerBusyError } from '../errors.js'
 import type { Logger } from '../logger.js'
-import type { PubSub } from '../ports/pubsub.js'
 import {
   boundedStateVector,
   checkBroadcast,
-  type Digest,
   decodeAwarenessUpdate,
-  decodeDigest,
   decodeMessage,
   encodeAwarenessEntries,
-  encodeDigest,
   encodeRelayedEvent,
   encodeSyncStatus,
   encodeSyncStep1,
@@ -21,7 +17,6 @@ import {
   isEmptyStateVector,
   isEmptyUpdate,
   type Message,
-  QUERY_AWARENESS_FRAME,
 } from '../protocol/codec.js'
 import type { WaitingBudget } from '../protocol/update-guard.js'
 import { contentCostOf, type ScannedUpdate, STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
@@ -34,16 +29,9 @@ import {
   waitingStructs,
 } from '../protocol/yjs-internals.js'
 import type { ServerHooks } from '../server-hooks.js'
-import { compareDigest, digestOf, holdsNothingBeyond } from './anti-entropy.js'
 import type { AppMessageQuota } from './app-message-quota.js'
 import { AppMessages } from './app-messages.js'
-import {
-  applyInSlices,
-  checkAndSlice,
-  digestOfStored,
-  replayInTurns,
-  SLICE_ABOVE_BYTES,
-} from './apply-in-slices.js'
+import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
 import { API_SUBJECT, type Author, type BindingSize, NO_BINDING } from './author-binding.js'
 import { changeOriginOf, PEER_ORIGIN } from './change-origin.js'
@@ -58,16 +46,13 @@ import {
   UNBOUNDED_MEMORY,
 } from './memory-budget.js'
 import type { BuildPace } from './pacing.js'
-import { PEER, PresenceOwners } from './presence-owners.js'
+import { PresenceOwners } from './presence-owners.js'
 import { PresenceTable } from './presence-table.js'
 import type { RoomJournal } from './room-journal.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { SyncAnswers } from './sync-answers.js'
 import { UpdateApproval } from './update-approval.js'
-import type { UpdateOrigin, Writer } from './update-origin.js'
-
-/** Transaction origin of updates that came from another server. */
-const REMOTE = Symbol('remote')
+import type { ApiOrigin, Writer } from './update-origin.js'
 
 /** The writer of the REST API's and restores' updates: its client ids are bound to `API_SUBJECT`. */
 const API_WRITER: Writer = {
@@ -75,10 +60,6 @@ const API_WRITER: Writer = {
   canWrite: true,
   origin: { kind: 'rest' },
 }
-
-/** Who sent a frame: a local client, through its connection, or another server over pub/sub. */
-type FrameSource = { readonly from: 'client'; readonly connection: RoomMember } | { readonly from: 'peer' }
-const FROM_PEER: FrameSource = { from: 'peer' }
 
 /** Reached only for a message kind `#dispatch` does not handle, which the compiler refuses. */
 function unhandled(message: never): never {
@@ -103,22 +84,18 @@ export interface RoomOptions {
   waiting: WaitingBudget
   /** Largest presence state (JSON bytes) a client may set. */
   maxPresenceBytes: number
-  /** How often this server publishes its digest of the room to its peers; 0 turns it off. */
-  antiEntropyIntervalMs: number
   /** Auth is on: bind each client id to the token subject that first writes under it (`AuthorBinding`). */
   bindAuthors?: boolean
 }
 
 /** What a room reports of the frames it handles; called on the hot path. */
-export type RoomObserver = Pick<CoreMetrics, 'messageReceived' | 'updateHandled' | 'remoteMessageDropped'>
+export type RoomObserver = Pick<CoreMetrics, 'messageReceived' | 'updateHandled'>
 
-const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {}, remoteMessageDropped() {} }
+const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {} }
 
 /** What a room is built from: its document as loaded, its settings, and what it works with. */
 export interface RoomInit {
   name: string
-  /** The room's pub/sub channel (its incarnation's key); default: its name. */
-  channel?: string
   /** The document as loaded (snapshot, then the journal replayed); the room owns it from here on. */
   doc: Y.Doc
   /** Bytes of the loaded state and replayed updates: the first upper bound of the document's size. */
@@ -126,16 +103,11 @@ export interface RoomInit {
   /** What their content builds on the heap besides structs and bytes (`contentCostOf`); 0 if unknown. */
   loadedBuiltBytes?: number
   options: RoomOptions
-  pubsub: PubSub
   /** Where the updates the room applies from its clients are journaled. */
   journal: Pick<RoomJournal, 'record' | 'recordBeforeApplying' | 'durable'>
   logger: Logger
   /** Called after every change the room applies (the snapshot writer schedules a save). */
   onChange: () => void
-  /** The room's saves, as far as acknowledging needs them (the snapshot writer). */
-  saves?: RoomSaves
-  /** The loaded state came from a peer: this server journaled none of it. */
-  loadedFromPeer?: boolean
   observer?: RoomObserver
   /** Told of each change (`document.changed`), when someone listens. */
   events?: Pick<EventStream, 'listens' | 'emit'>
@@ -159,20 +131,6 @@ export interface RoomHooks extends Pick<ServerHooks, 'beforeApply' | 'messages'>
   appMessageQuota: AppMessageQuota
 }
 
-/** What a room needs of its snapshot writer to acknowledge only what is durable. */
-export interface RoomSaves {
-  /** The latest room version a saved snapshot holds. */
-  readonly savedVersion: number
-  whenSaved(version: number): Promise<void>
-  saveSoon(): void
-}
-
-const ALWAYS_SAVED: RoomSaves = {
-  savedVersion: Number.POSITIVE_INFINITY,
-  whenSaved: async () => {},
-  saveSoon() {},
-}
-
 /** Clients a state vector may name beyond those the room knows. */
 const STATE_VECTOR_SLACK = 10_000
 /**
@@ -181,20 +139,17 @@ const STATE_VECTOR_SLACK = 10_000
  */
 const TURN_BUILT_BYTES = 256 * 1024
 
-/** A server asks a peer for what it lacks at most this often per room. */
-const ASK_PEERS_MIN_INTERVAL_MS = 1_000
-
 /**
- * One loaded room: its document, its presence, and the local connections editing it. Everything
- * a client sends is applied here and forwarded as the very bytes that arrived, to the other local
- * connections and once to the other servers.
+ * One loaded room, on its owner: its document, its presence, and the connections editing it (this
+ * server's clients and those other servers relay). Everything a client sends is applied here and
+ * forwarded as the very bytes that arrived to the other connections.
  */
 export class Room implements MemberRoom, MemoryHolder {
   readonly name: string
   readonly doc: Y.Doc
   readonly connections = new Set<RoomMember>()
   readonly presence: PresenceTable
-  /** Which connection (or peer) speaks for each presence id: what an id's first write is checked against. */
+  /** Which connection speaks for each presence id: what an id's first write is checked against. */
   readonly #presenceOwners = new PresenceOwners<RoomMember>()
   readonly #checks: ClientUpdateChecks
   /** The app's `beforeApply`, if it has one: asked before each write is applied. */
@@ -233,9 +188,6 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly #documentMemory: DocumentMemory
   #shedding = false
   #destroyed = false
-  #antiEntropyTimer: NodeJS.Timeout | null = null
-  #lastAskedPeersAt = 0
-  #cachedDigest: { version: number; digest: Digest } | null = null
   /**
    * The whole state as last encoded, kept until the document changes: a joiner that holds nothing
    * (most do) gets it without another encode, which costs O(document) on the event loop.
@@ -248,56 +200,35 @@ export class Room implements MemberRoom, MemoryHolder {
   /** Set by the afterTransaction listener: whether the last applied update changed anything. */
   #lastApplyChanged = false
   readonly #options: RoomOptions
-  readonly #channel: string
-  readonly #pubsub: PubSub
   readonly #journal: RoomInit['journal']
-  readonly #logger: Logger
   readonly #onChange: () => void
   readonly #onShed: () => void
   readonly #observer: RoomObserver
   readonly #events: RoomInit['events']
-  readonly #saves: RoomSaves
   readonly #memory: MemoryCharges
-  /**
-   * The room version a connection joined at, if the room then held unsaved changes: they may be
-   * the client's own edits, made durable nowhere yet (it sent them to a server that died, and this
-   * one got them from a peer), so its sync-status answers wait for a save holding them.
-   */
-  readonly #joinedUnsaved = new WeakMap<Writer, number>()
-  /** Connections whose barrier already asked for a save (one early save each, at most). */
-  readonly #askedToSave = new WeakSet<RoomMember>()
-  /** The latest version whose change this server did not journal (a peer's, over pub/sub or at load). */
-  #notJournaledHere: number
 
   constructor({
     name,
-    channel,
     doc,
     loadedBytes,
     loadedBuiltBytes,
     options,
-    pubsub,
     journal,
     logger,
     onChange,
     onShed,
     observer,
     events,
-    saves,
-    loadedFromPeer,
     memory,
     hooks,
     buildPace,
   }: RoomInit) {
-    this.#saves = saves ?? ALWAYS_SAVED
     this.#memory = memory ?? UNBOUNDED_MEMORY
     // Uncharged whole at destroy: a frame handled after it charges nothing more.
     this.presence = new PresenceTable((bytes) => {
       if (!this.#destroyed) this.#memory.charge('presence', bytes)
     })
-    this.#notJournaledHere = loadedFromPeer ? 0 : -1
     this.name = name
-    this.#channel = channel ?? name
     this.doc = doc
     this.#sizeBound = loadedBytes
     this.#structBound = documentStructs(doc)
@@ -307,9 +238,7 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#chargeDocument()
     this.#memory.track(this, 'room')
     this.#options = options
-    this.#pubsub = pubsub
     this.#journal = journal
-    this.#logger = logger
     this.#onChange = onChange
     this.#onShed = onShed ?? (() => {})
     this.#observer = observer ?? UNOBSERVED
@@ -353,12 +282,6 @@ export class Room implements MemberRoom, MemoryHolder {
         })
       : null
     doc.on('afterTransaction', this.#recordChange)
-    if (options.antiEntropyIntervalMs > 0) {
-      // Jittered so the servers holding a room do not all publish at the same moment.
-      const period = options.antiEntropyIntervalMs * (0.8 + 0.4 * Math.random())
-      this.#antiEntropyTimer = setInterval(() => this.publishDigest(), period)
-      this.#antiEntropyTimer.unref()
-    }
   }
 
   /** Starts syncing a connection: our state vector, so it sends what we lack, and who is here. */
@@ -373,21 +296,18 @@ export class Room implements MemberRoom, MemoryHolder {
       this.#memory.track(this, 'room')
     }
     this.connections.add(connection)
-    this.#holdAnswersForUnsaved(connection)
     connection.send(encodeSyncStep1(Y.encodeStateVector(this.doc)))
     const present = this.presence.presentFrame()
     if (present) connection.send(present)
   }
 
-  /** Removes a connection and, everywhere, the presence it owned (no ghost cursors). */
+  /** Removes a connection and the presence it owned (no ghost cursors). */
   leave(connection: RoomMember): void {
     if (!this.connections.delete(connection)) return
     this.#presenceOwners.release(connection, connection.awarenessClientIds)
     const removed = this.presence.remove(connection.awarenessClientIds)
     if (removed.length === 0) return
-    const frame = encodeAwarenessEntries(removed)
-    this.#broadcast(frame, null)
-    this.#pubsub.publish(this.#channel, frame)
+    this.#broadcast(encodeAwarenessEntries(removed), null)
   }
 
   /**
@@ -407,25 +327,21 @@ export class Room implements MemberRoom, MemoryHolder {
       throw error
     }
     this.#observer.messageReceived(message.kind)
-    return this.#dispatch(message, { from: 'client', connection }, frame, receivedAt)
+    return this.#dispatch(message, connection, frame, receivedAt)
   }
 
   /**
-   * The one handler of every message kind, from a client or a peer: a kind added to `Message`
-   * and left out here fails to compile (the `never` below). Peers sync by digest; of their
-   * requests only a presence query is answered (by a server that loaded the room), the rest and
-   * sync-status are ignored.
+   * The one handler of every message kind: a kind added to `Message` and left out here fails to
+   * compile (the `never` below).
    */
   #dispatch(
     message: Message,
-    source: FrameSource,
+    connection: RoomMember,
     frame: Uint8Array,
     receivedAt: number,
   ): Promise<void> | undefined {
-    const connection = source.from === 'client' ? source.connection : null
     switch (message.kind) {
       case 'sync-step1': {
-        if (!connection) return
         // Each answer encodes the whole difference; a client may not ask in a tight loop.
         if (!connection.takeRoomRequest()) {
           connection.close(CloseCode.RateLimited, 'sync requests too frequent')
@@ -438,7 +354,6 @@ export class Room implements MemberRoom, MemoryHolder {
       case 'sync-step2':
       case 'update':
         // Every client answers our sync step 1, usually with nothing: not a write attempt.
-        if (!connection) return this.#applyPeerUpdate(message, frame, receivedAt)
         if (isEmptyUpdate(message.update)) return
         if (!connection.canWrite) {
           connection.denyWrite()
@@ -446,18 +361,7 @@ export class Room implements MemberRoom, MemoryHolder {
         }
         return this.#applyWrite(connection, message, frame, receivedAt)
       case 'awareness': {
-        // Peers' presence is not checked again, as their updates are not (a client's server did).
-        const entries = decodeAwarenessUpdate(
-          message.update,
-          this.#options.maxPresenceBytes,
-          connection !== null,
-        )
-        if (!connection) {
-          this.#presenceOwners.saw(entries, PEER)
-          // Only news: a peer's answer to a loading server's query holds what the rest have.
-          if (this.presence.apply(entries) > 0) this.#broadcast(frame, null)
-          return
-        }
+        const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes, true)
         // A connection speaks for the ids it introduced, not for the others' presence its
         // provider sends back (y-websocket echoes every presence it hears).
         connection.claimAwarenessClients(this.#presenceOwners.saw(entries, connection))
@@ -466,25 +370,14 @@ export class Room implements MemberRoom, MemoryHolder {
         // for 30 s: it gets its own state back (and ignores it: same clock). With company, the
         // others' presence renewals (every 15 s at most) keep it alive, and the echo is saved.
         this.#broadcast(frame, this.connections.size === 1 ? null : connection)
-        this.#pubsub.publish(this.#channel, frame)
         return
       }
       case 'query-awareness':
-        if (!connection) {
-          this.#tellPeersPresence()
-          return
-        }
         if (connection.takeRoomRequest())
           connection.send(this.presence.presentFrame() ?? encodeAwarenessEntries([]))
         else connection.close(CloseCode.RateLimited, 'presence queries too frequent')
         return
       case 'broadcast': {
-        if (!connection) {
-          // A peer's events are stamped with their sender already: relayed as they came.
-          checkBroadcast(message.payload, this.#options.maxPresenceBytes)
-          this.#relayEvent(frame, null)
-          return
-        }
         // Only writers speak to the room: a viewer must not announce "approved" to everyone.
         if (!connection.canWrite) {
           connection.close(CloseCode.ReadOnly, 'read-only access: broadcast events are refused')
@@ -499,8 +392,7 @@ export class Room implements MemberRoom, MemoryHolder {
         return
       }
       case 'app':
-        // Answered to its sender by the app's handler; peers never relay app messages.
-        if (!connection) return
+        // Answered to its sender by the app's handler.
         if (!this.#appMessages) throw new ProtocolError('this server defines no app messages')
         this.#appMessages.receive(connection, message.payload)
         return
@@ -508,8 +400,8 @@ export class Room implements MemberRoom, MemoryHolder {
         // Frames are handled in order, so every earlier one is applied; answered once durable
         // (journaled and confirmed, or in a saved snapshot): the client shows "saved" on it.
         // Never for a connection whose writes were refused: the server does not hold its edits.
-        if (!connection || connection.writeDenied) return
-        connection.answerSyncStatus(this.#durableFor(connection), encodeSyncStatus(message.payload))
+        if (connection.writeDenied) return
+        connection.answerSyncStatus(this.durable(), encodeSyncStatus(message.payload))
         return
       case 'auth':
         return
@@ -519,30 +411,18 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   /**
-   * Applies `update` from `origin`, with every check a client's update gets (a peer's: those of
-   * a peer's). The REST API and a restore write here, under `API_SUBJECT`, as no connection.
+   * Applies `update` from `origin`, with every check a client's update gets. The REST API and a
+   * restore write here, under `API_SUBJECT`, as no connection.
    * Throws, or returns a promise that rejects, as `receive` does.
    */
-  applyUpdate(update: Uint8Array, origin: UpdateOrigin): Promise<void> | undefined {
+  applyUpdate(update: Uint8Array, origin: ApiOrigin): Promise<void> | undefined {
     const receivedAt = performance.now()
     const message = { kind: 'update', update } as const
     const frame = encodeUpdate(update)
-    switch (origin.kind) {
-      case 'client':
-        return this.#dispatch(message, { from: 'client', connection: origin.connection }, frame, receivedAt)
-      case 'peer':
-        return this.#applyPeerUpdate(message, frame, receivedAt)
-      case 'rest':
-      case 'restore':
-        this.#observer.messageReceived(message.kind)
-        if (isEmptyUpdate(update)) return
-        return this.#applyWrite(
-          origin.kind === 'rest' ? API_WRITER : { ...API_WRITER, origin },
-          message,
-          frame,
-          receivedAt,
-        )
-    }
+    this.#observer.messageReceived(message.kind)
+    if (isEmptyUpdate(update)) return
+    const writer = origin.kind === 'rest' ? API_WRITER : { ...API_WRITER, origin }
+    return this.#applyWrite(writer, message, frame, receivedAt)
   }
 
   /** A writer's update: a big one applied a slice per turn, any other at once. */
@@ -557,48 +437,12 @@ export class Room implements MemberRoom, MemoryHolder {
     return this.#applyClientUpdate(writer, message, frame, receivedAt)
   }
 
-  /** A peer's update: often one this server already has (anti-entropy answers), then nothing is forwarded. */
-  #applyPeerUpdate(
-    message: Extract<Message, { kind: 'update' | 'sync-step2' }>,
-    frame: Uint8Array,
-    receivedAt: number,
-  ): undefined {
-    if (!this.#apply(message.update, REMOTE)) return
-    this.#notJournaledHere = this.version
-    this.#broadcast(message.kind === 'update' ? frame : encodeUpdate(message.update), null)
-    this.#observer.updateHandled(receivedAt)
-    this.#emitChange(null)
-  }
-
-  /** `document.changed` for a change of `writer`'s (null: a peer's); nothing built if nobody listens. */
+  /** `document.changed` for a change of `writer`'s (null: an earlier owner's snapshot); nothing built if nobody listens. */
   #emitChange(writer: Writer | null): void {
     const events = this.#events
     if (!events?.listens('document.changed')) return
     const origin = writer ? changeOriginOf(writer) : PEER_ORIGIN
     events.emit({ type: 'document.changed', room: this.name, origin, document: this.doc, at: Date.now() })
-  }
-
-  /** `durable()`, and for a connection that joined while the room held unsaved changes, a save of them. */
-  #durableFor(connection: RoomMember): Promise<void> {
-    const version = this.#joinedUnsaved.get(connection)
-    if (version === undefined) return this.durable()
-    if (!this.#askedToSave.has(connection)) {
-      // Asked for the first time: save now rather than at the interval.
-      this.#askedToSave.add(connection)
-      this.#saves.saveSoon()
-    }
-    return Promise.all([this.durable(), this.#saves.whenSaved(version)]).then(() => undefined)
-  }
-
-  /**
-   * A writer's edits may be among the changes this server holds without having journaled them
-   * (it joined after they came from a peer, or it resent one that changed nothing): its answers
-   * wait for a save holding them. Readers are never answered, so they cost no save.
-   */
-  #holdAnswersForUnsaved(connection: Writer): void {
-    if (!connection.canWrite || this.#notJournaledHere <= this.#saves.savedVersion) return
-    const held = this.#joinedUnsaved.get(connection) ?? -1
-    this.#joinedUnsaved.set(connection, Math.max(held, this.#notJournaledHere))
   }
 
   /** Resolves once every update applied from this server's clients so far is durable. */
@@ -644,62 +488,6 @@ export class Room implements MemberRoom, MemoryHolder {
     )
   }
 
-  /** Handles a frame another server published; a bad one is logged, never fatal. */
-  receiveRemote(frame: Uint8Array): void {
-    if (this.#destroyed) return // the room is unloading; the servers still holding it keep the change
-    const receivedAt = performance.now()
-    try {
-      const digest = decodeDigest(frame)
-      if (digest) {
-        this.#answerDigest(digest)
-        return
-      }
-      void this.#dispatch(decodeMessage(frame, 'peer'), FROM_PEER, frame, receivedAt)
-    } catch (error) {
-      this.#observer.remoteMessageDropped()
-      this.#logger.error({ err: error, room: this.name }, 'dropped a malformed message from pub/sub')
-    }
-  }
-
-  /** Asks the other servers holding the room for their clients' presence (this one just loaded it). */
-  askPeersForPresence(): void {
-    if (this.#pubsub.mayHavePeers(this.#channel)) this.#pubsub.publish(this.#channel, QUERY_AWARENESS_FRAME)
-  }
-
-  /** Answers a peer's query with the presence of this server's clients (each server answers for its own). */
-  #tellPeersPresence(): void {
-    const own = this.presence.present().filter(({ clientId }) => {
-      const owner = this.#presenceOwners.ownerOf(clientId)
-      return owner !== undefined && owner !== PEER
-    })
-    if (own.length > 0) this.#pubsub.publish(this.#channel, encodeAwarenessEntries(own))
-  }
-
-  /** Tells the other servers holding the room what this one holds (anti-entropy). */
-  publishDigest(): void {
-    // Alone with the room, there is no one to compare with: skip the O(document) digest.
-    if (!this.#pubsub.mayHavePeers(this.#channel)) return
-    this.#pubsub.publish(this.#channel, encodeDigest(this.#digest()))
-  }
-
-  /** The room's digest, computed once per version: hashing the delete set costs O(document). */
-  #digest(): Digest {
-    if (this.#cachedDigest?.version !== this.version) {
-      this.#cachedDigest = { version: this.version, digest: digestOf(this.doc) }
-    }
-    return this.#cachedDigest.digest
-  }
-
-  #answerDigest(theirs: Digest): void {
-    const { peerLacks, weLack } = compareDigest(this.#digest(), theirs)
-    if (peerLacks)
-      this.#pubsub.publish(this.#channel, encodeUpdate(Y.encodeStateAsUpdate(this.doc, theirs.stateVector)))
-    if (weLack && Date.now() - this.#lastAskedPeersAt > ASK_PEERS_MIN_INTERVAL_MS) {
-      this.#lastAskedPeersAt = Date.now()
-      this.publishDigest()
-    }
-  }
-
   /** The document's encoded size when last measured, plus every update applied since. */
   get approximateBytes(): number {
     return this.#sizeBound
@@ -732,34 +520,11 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   /**
-   * Merges a snapshot another server saved into the live document (a CRDT union, garbage
-   * collected like any change), a slice per event-loop turn when it is big, and forwards what was
-   * new to the local clients. Resolves with whether anything changed.
+   * Merges a snapshot an earlier owner saved late (after this server loaded the room) into the
+   * live document: a CRDT union, a slice per event-loop turn when it is big, what was new
+   * forwarded to the connections. Resolves with whether anything changed.
    */
-  absorbStored(state: Uint8Array): Promise<boolean> {
-    return this.#absorb(state.length, () => applyInSlices(this.doc, state, { origin: STORED }))
-  }
-
-  /**
-   * Merges the journal entries of a server that is gone (perhaps edits it acknowledged and died
-   * before telling anyone), a few kilobytes per turn, and forwards what was new to the local
-   * clients. Like a peer's change, journaled here by nobody: answers that may cover it wait for a
-   * save. Entries that do not apply go to `skipped`. Resolves with whether anything changed, or
-   * null if the room was destroyed before it held them all (they are not the room's to trim).
-   */
-  async absorbOrphaned(updates: Uint8Array[], skipped: (error: unknown) => void): Promise<boolean | null> {
-    if (this.#destroyed) return null
-    const bytes = updates.reduce((sum, update) => sum + update.length, 0)
-    const changed = await this.#absorb(bytes, () =>
-      replayInTurns(this.doc, updates, { skipped, origin: STORED }),
-    )
-    if (this.#destroyed) return null
-    if (changed) this.#notJournaledHere = this.version
-    return changed
-  }
-
-  /** Applies what `apply` applies (as `STORED`), forwarding what is new; resolves with whether anything changed. */
-  async #absorb(bytes: number, apply: () => Promise<unknown>): Promise<boolean> {
+  async absorbStored(state: Uint8Array): Promise<boolean> {
     const waitingBefore = waitingOf(this.doc)
     let changed = false
     let built = 0
@@ -771,7 +536,7 @@ export class Room implements MemberRoom, MemoryHolder {
     }
     this.doc.on('update', forward)
     try {
-      await apply()
+      await applyInSlices(this.doc, state, { origin: STORED })
     } finally {
       this.doc.off('update', forward)
     }
@@ -779,20 +544,10 @@ export class Room implements MemberRoom, MemoryHolder {
     // the next save would drop what the other server saved waiting.
     changed ||= waitingChanged(this.doc, waitingBefore)
     if (changed && !this.#destroyed) {
-      this.#changed(bytes, built)
+      this.#changed(state.length, built)
       this.#emitChange(null)
     }
     return changed
-  }
-
-  /**
-   * Once the room absorbed `state`: resolves with the room version `state` holds everything of
-   * (saving the room would store `state` again), or null if the room holds more.
-   */
-  async versionHeldBy(state: Uint8Array): Promise<number | null> {
-    const stored = await digestOfStored(state)
-    // Compared and read in one go: a change after it is a later version, still to be saved.
-    return stored && holdsNothingBeyond(this.doc, stored) ? this.version : null
   }
 
   destroy(): void {
@@ -801,7 +556,6 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#documentMemory.release()
     this.#memory.forget(this)
     this.#answers.clear()
-    if (this.#antiEntropyTimer) clearInterval(this.#antiEntropyTimer)
     this.doc.destroy()
     this.connections.clear()
   }
@@ -956,18 +710,14 @@ export class Room implements MemberRoom, MemoryHolder {
     scanned: ScannedUpdate,
   ): void {
     this.#ensureSpaceFor(message.update, scanned)
-    // An update that changes nothing (a client resending what the room has) goes nowhere; what it
-    // holds may be durable nowhere yet (a peer's change here), so its answers wait for a save.
-    if (!this.#apply(message.update, connection, scanned.builtBytes)) {
-      this.#holdAnswersForUnsaved(connection)
-      return
-    }
+    // An update that changes nothing (a client resending what the room has) goes nowhere.
+    if (!this.#apply(message.update, connection, scanned.builtBytes)) return
     // Journaled before it is forwarded: whatever anyone saw survives a crash of this server.
     this.#journal.record(message.update)
     this.#forward(connection, message, frame, receivedAt)
   }
 
-  /** Sends a client's applied update to the other local clients and, once, to the other servers. */
+  /** Sends a client's applied update to the room's other connections. */
   #forward(
     connection: Writer,
     message: Message & { update: Uint8Array },
@@ -978,7 +728,6 @@ export class Room implements MemberRoom, MemoryHolder {
     const forwarded = message.kind === 'update' ? frame : encodeUpdate(message.update)
     this.#broadcast(forwarded, connection)
     this.#observer.updateHandled(receivedAt)
-    this.#pubsub.publish(this.#channel, forwarded)
     this.#emitChange(connection)
   }
 
@@ -1077,7 +826,7 @@ export class Room implements MemberRoom, MemoryHolder {
 
   /**
    * Writes a binding (`AuthorBinding`): journaled first and applied once the journal confirms it,
-   * then sent to the clients and peers. If the journal fails, it is applied (a snapshot can then
+   * then sent to the clients. If the journal fails, it is applied (a snapshot can then
    * hold it) and sent once the snapshot is saved.
    */
   async #writeBinding(update: Uint8Array): Promise<void> {
@@ -1091,9 +840,7 @@ export class Room implements MemberRoom, MemoryHolder {
     }
     if (!appended) await this.durable()
     if (this.#destroyed) return
-    const frame = encodeUpdate(update)
-    this.#broadcast(frame, null)
-    this.#pubsub.publish(this.#channel, frame)
+    this.#broadcast(encodeUpdate(update), null)
   }
 
   /**
@@ -1218,26 +965,20 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   /**
-   * Sends a broadcast event (JSON text) from `sender` to the room's clients that hear events, here
-   * and on every other server; `MessageTooBigError` or `ProtocolError` for a payload refused.
+   * Sends a broadcast event (JSON text) from `sender` to the room's clients that hear events;
+   * `MessageTooBigError` or `ProtocolError` for a payload refused.
    */
   broadcastEvent(payload: Uint8Array, sender: EventSender): void {
     this.#sendEvent(payload, sender, null)
   }
 
   /**
-   * Ephemeral: to the clients here and on the other servers that asked for events, never stored.
-   * Stamped with its sender here; the other servers relay these very bytes.
+   * Ephemeral, never stored: stamped with its sender, to the connections that announced they
+   * understand events.
    */
   #sendEvent(payload: Uint8Array, sender: EventSender, except: RoomMember | null): void {
     checkBroadcast(payload, this.#options.maxPresenceBytes)
-    const relayed = encodeRelayedEvent(payload, sender)
-    this.#relayEvent(relayed, except)
-    this.#pubsub.publish(this.#channel, relayed)
-  }
-
-  /** A broadcast event, to the connections that announced they understand one. */
-  #relayEvent(frame: Uint8Array, except: RoomMember | null): void {
+    const frame = encodeRelayedEvent(payload, sender)
     for (const connection of this.connections) {
       if (connection !== except && connection.capabilities.has('events')) connection.send(frame)
     }

@@ -1,9 +1,9 @@
 import type * as Y from 'yjs'
 
 /**
- * Who made a change, as `document.changed` reports it: a client's connection on this server, the
- * REST API (or an embedder's write), a restore of saved version `version`, or another server (a
- * peer's client: its own server reported the change where it was made).
+ * Who made a change, as `document.changed` reports it: a client's connection (this server's own or
+ * one relayed to it), the REST API (or an embedder's write), a restore of saved version `version`,
+ * or another server (an earlier owner's late snapshot merged in: that server reported its changes).
  */
 export type ChangeOrigin =
   | {
@@ -40,7 +40,7 @@ export type ServerEvent =
   | {
       readonly type: 'room.loaded'
       readonly room: string
-      readonly source: 'peer' | 'snapshot' | 'empty'
+      readonly source: 'snapshot' | 'empty'
       readonly bytes: number
       readonly at: number
     }

@@ -19,17 +19,9 @@ export interface Snapshottable {
   readonly version: number
   /** The garbage-collected state: what users deleted is not in it. */
   encodeState(): Uint8Array
-  /** Merges another server's saved state into the room. */
+  /** Merges a state an earlier owner saved late into the room. */
   absorbStored(state: Uint8Array): Promise<unknown>
-  /** Once it absorbed `state`: the room version `state` holds everything of, or null if the room holds more. */
-  versionHeldBy(state: Uint8Array): Promise<number | null>
 }
-
-/**
- * The stored version this server's room holds everything of: the loaded snapshot's, then each of
- * its own saves'. `null`: nothing stored. `undefined`: not known (the room came from a peer).
- */
-export type KnownStoredVersion = string | null | undefined
 
 /** What a writer is built from: its room and store, when to write, and what the room loaded. */
 export interface SnapshotWriterInit {
@@ -44,8 +36,11 @@ export interface SnapshotWriterInit {
   logger: Logger
   /** True when the room loaded with changes no snapshot holds yet (replayed from the journal). */
   unsavedAtLoad: boolean
-  /** The stored version the loaded room holds everything of: each save is conditional on it. */
-  storedVersion: KnownStoredVersion
+  /**
+   * The stored version the loaded room holds everything of (null: nothing stored): each save is
+   * conditional on the last it knows.
+   */
+  storedVersion: string | null
   /** The room's incarnation, saved with each snapshot. */
   generation: number
   /**
@@ -64,7 +59,7 @@ export interface SnapshotWriterInit {
   onStale?: (error: StaleEpochError) => void
 }
 
-/** Another server saving at the same moment is routine; this many in a row is not. */
+/** An earlier owner's late save may meet a save or two; this many in a row is not. */
 const MAX_CONFLICTS_PER_WRITE = 10
 
 /**
@@ -77,7 +72,7 @@ export class SnapshotWriter {
   #timer: NodeJS.Timeout | null = null
   #failures = 0
   #stopped = false
-  #storedVersion: KnownStoredVersion
+  #storedVersion: string | null
   #savedWaiters: { version: number; resolve: () => void }[] = []
   readonly #generation: number
   readonly #onDeleted: () => void
@@ -182,16 +177,15 @@ export class SnapshotWriter {
     try {
       const journaled = this.#journal.mark() // before encoding: the snapshot holds all of these
       this.#handOverOwed = false
-      const { version, state, written } = await this.#saveMerged()
+      const { version, state } = await this.#saveMerged()
       this.#savedVersion = Math.max(this.#savedVersion, version)
       this.#journal.saved(journaled) // never awaits the journal: trimming runs on its own
       this.#releaseSavedWaiters()
       this.#failures = 0
       const seconds = (performance.now() - started) / 1000
-      if (written) this.#events.emit({ type: 'snapshot.saved', room, seconds, at: Date.now() })
+      this.#events.emit({ type: 'snapshot.saved', room, seconds, at: Date.now() })
       // After the save is acknowledged, and on the save queue: one hand-over at a time, in order.
-      // Of a snapshot another server wrote, that server's own hand-over stands, unless one is owed.
-      if (this.#onSaved && (written || handOverOwed)) this.#handOverOwed = !(await this.#onSaved(state))
+      if (this.#onSaved) this.#handOverOwed = !(await this.#onSaved(state))
       if (this.dirty) this.markDirty()
     } catch (error) {
       if (error instanceof RoomDeletedError) throw error // not a failure: the room is gone
@@ -220,46 +214,34 @@ export class SnapshotWriter {
   }
 
   /**
-   * Saves the room's garbage-collected state over the stored version it holds everything of.
-   * When another server saved in between, the store refuses; that snapshot is merged into the
-   * room (a CRDT union, so a server whose copy lags never erases another's edits) and the save
-   * is tried again over it, unless the room then holds nothing more than that snapshot: every
-   * holder of a room saves what reaches it, and without this each change would be written once per
-   * holder (an object write each, and as many identical versions in the room's history).
-   * Resolves with the room version saved, its state, and whether this write stored it.
+   * Saves the room's garbage-collected state over the stored version it holds everything of. When
+   * the store holds another (an earlier owner saved late, fenced since), that snapshot is merged
+   * into the room (a CRDT union: what that owner acknowledged is kept) and the save is tried again
+   * over it. Resolves with the room version saved and its state.
    */
-  async #saveMerged(): Promise<{ version: number; state: Uint8Array; written: boolean }> {
-    if (this.#storedVersion === undefined) {
-      const held = await this.#absorbStored()
-      if (held) return held
-    }
+  async #saveMerged(): Promise<{ version: number; state: Uint8Array }> {
     for (let conflicts = 0; ; conflicts++) {
       const version = this.#room.version
       const state = this.#room.encodeState()
       try {
-        const expected = this.#storedVersion ?? null
         this.#storedVersion = await this.#store.save(
           this.#room.name,
           state,
-          expected,
+          this.#storedVersion,
           this.#generation,
           this.#epoch,
         )
-        return { version, state, written: true }
+        return { version, state }
       } catch (error) {
         if (!(error instanceof SnapshotConflictError) || conflicts >= MAX_CONFLICTS_PER_WRITE) throw error
         this.#metrics.snapshotConflicts.inc()
-        const held = await this.#absorbStored()
-        if (held) return held
+        await this.#absorbStored()
       }
     }
   }
 
-  /**
-   * Merges the stored snapshot into the room. Resolves with it as this write's outcome when the
-   * room then holds nothing more (null: it does, or nothing is stored).
-   */
-  async #absorbStored(): Promise<{ version: number; state: Uint8Array; written: false } | null> {
+  /** Merges the stored snapshot into the room; the room's deletion when the store says it was. */
+  async #absorbStored(): Promise<void> {
     const stored = await this.#store.load(this.#room.name)
     const generation = this.#generation
     if (stored && (stored.generation > generation || (stored.deleted && stored.generation >= generation))) {
@@ -267,11 +249,8 @@ export class SnapshotWriter {
       this.#onDeleted()
       throw new RoomDeletedError(`room ${this.#room.name} was deleted (incarnation ${generation})`)
     }
-    const state = stored && !stored.deleted ? stored.state : null
-    if (state) await this.#room.absorbStored(state)
+    if (stored && !stored.deleted) await this.#room.absorbStored(stored.state)
     this.#storedVersion = stored?.version ?? null
-    const version = state && (await this.#room.versionHeldBy(state))
-    return state && version !== null ? { version, state, written: false } : null
   }
 
   #releaseSavedWaiters(): void {

@@ -1,17 +1,10 @@
 import type { RoomMember } from './room-member.js'
 
 /**
- * Who an update applied through `Room.applyUpdate` comes from. Every origin but a peer's gets
- * every check a client's update gets; `rest` and `restore` write under `API_SUBJECT`.
+ * Who an update applied through `Room.applyUpdate` comes from: the REST API (or an embedder), or a
+ * restore. Both write as no connection, under `API_SUBJECT`, with every check a client's update gets.
  */
-export type UpdateOrigin =
-  | { readonly kind: 'client'; readonly connection: RoomMember }
-  | { readonly kind: 'rest' }
-  | { readonly kind: 'restore'; readonly version: string }
-  | { readonly kind: 'peer' }
-
-/** The origins that write as no connection, under `API_SUBJECT`. */
-export type ApiOrigin = Extract<UpdateOrigin, { kind: 'rest' | 'restore' }>
+export type ApiOrigin = { readonly kind: 'rest' } | { readonly kind: 'restore'; readonly version: string }
 
 /**
  * What the checks of a write need of its writer: whom its client ids are bound to, and whether it

@@ -8,12 +8,10 @@ import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { SymphonyError } from '../errors.js'
-import type { Digest } from '../protocol/codec.js'
 import { documentToJson } from '../protocol/document-json.js'
 import { newDoc } from '../protocol/new-doc.js'
 import type { ContentCost } from '../protocol/update-scan.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
-import { digestOfState } from './anti-entropy.js'
 
 export interface SliceRequest {
   id: number
@@ -26,8 +24,6 @@ export interface SliceRequest {
   check?: { stateVector: Uint8Array; maxStructs: number }
   /** A loaded state: also encode the document it builds, as a joiner would be sent it. */
   encode?: boolean
-  /** A stored state: only its digest (`digestOfState`), no slices. */
-  digest?: boolean
   /** A state to read as JSON (`documentToJson`, as JSON text), no slices. */
   json?: boolean
 }
@@ -38,7 +34,6 @@ export type SliceReply =
       id: number
       slices: Uint8Array[]
       encoded?: Encoded
-      digest?: Digest
       json?: string
       cost?: ContentCost
     } & Partial<Omit<CutUpdate, 'slices'>>)
@@ -54,18 +49,13 @@ try {
   setPriority(Number(readlinkSync('/proc/thread-self').split('/').pop()), 19)
 } catch {}
 
-parentPort?.on('message', ({ id, update, structsPerSlice, check, encode, digest, json }: SliceRequest) => {
+parentPort?.on('message', ({ id, update, structsPerSlice, check, encode, json }: SliceRequest) => {
   let reply: SliceReply
   if (json) {
     reply = { id, slices: [] }
     try {
       reply.json = JSON.stringify(documentToJson(update))
     } catch {} // cannot be read: no text, and the caller says so
-  } else if (digest) {
-    reply = { id, slices: [] }
-    try {
-      reply.digest = digestOfState(update)
-    } catch {} // cannot be read: no digest, and the room is saved as it always was
   } else if (check) {
     try {
       reply = { id, ...checkAndCut(update, check.stateVector, check.maxStructs, structsPerSlice) }

@@ -3,7 +3,7 @@ import type { DependencyOutcomes } from './dependency-outcomes.js'
 import type { MetadataSink, ServerSample } from './metadata-sink.js'
 import type { PubSub } from './pubsub.js'
 import type { RoomEventSink } from './room-events.js'
-import type { PeerServer, RoomRegistry } from './room-registry.js'
+import type { RoomRegistry, ServerAddress } from './room-registry.js'
 import type { SnapshotStore } from './snapshot-store.js'
 import type { UpdateJournal } from './update-journal.js'
 
@@ -29,7 +29,7 @@ export interface AdapterProbes {
 /** What a server hands the adapters it builds: who it is, where to log, and its probes. */
 export interface AdapterContext extends AdapterProbes {
   /** This server; `internalAddress` is '' in single-server mode (no internal endpoint). */
-  self: PeerServer
+  self: ServerAddress
   /** Where operators find this server: its internal endpoint, else its public `host:port`. */
   address: string
   logger: Logger

@@ -1,20 +1,12 @@
-/** A server that holds a room right now, and where to fetch the room's state from it. */
-export interface PeerServer {
+/** A server, and where its internal port is reached. */
+export interface ServerAddress {
   serverId: string
-  /** `host:port` of the server's internal endpoint. */
+  /** `host:port` of the server's internal port. */
   internalAddress: string
 }
 
-/**
- * Which servers hold which rooms. Entries are leases: the adapter refreshes this server's own
- * leases while they are registered, and reads ignore leases that have expired (a crashed server
- * stops being offered as a peer within one lease).
- */
+/** Who owns which room (see `RoomOwnership`), by leases the adapter renews while it is open. */
 export interface RoomRegistry extends RoomOwnership {
-  register(room: string): Promise<void>
-  deregister(room: string): Promise<void>
-  /** Live servers holding `room`, this server excluded. */
-  peersFor(room: string): Promise<PeerServer[]>
   close(): Promise<void>
 }
 
@@ -22,7 +14,7 @@ export interface RoomRegistry extends RoomOwnership {
  * The server that owns a room: the one that holds its document and writes its journal and
  * snapshots; other servers relay their clients to it.
  */
-export interface RoomOwner extends PeerServer {
+export interface RoomOwner extends ServerAddress {
   /** One more at every change of owner: the fencing token the owner's durable writes carry. */
   epoch: number
 }

@@ -1,11 +1,13 @@
 /**
- * How far a room's journal reaches: for each writer (a server, or the one embedded file), the id
- * of the last entry covered. Opaque to the core, which only passes positions back to `trim`.
+ * How far a room's journal reaches: for each of its streams, the id of the last entry covered. A
+ * room has one stream, which its owner appends to; a journal an earlier version wrote may still
+ * hold a stream per server, read and trimmed with it. Opaque to the core, which only passes
+ * positions back to `trim`.
  */
 export type JournalPosition = ReadonlyMap<string, string>
 
 export interface JournalContents {
-  /** Every update still journaled for the room, by any writer; each writer's in append order. */
+  /** Every update still journaled for the room, each stream's in append order. */
   updates: Uint8Array[]
   /** The position just reached: trimming to it drops exactly these updates. */
   position: JournalPosition
@@ -32,9 +34,9 @@ export interface UpdateJournal {
    * that owner confirms nothing more. Rejects with `StaleEpochError` if a later epoch fenced it.
    */
   fence(room: string, epoch: number): Promise<void>
-  /** What is journaled for the room now, by every writer. Throws if the journal fails. */
+  /** What is journaled for the room now. Throws if the journal fails. */
   read(room: string): Promise<JournalContents>
-  /** Removes every writer's entries of the room (the room was deleted); fenced as `append` is. */
+  /** Removes the room's entries (the room was deleted); fenced as `append` is. */
   delete(room: string, epoch?: number): Promise<void>
   /**
    * Drops the entries at or before `position` (a saved snapshot holds them); later ones stay.
@@ -48,27 +50,4 @@ export interface UpdateJournal {
    * saves every room whose journaled updates no snapshot holds yet.
    */
   onPossibleLoss?(listener: () => void): void
-  /** Optional, for a journal several servers write: the entries of writers that are gone. */
-  readonly orphans?: OrphanedEntries
-}
-
-/**
- * A server acknowledges an edit once its own journal entry is confirmed, and tells the other
- * servers holding the room a moment later: killed in between, its entry is the edit's only copy,
- * and no server replays it while the room stays loaded elsewhere. Each writer proves that it lives
- * (a lease); the servers holding a room adopt the entries of a writer that stopped proving it:
- * they read them (`read`), apply them, save a snapshot, and only then trim them.
- */
-export interface OrphanedEntries {
-  /**
-   * Calls `listener` when a writer may have died: one that proved it lives stopped proving it, or
-   * this journal's link came back after a gap (a writer may have come and gone unseen meanwhile).
-   */
-  onWriterGone(listener: () => void): void
-  /**
-   * The room's entries whose writers are gone (neither this journal's writer nor one that proved
-   * lately that it lives), and the position covering them. Taking a live writer for a gone one
-   * costs a read and nothing else: its entries apply again into a document that holds them.
-   */
-  read(room: string): Promise<JournalContents>
 }

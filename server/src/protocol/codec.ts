@@ -28,8 +28,6 @@ export function isRoomDeletedFrame(frame: Uint8Array): boolean {
  * Asks the other servers holding a room for their clients' presence: what a server that loads the
  * room lacks (presence set earlier reached nobody, or only the servers holding it then).
  */
-export const QUERY_AWARENESS_FRAME = new Uint8Array([MessageType.QueryAwareness])
-
 const AUTH_PERMISSION_DENIED = 0
 
 /**
@@ -294,35 +292,6 @@ export function encodeAwarenessTexts(
     at += frame.write(text, at, 'latin1')
   }
   return frame
-}
-
-/** Anti-entropy: what a server holds of a room, as its state vector and a hash of its deletions. */
-export interface Digest {
-  stateVector: Uint8Array
-  deleteSetHash: Uint8Array
-}
-
-export function encodeDigest(digest: Digest): Uint8Array {
-  return encodeWith((encoder) => {
-    encoding.writeVarUint(encoder, ServerMessageType.Digest)
-    encoding.writeVarUint8Array(encoder, digest.stateVector)
-    encoding.writeVarUint8Array(encoder, digest.deleteSetHash)
-  })
-}
-
-/** The digest in a pub/sub frame, or null if the frame is not one. */
-export function decodeDigest(frame: Uint8Array): Digest | null {
-  if (frame[0] !== ServerMessageType.Digest) return null
-  try {
-    const decoder = decoding.createDecoder(frame)
-    decoding.readVarUint(decoder)
-    return {
-      stateVector: decoding.readVarUint8Array(decoder),
-      deleteSetHash: decoding.readVarUint8Array(decoder),
-    }
-  } catch (error) {
-    throw new ProtocolError(`malformed digest: ${(error as Error).message}`)
-  }
 }
 
 /**

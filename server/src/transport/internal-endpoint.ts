@@ -25,7 +25,7 @@ export interface InternalEndpointDeps {
   versions: VersionsRoute
   /** The REST API, for requests another server sent on to this room's owner (`/internal/api/…`). */
   api: ApiHandler | null
-  /** With the relay: a restore of a room another server owns is sent on to it. */
+  /** A restore or a deletion of a room another server owns is sent on to it. */
   owners?: RoomOwners
 }
 
@@ -54,36 +54,35 @@ export function createInternalEndpoint({
       else response.writeHead(404).end()
       return
     }
-    const version = parseInternalVersionPath(path)
-    if (version?.part === 'restore' && request.method === 'POST' && isValidRoomName(version.room)) {
-      const target = { ...version, room: version.room }
-      // Served here when sent on by another server, or when this server owns the room.
-      const owner = request.headers[FORWARDED_HEADER] || !owners ? null : owners.ownerElsewhere(target.room)
+    // A restore or a deletion writes to the room: its owner does it, here when this server owns
+    // it (or another server sent it on), else sent on to the owner.
+    const atOwner = (room: string, serve: () => Promise<void>) => {
+      const owner = request.headers[FORWARDED_HEADER] || !owners ? null : owners.ownerElsewhere(room)
       void Promise.resolve(owner)
         .then((elsewhere) =>
-          elsewhere
-            ? owners?.forward(request, response, elsewhere, request.url ?? path)
-            : versions('POST', target, query).then((reply) =>
-                'jsonText' in reply
-                  ? response
-                      .writeHead(reply.status, { 'Content-Type': 'application/json' })
-                      .end(reply.jsonText)
-                  : sendJson(response, reply.status, reply.json),
-              ),
+          elsewhere ? owners?.forward(request, response, elsewhere, request.url ?? path) : serve(),
         )
         .catch((error: unknown) => {
           const { status, code, message } = toRefusal(error)
           sendJson(response, status, { error: { code, message } })
         })
+    }
+    const version = parseInternalVersionPath(path)
+    if (version?.part === 'restore' && request.method === 'POST' && isValidRoomName(version.room)) {
+      const target = { ...version, room: version.room }
+      atOwner(target.room, () =>
+        versions('POST', target, query).then((reply) => {
+          if ('jsonText' in reply)
+            response.writeHead(reply.status, { 'Content-Type': 'application/json' }).end(reply.jsonText)
+          else sendJson(response, reply.status, reply.json)
+        }),
+      )
       return
     }
     const target = parseInternalRoomPath(path)
     const name = target && isValidRoomName(target.room) ? target.room : null
     if (name && request.method === 'DELETE' && target?.part === '') {
-      deleteRoom(name).then(
-        () => response.writeHead(204).end(),
-        () => response.writeHead(500).end(),
-      )
+      atOwner(name, () => deleteRoom(name).then(() => void response.writeHead(204).end()))
       return
     }
     if (request.method !== 'GET' || target?.part !== 'state' || !name) {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { after, before } from 'node:test'
-import { QueryCommand } from '@aws-sdk/client-dynamodb'
+import { GetItemCommand } from '@aws-sdk/client-dynamodb'
 import { PutObjectCommand } from '@aws-sdk/client-s3'
 import { type RedisService, startRedis } from '@symphony/dev-scripts/services'
 import { Redis } from 'ioredis'
@@ -92,8 +92,6 @@ export class TestCluster {
       REGISTRY_LEASE_MS: String(LEASE_MS),
       ROOM_GRACE_MS: '300',
       SNAPSHOT_INTERVAL_MS: '3600000',
-      ANTI_ENTROPY_INTERVAL_MS: '500',
-      PEER_FETCH_TIMEOUT_MS: '1000',
       LOG_LEVEL: 'info',
       ...env,
     })
@@ -155,23 +153,33 @@ export class TestCluster {
     }
   }
 
-  /**
-   * The registry's holder items for `room`, expired or not: `{ serverId, expiresAtMs }` (not its
-   * owner item, which stays: it keeps the room's epoch).
-   */
-  async registryItems(room: string): Promise<{ serverId: string; expiresAtMs: number }[]> {
-    const result = await testAwsClients().dynamo.send(
-      new QueryCommand({
+  /** The registry's owner item of the room, as DynamoDB holds it (null: never owned). */
+  async ownerItem(room: string): Promise<{ serverId: string; epoch: number; released: boolean } | null> {
+    const { Item } = await testAwsClients().dynamo.send(
+      new GetItemCommand({
         TableName: this.table,
-        KeyConditionExpression: '#room = :room',
-        ExpressionAttributeNames: { '#room': 'room' },
-        ExpressionAttributeValues: { ':room': { S: room } },
+        Key: { room: { S: room }, serverId: { S: '\u0000owner' } },
         ConsistentRead: true,
       }),
     )
-    return (result.Items ?? [])
-      .map((item) => ({ serverId: item.serverId?.S ?? '', expiresAtMs: Number(item.expiresAtMs?.N ?? 0) }))
-      .filter(({ serverId }) => !serverId.startsWith('\u0000'))
+    if (!Item) return null
+    return {
+      serverId: Item.ownerId?.S ?? '',
+      epoch: Number(Item.epoch?.N ?? 0),
+      released: Item.released?.BOOL === true,
+    }
+  }
+
+  /** Whether server `serverId`'s lease, which the rooms it owns live by, has run out. */
+  async leaseExpired(serverId: string): Promise<boolean> {
+    const { Item } = await testAwsClients().dynamo.send(
+      new GetItemCommand({
+        TableName: this.table,
+        Key: { room: { S: '\u0000servers' }, serverId: { S: serverId } },
+        ConsistentRead: true,
+      }),
+    )
+    return Number(Item?.expiresAtMs?.N ?? 0) < Date.now()
   }
 
   /** Stops every server still running (SIGKILL: the tests that need SIGTERM send it themselves). */

@@ -73,7 +73,6 @@ export async function startTestServer(overrides: TestServerOverrides = {}): Prom
     auth: { mode: 'none' },
     snapshot: { intervalMs: 30_000, retryBaseMs: 20, retryMaxMs: 200 },
     roomGraceMs: 50,
-    antiEntropyIntervalMs: 0,
     metadataSampleIntervalMs: 0,
     shutdownTimeoutMs: 5_000,
     ...options,
@@ -107,7 +106,6 @@ export const TEST_INTERNAL = {
   port: 0,
   advertisedHost: '127.0.0.1',
   token: 'internal-token-0123456789',
-  fetchTimeoutMs: 1_000,
 }
 
 /**
@@ -119,8 +117,8 @@ export async function startTestCluster(
 ): Promise<[TestServer, TestServer]> {
   const journals = new MemoryJournalTable()
   const snapshots = overrides.adapters?.snapshots ?? new MemorySnapshotStore()
-  const adapters = (serverId: string) => ({
-    journal: new MemoryUpdateJournal(serverId, journals),
+  const adapters = () => ({
+    journal: new MemoryUpdateJournal(journals),
     ...overrides.adapters,
     snapshots,
   })
@@ -131,7 +129,7 @@ export async function startTestCluster(
     internal: TEST_INTERNAL,
   }
   return [
-    await startTestServer({ ...shared, serverId: 'a', adapters: adapters('a') }),
-    await startTestServer({ ...shared, serverId: 'b', adapters: adapters('b') }),
+    await startTestServer({ ...shared, serverId: 'a', adapters: adapters() }),
+    await startTestServer({ ...shared, serverId: 'b', adapters: adapters() }),
   ]
 }

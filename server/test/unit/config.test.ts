@@ -44,7 +44,6 @@ describe('configuration', () => {
       token: 'a-long-internal-token',
       advertisedHost: undefined,
       taskMetadataUrl: undefined,
-      fetchTimeoutMs: 2_000,
     })
   })
 
@@ -165,7 +164,6 @@ describe('configuration', () => {
       token: 'a-long-internal-token',
       advertisedHost: undefined,
       taskMetadataUrl: undefined,
-      fetchTimeoutMs: 2_000,
     })
     const onEcs = parseConfig({
       AUTH: 'none',

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import * as Y from 'yjs'
 import { MemoryUpdateJournal } from '../../src/adapters/memory-update-journal.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import type { JournalPosition } from '../../src/ports/update-journal.js'
@@ -46,7 +45,7 @@ describe('durability: a sync-status answer means saved', () => {
 
   it('waits for the journal to confirm the append, not just to be handed it', async () => {
     world = new TestWorld()
-    const journal = new HeldJournal('here', world.journal)
+    const journal = new HeldJournal(world.journal)
     const client = world.server({ journal }).connect(uniqueRoom())
     await client.ready
     client.doc.getText('t').insert(0, 'edit')
@@ -62,7 +61,7 @@ describe('durability: a sync-status answer means saved', () => {
   it('a failed append saves a snapshot at once, and only that save answers', async (t) => {
     const tick = fakeTime(t)
     world = new TestWorld()
-    const journal = new HeldJournal('here', world.journal)
+    const journal = new HeldJournal(world.journal)
     const store = new ControlledSnapshotStore(world.snapshots)
     const server = world.server({ journal, snapshots: store })
     const room = uniqueRoom()
@@ -90,7 +89,7 @@ describe('durability: a sync-status answer means saved', () => {
   it('a failing snapshot store keeps the answer back, retrying with backoff until a save succeeds', async (t) => {
     const tick = fakeTime(t)
     world = new TestWorld()
-    const journal = new HeldJournal('here', world.journal)
+    const journal = new HeldJournal(world.journal)
     const store = new ControlledSnapshotStore(world.snapshots)
     store.failSaves = 3
     const client = world.server({ journal, snapshots: store }).connect(uniqueRoom())
@@ -113,7 +112,7 @@ describe('durability: a sync-status answer means saved', () => {
   it('a snapshot never waits for a hung journal, and once saved it answers for what it holds', async (t) => {
     const tick = fakeTime(t)
     world = new TestWorld()
-    const journal = new HeldJournal('here', world.journal)
+    const journal = new HeldJournal(world.journal)
     const store = new ControlledSnapshotStore(world.snapshots)
     const room = uniqueRoom()
     const client = world.server({ journal, snapshots: store }).connect(room)
@@ -136,7 +135,7 @@ describe('durability: a sync-status answer means saved', () => {
 
   it('logs a burst of failed appends once per room, and counts every one', async () => {
     world = new TestWorld()
-    const journal = new HeldJournal('here', world.journal)
+    const journal = new HeldJournal(world.journal)
     const server = world.server({ journal })
     const client = server.connect(uniqueRoom())
     await client.ready
@@ -153,7 +152,7 @@ describe('durability: a sync-status answer means saved', () => {
   it('answers in order: a later confirmed append does not answer for an earlier failed one', async (t) => {
     const tick = fakeTime(t)
     world = new TestWorld()
-    const journal = new HeldJournal('here', world.journal)
+    const journal = new HeldJournal(world.journal)
     const store = new ControlledSnapshotStore(world.snapshots)
     const gate = deferred()
     store.saveGate = gate.promise
@@ -194,7 +193,7 @@ describe('durability: a journal that may have lost entries', () => {
   it('has every room that relies on it saved at once, not at the next interval', async (t) => {
     const tick = fakeTime(t)
     world = new TestWorld()
-    const journal = new ForgetfulJournal('here', world.journal)
+    const journal = new ForgetfulJournal(world.journal)
     const store = new ControlledSnapshotStore(world.snapshots)
     const server = world.server({ journal, snapshots: store })
     const [journaled, saved] = [uniqueRoom(), uniqueRoom()]
@@ -209,62 +208,5 @@ describe('durability: a journal that may have lost entries', () => {
     await tick(0)
     assert.equal(store.savesCompleted, 2, 'one save: the room whose edit only the journal held')
     assert.equal(await storedText(world.snapshots, journaled), 'only journaled')
-  })
-})
-
-describe('durability: what a server holds from its peers', () => {
-  afterEach(() => world.close())
-
-  it('a client joining a server that holds a peer’s unsaved edits is answered only once a save holds them', async (t) => {
-    const tick = fakeTime(t)
-    world = new TestWorld()
-    const hung = new HeldJournal('origin', world.journal) // the origin never confirms: say it then dies
-    const store = new ControlledSnapshotStore(world.snapshots)
-    const origin = world.server({ journal: hung })
-    const other = world.server({ snapshots: store })
-    const room = uniqueRoom()
-    const [writer, pin] = [origin.connect(room), other.connect(room)]
-    await Promise.all([writer.ready, pin.ready])
-    writer.doc.getText('t').insert(0, 'only in memory')
-    await settle()
-    assert.equal(pin.text(), 'only in memory', 'the other server got it over pub/sub')
-    // The writer reconnects to the other server (its own died): its edit is there already.
-    const back = other.connect(room, { doc: writer.doc })
-    await back.ready
-    const gate = deferred()
-    store.saveGate = gate.promise
-    back.send(syncStatus(9))
-    await settle()
-    await tick(0)
-    assert.equal(store.saveAttempts, 1, 'asked, the server saves at once')
-    assert.deepEqual(answered(back), [], 'not before that save')
-    gate.resolve()
-    await settle()
-    assert.deepEqual(answered(back), [9])
-    assert.equal(await storedText(world.snapshots, room), 'only in memory')
-  })
-  it('a client resending what the server holds from a peer, unsaved, is answered only once a save holds it', async (t) => {
-    const tick = fakeTime(t)
-    world = new TestWorld()
-    const hung = new HeldJournal('origin', world.journal)
-    const store = new ControlledSnapshotStore(world.snapshots)
-    const origin = world.server({ journal: hung })
-    const other = world.server({ snapshots: store })
-    const room = uniqueRoom()
-    const back = other.connect(room) // joined before the edit reached this server
-    const writer = origin.connect(room)
-    await Promise.all([back.ready, writer.ready])
-    writer.doc.getText('t').insert(0, 'resent')
-    await settle()
-    const gate = deferred()
-    store.saveGate = gate.promise
-    back.sendUpdate(Y.encodeStateAsUpdate(writer.doc)) // changes nothing here
-    back.send(syncStatus(4))
-    await settle()
-    await tick(0)
-    assert.deepEqual(answered(back), [], 'not before a save holds it')
-    gate.resolve()
-    await settle()
-    assert.deepEqual(answered(back), [4])
   })
 })

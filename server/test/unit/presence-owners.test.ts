@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { PEER, PresenceOwners } from '../../src/core/presence-owners.js'
+import { PresenceOwners } from '../../src/core/presence-owners.js'
 import { PRESENCE_OUTDATED_MS } from '../../src/core/presence-table.js'
 import type { AwarenessEntry } from '../../src/protocol/codec.js'
 
@@ -17,13 +17,13 @@ describe('presence owners', () => {
     assert.deepEqual(ids(owners.saw([present(2), present(1)], 'bob', 0)), [2])
     assert.equal(owners.ownerOf(1, 0), 'alice')
     assert.equal(owners.ownerOf(2, 0), 'bob')
-    owners.saw([present(3)], PEER, 0)
+    owners.saw([present(3)], 'carol', 0)
     assert.deepEqual(
       ids(owners.saw([present(3, 2)], 'bob', 0)),
       [],
-      'nor for a peer’s, even at a later clock',
+      'nor for another’s, even at a later clock',
     )
-    assert.equal(owners.ownerOf(3, 0), PEER)
+    assert.equal(owners.ownerOf(3, 0), 'carol')
   })
 
   it('returns the entries it was given when their sender owns them all, in their order otherwise', () => {
@@ -61,7 +61,7 @@ describe('presence owners', () => {
 
   it('holds no more than the ids spoken for in the last 30 s', () => {
     const owners = new PresenceOwners<string>()
-    for (let i = 0; i < 20_000; i++) owners.saw([present(i)], PEER, i * 10)
+    for (let i = 0; i < 20_000; i++) owners.saw([present(i)], `user-${i}`, i * 10)
     // Purged as it grows: about twice the ids of the last 30 s at most, never all 20,000.
     const recent = PRESENCE_OUTDATED_MS / 10
     assert.ok(owners.tracked <= 2 * recent + 64, `${owners.tracked} ids held`)

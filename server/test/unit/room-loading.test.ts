@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
 import { MemoryUpdateJournal } from '../../src/adapters/memory-update-journal.js'
-import { putSnapshot } from '../../src/contracts/stored-snapshots.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import type { SnapshotHead, StoredSnapshot } from '../../src/ports/snapshot-store.js'
-import { decodeAwarenessUpdate, encodeUpdate } from '../../src/protocol/codec.js'
+import { decodeAwarenessUpdate } from '../../src/protocol/codec.js'
 import { ControlledSnapshotStore } from '../helpers/controlled-store.js'
 import { deferred } from '../helpers/deferred.js'
 import { TestWorld } from './support/test-world.js'
@@ -15,11 +13,8 @@ import { settle, until } from './support/turns.js'
 /** Counts reads (a load starts with the head), so a test knows the server is waiting on one. */
 class CountingStore extends ControlledSnapshotStore {
   loads = 0
-  /** Reads of a whole snapshot only. */
-  stateLoads = 0
   override load(room: string): Promise<StoredSnapshot | null> {
     this.loads++
-    this.stateLoads++
     return super.load(room)
   }
   override head(room: string): Promise<SnapshotHead | null> {
@@ -73,7 +68,7 @@ describe('a room loading', () => {
     // A server that died after journaling an edit, before any snapshot held it.
     const before = Y.encodeStateVector(stored)
     stored.getText('t').insert(5, ' world')
-    await new MemoryUpdateJournal('dead', world.journal).append(room, Y.encodeStateAsUpdate(stored, before))
+    await new MemoryUpdateJournal(world.journal).append(room, Y.encodeStateAsUpdate(stored, before))
 
     const client = world.server().connect(room)
     await client.ready
@@ -82,33 +77,5 @@ describe('a room loading', () => {
     assert.ok(first?.kind === 'sync-step1', 'the first frame is sync step 1')
     assert.deepEqual(first.stateVector, Y.encodeStateVector(stored))
     assert.equal(client.text(), 'hello world')
-  })
-
-  it('applies what other servers publish while the room loads, instead of losing it', async () => {
-    world = new TestWorld()
-    const room = uniqueRoom()
-    const store = new CountingStore(world.snapshots)
-    const stored = new Y.Doc()
-    stored.getText('t').insert(0, 'stored')
-    await putSnapshot(world.snapshots, room, Y.encodeStateAsUpdate(stored))
-    const gate = deferred()
-    store.loadGate = gate.promise
-    store.gateHeads = false
-    const server = world.server({ snapshots: store })
-    const client = server.connect(room)
-    // Subscribed, journal read, now waiting for the snapshot: the edit can only come over pub/sub.
-    // Its server stays silent afterwards (it answers no digest), so nothing else would heal a loss.
-    await until(() => store.stateLoads > 0, 'the load waits on the store')
-    const elsewhere = new Y.Doc()
-    elsewhere.getText('t').insert(0, 'published meanwhile ')
-    new MemoryPubSub('elsewhere', world.bus).publish(room, encodeUpdate(Y.encodeStateAsUpdate(elsewhere)))
-    await settle()
-
-    gate.resolve()
-    await client.ready
-    await settle()
-    const text = server.manager.loadedRoom(room)?.doc.getText('t').toString()
-    assert.ok(text?.includes('published meanwhile ') && text.includes('stored'), text)
-    assert.equal(client.text(), text)
   })
 })

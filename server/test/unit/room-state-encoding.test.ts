@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
 import { Room } from '../../src/core/room.js'
 import { silentLogger } from '../../src/logger.js'
-import { encodeUpdate } from '../../src/protocol/codec.js'
 
 const options = {
   maxDocumentBytes: 1 << 20,
   maxDocumentStructs: 1_000_000,
   waiting: { maxPendingBytes: 1 << 20, maxPendingDeleteBytes: 1 << 15, maxClients: 1_000 },
   maxPresenceBytes: 16 * 1024,
-  antiEntropyIntervalMs: 0,
 }
 
 function roomOf(doc: Y.Doc): Room {
@@ -20,7 +17,6 @@ function roomOf(doc: Y.Doc): Room {
     doc,
     loadedBytes: 0,
     options,
-    pubsub: new MemoryPubSub('s'),
     journal: {
       record() {},
       recordBeforeApplying: () => ({ applied() {}, appended: Promise.resolve(true) }),
@@ -43,21 +39,21 @@ function textOf(state: Uint8Array): string {
   return doc.getText('t').toString()
 }
 
-/** An edit made elsewhere, arriving as a peer server publishes it. */
-function remoteEdit(room: Room, text: string): void {
+/** An edit made elsewhere, as the REST API writes one. */
+async function apiEdit(room: Room, text: string): Promise<void> {
   const doc = new Y.Doc()
   Y.applyUpdate(doc, room.encodeState())
   const before = Y.encodeStateVector(doc)
   doc.getText('t').insert(0, text)
-  room.receiveRemote(encodeUpdate(Y.encodeStateAsUpdate(doc, before)))
+  await room.applyUpdate(Y.encodeStateAsUpdate(doc, before), { kind: 'rest' })
 }
 
 describe("a room's encoded state", () => {
-  it('is encoded once per version: joiners and snapshots share it until the document changes', () => {
+  it('is encoded once per version: joiners and snapshots share it until the document changes', async () => {
     const room = roomWith('abc')
     const first = room.encodeState()
     assert.equal(room.encodeState(), first, 'the same bytes, not a second encode')
-    remoteEdit(room, 'x')
+    await apiEdit(room, 'x')
     const second = room.encodeState()
     assert.notEqual(second, first)
     assert.equal(textOf(second), 'xabc')

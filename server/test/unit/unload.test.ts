@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import { MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
 import { MemoryRoomRegistry } from '../../src/adapters/memory-room-registry.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import { ControlledSnapshotStore } from '../helpers/controlled-store.js'
@@ -32,23 +31,20 @@ async function leftRoom() {
 describe('unloading a room', () => {
   afterEach(() => world.close())
 
-  it('after the grace period: saves, deregisters, unsubscribes and frees the room', async (t) => {
+  it('after the grace period: saves, releases and frees the room', async (t) => {
     const tick = fakeTime(t)
     const { room, server } = await leftRoom()
     const peer = { serverId: 'probe', internalAddress: '' }
     const registry = new MemoryRoomRegistry(peer, { leaseMs: 60_000, now: Date.now }, world.registry)
-    const pubsub = new MemoryPubSub('probe', world.bus)
-    t.after(() => Promise.all([registry.close(), pubsub.close()]))
+    t.after(() => registry.close())
     await tick(roomGraceMs - 1)
     assert.ok(server.manager.loadedRoom(room), 'still loaded within the grace period')
     assert.equal(await storedText(world.snapshots, room), null)
-    assert.equal((await registry.peersFor(room)).length, 1)
-    assert.equal(pubsub.mayHavePeers(room), true)
+    assert.equal((await registry.ownerOf(room))?.serverId, server.id)
 
     await tick(1)
     assert.equal(await storedText(world.snapshots, room), 'kept', 'saved first')
-    assert.deepEqual(await registry.peersFor(room), [], 'deregistered')
-    assert.equal(pubsub.mayHavePeers(room), false, 'unsubscribed')
+    assert.equal(await registry.ownerOf(room), null, 'released')
     assert.equal(server.manager.loadedRoom(room), undefined)
     assert.equal(server.manager.roomCount, 0)
   })

@@ -1,5 +1,4 @@
 import type * as Y from 'yjs'
-import { MemoryBus, MemoryPubSub } from '../../../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../../../src/adapters/memory-room-registry.js'
 import { MemorySnapshotStore } from '../../../src/adapters/memory-snapshot-store.js'
 import { MemoryJournalTable, MemoryUpdateJournal } from '../../../src/adapters/memory-update-journal.js'
@@ -23,7 +22,6 @@ export const OPTIONS: RoomManagerOptions = {
   maxDocumentStructs: 1_000_000,
   waiting: { maxPendingBytes: 1 << 20, maxPendingDeleteBytes: 1 << 15, maxClients: 1_000 },
   maxPresenceBytes: 16 * 1024,
-  antiEntropyIntervalMs: 0,
 }
 
 export const LIMITS: ConnectionLimits = {
@@ -36,8 +34,6 @@ export interface ServerSetup {
   /** Stands in for the shared store (e.g. a `ControlledSnapshotStore` around `world.snapshots`). */
   snapshots?: SnapshotStore
   journal?: UpdateJournal
-  /** Stands in for the server's pub/sub on `world.bus` (e.g. a `LossyPubSub`). */
-  pubsub?: MemoryPubSub
   options?: Partial<RoomManagerOptions>
   /** The embedding app's hooks. */
   hooks?: ServerHooks
@@ -57,12 +53,11 @@ export interface ConnectOptions {
 }
 
 /**
- * Servers of one process sharing what servers of a cluster share (pub/sub, registry, snapshot
+ * Servers of one process sharing what servers of a cluster share (registry, snapshot
  * store, journal), all in memory: each server is a real `RoomManager`, each client a real
  * `Connection` wired as the WebSocket gateway wires it, over a `TestClient` socket pair.
  */
 export class TestWorld {
-  readonly bus = new MemoryBus()
   readonly registry = new MemoryRegistryTable()
   readonly snapshots = new MemorySnapshotStore()
   readonly journal = new MemoryJournalTable()
@@ -85,7 +80,6 @@ export class TestServer {
   readonly metrics = new ServerMetrics()
   readonly events: EventStream
   readonly logs: LogEntry[] = []
-  readonly pubsub: MemoryPubSub
   readonly journal: UpdateJournal
   readonly #registry: MemoryRoomRegistry
   readonly #clients = new Set<TestClient>()
@@ -100,28 +94,20 @@ export class TestServer {
     const logger = recordingLogger(this.logs)
     this.events = new EventStream(logger)
     this.#joinWaitMs = setup.joinWaitMs ?? 30_000
-    this.pubsub = setup.pubsub ?? new MemoryPubSub(id, world.bus)
     this.#registry = new MemoryRoomRegistry(
       { serverId: id, internalAddress: `${id}:0` },
       { leaseMs: 60_000, now: () => Date.now() },
       world.registry,
     )
     const snapshots = setup.snapshots ?? world.snapshots
-    this.journal = setup.journal ?? new MemoryUpdateJournal(id, world.journal)
+    this.journal = setup.journal ?? new MemoryUpdateJournal(world.journal)
     const registry = this.#registry
-    const stateSource = new RoomStateSource({
-      registry,
-      snapshots,
-      journal: this.journal,
-      fetchFromPeer: null,
-      logger,
-    })
+    const stateSource = new RoomStateSource({ snapshots, journal: this.journal })
     // What the server wires: the core's events counted in its metrics.
     const events = this.events
     observeMetrics(events, this.metrics)
     this.manager = new RoomManager(
       {
-        pubsub: this.pubsub,
         registry,
         snapshots,
         journal: this.journal,
@@ -177,7 +163,6 @@ export class TestServer {
     for (const client of this.#clients) client.destroy()
     this.#clients.clear()
     await this.manager.unloadAll() // frees without a final save, as a crash would
-    // Its journal writer stops proving it lives: the servers holding its rooms adopt its entries.
-    await Promise.all([this.pubsub.close(), this.#registry.close(), this.journal.close()])
+    await Promise.all([this.#registry.close(), this.journal.close()])
   }
 }
