@@ -10,7 +10,8 @@ import { MemorySnapshotStore } from '../src/adapters/memory-snapshot-store.js'
 import { MemoryJournalTable, MemoryUpdateJournal } from '../src/adapters/memory-update-journal.js'
 import type { Limits } from '../src/config.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
-import { destroyNodeClients, nodeClient } from './helpers/node-client.js'
+import { deferred } from './helpers/deferred.js'
+import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
 import { closed, openRaw } from './helpers/raw-socket.js'
 import { registryAround } from './helpers/registries.js'
 import { startTestServer, stopTestServers, TEST_INTERNAL, type TestServer } from './helpers/test-server.js'
@@ -25,14 +26,13 @@ async function relayingServers(
     ...options,
     bus: new MemoryBus(),
     registryTable: new MemoryRegistryTable(),
-    relay: true,
     internal: TEST_INTERNAL,
   }
   const journals = new MemoryJournalTable()
   const snapshots = new MemorySnapshotStore()
   const servers: TestServer[] = []
   for (const serverId of names) {
-    const journal = new MemoryUpdateJournal(serverId, journals)
+    const journal = new MemoryUpdateJournal(journals)
     servers.push(await startTestServer({ ...shared, serverId, limits, adapters: { journal, snapshots } }))
   }
   return servers
@@ -188,6 +188,51 @@ describe('a room owned by one server, its clients on others relayed', () => {
     const clients = Array.from({ length: 8 }, () => nodeClient(t.wsUrl).enter(room))
     await Promise.all(clients.map((client) => client.whenSynced()))
     assert.equal(claims, 1, 'one claim for the burst')
+  })
+
+  it('relays a client whose room another server claimed while this one looked it up, rather than closing it', async () => {
+    const registryTable = new MemoryRegistryTable()
+    const [journals, snapshots] = [new MemoryJournalTable(), new MemorySnapshotStore()]
+    const adapters = () => ({ journal: new MemoryUpdateJournal(journals), snapshots })
+    const a = await startTestServer({
+      serverId: 'a',
+      registryTable,
+      internal: TEST_INTERNAL,
+      adapters: adapters(),
+    })
+    // B's claims wait until A owns the room: B's lookup gives up first (REGISTRY_WAIT_MS), so its
+    // client starts to join here, and the load that follows finds A owning the room.
+    const aOwns = deferred()
+    const registry = registryAround(
+      'b',
+      async (call, pass) => {
+        if (call === 'claim') await aOwns.promise
+        return pass()
+      },
+      registryTable,
+    )
+    const b = await startTestServer({
+      serverId: 'b',
+      internal: TEST_INTERNAL,
+      registryWaitMs: 100,
+      adapters: { ...adapters(), registry },
+    })
+    const room = uniqueRoom('moved')
+    const onB = nodeClient(b.wsUrl).enter(room)
+    const errors = recordErrors(onB)
+    onB.doc.getText('t').insert(0, 'sent while it waited ')
+    await eventually(() => b.server.manager.roomState(room) === 'loading', 'B loads the room for its client')
+    const onA = nodeClient(a.wsUrl).enter(room)
+    await onA.whenSynced()
+    aOwns.resolve()
+    await onB.whenSynced()
+    await eventually(() => onA.doc.getText('t').toString() === 'sent while it waited ', 'b’s edit reached A')
+    onA.doc.getText('t').insert(0, '> ')
+    await eventually(() => onB.doc.getText('t').toString() === '> sent while it waited ', 'a → b')
+    const closes = await b.server.metrics.registry.getSingleMetricAsString('symphony_connections_closed_by_server_total')
+    assert.doesNotMatch(closes, /TryAgainLater/, 'never closed: its socket was relayed to the owner')
+    assert.deepEqual(errors, [])
+    assert.equal(b.server.manager.roomCount, 0, 'B holds no copy')
   })
 
   it('opens a relay link only on its path, with the internal token', async () => {

@@ -1,5 +1,5 @@
 import { CloseCode } from '@symphony/client/wire'
-import { ServerBusyError } from '../errors.js'
+import { RoomMovedError, ServerBusyError } from '../errors.js'
 import { encodeIncarnation } from '../protocol/codec.js'
 import type { Connection } from './connection.js'
 import { type RetryLater, roomKey } from './pacing.js'
@@ -20,6 +20,11 @@ export interface AdmissionOptions {
   waits?: JoinWaitObserver
   /** Told of a room refused as busy (no memory for it): its joiners wait before coming back. */
   retryLater?: Pick<RetryLater, 'refused'>
+  /**
+   * Another server owns the room (its load found it owned elsewhere): the connection is handed to
+   * this instead of closed (`Connection.handOver`). Unset: it is closed with TryAgainLater.
+   */
+  onMoved?: () => void
 }
 
 /** The reason a client whose wait ran out is closed with (1013): it reconnects and joins the load still going. */
@@ -42,7 +47,7 @@ class WaitEnded extends Error {
 export function admit(
   rooms: Pick<RoomManager, 'acquire'>,
   connection: Connection,
-  { joinWaitMs, waits, retryLater }: AdmissionOptions,
+  { joinWaitMs, waits, retryLater, onMoved }: AdmissionOptions,
 ): Admission {
   const started = performance.now()
   const wait = new AbortController()
@@ -83,6 +88,10 @@ export function admit(
         return
       }
       endWait('refused')
+      if (error instanceof RoomMovedError && onMoved) {
+        onMoved()
+        return
+      }
       if (error instanceof ServerBusyError) retryLater?.refused(roomKey(connection.roomName))
       connection.close(
         CloseCode.TryAgainLater,

@@ -217,6 +217,16 @@ export class Connection implements RoomMember, MemoryHolder {
     this.#handleWaiting()
   }
 
+  /**
+   * The room is served by another server: this connection ends without closing its socket, and
+   * hands over the frames that waited for the room, in order, for the socket's next session.
+   */
+  handOver(): Uint8Array[] {
+    const waiting = this.#waiting
+    this.detach()
+    return waiting
+  }
+
   /** The socket closed: leave the room. */
   detach(): void {
     this.#closed = true

@@ -29,6 +29,12 @@ export interface SessionOpening {
   /** Who its pace is kept for (`RoomMember.pacedAs`). */
   pacedAs: string
   transport: Transport
+  /**
+   * Its room turned out to be owned by another server while it waited (`RoomMovedError`): the
+   * session has left, its socket is still open, and `waiting` holds what the client sent meanwhile.
+   * Unset: the client is closed with TryAgainLater and reconnects.
+   */
+  onMoved?: (waiting: Uint8Array[]) => void
 }
 
 /** A client's session as its socket sees it: here, or relayed to the room's owner. */
@@ -72,7 +78,7 @@ export class RoomSessions {
   /** Opens the session, or closes its transport if the room is at its connection cap (null then). */
   open(opening: SessionOpening): OpenSession | null {
     const { manager, metrics, events, logger, memory, limits, joinWaitMs, retryLater } = this.deps
-    const { room, transport, capabilities, ...member } = opening
+    const { room, transport, capabilities, onMoved, ...member } = opening
     if (manager.holders(room) >= limits.maxConnectionsPerRoom) {
       this.refused(room, 'ROOM_FULL')
       transport.close(CloseCode.RoomFull, 'room at connection capacity')
@@ -86,21 +92,34 @@ export class RoomSessions {
       ...{ limits, metrics, logger, memory, events, retryLater },
     })
     if (capabilities.has('sync-status')) connection.send(SYNC_STATUS_ANNOUNCEMENT)
-    // Admitted before any frame can arrive, so frames sent while the room loads wait in order.
-    const admission = admit(manager, connection, { joinWaitMs, waits: metrics.joinWaits, retryLater })
-    events.emit({ type: 'connection.joined', ...connectionInfo(connection), at: Date.now() })
     let left = false
+    const leave = () => {
+      if (left) return
+      left = true
+      admission.leave()
+      events.emit({ type: 'connection.left', ...connectionInfo(connection), at: Date.now() })
+    }
+    const moved = onMoved
+      ? () => {
+          const waiting = connection.handOver()
+          leave()
+          onMoved(waiting)
+        }
+      : undefined
+    // Admitted before any frame can arrive, so frames sent while the room loads wait in order.
+    const admission = admit(manager, connection, {
+      joinWaitMs,
+      waits: metrics.joinWaits,
+      retryLater,
+      ...(moved ? { onMoved: moved } : {}),
+    })
+    events.emit({ type: 'connection.joined', ...connectionInfo(connection), at: Date.now() })
     return {
       connection,
       admission,
       receive: (frame) => connection.receive(frame),
       close: (code, reason) => connection.close(code, reason),
-      leave: () => {
-        if (left) return
-        left = true
-        admission.leave()
-        events.emit({ type: 'connection.left', ...connectionInfo(connection), at: Date.now() })
-      },
+      leave,
     }
   }
 

@@ -266,26 +266,35 @@ export class WebSocketGateway {
       transport.close(CloseCode.TryAgainLater, 'server at connection capacity')
       return
     }
-    const session = this.#open(accepted, transport)
-    if (!session) return
     const liveness = new SocketLiveness(transport.sendProgress)
-    const live: LiveSocket = { socket, transport, session, liveness }
+    const live: LiveSocket = { socket, transport, session: NO_SESSION, liveness }
+    const session = this.#open(accepted, transport, (waiting) => this.#move(live, accepted, waiting))
+    if (!session) return
+    live.session = session
     this.#live.add(live)
     // Right after the session opened: whatever throws below, the close still ends it.
     socket.on('close', () => this.#forget(live))
     socket.on('pong', () => liveness.pong())
     socket.on('message', (data: Buffer, isBinary) => {
       liveness.heard()
-      if (isBinary) session.receive(data)
-      else session.close(CloseCode.UnsupportedData, 'text frames are not part of the protocol')
+      if (isBinary) live.session.receive(data)
+      else live.session.close(CloseCode.UnsupportedData, 'text frames are not part of the protocol')
     })
   }
 
-  /** Joins the room here, or relays the client to the room's owner. */
-  #open(accepted: AcceptedUpgrade, transport: WsTransport): ClientSession | null {
+  /**
+   * Joins the room here, or relays the client to the room's owner. `onMoved`: the room turned out
+   * to be another server's while the client waited for it here (see `#move`).
+   */
+  #open(
+    accepted: AcceptedUpgrade,
+    transport: WsTransport,
+    onMoved?: (waiting: Uint8Array[]) => void,
+  ): ClientSession | null {
     const { owner, capabilities, ...opening } = accepted
     const { relay, sessions } = this.deps
-    if (!owner || !relay) return sessions.open({ ...opening, capabilities, transport })
+    if (!owner || !relay)
+      return sessions.open({ ...opening, capabilities, transport, ...(relay && onMoved ? { onMoved } : {}) })
     const { room, id, identity, heldBy, pacedAs, incarnation } = opening
     const { userId, name, info, access, expiresAt } = identity
     return relay.links.open(
@@ -301,6 +310,31 @@ export class WebSocketGateway {
       },
       transport,
     )
+  }
+
+  /**
+   * The client waited for its room here, and the room's load found another server owning it (it
+   * claimed the room in between, as when the registry answered this server's lookup too late): the
+   * client is relayed to that owner over the socket it has, with what it sent meanwhile, instead of
+   * being closed and reconnecting. Once only: an owner that moves again closes it (1013).
+   */
+  #move(live: LiveSocket, accepted: AcceptedUpgrade, waiting: Uint8Array[]): void {
+    const relay = this.deps.relay
+    const pending = new PendingSession(live.transport, waiting, this.limits.maxBufferedBytes)
+    live.session = pending
+    void (relay?.ownerElsewhere(accepted.room) ?? Promise.resolve(null))
+      .catch(() => null)
+      .then((owner) => {
+        if (pending.ended) return
+        if (!owner) {
+          live.transport.close(CloseCode.TryAgainLater, 'the room could not be loaded; retry')
+          return
+        }
+        const session = this.#open({ ...accepted, owner }, live.transport)
+        if (!session) return
+        live.session = session
+        for (const frame of pending.frames) session.receive(frame)
+      })
   }
 
   #forget(live: LiveSocket): void {
@@ -323,5 +357,46 @@ export class WebSocketGateway {
           'no answer to a ping, and nothing read, for a ping interval',
         )
     }
+  }
+}
+
+/** The session of a socket not opened yet (it is never read before it is). */
+const NO_SESSION: ClientSession = { receive() {}, close() {}, leave() {} }
+
+/** A client between two sessions: what it sends waits, bounded as it would wait for its room. */
+class PendingSession implements ClientSession {
+  #bytes: number
+  #ended = false
+
+  constructor(
+    private readonly transport: WsTransport,
+    readonly frames: Uint8Array[],
+    private readonly maxBytes: number,
+  ) {
+    this.#bytes = frames.reduce((sum, frame) => sum + frame.length, 0)
+  }
+
+  get ended(): boolean {
+    return this.#ended
+  }
+
+  receive(frame: Uint8Array): void {
+    if (this.#ended) return
+    this.#bytes += frame.length
+    if (this.#bytes > this.maxBytes) {
+      this.close(CloseCode.TryAgainLater, 'too much sent before the room could take it')
+      return
+    }
+    this.frames.push(frame)
+  }
+
+  close(code: number, reason: string): void {
+    if (this.#ended) return
+    this.#ended = true
+    this.transport.close(code, reason)
+  }
+
+  leave(): void {
+    this.#ended = true
   }
 }
