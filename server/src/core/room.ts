@@ -1,10 +1,8 @@
 import { setTimeout as delay, setImmediate as nextTurn } from 'node:timers/promises'
 import { CloseCode, type EventSender } from '@symphony/client/wire'
 import * as Y from 'yjs'
-import { DocumentTooLargeError, ProtocolError, ServerBusyError } from '../errors.js'
-import type { Logger } from '../logger.js'
+import { ProtocolError } from '../errors.js'
 import {
-  boundedStateVector,
   checkBroadcast,
   decodeAwarenessUpdate,
   decodeMessage,
@@ -12,46 +10,30 @@ import {
   encodeRelayedEvent,
   encodeSyncStatus,
   encodeSyncStep1,
-  encodeSyncStep2,
   encodeUpdate,
-  isEmptyStateVector,
   isEmptyUpdate,
   type Message,
 } from '../protocol/codec.js'
-import type { WaitingBudget } from '../protocol/update-guard.js'
-import { contentCostOf, type ScannedUpdate, STRUCTS_PER_BYTE } from '../protocol/update-scan.js'
-import { documentStructs, structsAdded } from '../protocol/update-structs.js'
-import {
-  clientCount,
-  clockOf,
-  holdsClient,
-  waitingDeletions,
-  waitingStructs,
-} from '../protocol/yjs-internals.js'
-import type { ServerHooks } from '../server-hooks.js'
-import type { AppMessageQuota } from './app-message-quota.js'
-import { AppMessages } from './app-messages.js'
-import { applyInSlices, checkAndSlice, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
+import { contentCostOf, type ScannedUpdate } from '../protocol/update-scan.js'
+import { structsAdded } from '../protocol/update-structs.js'
+import { clockOf, waitingChanged, waitingOf } from '../protocol/yjs-internals.js'
+import type { AppMessages } from './app-messages.js'
+import { applyInSlices, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
-import { API_SUBJECT, type Author, type BindingSize, NO_BINDING } from './author-binding.js'
+import { API_SUBJECT, type Author, NO_BINDING } from './author-binding.js'
+import { BigUpdates } from './big-updates.js'
 import { changeOriginOf, PEER_ORIGIN } from './change-origin.js'
 import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
-import type { CoreMetrics } from './core-metrics.js'
-import { DocumentMemory } from './document-memory.js'
-import type { EventStream } from './event-stream.js'
-import {
-  BIG_UPDATE_RESERVE_FACTOR,
-  type MemoryCharges,
-  type MemoryHolder,
-  UNBOUNDED_MEMORY,
-} from './memory-budget.js'
+import { DocumentBounds } from './document-bounds.js'
+import { DocumentEncodings } from './document-encodings.js'
+import { type MemoryCharges, type MemoryHolder, UNBOUNDED_MEMORY } from './memory-budget.js'
 import type { BuildPace } from './pacing.js'
 import { PresenceOwners } from './presence-owners.js'
 import { PresenceTable } from './presence-table.js'
-import type { RoomJournal } from './room-journal.js'
+import { roomHookParts } from './room-hook-parts.js'
+import type { RoomInit, RoomObserver, RoomOptions } from './room-init.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
-import { SyncAnswers } from './sync-answers.js'
-import { UpdateApproval } from './update-approval.js'
+import type { UpdateApproval } from './update-approval.js'
 import type { ApiOrigin, Writer } from './update-origin.js'
 
 /** The writer of the REST API's and restores' updates: its client ids are bound to `API_SUBJECT`. */
@@ -72,67 +54,8 @@ const SEEDED = Symbol('seeded')
 /** Transaction origin of the room's author bindings (`AuthorBinding`). */
 const BINDING = Symbol('binding')
 
-export interface RoomOptions {
-  maxDocumentBytes: number
-  /**
-   * Structs the document may hold, a client counting as `CLIENT_STRUCTS`: what its memory grows
-   * with (Yjs keeps each struct as an object of 100–300 bytes), where `maxDocumentBytes` counts
-   * the encoding (2–80 bytes each).
-   */
-  maxDocumentStructs: number
-  /** What the room may hold waiting for missing dependencies. */
-  waiting: WaitingBudget
-  /** Largest presence state (JSON bytes) a client may set. */
-  maxPresenceBytes: number
-  /** Auth is on: bind each client id to the token subject that first writes under it (`AuthorBinding`). */
-  bindAuthors?: boolean
-}
-
-/** What a room reports of the frames it handles; called on the hot path. */
-export type RoomObserver = Pick<CoreMetrics, 'messageReceived' | 'updateHandled'>
-
 const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {} }
 
-/** What a room is built from: its document as loaded, its settings, and what it works with. */
-export interface RoomInit {
-  name: string
-  /** The document as loaded (snapshot, then the journal replayed); the room owns it from here on. */
-  doc: Y.Doc
-  /** Bytes of the loaded state and replayed updates: the first upper bound of the document's size. */
-  loadedBytes: number
-  /** What their content builds on the heap besides structs and bytes (`contentCostOf`); 0 if unknown. */
-  loadedBuiltBytes?: number
-  options: RoomOptions
-  /** Where the updates the room applies from its clients are journaled. */
-  journal: Pick<RoomJournal, 'record' | 'recordBeforeApplying' | 'durable'>
-  logger: Logger
-  /** Called after every change the room applies (the snapshot writer schedules a save). */
-  onChange: () => void
-  observer?: RoomObserver
-  /** Told of each change (`document.changed`), when someone listens. */
-  events?: Pick<EventStream, 'listens' | 'emit'>
-  /** The server's memory budget: presence, big updates and the document are charged to it. */
-  memory?: MemoryCharges
-  /** The budget shed the room (its connections are closed): unload it as soon as it is free. */
-  onShed?: () => void
-  /** The embedding app's hooks the room runs (`ServerHooks`), and how long each may take. */
-  hooks?: RoomHooks
-  /** How fast each user's edits may build (server-wide): a writer past it waits. */
-  buildPace?: Pick<BuildPace, 'built'>
-}
-
-/** The hooks a room runs itself: on the updates and app messages of its writers. */
-export interface RoomHooks extends Pick<ServerHooks, 'beforeApply' | 'messages'> {
-  /** `HOOK_TIMEOUT_MS`: the longest a hook may take. */
-  timeoutMs: number
-  /** What the server stamps on the broadcast events it sends itself. */
-  serverSender: EventSender
-  /** What each user's app messages being handled may hold, on the whole server. */
-  appMessageQuota: AppMessageQuota
-}
-
-/** Clients a state vector may name beyond those the room knows. */
-const STATE_VECTOR_SLACK = 10_000
 /**
  * A client's update that builds more than this on the heap (`contentCostOf`'s `builtBytes`: about
  * half a millisecond of work, and garbage to collect) ends its writer's event-loop turn.
@@ -159,44 +82,12 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly #buildPace: Pick<BuildPace, 'built'> | null
   /** Grows with every applied change; the snapshot writer compares it with what it saved. */
   version = 0
-  /** An upper bound of the encoded document size, so the ceiling rarely needs a full encode. */
-  #sizeBound: number
-  /**
-   * An upper bound of the document's structs and clients (`documentStructs`), so the ceiling rarely
-   * needs a count: a change adds at most `STRUCTS_PER_BYTE` per byte of it.
-   */
-  #structBound: number
-  /** The bound when last counted exactly: it is counted again once it drifts too far (`#changed`). */
-  #structsCounted = 0
-  /** Structs of big updates reserved and not all applied yet: a count does not drop them. */
-  #bigStructsInFlight = 0
-  /** Bytes of big updates reserved and not all applied yet: an encode does not drop them. */
-  #bigBytesInFlight = 0
-  /**
-   * An upper bound of what the document's content builds on the heap besides its structs and
-   * bytes (`contentCostOf`): every applied change adds its own; exact again when a deletion (which
-   * may free values) is followed by an encode, which is then read whole.
-   */
-  #builtBound: number
-  /** A deletion was applied since `#builtBound` was last exact. */
-  #builtStale = false
-  /** What big updates being applied build (`#builtBound` holds it already): a recount keeps it. */
-  #bigBuiltInFlight = 0
-  /** The last of this room's updates waiting for `beforeApply` (see `#inApprovalTurn`). */
-  #approvals: Promise<void> = Promise.resolve()
-  /** The document, charged to the server's memory budget by estimate. */
-  readonly #documentMemory: DocumentMemory
+  /** The document's size, structs and memory, bounded and charged. */
+  readonly #bounds: DocumentBounds
   #shedding = false
   #destroyed = false
-  /**
-   * The whole state as last encoded, kept until the document changes: a joiner that holds nothing
-   * (most do) gets it without another encode, which costs O(document) on the event loop.
-   */
-  #encoded: { version: number; state: Uint8Array } | null = null
-  /** The framed sync answers of this version, shared by the joiners asking the same. */
-  readonly #answers = new SyncAnswers()
-  /** The big updates being applied, one after another. */
-  #bigUpdates: Promise<void> = Promise.resolve()
+  readonly #encodings: DocumentEncodings
+  readonly #bigUpdates: BigUpdates
   /** Set by the afterTransaction listener: whether the last applied update changed anything. */
   #lastApplyChanged = false
   readonly #options: RoomOptions
@@ -230,12 +121,15 @@ export class Room implements MemberRoom, MemoryHolder {
     })
     this.name = name
     this.doc = doc
-    this.#sizeBound = loadedBytes
-    this.#structBound = documentStructs(doc)
-    this.#structsCounted = this.#structBound
-    this.#builtBound = loadedBuiltBytes ?? 0
-    this.#documentMemory = new DocumentMemory(this.#memory)
-    this.#chargeDocument()
+    this.#encodings = new DocumentEncodings(doc, (state) => this.#bounds.measured(state))
+    this.#bounds = new DocumentBounds({
+      doc,
+      loadedBytes,
+      loadedBuiltBytes: loadedBuiltBytes ?? 0,
+      ceilings: options,
+      memory: this.#memory,
+      encode: () => this.encodeState(),
+    })
     this.#memory.track(this, 'room')
     this.#options = options
     this.#journal = journal
@@ -251,36 +145,28 @@ export class Room implements MemberRoom, MemoryHolder {
       ownerOf: (clientId) => this.#presenceOwners.ownerOf(clientId),
       write: (update) => this.#writeBinding(update),
     })
-    this.#approval = hooks?.beforeApply
-      ? new UpdateApproval({
-          room: name,
-          beforeApply: hooks.beforeApply,
-          timeoutMs: hooks.timeoutMs,
-          state: () => this.encodeState(),
-          memory: this.#memory,
-          logger,
-          refused: (writer, code) =>
-            this.#events?.emit({
-              type: 'update.refused',
-              room: name,
-              origin: changeOriginOf(writer),
-              code,
-              at: Date.now(),
-            }),
-        })
-      : null
-    this.#appMessages = hooks?.messages
-      ? new AppMessages({
-          room: name,
-          handlers: hooks.messages,
-          timeoutMs: hooks.timeoutMs,
-          maxBytes: options.maxPresenceBytes,
-          broadcast: (payload, sender) => this.broadcastEvent(payload, sender),
-          serverSender: hooks.serverSender,
-          quota: hooks.appMessageQuota,
-          logger,
-        })
-      : null
+    const parts = roomHookParts({
+      room: name,
+      hooks,
+      maxBytes: options.maxPresenceBytes,
+      memory: this.#memory,
+      events,
+      logger,
+      state: () => this.encodeState(),
+      broadcast: (payload, sender) => this.broadcastEvent(payload, sender),
+    })
+    this.#approval = parts.approval
+    this.#appMessages = parts.appMessages
+    this.#bigUpdates = new BigUpdates({
+      doc,
+      bounds: this.#bounds,
+      checks: this.#checks,
+      approval: this.#approval,
+      journal,
+      memory: this.#memory,
+      destroyed: () => this.#destroyed,
+      apply: (slice, writer) => this.#apply(slice, writer, 0),
+    })
     doc.on('afterTransaction', this.#recordChange)
   }
 
@@ -347,8 +233,8 @@ export class Room implements MemberRoom, MemoryHolder {
           connection.close(CloseCode.RateLimited, 'sync requests too frequent')
           return
         }
-        const stateVector = this.#checkedStateVector(message.stateVector)
-        connection.answerSync(() => (this.#destroyed ? null : this.#syncAnswer(stateVector)))
+        const stateVector = this.#encodings.checked(message.stateVector)
+        connection.answerSync(() => (this.#destroyed ? null : this.#encodings.syncAnswer(stateVector)))
         return
       }
       case 'sync-step2':
@@ -433,7 +319,9 @@ export class Room implements MemberRoom, MemoryHolder {
     receivedAt: number,
   ): Promise<void> | undefined {
     if (message.update.length > SLICE_ABOVE_BYTES)
-      return this.#applyBigClientUpdate(writer, message, frame, receivedAt)
+      return this.#bigUpdates.apply(writer, message.update).then((changed) => {
+        if (changed) this.#forward(writer, message, frame, receivedAt)
+      })
     return this.#applyClientUpdate(writer, message, frame, receivedAt)
   }
 
@@ -452,71 +340,22 @@ export class Room implements MemberRoom, MemoryHolder {
 
   /** What a holder of `stateVector` lacks, as one update. Throws `ProtocolError` for a bad vector. */
   encodeDiff(stateVector: Uint8Array): Uint8Array {
-    return this.#diff(this.#checkedStateVector(stateVector))
-  }
-
-  /** `stateVector`, checked and bounded; throws `ProtocolError` for a bad one. */
-  #checkedStateVector(stateVector: Uint8Array): Uint8Array {
-    return isEmptyStateVector(stateVector) ? stateVector : this.#boundedStateVector(stateVector)
-  }
-
-  /** What a holder of a checked `stateVector` lacks. */
-  #diff(stateVector: Uint8Array): Uint8Array {
-    if (isEmptyStateVector(stateVector)) return this.encodeState()
-    // Checked and decoded whole by then: whatever the encode throws is the server's fault.
-    return Y.encodeStateAsUpdate(this.doc, stateVector)
-  }
-
-  /** The sync step 2 answering a checked `stateVector`, shared by every joiner asking the same now. */
-  #syncAnswer(stateVector: Uint8Array): Uint8Array {
-    return this.#answers.answer(stateVector, () => {
-      const diff = this.#diff(stateVector)
-      const answer = encodeSyncStep2(diff)
-      // The answer ends with the whole state: keep that view of it rather than a second copy.
-      if (diff === this.#encoded?.state) this.#encoded.state = answer.subarray(answer.length - diff.length)
-      return answer
-    })
-  }
-
-  /**
-   * A client knows at most the clients the room knows, plus those whose updates the room never
-   * received: `STATE_VECTOR_SLACK` of them is plenty, and a vector past that is refused.
-   */
-  #boundedStateVector(stateVector: Uint8Array): Uint8Array {
-    return boundedStateVector(stateVector, clientCount(this.doc) + STATE_VECTOR_SLACK, (client) =>
-      holdsClient(this.doc, client),
-    )
+    return this.#encodings.diff(stateVector)
   }
 
   /** The document's encoded size when last measured, plus every update applied since. */
   get approximateBytes(): number {
-    return this.#sizeBound
+    return this.#bounds.size
   }
 
   /** Takes `state` as the encoding of the document as it is now, made elsewhere (off this thread). */
   adoptEncodedState(state: Uint8Array): void {
-    this.#encoded = { version: this.version, state }
-    this.#measured(state)
+    this.#encodings.adopt(state)
   }
 
   /** The whole state, including updates still waiting for missing dependencies (so they count). */
   encodeState(): Uint8Array {
-    if (this.#encoded?.version === this.version) return this.#encoded.state
-    const state = Y.encodeStateAsUpdate(this.doc)
-    this.#encoded = { version: this.version, state }
-    this.#measured(state)
-    return state
-  }
-
-  /** `state` is the document's encoding now: its size is exact again, and after deletions what it builds. */
-  #measured(state: Uint8Array): void {
-    this.#sizeBound = state.length + this.#bigBytesInFlight
-    if (this.#builtStale) {
-      // O(document), as the encode just was; only after deletions, which may have freed values.
-      this.#builtBound = contentCostOf(state).builtBytes + this.#bigBuiltInFlight
-      this.#builtStale = false
-    }
-    this.#chargeDocument()
+    return this.#encodings.state()
   }
 
   /**
@@ -553,9 +392,9 @@ export class Room implements MemberRoom, MemoryHolder {
   destroy(): void {
     this.#destroyed = true
     this.#memory.charge('presence', -this.presence.bytes)
-    this.#documentMemory.release()
+    this.#bounds.release()
     this.#memory.forget(this)
-    this.#answers.clear()
+    this.#encodings.changed()
     this.doc.destroy()
     this.connections.clear()
   }
@@ -627,7 +466,7 @@ export class Room implements MemberRoom, MemoryHolder {
     frame: Uint8Array,
     receivedAt: number,
   ): Promise<void> {
-    return this.#inApprovalTurn(async () => {
+    return approval.inTurn(async () => {
       await approval.approve(connection, message.update)
       if (this.#destroyed) return
       const checked = this.#checks.check(message.update, connection)
@@ -639,28 +478,11 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   /**
-   * Runs `step` once every update before it is decided by `beforeApply` and, if accepted, applied:
-   * one at a time per room, so each check sees the room as the update before left it (two async
-   * checks side by side could each pass while both together break the app's rule).
-   */
-  #inApprovalTurn<T>(step: () => Promise<T>): Promise<T> {
-    const turn = this.#approvals.then(step)
-    this.#approvals = turn.then(
-      () => {},
-      () => {},
-    )
-    return turn
-  }
-
-  /**
    * Resolves once no update waits for `beforeApply` (those accepted are applied by then): the room
    * unloads only after, so an update accepted after its author left is still journaled and saved.
    */
   async approvalsSettled(): Promise<void> {
-    for (let tail = this.#approvals; ; tail = this.#approvals) {
-      await tail
-      if (tail === this.#approvals) return
-    }
+    await this.#approval?.settled()
   }
 
   async #applyOnceBound(
@@ -693,10 +515,10 @@ export class Room implements MemberRoom, MemoryHolder {
    * structs, or the server's memory.
    */
   #ensureSpaceFor(update: Uint8Array, scanned: ScannedUpdate, binding = NO_BINDING): void {
-    this.#ensureRoomFor(update.length + binding.bytes)
+    this.#bounds.ensureRoomFor(update.length + binding.bytes)
     const structs = structsAdded(scanned, (client) => clockOf(this.doc, client)) + binding.structs
-    this.#ensureStructsFor(structs)
-    this.#ensureMemoryFor(
+    this.#bounds.ensureStructsFor(structs)
+    this.#bounds.ensureMemoryFor(
       { structs, bytes: update.length + binding.bytes, builtBytes: scanned.builtBytes },
       false,
     )
@@ -729,99 +551,6 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#broadcast(forwarded, connection)
     this.#observer.updateHandled(receivedAt)
     this.#emitChange(connection)
-  }
-
-  /**
-   * A big update (an offline copy synced whole, a long paste): checked and cut into slices by the
-   * worker thread, then applied a slice per event-loop turn, so every other room is served in
-   * between. The connection holds its later frames until this settles, keeping its order. Big
-   * updates take turns per room, and each reserves its size against the ceiling before it waits,
-   * so concurrent ones are checked against each other. It is journaled before its first slice, as
-   * anyone may see that slice from then on. Its memory is reserved from the server's budget on
-   * arrival, and it is refused (`ServerBusyError`) when the budget cannot take it.
-   */
-  #applyBigClientUpdate(
-    connection: Writer,
-    message: Message & { update: Uint8Array },
-    frame: Uint8Array,
-    receivedAt: number,
-  ): Promise<void> {
-    const reserved = BIG_UPDATE_RESERVE_FACTOR * message.update.length
-    if (!this.#memory.reserve('big-update', reserved)) {
-      throw new ServerBusyError('the server has no memory to spare for an update this big now; retry later')
-    }
-    const turn = this.#bigUpdates
-      .then(() => this.#applyBig(connection, message, frame, receivedAt))
-      .finally(() => this.#memory.charge('big-update', -reserved))
-    this.#bigUpdates = turn.catch(() => {})
-    return turn
-  }
-
-  async #applyBig(
-    connection: Writer,
-    message: Message & { update: Uint8Array },
-    frame: Uint8Array,
-    receivedAt: number,
-  ): Promise<void> {
-    const { update } = message
-    if (this.#destroyed) return
-    this.#ensureRoomFor(update.length)
-    // Refused here, before the worker reads it, when the document has no room for any more structs.
-    const maxStructs = this.#options.maxDocumentStructs - this.#countStructs()
-    this.#ensureStructsFor(1)
-    // Reserved against the ceiling (and charged) while it waits and applies; returned after, as
-    // each slice counts its own bytes when applied.
-    this.#bigBytesInFlight += update.length
-    this.#sizeBound += update.length
-    try {
-      const cut = await checkAndSlice(update, Y.encodeStateVector(this.doc), maxStructs)
-      if (this.#destroyed) return
-      // Checked whole on the worker by now: the app may build the document it would make.
-      const approval = this.#approval
-      if (approval) await this.#inApprovalTurn(() => approval.approve(connection, update))
-      if (this.#destroyed) return
-      // From here until it is applied, no other client writes where it does.
-      const release = this.#checks.reserve(cut.ranges)
-      let changed = false
-      try {
-        const roomForBinding = (binding: BindingSize) => {
-          this.#ensureRoomFor(binding.bytes)
-          this.#ensureStructsFor(cut.structs + binding.structs)
-        }
-        if (!(await this.#checks.checkSliced(cut, connection, () => this.#destroyed, roomForBinding))) return
-        this.#ensureStructsFor(cut.structs) // against what other updates added meanwhile
-        this.#ensureMemoryFor(
-          { structs: cut.structs, bytes: update.length, builtBytes: cut.builtBytes },
-          true,
-        )
-        // Reserved too, as its slices are applied over several turns.
-        this.#bigStructsInFlight += cut.structs
-        this.#structBound += cut.structs
-        this.#bigBuiltInFlight += cut.builtBytes
-        this.#builtBound += cut.builtBytes
-        const journaled = this.#journal.recordBeforeApplying(update)
-        try {
-          // Applied to the end even if the client leaves meanwhile: it passed the checks and is
-          // journaled, and what is applied must also be forwarded.
-          for (const [index, slice] of cut.slices.entries()) {
-            if (index > 0) await nextTurn()
-            if (this.#destroyed) return
-            changed = this.#apply(slice, connection, 0) || changed // its building is reserved
-          }
-        } finally {
-          journaled.applied()
-          this.#bigStructsInFlight -= cut.structs
-          this.#bigBuiltInFlight -= cut.builtBytes
-        }
-      } finally {
-        release()
-      }
-      if (changed) this.#forward(connection, message, frame, receivedAt)
-    } finally {
-      this.#bigBytesInFlight -= update.length
-      this.#sizeBound -= update.length
-      this.#countStructs() // what was reserved for it (counted again by its slices): settled
-    }
   }
 
   /**
@@ -864,23 +593,14 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   #changed(bytes: number, built: number): void {
-    this.#sizeBound += bytes
-    this.#builtBound += built
-    this.#structBound += bytes * STRUCTS_PER_BYTE
-    // The bound grows by the bytes, the memory charged with it: counted again (O(clients), and a
-    // document of C clients counts 8C) once it drifts an eighth, or 64, past the last count, so a
-    // count costs O(1) per struct added, and a room is overcharged 16 KB at most past an eighth.
-    if (this.#structBound - this.#structsCounted > Math.max(64, this.#structsCounted / 8))
-      this.#countStructs()
-    else this.#chargeDocument()
+    this.#bounds.changed(bytes, built)
     this.version++
-    this.#encoded = null
-    this.#answers.clear()
+    this.#encodings.changed()
     this.#onChange()
   }
 
   readonly #recordChange = (transaction: Y.Transaction): void => {
-    if (transaction.deleteSet.clients.size > 0) this.#builtStale = true
+    if (transaction.deleteSet.clients.size > 0) this.#bounds.deleted()
     if (this.#lastApplyChanged || transaction.deleteSet.clients.size > 0) {
       this.#lastApplyChanged = true
       return
@@ -894,52 +614,14 @@ export class Room implements MemberRoom, MemoryHolder {
     }
   }
 
-  /** Refuses an update that could push the document past the ceiling, measured exactly if close. */
-  #ensureRoomFor(updateBytes: number): void {
-    const max = this.#options.maxDocumentBytes
-    if (this.#sizeBound + updateBytes <= max) return
-    // Measured exactly: a big update still being applied counts whole, as in the bound.
-    if (this.encodeState().length + this.#bigBytesInFlight + updateBytes <= max) return
-    throw new DocumentTooLargeError(`document would exceed ${max} bytes`)
-  }
-
-  /** Refuses an update that could give the document more than its ceiling of structs, counted exactly if close. */
-  #ensureStructsFor(structs: number): void {
-    const max = this.#options.maxDocumentStructs
-    if (this.#structBound + structs <= max) return
-    if (this.#countStructs() + structs <= max) return
-    throw new DocumentTooLargeError(`document would exceed ${max} structs`)
-  }
-
-  /** The document's structs and clients, counted (O(clients)); the bound is exact again after. */
-  #countStructs(): number {
-    this.#structBound = documentStructs(this.doc) + this.#bigStructsInFlight
-    this.#structsCounted = this.#structBound
-    this.#chargeDocument()
-    return this.#structBound
-  }
-
-  /**
-   * Refuses (`ServerBusyError`) an edit adding `structs` the loaded documents have no memory for
-   * (`DocumentMemory.reserveGrowth`); the budget meanwhile unloads the largest rooms.
-   */
-  #ensureMemoryFor(growth: { structs: number; bytes: number; builtBytes: number }, big: boolean): void {
-    if (this.#documentMemory.reserveGrowth(growth, big)) return
-    throw new ServerBusyError("the server's memory for documents is full: the edit is refused; retry later")
-  }
-
-  #chargeDocument(): void {
-    this.#documentMemory.update(this.#structBound, this.#sizeBound, this.#builtBound)
-  }
-
   /** What the room's document is charged. */
   get heldBytes(): number {
-    return this.#documentMemory.bytes
+    return this.#bounds.heldBytes
   }
 
   /** How much its document's charge grew since it loaded: the budget unloads the rooms that grew the most first. */
   get grownBytes(): number {
-    return this.#documentMemory.grownBytes
+    return this.#bounds.grownBytes
   }
 
   /** Unloading to free the server's memory: no one joins while the documents are over their share. */
@@ -983,26 +665,4 @@ export class Room implements MemberRoom, MemoryHolder {
       if (connection !== except && connection.capabilities.has('events')) connection.send(frame)
     }
   }
-}
-
-/** What a document holds waiting for missing dependencies, to tell later whether that changed. */
-interface Waiting {
-  structs: Uint8Array | undefined
-  deletions: Uint8Array | null
-}
-
-function waitingOf(doc: Y.Doc): Waiting {
-  return { structs: waitingStructs(doc)?.update, deletions: waitingDeletions(doc) }
-}
-
-/**
- * Whether what waits changed since `before`. Yjs replaces its waiting structs' update when it
- * merges more in, but re-encodes its waiting deletions on every update, changed or not: those
- * are compared by their bytes.
- */
-function waitingChanged(doc: Y.Doc, before: Waiting): boolean {
-  const { structs, deletions } = waitingOf(doc)
-  if (structs !== before.structs) return true
-  if (deletions === before.deletions) return false
-  return !deletions || !before.deletions || Buffer.compare(deletions, before.deletions) !== 0
 }

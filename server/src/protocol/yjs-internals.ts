@@ -122,3 +122,25 @@ export function yjsVersionCheck(): { installed: string; tested: string; matches:
   const { version } = createRequire(import.meta.url)('yjs/package.json') as { version: string }
   return { installed: version, tested: YJS_TESTED_VERSION, matches: version === YJS_TESTED_VERSION }
 }
+
+/** What a document holds waiting for missing dependencies, to tell later whether that changed. */
+export interface Waiting {
+  structs: Uint8Array | undefined
+  deletions: Uint8Array | null
+}
+
+export function waitingOf(doc: Y.Doc): Waiting {
+  return { structs: waitingStructs(doc)?.update, deletions: waitingDeletions(doc) }
+}
+
+/**
+ * Whether what waits changed since `before`. Yjs replaces its waiting structs' update when it
+ * merges more in, but re-encodes its waiting deletions on every update, changed or not: those
+ * are compared by their bytes.
+ */
+export function waitingChanged(doc: Y.Doc, before: Waiting): boolean {
+  const { structs, deletions } = waitingOf(doc)
+  if (structs !== before.structs) return true
+  if (deletions === before.deletions) return false
+  return !deletions || !before.deletions || Buffer.compare(deletions, before.deletions) !== 0
+}
