@@ -1,0 +1,123 @@
+/**
+ * `npm run bench:failover`: how long a room's users wait to edit again after its owner dies. A
+ * three-server cluster (as `npm run bench`'s cluster rows run it: a Redis journal, a registry in
+ * moto's DynamoDB); each room is opened on the first server first (it owns the room), then by one
+ * user on each of the two others (relayed to it). The first server is killed with SIGKILL; each
+ * room's user on the second server edits at once, and the bench times, per room, until that edit
+ * is acknowledged (`@symphony/client`'s `hasUnsyncedChanges()` false: journaled by the next owner)
+ * and until it reaches the room's user on the third server. The clients are `@symphony/client`
+ * with its default reconnect schedule, as an app runs it. Prints p50 and p99 per run, and their
+ * medians over the runs.
+ */
+import { parseArgs } from 'node:util'
+import { createClient, type Room, type SymphonyClient } from '@symphony/client'
+import WebSocket from 'ws'
+import { median } from '../measurement/median.js'
+import { startSymphonyCluster3 } from './cluster-services.js'
+import { cpuPinning } from './servers.js'
+
+const { values } = parseArgs({
+  options: {
+    rooms: { type: 'string', default: '50' },
+    repeat: { type: 'string', default: '3' },
+    'timeout-s': { type: 'string', default: '60' },
+  },
+})
+const rooms = Number(values.rooms)
+const repeat = Number(values.repeat)
+const timeoutMs = Number(values['timeout-s']) * 1000
+/** How often a room's state is looked at while it fails over: the times' resolution. */
+const POLL_MS = 5
+
+function client(url: string): SymphonyClient {
+  return createClient({ url, WebSocket: WebSocket as unknown as typeof globalThis.WebSocket })
+}
+
+/** Resolves with the ms from `start` until `done()` holds, or NaN past the timeout. */
+async function timeUntil(done: () => boolean, start: number): Promise<number> {
+  while (!done()) {
+    if (performance.now() - start > timeoutMs) return Number.NaN
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS))
+  }
+  return performance.now() - start
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
+}
+
+interface RunResult {
+  acknowledged: [p50: number, p99: number]
+  reached: [p50: number, p99: number]
+  /** Rooms whose edit was not acknowledged, or did not reach the third user, within the timeout. */
+  stuck: number
+}
+
+async function run(index: number): Promise<RunResult> {
+  const pinning = cpuPinning()
+  const cluster = await startSymphonyCluster3({ cpus: pinning?.server }, 'spread')
+  const [ownerUrl, editorUrl, observerUrl] = cluster.urls ?? []
+  const ownerPid = cluster.pids?.[0]
+  if (!ownerUrl || !editorUrl || !observerUrl || !ownerPid)
+    throw new Error('the cluster has fewer than three servers')
+  const clients = [client(ownerUrl), client(editorUrl), client(observerUrl)]
+  const [atOwner, atEditor, atObserver] = clients as [SymphonyClient, SymphonyClient, SymphonyClient]
+  try {
+    const names = Array.from({ length: rooms }, (_, i) => `failover-${index}-${Date.now()}-${i}`)
+    const owned: Room[] = names.map((name) => atOwner.enter(name))
+    await Promise.all(owned.map((room) => room.whenSynced()))
+    const editors = names.map((name) => atEditor.enter(name))
+    const observers = names.map((name) => atObserver.enter(name))
+    await Promise.all([...editors, ...observers].map((room) => room.whenSynced()))
+    for (const room of owned) room.doc.getMap('m').set('before', true)
+    await Promise.all(
+      observers.map((room) =>
+        timeUntil(() => room.doc.getMap('m').get('before') === true, performance.now()),
+      ),
+    )
+    process.kill(ownerPid, 'SIGKILL')
+    const killedAt = performance.now()
+    const times = await Promise.all(
+      editors.map(async (editor, i) => {
+        editor.doc.getMap('m').set('after', i)
+        const observer = observers[i] as Room
+        const [acknowledged, reached] = await Promise.all([
+          timeUntil(() => !editor.hasUnsyncedChanges(), killedAt),
+          timeUntil(() => observer.doc.getMap('m').get('after') === i, killedAt),
+        ])
+        return { acknowledged, reached }
+      }),
+    )
+    const sorted = (pick: (t: (typeof times)[number]) => number) =>
+      times
+        .map(pick)
+        .filter((ms) => !Number.isNaN(ms))
+        .sort((a, b) => a - b)
+    const acknowledged = sorted((t) => t.acknowledged)
+    const reached = sorted((t) => t.reached)
+    return {
+      acknowledged: [percentile(acknowledged, 50), percentile(acknowledged, 99)],
+      reached: [percentile(reached, 50), percentile(reached, 99)],
+      stuck: times.filter((t) => Number.isNaN(t.acknowledged) || Number.isNaN(t.reached)).length,
+    }
+  } finally {
+    await Promise.all(clients.map((c) => c.destroy()))
+    await cluster.stop()
+  }
+}
+
+const results: RunResult[] = []
+for (let i = 0; i < repeat; i++) {
+  const result = await run(i)
+  results.push(result)
+  const [a50, a99] = result.acknowledged
+  const [r50, r99] = result.reached
+  console.log(
+    `run ${i + 1}: edit acknowledged after the owner's SIGKILL p50 ${a50.toFixed(0)} ms, p99 ${a99.toFixed(0)} ms; reached the third server's user p50 ${r50.toFixed(0)} ms, p99 ${r99.toFixed(0)} ms; stuck ${result.stuck} of ${rooms}`,
+  )
+}
+const med = (pick: (r: RunResult) => number) => median(results.map(pick)) ?? Number.NaN
+console.log(
+  `bench:failover: ${rooms} rooms, ${repeat} runs, medians: acknowledged p50 ${med((r) => r.acknowledged[0]).toFixed(0)} ms, p99 ${med((r) => r.acknowledged[1]).toFixed(0)} ms; reached p50 ${med((r) => r.reached[0]).toFixed(0)} ms, p99 ${med((r) => r.reached[1]).toFixed(0)} ms; stuck ${results.reduce((sum, r) => sum + r.stuck, 0)}`,
+)
+process.exit(0)
