@@ -5,7 +5,7 @@ import { DocumentTooLargeError, PendingLimitError, ProtocolError, ServerBusyErro
 import { documentToJson } from '../protocol/document-json.js'
 import { type ContentCost, contentCostOf } from '../protocol/update-scan.js'
 import { type CutUpdate, checkAndCut, sliceUpdate } from '../protocol/update-slices.js'
-import { clientCount, holdsWaiting } from '../protocol/yjs-internals.js'
+import { clientCount, holdsWaiting, waitingChanged, waitingOf } from '../protocol/yjs-internals.js'
 import type { Encoded, Refusal, SliceReply, SliceRequest } from './update-slicer-worker.js'
 
 /**
@@ -100,6 +100,36 @@ function costOf(piece: Uint8Array, reserve: (cost: PieceCost) => void): PieceCos
   const cost = { ...contentCostOf(piece), bytes: piece.length }
   reserve(cost)
   return cost
+}
+
+/**
+ * Merges `state` into a live document (a CRDT union, garbage collected like any change), a slice
+ * per event-loop turn when it is big, each update it makes new handed to `forward`. Resolves with
+ * whether anything changed, also what only waits for missing dependencies (Yjs emits no update for
+ * it, and a save must not drop it), and what the new content builds (`contentCostOf`).
+ */
+export async function absorbState(
+  doc: Y.Doc,
+  state: Uint8Array,
+  forward: (update: Uint8Array) => void,
+): Promise<{ changed: boolean; builtBytes: number }> {
+  const origin = Symbol('absorbed')
+  const waitingBefore = waitingOf(doc)
+  let changed = false
+  let builtBytes = 0
+  const onUpdate = (update: Uint8Array, from: unknown) => {
+    if (from !== origin) return
+    changed = true
+    builtBytes += contentCostOf(update).builtBytes
+    forward(update)
+  }
+  doc.on('update', onUpdate)
+  try {
+    await applyInSlices(doc, state, { origin })
+  } finally {
+    doc.off('update', onUpdate)
+  }
+  return { changed: changed || waitingChanged(doc, waitingBefore), builtBytes }
 }
 
 /**

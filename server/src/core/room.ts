@@ -1,10 +1,8 @@
-import { setTimeout as delay, setImmediate as nextTurn } from 'node:timers/promises'
 import { CloseCode, type EventSender } from '@symphony/client/wire'
 import * as Y from 'yjs'
 import { ProtocolError } from '../errors.js'
 import {
   checkBroadcast,
-  decodeAwarenessUpdate,
   decodeMessage,
   encodeAwarenessEntries,
   encodeRelayedEvent,
@@ -13,54 +11,36 @@ import {
   encodeUpdate,
   isEmptyUpdate,
   type Message,
+  unhandledMessage,
 } from '../protocol/codec.js'
 import { contentCostOf, type ScannedUpdate } from '../protocol/update-scan.js'
 import { structsAdded } from '../protocol/update-structs.js'
 import { clockOf, waitingChanged, waitingOf } from '../protocol/yjs-internals.js'
 import type { AppMessages } from './app-messages.js'
-import { applyInSlices, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
+import { absorbState, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
-import { API_SUBJECT, type Author, NO_BINDING } from './author-binding.js'
+import { type Author, NO_BINDING } from './author-binding.js'
 import { BigUpdates } from './big-updates.js'
 import { changeOriginOf, PEER_ORIGIN } from './change-origin.js'
 import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
 import { DocumentBounds } from './document-bounds.js'
 import { DocumentEncodings } from './document-encodings.js'
 import { type MemoryCharges, type MemoryHolder, UNBOUNDED_MEMORY } from './memory-budget.js'
-import type { BuildPace } from './pacing.js'
-import { PresenceOwners } from './presence-owners.js'
-import { PresenceTable } from './presence-table.js'
+import { afterBuilding, type BuildPace } from './pacing.js'
+import type { PresenceTable } from './presence-table.js'
 import { roomHookParts } from './room-hook-parts.js'
 import type { RoomInit, RoomObserver, RoomOptions } from './room-init.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
+import { RoomPresence } from './room-presence.js'
 import type { UpdateApproval } from './update-approval.js'
-import type { ApiOrigin, Writer } from './update-origin.js'
+import { type ApiOrigin, apiWriter, type Writer } from './update-origin.js'
 
-/** The writer of the REST API's and restores' updates: its client ids are bound to `API_SUBJECT`. */
-const API_WRITER: Writer = {
-  identity: { userId: API_SUBJECT, name: null },
-  canWrite: true,
-  origin: { kind: 'rest' },
-}
-
-/** Reached only for a message kind `#dispatch` does not handle, which the compiler refuses. */
-function unhandled(message: never): never {
-  throw new Error(`unhandled message kind ${(message as Message).kind}`)
-}
-/** Transaction origin of a stored snapshot merged into the live room. */
-const STORED = Symbol('stored')
 /** Transaction origin of the app's first content for a new room (`onLoad`). */
 const SEEDED = Symbol('seeded')
 /** Transaction origin of the room's author bindings (`AuthorBinding`). */
 const BINDING = Symbol('binding')
 
 const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {} }
-
-/**
- * A client's update that builds more than this on the heap (`contentCostOf`'s `builtBytes`: about
- * half a millisecond of work, and garbage to collect) ends its writer's event-loop turn.
- */
-const TURN_BUILT_BYTES = 256 * 1024
 
 /**
  * One loaded room, on its owner: its document, its presence, and the connections editing it (this
@@ -71,9 +51,7 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly name: string
   readonly doc: Y.Doc
   readonly connections = new Set<RoomMember>()
-  readonly presence: PresenceTable
-  /** Which connection speaks for each presence id: what an id's first write is checked against. */
-  readonly #presenceOwners = new PresenceOwners<RoomMember>()
+  readonly #presence: RoomPresence
   readonly #checks: ClientUpdateChecks
   /** The app's `beforeApply`, if it has one: asked before each write is applied. */
   readonly #approval: UpdateApproval | null
@@ -115,10 +93,7 @@ export class Room implements MemberRoom, MemoryHolder {
     buildPace,
   }: RoomInit) {
     this.#memory = memory ?? UNBOUNDED_MEMORY
-    // Uncharged whole at destroy: a frame handled after it charges nothing more.
-    this.presence = new PresenceTable((bytes) => {
-      if (!this.#destroyed) this.#memory.charge('presence', bytes)
-    })
+    this.#presence = new RoomPresence(this.#memory, options.maxPresenceBytes)
     this.name = name
     this.doc = doc
     this.#encodings = new DocumentEncodings(doc, (state) => this.#bounds.measured(state))
@@ -142,10 +117,10 @@ export class Room implements MemberRoom, MemoryHolder {
       doc,
       budget: options.waiting,
       enabled: options.bindAuthors ?? false,
-      ownerOf: (clientId) => this.#presenceOwners.ownerOf(clientId),
+      ownerOf: (clientId) => this.#presence.ownerOf(clientId),
       write: (update) => this.#writeBinding(update),
     })
-    const parts = roomHookParts({
+    const hookParts = roomHookParts({
       room: name,
       hooks,
       maxBytes: options.maxPresenceBytes,
@@ -155,8 +130,8 @@ export class Room implements MemberRoom, MemoryHolder {
       state: () => this.encodeState(),
       broadcast: (payload, sender) => this.broadcastEvent(payload, sender),
     })
-    this.#approval = parts.approval
-    this.#appMessages = parts.appMessages
+    this.#approval = hookParts.approval
+    this.#appMessages = hookParts.appMessages
     this.#bigUpdates = new BigUpdates({
       doc,
       bounds: this.#bounds,
@@ -190,10 +165,8 @@ export class Room implements MemberRoom, MemoryHolder {
   /** Removes a connection and the presence it owned (no ghost cursors). */
   leave(connection: RoomMember): void {
     if (!this.connections.delete(connection)) return
-    this.#presenceOwners.release(connection, connection.awarenessClientIds)
-    const removed = this.presence.remove(connection.awarenessClientIds)
-    if (removed.length === 0) return
-    this.#broadcast(encodeAwarenessEntries(removed), null)
+    const removal = this.#presence.left(connection)
+    if (removal) this.#broadcast(removal, null)
   }
 
   /**
@@ -247,11 +220,7 @@ export class Room implements MemberRoom, MemoryHolder {
         }
         return this.#applyWrite(connection, message, frame, receivedAt)
       case 'awareness': {
-        const entries = decodeAwarenessUpdate(message.update, this.#options.maxPresenceBytes, true)
-        // A connection speaks for the ids it introduced, not for the others' presence its
-        // provider sends back (y-websocket echoes every presence it hears).
-        connection.claimAwarenessClients(this.#presenceOwners.saw(entries, connection))
-        this.presence.apply(entries)
+        this.#presence.received(connection, message.update)
         // A client alone here hears nothing else, and its provider drops a connection silent
         // for 30 s: it gets its own state back (and ignores it: same clock). With company, the
         // others' presence renewals (every 15 s at most) keep it alive, and the echo is saved.
@@ -270,7 +239,7 @@ export class Room implements MemberRoom, MemoryHolder {
           return
         }
         const { id: connectionId, identity } = connection
-        this.#sendEvent(
+        this.broadcastEvent(
           message.payload,
           { connectionId, userId: identity.userId, name: identity.name },
           connection,
@@ -292,7 +261,7 @@ export class Room implements MemberRoom, MemoryHolder {
       case 'auth':
         return
       default:
-        return unhandled(message)
+        return unhandledMessage(message)
     }
   }
 
@@ -307,7 +276,7 @@ export class Room implements MemberRoom, MemoryHolder {
     const frame = encodeUpdate(update)
     this.#observer.messageReceived(message.kind)
     if (isEmptyUpdate(update)) return
-    const writer = origin.kind === 'rest' ? API_WRITER : { ...API_WRITER, origin }
+    const writer = apiWriter(origin)
     return this.#applyWrite(writer, message, frame, receivedAt)
   }
 
@@ -364,26 +333,10 @@ export class Room implements MemberRoom, MemoryHolder {
    * forwarded to the connections. Resolves with whether anything changed.
    */
   async absorbStored(state: Uint8Array): Promise<boolean> {
-    const waitingBefore = waitingOf(this.doc)
-    let changed = false
-    let built = 0
-    const forward = (update: Uint8Array, origin: unknown) => {
-      if (origin !== STORED) return
-      changed = true
-      built += contentCostOf(update).builtBytes
-      this.#broadcast(encodeUpdate(update), null)
-    }
-    this.doc.on('update', forward)
-    try {
-      await applyInSlices(this.doc, state, { origin: STORED })
-    } finally {
-      this.doc.off('update', forward)
-    }
-    // Yjs emits no update for parts that only wait for missing dependencies: they count too, or
-    // the next save would drop what the other server saved waiting.
-    changed ||= waitingChanged(this.doc, waitingBefore)
+    const forward = (update: Uint8Array) => this.#broadcast(encodeUpdate(update), null)
+    const { changed, builtBytes } = await absorbState(this.doc, state, forward)
     if (changed && !this.#destroyed) {
-      this.#changed(state.length, built)
+      this.#changed(state.length, builtBytes)
       this.#emitChange(null)
     }
     return changed
@@ -391,7 +344,7 @@ export class Room implements MemberRoom, MemoryHolder {
 
   destroy(): void {
     this.#destroyed = true
-    this.#memory.charge('presence', -this.presence.bytes)
+    this.#presence.release()
     this.#bounds.release()
     this.#memory.forget(this)
     this.#encodings.changed()
@@ -425,33 +378,14 @@ export class Room implements MemberRoom, MemoryHolder {
   ): Promise<void> | undefined {
     const checked = this.#checks.check(message.update, connection)
     const { builtBytes } = checked.scanned
-    if (this.#approval) {
-      const approved = this.#applyApproved(this.#approval, connection, message, frame, receivedAt)
-      return this.#afterBuilding(connection, builtBytes, approved)
-    }
-    if (checked.authorship.kind !== 'apply') {
-      const bound = this.#applyOnceBound(connection, message, frame, receivedAt, checked)
-      return this.#afterBuilding(connection, builtBytes, bound)
-    }
+    const paced = (applying?: Promise<void>) =>
+      afterBuilding(this.#buildPace, connection.pacedAs, builtBytes, applying)
+    if (this.#approval)
+      return paced(this.#applyApproved(this.#approval, connection, message, frame, receivedAt))
+    if (checked.authorship.kind !== 'apply')
+      return paced(this.#applyOnceBound(connection, message, frame, receivedAt, checked))
     this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
-    return this.#afterBuilding(connection, builtBytes)
-  }
-
-  /**
-   * What a writer's next frames wait for once its update (`applying`, if it is not applied yet)
-   * built `builtBytes`: the writer's pace (`BuildPace`) when it builds too fast; else, for one that
-   * built much (200 KB of `{}` builds 6.5 MB), the next event-loop turn, so the other rooms'
-   * messages are read between; else nothing more.
-   */
-  #afterBuilding(
-    connection: Writer,
-    builtBytes: number,
-    applying?: Promise<void>,
-  ): Promise<void> | undefined {
-    const waitMs = connection.pacedAs ? (this.#buildPace?.built(connection.pacedAs, builtBytes) ?? 0) : 0
-    if (waitMs === 0 && builtBytes <= TURN_BUILT_BYTES) return applying
-    const wait = () => (waitMs > 0 ? delay(waitMs, undefined, { ref: false }) : nextTurn()).then(() => {})
-    return applying ? applying.then(wait) : wait()
+    return paced()
   }
 
   /**
@@ -624,6 +558,11 @@ export class Room implements MemberRoom, MemoryHolder {
     return this.#bounds.grownBytes
   }
 
+  /** Who is here. */
+  get presence(): PresenceTable {
+    return this.#presence.table
+  }
+
   /** Unloading to free the server's memory: no one joins while the documents are over their share. */
   get shedding(): boolean {
     return this.#shedding
@@ -647,18 +586,11 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   /**
-   * Sends a broadcast event (JSON text) from `sender` to the room's clients that hear events;
+   * Sends a broadcast event (JSON text) from `sender`, stamped with it, to the room's connections
+   * that announced they understand events (but `except`); ephemeral, never stored.
    * `MessageTooBigError` or `ProtocolError` for a payload refused.
    */
-  broadcastEvent(payload: Uint8Array, sender: EventSender): void {
-    this.#sendEvent(payload, sender, null)
-  }
-
-  /**
-   * Ephemeral, never stored: stamped with its sender, to the connections that announced they
-   * understand events.
-   */
-  #sendEvent(payload: Uint8Array, sender: EventSender, except: RoomMember | null): void {
+  broadcastEvent(payload: Uint8Array, sender: EventSender, except: RoomMember | null = null): void {
     checkBroadcast(payload, this.#options.maxPresenceBytes)
     const frame = encodeRelayedEvent(payload, sender)
     for (const connection of this.connections) {

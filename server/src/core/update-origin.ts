@@ -1,3 +1,4 @@
+import { API_SUBJECT } from './author-binding.js'
 import type { RoomMember } from './room-member.js'
 
 /**
@@ -15,3 +16,8 @@ export type Writer = Pick<RoomMember, 'identity' | 'canWrite'> &
     readonly id?: string
     readonly origin?: ApiOrigin
   }
+
+/** The writer of the REST API's (or a restore's) updates: its client ids are bound to `API_SUBJECT`. */
+export function apiWriter(origin: ApiOrigin): Writer {
+  return { identity: { userId: API_SUBJECT, name: null }, canWrite: true, origin }
+}

@@ -338,3 +338,8 @@ export function isEmptyStateVector(stateVector: Uint8Array): boolean {
 export function isEmptyUpdate(update: Uint8Array): boolean {
   return update.length === 2 && update[0] === 0 && update[1] === 0
 }
+
+/** Reached only for a message kind a dispatcher does not handle, which the compiler refuses (`never`). */
+export function unhandledMessage(message: never): never {
+  throw new Error(`unhandled message kind ${(message as Message).kind}`)
+}
