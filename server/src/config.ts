@@ -182,6 +182,19 @@ export interface Config
   internal: InternalEndpointOptions | null
 }
 
+/**
+ * What start-up should warn of in a configuration it accepts: a Redis journal or pub/sub shared
+ * by servers whose registry is in memory (each server would own every room its clients reach, and
+ * their edits would never meet; one server alone is fine).
+ */
+export function configWarnings(config: Pick<Config, 'backends'>): string[] {
+  const { pubsub, journal, registry } = config.backends
+  if (registry.kind !== 'memory' || (pubsub.kind !== 'redis' && journal.kind !== 'redis')) return []
+  return [
+    'REGISTRY=memory with a Redis journal: run one server only. Servers that share Redis need a shared REGISTRY (dynamodb://…): each room has one owner, and with the in-memory registry every server would own every room its clients reach.',
+  ]
+}
+
 /** Reads and checks the environment once, at start-up. Throws `ConfigError` with one clear line. */
 export function parseConfig(env: Record<string, string | undefined>): Config {
   const parsed = environment.safeParse(env)

@@ -2,7 +2,7 @@
 // The sync server as a process: read the environment, start the server, stop on SIGTERM/SIGINT.
 // Everything else is the library's (`createSyncServer`), which embeds the same server.
 import { fileURLToPath } from 'node:url'
-import { type Config, parseConfig } from './config.js'
+import { type Config, configWarnings, parseConfig } from './config.js'
 import { createSyncServer } from './create-sync-server.js'
 import { ConfigError } from './errors.js'
 import { createLogger } from './logger.js'
@@ -20,6 +20,8 @@ const logger = createLogger(config.logLevel, { serverId: config.serverId })
 if (config.auth.mode === 'none') {
   logger.warn('AUTH=none: anyone can read and write every room. Set AUTH_SECRET (or a key) in production.')
 }
+
+for (const warning of configWarnings(config)) logger.warn(warning)
 
 if (config.devTokenSecret) {
   logger.warn(

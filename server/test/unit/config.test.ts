@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { describe, it } from 'node:test'
 import { DEFAULT_REDIS_LINK } from '../../src/adapters/redis-connection.js'
 import { DEFAULT_AWS_HTTP } from '../../src/backends.js'
-import { parseConfig } from '../../src/config.js'
+import { configWarnings, parseConfig } from '../../src/config.js'
 import { ConfigError } from '../../src/errors.js'
 import { SERVER_VERSION } from '../../src/server-version.js'
 
@@ -202,6 +202,19 @@ describe('configuration', () => {
       errorFor({ AUTH: 'none', REDIS_HEARTBEAT_TIMEOUT_MS: 'soon' }),
       /^REDIS_HEARTBEAT_TIMEOUT_MS: /,
     )
+  })
+
+  it('warns of servers sharing Redis with an in-memory registry, not of one server or a shared registry', () => {
+    const redis = 'redis://127.0.0.1:6379'
+    const warned = (env: Record<string, string>) => configWarnings(parseConfig({ AUTH: 'none', ...env }))
+    assert.deepEqual(warned({}), [], 'npm start: files and memory')
+    assert.match(
+      warned({ PUBSUB: redis }).join(),
+      /REGISTRY=memory with a Redis journal: run one server only/,
+    )
+    assert.equal(warned({ JOURNAL: redis }).length, 1)
+    const shared = { REGISTRY: 'dynamodb://rooms', INTERNAL_TOKEN: 'internal-token-0123456789' }
+    assert.deepEqual(warned({ PUBSUB: redis, ...shared }), [], 'a shared registry')
   })
 
   it('turns auth on when a secret, key or JWKS URL is set', () => {
