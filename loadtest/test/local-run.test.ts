@@ -114,7 +114,13 @@ describe('runs across two servers of one cluster (a Redis journal, a shared regi
   before(async () => {
     ;[redis, moto] = await Promise.all([startRedis(), startMoto()])
     const registry = await sharedRegistry(moto.endpoint)
-    const env = { AUTH_SECRET: SECRET, PUBSUB: redis.url, JOURNAL: redis.url, DATABASE_URL: 'none', ...registry }
+    const env = {
+      AUTH_SECRET: SECRET,
+      PUBSUB: redis.url,
+      JOURNAL: redis.url,
+      DATABASE_URL: 'none',
+      ...registry,
+    }
     servers = await Promise.all([startSymphony({ env }), startSymphony({ env })])
   })
   after(async () => {

@@ -53,6 +53,32 @@ describe('an owner stalled past its lease', () => {
     assert.equal(cold.doc.getText('t').toString(), 'first second')
   })
 
+  it('wakes up with its lease run out: gives up a room another server took meanwhile, also one no one writes to', async () => {
+    const room = uniqueRoom('idle-stale-owner')
+    const [a, b] = await Promise.all([cluster.start('ia'), cluster.start('ib')])
+    const idle = nodeClient(a.wsUrl).enter(room)
+    await idle.whenSynced()
+    idle.doc.getText('t').insert(0, 'before ')
+    await eventually(() => idle.syncStatus === 'synchronized', 'acknowledged by its owner, a')
+    a.child.kill('SIGSTOP')
+    try {
+      await new Promise((resolve) => setTimeout(resolve, REGISTRY_LEASE_MS + 500))
+      const writer = nodeClient(b.wsUrl).enter(room)
+      await writer.whenSynced()
+      writer.doc.getText('t').insert(7, 'while a slept')
+      await eventually(() => writer.syncStatus === 'synchronized', 'acknowledged by b, the new owner')
+    } finally {
+      a.child.kill('SIGCONT')
+    }
+    // The idle client never writes, so no fence tells a: its next lease renewal does.
+    await eventually(
+      () => idle.doc.getText('t').toString() === 'before while a slept',
+      'the client on a reaches the room at b',
+      REGISTRY_LEASE_MS * 3,
+    )
+    assert.equal(metricValue(await a.metrics(), 'symphony_rooms'), 0, 'a holds no copy')
+  })
+
   it('with the relay: the edge serves the room itself once its owner is killed, losing nothing acknowledged', async (t) => {
     const room = uniqueRoom('killed-owner')
     const [a, b] = await Promise.all([cluster.start('ra'), cluster.start('rb')])

@@ -229,7 +229,9 @@ describe('a room owned by one server, its clients on others relayed', () => {
     await eventually(() => onA.doc.getText('t').toString() === 'sent while it waited ', 'b’s edit reached A')
     onA.doc.getText('t').insert(0, '> ')
     await eventually(() => onB.doc.getText('t').toString() === '> sent while it waited ', 'a → b')
-    const closes = await b.server.metrics.registry.getSingleMetricAsString('symphony_connections_closed_by_server_total')
+    const closes = await b.server.metrics.registry.getSingleMetricAsString(
+      'symphony_connections_closed_by_server_total',
+    )
     assert.doesNotMatch(closes, /TryAgainLater/, 'never closed: its socket was relayed to the owner')
     assert.deepEqual(errors, [])
     assert.equal(b.server.manager.roomCount, 0, 'B holds no copy')

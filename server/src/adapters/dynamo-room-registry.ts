@@ -68,19 +68,23 @@ export class DynamoRoomRegistry implements RoomRegistry {
       () => outcomes.succeeded('registry'),
       (error) => outcomes.failed('registry', 'probe', error),
     )
-    this.#serverLease = this.#writeServerLease()
-    this.#serverLease.catch(() => {}) // a claim writes it again
     this.#heartbeat = new LeaseHeartbeat(
       options,
-      () => this.#renew(),
+      (expiresAt) => this.#renew(expiresAt),
       (error) =>
         options.logger.error({ err: error, table: options.tableName }, "this server's lease was not renewed"),
     )
+    this.#serverLease = this.#heartbeat.renewNow()
+    this.#serverLease.catch(() => {}) // a claim writes it again
+  }
+
+  onLeaseLapsed(listener: () => void): void {
+    this.#heartbeat.onLapsed(listener)
   }
 
   async claim(room: string, gone?: RoomOwner): Promise<OwnershipClaim> {
     await this.#serverLease.catch(() => {
-      this.#serverLease = this.#writeServerLease() // owning a room needs a live lease of its own
+      this.#serverLease = this.#heartbeat.renewNow() // owning a room needs a live lease of its own
       return this.#serverLease
     })
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
@@ -193,15 +197,9 @@ export class DynamoRoomRegistry implements RoomRegistry {
     }
   }
 
-  async #writeServerLease(): Promise<void> {
-    await this.options.client.send(
-      new PutItemCommand({ TableName: this.options.tableName, Item: this.#serverLeaseItem() }),
-    )
-  }
-
-  #serverLeaseItem(): Item {
-    const expiresAtMs = this.options.now() + this.options.leaseMs
-    return {
+  /** Writes this server's own lease, to run out at `expiresAtMs`. */
+  async #renew(expiresAtMs: number): Promise<void> {
+    const Item: Item = {
       room: { S: SERVERS },
       serverId: { S: this.self.serverId },
       address: { S: this.self.internalAddress },
@@ -209,11 +207,8 @@ export class DynamoRoomRegistry implements RoomRegistry {
       expiresAtMs: { N: String(expiresAtMs) },
       expiresAt: { N: String(Math.ceil(expiresAtMs / 1000)) },
     }
-  }
-
-  async #renew(): Promise<void> {
     try {
-      await this.#writeServerLease()
+      await this.options.client.send(new PutItemCommand({ TableName: this.options.tableName, Item }))
     } catch (error) {
       throw this.#error('refresh', "this server's own lease was not refreshed", error)
     }

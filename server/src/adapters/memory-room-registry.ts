@@ -20,12 +20,18 @@ export class MemoryRoomRegistry implements RoomRegistry {
     private readonly options: LeaseOptions,
     private readonly table: MemoryRegistryTable = new MemoryRegistryTable(),
   ) {
-    this.#writeServerLease()
     this.#heartbeat = new LeaseHeartbeat(
       options,
-      async () => this.#writeServerLease(),
+      async (expiresAt) => {
+        this.table.servers.set(this.self.serverId, { boot: this.#boot, expiresAt })
+      },
       () => {}, // writing to a Map cannot fail
     )
+    void this.#heartbeat.renewNow() // written before this returns: the write comes before any await
+  }
+
+  onLeaseLapsed(listener: () => void): void {
+    this.#heartbeat.onLapsed(listener)
   }
 
   async claim(room: string, gone?: RoomOwner): Promise<OwnershipClaim> {
@@ -60,12 +66,5 @@ export class MemoryRoomRegistry implements RoomRegistry {
 
   #live(record: OwnerRecord): boolean {
     return isLiveOwner(record, this.table.servers.get(record.serverId), this.options.now())
-  }
-
-  #writeServerLease(): void {
-    this.table.servers.set(this.self.serverId, {
-      boot: this.#boot,
-      expiresAt: this.options.now() + this.options.leaseMs,
-    })
   }
 }

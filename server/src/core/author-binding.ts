@@ -17,8 +17,6 @@ import {
 import type { RoomMember } from './room-member.js'
 import type { Writer } from './update-origin.js'
 
-/** What the client ids of REST API writes are bound to (the API has no token subject; no token may carry this one). */
-export const API_SUBJECT = 'symphony:api'
 /** Key prefix of a subject's display name in the map (client ids are digits). */
 const NAME_KEY = '@'
 

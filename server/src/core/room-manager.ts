@@ -128,6 +128,7 @@ export class RoomManager {
   ) {
     this.#appMessageQuota = new AppMessageQuota(deps.memory ?? UNBOUNDED_MEMORY)
     deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
+    deps.registry.onLeaseLapsed(() => void this.#checkOwnership())
     this.#app = new AppPersistence({
       hooks: deps.hooks ?? {},
       timeoutMs: this.#hookTimeoutMs,
@@ -563,6 +564,37 @@ export class RoomManager {
     await within(this.deps.registry.release(name, epoch), this.#registryWaitMs, 'releasing the room').catch(
       (err: unknown) =>
         this.deps.logger.warn({ err, room: name }, 'release failed; the room stays ours until then'),
+    )
+  }
+
+  /**
+   * This server's lease ran out before its renewal (a stall, a registry cut off): each room it
+   * holds may be another server's by now, which no write of its own has found fenced yet (a room
+   * nobody writes to). Each is asked of the registry; one owned elsewhere, or by nobody, is given
+   * up at once, and its clients come back to reach its owner.
+   */
+  async #checkOwnership(): Promise<void> {
+    const { registry, logger } = this.deps
+    logger.warn(
+      { rooms: this.#lives.size },
+      "this server's lease had run out: checking that its rooms are still its own",
+    )
+    await Promise.all(
+      [...this.#lives.values()].map(async (life) => {
+        const loaded = life.loaded
+        if (!loaded) return
+        const owner = await within(
+          registry.ownerOf(life.name),
+          this.#registryWaitMs,
+          'the owner lookup',
+        ).catch(
+          () => undefined, // not answered: a write's fence, or the next lapse, tells
+        )
+        if (owner === undefined) return
+        if (owner && owner.serverId === this.options.serverId && owner.epoch === loaded.epoch) return
+        logger.warn({ room: life.name, owner }, 'another server owns the room now; closing its clients here')
+        void life.lose()
+      }),
     )
   }
 

@@ -1,5 +1,5 @@
 import type { EventSender } from '@symphony/client/wire'
-import { API_SUBJECT } from './author-binding.js'
+import { API_SUBJECT } from './update-origin.js'
 
 /**
  * The sender the server stamps on the broadcast events it sends itself (`server.room(name)

@@ -1,5 +1,7 @@
-import { API_SUBJECT } from './author-binding.js'
 import type { RoomMember } from './room-member.js'
+
+/** What the client ids of REST API writes are bound to (the API has no token subject; no token may carry this one). */
+export const API_SUBJECT = 'symphony:api'
 
 /**
  * Who an update applied through `Room.applyUpdate` comes from: the REST API (or an embedder), or a

@@ -25,6 +25,7 @@ export function registryAround(
     ),
     ownerOf: wrap('ownerOf', (room: string) => inner.ownerOf(room)),
     release: wrap('release', (room: string, epoch: number) => inner.release(room, epoch)),
+    onLeaseLapsed: (listener) => inner.onLeaseLapsed(listener),
     epochsOutliveProcess: true,
     close: () => inner.close(),
   }
