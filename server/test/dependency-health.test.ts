@@ -100,7 +100,7 @@ describe('dependency health of a real server', () => {
     assert.equal(status, 200)
     assert.equal(body.status, 'degraded')
     assert.equal(body.dependencies.registry?.ok, false)
-    assert.match(body.dependencies.registry?.error ?? '', /^(claim|register|probe|refresh)/)
+    assert.match(body.dependencies.registry?.error ?? '', /^(claim|lookup|probe|refresh)/)
     const up = async () =>
       metricValue(await server.metrics(), 'symphony_dependency_up{dependency="registry"}')
     assert.equal(await up(), 0)
