@@ -207,16 +207,19 @@ export class Collector {
     const delivered = sent * (run.workload.perRoom - 1)
     const users = run.workload.rooms * run.workload.perRoom
     const rss = median(samples.map((s) => s.rssBytes))
+    // Above the lowest the processes' RSS went during the run: read once after start-up, the
+    // baseline can hold start-up garbage a collection frees once load begins (npm start's steady
+    // median fell below it, and its RSS per user read 0).
+    const floor = server.baseline
+      ? Math.min(server.baseline.rssBytes, ...server.samples.map((s) => s.rssBytes))
+      : null
     const steady = {
       fromSecond,
       toSecond,
       latency: { update: summarize(update), presence: summarize(presence) },
       cpuMicrosecondsPerDeliveredMessage:
         samples.length && delivered > 0 ? round((cpuSeconds * 1e6) / delivered) : null,
-      rssBytesPerUser:
-        rss !== null && server.baseline
-          ? Math.round(Math.max(0, rss - server.baseline.rssBytes) / users)
-          : null,
+      rssBytesPerUser: rss !== null && floor !== null ? Math.round(Math.max(0, rss - floor) / users) : null,
     }
     update.destroy()
     presence.destroy()
