@@ -79,7 +79,9 @@ export function createAuthenticator(config: AuthConfig): Authenticator {
           'a token is required: the symphony-token subprotocol, Authorization: Bearer (access checks) or ?token=',
         )
       const trusted = verified.get(token)
-      if (trusted) return identityFor(trusted, room)
+      // Its `exp` checked on this clock too: the cache's own (monotonic, read at most once per
+      // millisecond) may keep an entry a moment past it.
+      if (trusted && (trusted.exp ?? 0) * 1000 > Date.now()) return identityFor(trusted, room)
       let payload: JWTPayload
       try {
         // jose picks the overload from the key's type; both shapes verify the same way.
