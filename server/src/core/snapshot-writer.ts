@@ -73,7 +73,6 @@ export class SnapshotWriter {
   #failures = 0
   #stopped = false
   #storedVersion: string | null
-  #savedWaiters: { version: number; resolve: () => void }[] = []
   readonly #generation: number
   readonly #onDeleted: () => void
   readonly #epoch: number | undefined
@@ -111,17 +110,6 @@ export class SnapshotWriter {
   /** The room holds changes no saved snapshot holds, or updates its journal failed to keep. */
   get dirty(): boolean {
     return this.#room.version > this.#savedVersion || !this.#journal.isDurable || this.#handOverOwed
-  }
-
-  /** The latest room version a saved snapshot holds. */
-  get savedVersion(): number {
-    return this.#savedVersion
-  }
-
-  /** Resolves once a snapshot holding room version `version` is saved. */
-  whenSaved(version: number): Promise<void> {
-    if (this.#savedVersion >= version) return Promise.resolve()
-    return new Promise((resolve) => this.#savedWaiters.push({ version, resolve }))
   }
 
   /** Called after every change: makes sure a snapshot is scheduled. */
@@ -180,7 +168,6 @@ export class SnapshotWriter {
       const { version, state } = await this.#saveMerged()
       this.#savedVersion = Math.max(this.#savedVersion, version)
       this.#journal.saved(journaled) // never awaits the journal: trimming runs on its own
-      this.#releaseSavedWaiters()
       this.#failures = 0
       const seconds = (performance.now() - started) / 1000
       this.#events.emit({ type: 'snapshot.saved', room, seconds, at: Date.now() })
@@ -251,15 +238,6 @@ export class SnapshotWriter {
     }
     if (stored && !stored.deleted) await this.#room.absorbStored(stored.state)
     this.#storedVersion = stored?.version ?? null
-  }
-
-  #releaseSavedWaiters(): void {
-    const waiting = this.#savedWaiters
-    this.#savedWaiters = waiting.filter(({ version, resolve }) => {
-      if (version > this.#savedVersion) return true
-      resolve()
-      return false
-    })
   }
 
   #clearTimer(): void {
