@@ -29,6 +29,8 @@ export interface ContenderResult {
   medians: Record<Figure, number | null>
   /** CPU of the processes a deployment runs elsewhere (embedded database, Redis), % of a core. */
   helperCpuPercent: number | null
+  /** How far the helpers' RSS rose during a run (highest minus lowest reading), per user, KiB. */
+  helperRssKiBPerUser: number | null
   /** Rooms held in memory, summed over the servers (`symphony_rooms`) halfway through the steady state. */
   roomsHeld: number | null
   /** Runs with errors, drops or diverged rooms, which make a comparison suspect. */
@@ -52,7 +54,7 @@ export function troubles(report: Report): number {
 export function summarize(
   name: string,
   reports: Report[],
-  helperCpu: number[],
+  helpers: { cpuPercent: number[]; rssKiBPerUser: number[] },
   roomsHeld: number[] = [],
 ): ContenderResult {
   const medians = Object.fromEntries(
@@ -65,7 +67,8 @@ export function summarize(
     name,
     runs: reports.length,
     medians,
-    helperCpuPercent: round(median(helperCpu)),
+    helperCpuPercent: round(median(helpers.cpuPercent)),
+    helperRssKiBPerUser: round(median(helpers.rssKiBPerUser)),
     roomsHeld: round(median(roomsHeld)),
     troubled,
   }
@@ -88,15 +91,23 @@ export function formatComparison(c: Comparison): string {
   const lines = [
     `${c.rooms} rooms, ${c.users} users (medians)`,
     '',
-    row(['server', ...FIGURE_NAMES, 'helpers CPU (%)', 'rooms held', 'troubled runs']),
-    row(['---', ...FIGURE_NAMES.map(() => '---'), '---', '---', '---']),
+    row([
+      'server',
+      ...FIGURE_NAMES,
+      'helpers CPU (%)',
+      'helpers RSS per user (KiB)',
+      'rooms held',
+      'troubled runs',
+    ]),
+    row(['---', ...FIGURE_NAMES.map(() => '---'), '---', '---', '---', '---']),
     ...c.contenders.map((r) =>
       r.unavailable
-        ? row([r.name, `no result: ${r.unavailable}`, ...FIGURE_NAMES.slice(1).map(() => ''), '', '', ''])
+        ? row([r.name, `no result: ${r.unavailable}`, ...FIGURE_NAMES.slice(1).map(() => ''), '', '', '', ''])
         : row([
             r.name,
             ...FIGURE_NAMES.map((f) => cell(r.medians[f])),
             cell(r.helperCpuPercent),
+            cell(r.helperRssKiBPerUser),
             cell(r.roomsHeld),
             String(r.troubled),
           ]),
@@ -115,6 +126,34 @@ export function formatComparison(c: Comparison): string {
     }
   }
   return lines.join('\n')
+}
+
+/**
+ * RSS per added user between the smallest and the largest size, per server: what a deployment
+ * pays for one more user. A process's RSS also rises under load whatever the number of users (its
+ * heap grows to the allocation rate), which the figure per user at one size charges to the users:
+ * three servers pay that three times. Empty with fewer than two sizes.
+ */
+export function rssPerAddedUser(comparisons: Comparison[]): string[] {
+  const [first, last] = [comparisons[0], comparisons.at(-1)]
+  if (!first || !last || first === last || last.users <= first.users) return []
+  const total = (c: Comparison, name: string) => {
+    const kib = c.contenders.find((r) => r.name === name && !r.unavailable)?.medians['RSS per user (KiB)']
+    return kib === null || kib === undefined ? null : kib * c.users
+  }
+  const slopes = first.contenders.flatMap((r) => {
+    const [a, b] = [total(first, r.name), total(last, r.name)]
+    return a === null || b === null ? [] : [{ name: r.name, kib: (b - a) / (last.users - first.users) }]
+  })
+  if (!slopes.length) return []
+  const base = slopes.find((s) => s.name === 'symphony')
+  return [
+    `RSS per added user, ${first.users} -> ${last.users} users (KiB, from the medians):`,
+    ...slopes.map(
+      (s) =>
+        `  ${s.name}: ${s.kib.toFixed(1)}${base && base !== s && base.kib > 0 ? ` (${(s.kib / base.kib).toFixed(2)} x symphony)` : ''}`,
+    ),
+  ]
 }
 
 const round = (value: number | null) => (value === null ? null : Math.round(value * 100) / 100)

@@ -13,7 +13,14 @@ import { serverStatsSource } from '../measurement/server-stats.js'
 import type { Report } from '../reporting/report-schema.js'
 import type { Protocol } from '../virtual-users/wire.js'
 import { startSymphonyCluster, startSymphonyCluster3 } from './cluster-services.js'
-import { type Comparison, type ContenderResult, formatComparison, summarize, troubles } from './compare.js'
+import {
+  type Comparison,
+  type ContenderResult,
+  formatComparison,
+  rssPerAddedUser,
+  summarize,
+  troubles,
+} from './compare.js'
 import { runGenerator } from './generator.js'
 import {
   cpuPinning,
@@ -107,6 +114,7 @@ try {
   for (const rooms of sizes) {
     const reports = new Map<string, Report[]>(contenders.map((c) => [c.name, []]))
     const helperCpu = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
+    const helperRss = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
     const roomsHeld = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
     const unavailable = new Map<string, string>()
     for (let round = 0; round < repeat; round++) {
@@ -127,6 +135,7 @@ try {
         try {
           const helpers = serverStatsSource([], server.helperPids ?? [])
           const before = server.helperPids?.length ? await helpers.read() : null
+          const helpersRss = before ? rssRange(helpers) : null
           const startedAt = performance.now()
           // Halfway through the steady state: how many copies of the rooms the servers hold.
           const halfway = (Number(values.ramp) + Number(values.duration) / 2) * 1000
@@ -148,10 +157,13 @@ try {
             cpus: pinning?.generator,
           })
           const after = before ? await helpers.read() : null
+          const rssRise = helpersRss?.stop()
           if (before && after) {
             const seconds = (performance.now() - startedAt) / 1000
             helperCpu.get(contender.name)?.push((100 * (after.cpuSeconds - before.cpuSeconds)) / seconds)
           }
+          if (rssRise !== undefined)
+            helperRss.get(contender.name)?.push(rssRise / 1024 / report.workload.users)
           reports.get(contender.name)?.push(report)
           const copies = await held
           if (copies !== null) roomsHeld.get(contender.name)?.push(copies)
@@ -170,7 +182,7 @@ try {
       const result = summarize(
         c.name,
         reports.get(c.name) ?? [],
-        helperCpu.get(c.name) ?? [],
+        { cpuPercent: helperCpu.get(c.name) ?? [], rssKiBPerUser: helperRss.get(c.name) ?? [] },
         roomsHeld.get(c.name) ?? [],
       )
       const reason = unavailable.get(c.name)
@@ -181,6 +193,7 @@ try {
     comparisons.push(comparison)
     console.log(`\n${formatComparison(comparison)}\n`)
   }
+  for (const line of rssPerAddedUser(comparisons)) console.log(line)
   if (values.json) {
     writeFileSync(String(values.json), `${JSON.stringify({ comparisons }, null, 2)}\n`)
     console.log(`JSON: ${values.json}`)
@@ -202,6 +215,24 @@ async function roomsHeldBy(urls: string[]): Promise<number | null> {
     return Number.isFinite(sum) ? sum : null
   } catch {
     return null
+  }
+}
+
+/** Reads the helpers' RSS each second until stopped; `stop()` gives its highest minus its lowest. */
+function rssRange(source: ReturnType<typeof serverStatsSource>): { stop(): number | undefined } {
+  let [low, high] = [Number.POSITIVE_INFINITY, 0]
+  const timer = setInterval(() => {
+    void source.read().then((reading) => {
+      if (!reading) return
+      low = Math.min(low, reading.rssBytes)
+      high = Math.max(high, reading.rssBytes)
+    })
+  }, 1000)
+  return {
+    stop() {
+      clearInterval(timer)
+      return high >= low ? high - low : undefined
+    },
   }
 }
 
