@@ -69,7 +69,7 @@ export const DEFAULT_TIMINGS = {
   roomGraceMs: 5_000,
   metadataSampleIntervalMs: 10_000,
   shutdownTimeoutMs: 25_000,
-  registryLeaseMs: 30_000,
+  registryLeaseMs: 10_000,
   apiSaveWaitMs: 30_000,
   registryWaitMs: 2_000,
   joinWaitMs: 30_000,

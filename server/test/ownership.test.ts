@@ -3,6 +3,8 @@ import { afterEach, describe, it } from 'node:test'
 import { eventually, uniqueRoom } from './helpers/clients.js'
 import { metricValue, REGISTRY_LEASE_MS, useTestCluster } from './helpers/cluster.js'
 import { destroyNodeClients, nodeClient } from './helpers/node-client.js'
+import { requireTestServices } from './helpers/services.js'
+import { TcpLink } from './helpers/tcp-link.js'
 
 /**
  * Issue #48: a room has one owner at a time, whose durable writes carry its epoch. An owner that
@@ -103,5 +105,47 @@ describe('an owner stalled past its lease', () => {
     const cold = nodeClient(c.wsUrl).enter(room)
     await cold.whenSynced()
     assert.equal(cold.doc.getText('t').toString(), 'acknowledged after')
+  })
+
+  it('cut off from Redis and the registry, not from its clients: once its lease runs out it gives the room up, and its edits are acknowledged by the next owner', async () => {
+    const room = uniqueRoom('cut-off-owner')
+    const { awsEndpoint } = requireTestServices()
+    const links = await Promise.all([
+      TcpLink.open(cluster.redis.port),
+      TcpLink.open(Number(new URL(awsEndpoint).port)),
+    ])
+    const [toRedis, toAws] = links
+    try {
+      const a = await cluster.start('xa', {
+        PUBSUB: `redis://127.0.0.1:${toRedis.port}`,
+        AWS_ENDPOINT_URL: `http://127.0.0.1:${toAws.port}`,
+        REDIS_COMMAND_TIMEOUT_MS: '500',
+      })
+      const b = await cluster.start('xb')
+      const onA = nodeClient(a.wsUrl).enter(room)
+      await onA.whenSynced()
+      const relayed = nodeClient(b.wsUrl).enter(room)
+      await relayed.whenSynced()
+      relayed.doc.getText('t').insert(0, 'before ')
+      await eventually(() => relayed.syncStatus === 'synchronized', 'acknowledged by a, through the relay')
+
+      for (const link of links) link.blackhole()
+      relayed.doc.getText('t').insert(7, 'cut')
+      // a can neither journal nor save it, nor renew its lease: it must not hold the room's users.
+      await eventually(
+        () => relayed.syncStatus === 'synchronized',
+        'acknowledged by b while a stays cut off',
+        REGISTRY_LEASE_MS * 5,
+      )
+      assert.equal(metricValue(await b.metrics(), 'symphony_room_claims_total{outcome="owned"}'), 1)
+      for (const server of [a, b]) server.child.kill('SIGKILL')
+      await Promise.all([a.exited, b.exited])
+      const c = await cluster.start('xc')
+      const cold = nodeClient(c.wsUrl).enter(room)
+      await cold.whenSynced()
+      assert.equal(cold.doc.getText('t').toString(), 'before cut')
+    } finally {
+      for (const link of links) link.close()
+    }
   })
 })

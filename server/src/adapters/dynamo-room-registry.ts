@@ -14,7 +14,7 @@ import {
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
 import type { OwnershipClaim, RoomOwner, RoomRegistry, ServerAddress } from '../ports/room-registry.js'
-import { LeaseHeartbeat, type LeaseOptions } from './lease-heartbeat.js'
+import { LeaseHeartbeat, type LeaseLapse, type LeaseOptions } from './lease-heartbeat.js'
 import { RecoveryProbe } from './recovery-probe.js'
 import { claimStep, isLiveOwner, type OwnerRecord, type ServerLease } from './room-ownership-rules.js'
 
@@ -78,7 +78,7 @@ export class DynamoRoomRegistry implements RoomRegistry {
     this.#serverLease.catch(() => {}) // a claim writes it again
   }
 
-  onLeaseLapsed(listener: () => void): void {
+  onLeaseLapsed(listener: (lapse: LeaseLapse) => void): void {
     this.#heartbeat.onLapsed(listener)
   }
 

@@ -6,16 +6,25 @@ export interface LeaseOptions {
 }
 
 /**
+ * The moments of a lapse: `run-out`, the lease last written ran out with no renewal since (the
+ * registry did not answer, or the process stalled, for longer than a lease): other servers may
+ * take its rooms from now on; `renewed`, a renewal after that: they may have taken them meanwhile.
+ */
+export type LeaseLapse = 'run-out' | 'renewed'
+
+/**
  * Renews this server's lease a few times per lease period, so one missed renewal never lets a
- * live lease expire. Shared by every `RoomRegistry` adapter. A renewal that finds the lease it
- * last wrote run out (the process stalled, or the registry did not answer, for longer than a
- * lease) tells the lapse listeners: other servers may have taken its rooms meanwhile.
+ * live lease expire. Shared by every `RoomRegistry` adapter. Tells the lapse listeners when the
+ * lease runs out unrenewed, and when a renewal lands after that.
  */
 export class LeaseHeartbeat {
   readonly #timer: NodeJS.Timeout
+  /** Fires when the lease last written runs out, unless a renewal lands first. */
+  #runOutTimer: NodeJS.Timeout | undefined
   /** When the lease last written runs out (ms, `options.now`'s clock); null before the first. */
   #expiresAt: number | null = null
-  readonly #lapseListeners: (() => void)[] = []
+  #toldRunOut = false
+  readonly #lapseListeners: ((lapse: LeaseLapse) => void)[] = []
 
   /** `renew` writes the lease, to run out at the time it is given. */
   constructor(
@@ -30,17 +39,38 @@ export class LeaseHeartbeat {
   /** Writes the lease now; a lapse since the last one written is told once this one is. */
   async renewNow(): Promise<void> {
     const expiresAt = this.options.now() + this.options.leaseMs
-    await this.renew(expiresAt)
+    try {
+      await this.renew(expiresAt)
+    } catch (error) {
+      this.checkRunOut()
+      throw error
+    }
     const lapsed = this.#expiresAt !== null && this.options.now() > this.#expiresAt
     this.#expiresAt = expiresAt
-    if (lapsed) for (const listener of this.#lapseListeners) listener()
+    this.#toldRunOut = false
+    clearTimeout(this.#runOutTimer)
+    this.#runOutTimer = setTimeout(() => this.checkRunOut(), expiresAt - this.options.now() + 1)
+    this.#runOutTimer.unref()
+    if (lapsed) this.#tell('renewed')
   }
 
-  onLapsed(listener: () => void): void {
+  /** Tells `run-out` once if the lease last written has run out unrenewed (its timer calls it). */
+  checkRunOut(): void {
+    if (this.#toldRunOut || this.#expiresAt === null || this.options.now() <= this.#expiresAt) return
+    this.#toldRunOut = true
+    this.#tell('run-out')
+  }
+
+  onLapsed(listener: (lapse: LeaseLapse) => void): void {
     this.#lapseListeners.push(listener)
   }
 
   stop(): void {
     clearInterval(this.#timer)
+    clearTimeout(this.#runOutTimer)
+  }
+
+  #tell(lapse: LeaseLapse): void {
+    for (const listener of this.#lapseListeners) listener(lapse)
   }
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { OwnershipClaim, RoomOwner, RoomRegistry, ServerAddress } from '../ports/room-registry.js'
-import { LeaseHeartbeat, type LeaseOptions } from './lease-heartbeat.js'
+import { LeaseHeartbeat, type LeaseLapse, type LeaseOptions } from './lease-heartbeat.js'
 import { claimStep, isLiveOwner, type OwnerRecord, type ServerLease } from './room-ownership-rules.js'
 
 /** The in-process table behind `MemoryRoomRegistry`: the rooms' owners, the servers' leases. */
@@ -30,7 +30,7 @@ export class MemoryRoomRegistry implements RoomRegistry {
     void this.#heartbeat.renewNow() // written before this returns: the write comes before any await
   }
 
-  onLeaseLapsed(listener: () => void): void {
+  onLeaseLapsed(listener: (lapse: LeaseLapse) => void): void {
     this.#heartbeat.onLapsed(listener)
   }
 

@@ -117,6 +117,11 @@ export class RoomJournal {
     return this.#recorded - this.#savedThrough
   }
 
+  /** Whether an append failed that no saved snapshot holds yet: the room cannot confirm it now. */
+  get hasFailedAppends(): boolean {
+    return this.#failed.size > 0
+  }
+
   /** Whether every recorded update is durable now. */
   get isDurable(): boolean {
     return this.#durableThrough() >= this.#recorded

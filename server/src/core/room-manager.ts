@@ -121,6 +121,8 @@ export class RoomManager {
   /** What each user's app messages being handled hold, across the rooms. */
   readonly #appMessageQuota: AppMessageQuota
   readonly #buildPace = new BuildPace()
+  /** This server's lease ran out unrenewed: other servers may take its rooms now. */
+  #leaseRunOut = false
 
   constructor(
     private readonly deps: RoomManagerDeps,
@@ -128,7 +130,11 @@ export class RoomManager {
   ) {
     this.#appMessageQuota = new AppMessageQuota(deps.memory ?? UNBOUNDED_MEMORY)
     deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
-    deps.registry.onLeaseLapsed(() => void this.#checkOwnership())
+    deps.registry.onLeaseLapsed((lapse) => {
+      this.#leaseRunOut = lapse === 'run-out'
+      if (lapse === 'run-out') this.#giveUpUnconfirmable()
+      else void this.#checkOwnership()
+    })
     this.#app = new AppPersistence({
       hooks: deps.hooks ?? {},
       timeoutMs: this.#hookTimeoutMs,
@@ -161,6 +167,8 @@ export class RoomManager {
         outOfSpace: isOutOfSpace(err),
         at: Date.now(),
       })
+      const life = this.#lives.get(room)
+      if (action === 'append' && this.#leaseRunOut && life) this.#giveUp(life)
       // A lost link fails every append in flight at once: one line per room, the rest counted.
       if (first)
         logger.error(
@@ -573,6 +581,27 @@ export class RoomManager {
    * nobody writes to). Each is asked of the registry; one owned elsewhere, or by nobody, is given
    * up at once, and its clients come back to reach its owner.
    */
+  /**
+   * This server's lease ran out unrenewed, so another server may take its rooms: those whose edits
+   * it cannot confirm (an append failed, and no snapshot holds it) are given up now, their clients
+   * closed to reconnect where the room can be confirmed. Fencing already keeps it from
+   * acknowledging what a later owner has not seen; this keeps their users from waiting on it.
+   * Rooms whose journal answers stay: nobody takes them while the registry is down for all.
+   */
+  #giveUpUnconfirmable(): void {
+    this.deps.logger.warn({ rooms: this.#lives.size }, "this server's lease ran out unrenewed")
+    for (const life of this.#lives.values()) if (life.loaded?.journal.hasFailedAppends) this.#giveUp(life)
+  }
+
+  #giveUp(life: RoomLife<Loaded>): void {
+    if (life.state === 'lost' || life.state === 'gone') return
+    this.deps.logger.warn(
+      { room: life.name },
+      "this server's lease ran out and the room's journal fails; closing its clients so another server can take it",
+    )
+    void life.lose()
+  }
+
   async #checkOwnership(): Promise<void> {
     const { registry, logger } = this.deps
     logger.warn(

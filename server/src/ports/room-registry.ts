@@ -39,11 +39,12 @@ export interface RoomOwnership {
   /** Gives `room` up if this server still owns it at `epoch`: the next claim takes it at once. */
   release(room: string, epoch: number): Promise<void>
   /**
-   * Calls `listener` when a renewal of this server's lease finds the one before it had run out
-   * (the process stalled, or the registry did not answer, longer than a lease): other servers may
-   * have taken its rooms meanwhile, fenced writes it has not made yet, or deleted them.
+   * Calls `listener` with `run-out` when this server's lease runs out unrenewed (the process
+   * stalled, or the registry did not answer, longer than a lease): other servers may take its
+   * rooms from now on; and with `renewed` when a renewal lands after that: they may have taken its
+   * rooms meanwhile, fenced writes it has not made yet, or deleted them.
    */
-  onLeaseLapsed(listener: () => void): void
+  onLeaseLapsed(listener: (lapse: 'run-out' | 'renewed') => void): void
   /**
    * Whether its epochs outlive this server's process (a registry the servers share). Only then do
    * the owners' writes carry them: Redis and S3 keep a fence longer than the embedded registry,

@@ -1,3 +1,4 @@
+import { DEFAULT_TIMINGS } from '../../src/server-options.js'
 import type { FaultKind, RunProfile } from './profiles.js'
 
 export type LinkMode = 'cut' | 'blackhole' | 'slow'
@@ -156,7 +157,7 @@ function durationOf(
 
 /** The servers' lease in the registry: an owner silent for longer loses its rooms. */
 function leaseOf(profile: RunProfile): number {
-  return Number(profile.serverEnv.REGISTRY_LEASE_MS ?? 30_000)
+  return Number(profile.serverEnv.REGISTRY_LEASE_MS ?? DEFAULT_TIMINGS.registryLeaseMs)
 }
 
 /** One line per fault, for the report: `12.0 s redis-link blackhole s1 4.2 s, then SIGKILL`. */

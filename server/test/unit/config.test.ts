@@ -32,7 +32,7 @@ describe('configuration', () => {
     const { snapshots, journal, registry } = config.backends
     assert.match(snapshots.kind === 'file' ? snapshots.folder : '', /data\/snapshots$/)
     assert.match(journal.kind === 'file' ? journal.folder : '', /data\/journal$/)
-    assert.deepEqual(registry, { kind: 'memory', leaseMs: 30_000 })
+    assert.deepEqual(registry, { kind: 'memory', leaseMs: 10_000 })
     assert.equal(config.internal, null, 'no peers, no internal endpoint')
     const forDashboard = parseConfig({
       AUTH: 'none',
@@ -135,7 +135,7 @@ describe('configuration', () => {
     )
     const ownJournal = parseConfig({ AUTH: 'none', JOURNAL: 'redis://journal:6379' }).backends.journal
     assert.deepEqual(ownJournal, { kind: 'redis', url: 'redis://journal:6379', cluster: false, link })
-    assert.deepEqual(backends.registry, { kind: 'dynamodb', table: 'symphony-rooms', leaseMs: 30_000, aws })
+    assert.deepEqual(backends.registry, { kind: 'dynamodb', table: 'symphony-rooms', leaseMs: 10_000, aws })
     assert.deepEqual(backends.snapshots, { kind: 's3', bucket: 'my-bucket', prefix: 'rooms/', aws })
     const tuned = parseConfig({
       AUTH: 'none',

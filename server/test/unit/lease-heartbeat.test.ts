@@ -14,7 +14,9 @@ describe("a server's lease heartbeat", () => {
       () => {},
     )
     let lapses = 0
-    heartbeat.onLapsed(() => lapses++)
+    heartbeat.onLapsed((lapse) => {
+      if (lapse === 'renewed') lapses++
+    })
     try {
       await heartbeat.renewNow()
       now = 2_900 // within the lease written at 0
@@ -32,7 +34,7 @@ describe("a server's lease heartbeat", () => {
     }
   })
 
-  it('tells nothing of a renewal that failed: the lease it last wrote still counts', async () => {
+  it('tells of a lease run out unrenewed once it runs out, and of the renewal after it', async () => {
     let now = 0
     let fail = false
     const heartbeat = new LeaseHeartbeat(
@@ -42,17 +44,39 @@ describe("a server's lease heartbeat", () => {
       },
       () => {},
     )
-    let lapses = 0
-    heartbeat.onLapsed(() => lapses++)
+    const told: string[] = []
+    heartbeat.onLapsed((lapse) => told.push(lapse))
     try {
       await heartbeat.renewNow()
       fail = true
       now = 4_000
       await assert.rejects(heartbeat.renewNow(), /registry down/)
-      assert.equal(lapses, 0, 'not renewed: not told yet')
+      assert.deepEqual(told, ['run-out'], 'run out unrenewed: told at once, not renewed yet')
+      heartbeat.checkRunOut()
+      assert.deepEqual(told, ['run-out'], 'told once')
       fail = false
       await heartbeat.renewNow()
-      assert.equal(lapses, 1, 'told once a renewal lands after the lapse')
+      assert.deepEqual(told, ['run-out', 'renewed'], 'told again once a renewal lands after the lapse')
+    } finally {
+      heartbeat.stop()
+    }
+  })
+
+  it('tells nothing while the lease it last wrote still runs, renewed or not', async () => {
+    const now = 0
+    const heartbeat = new LeaseHeartbeat(
+      { leaseMs: 3_000, now: () => now },
+      async () => {
+        throw new Error('registry down')
+      },
+      () => {},
+    )
+    const told: string[] = []
+    heartbeat.onLapsed((lapse) => told.push(lapse))
+    try {
+      await assert.rejects(heartbeat.renewNow())
+      heartbeat.checkRunOut()
+      assert.deepEqual(told, [], 'no lease written yet: nothing to run out')
     } finally {
       heartbeat.stop()
     }
