@@ -35,7 +35,10 @@ export async function startSymphonyCluster(options: StartOptions): Promise<Start
  * Redis and Postgres for the servers, pinned to their CPUs; `env` points the servers at them. With
  * `registry`, moto's DynamoDB too, as the room registry they share (and their internal endpoint).
  */
-async function startClusterServices(options: StartOptions, { registry = false } = {}) {
+async function startClusterServices(
+  options: StartOptions,
+  { registry = false, sharedSnapshots = false } = {},
+) {
   const [redis, postgres, moto] = await startAll([
     startRedis(),
     startPostgres(),
@@ -46,7 +49,9 @@ async function startClusterServices(options: StartOptions, { registry = false } 
   if (options.cpus) for (const pid of withChildren(postgres.pid)) pin(pid, options.cpus)
   const stop = () => Promise.all([redis.stop(), postgres.stop(), moto?.stop()])
   const shared = moto
-    ? await sharedRegistry(moto.endpoint).catch((error) => stop().then(() => Promise.reject(error)))
+    ? await sharedRegistry(moto.endpoint, { sharedSnapshots }).catch((error) =>
+        stop().then(() => Promise.reject(error)),
+      )
     : {}
   return {
     env: { ...options.env, PUBSUB: redis.url, JOURNAL: redis.url, DATABASE_URL: postgres.url, ...shared },
@@ -74,9 +79,16 @@ async function startAll<T extends readonly unknown[]>(
   throw failed.reason
 }
 
-/** The registry table made in moto at `endpoint`, and the servers' settings to share it. */
-export async function sharedRegistry(endpoint: string): Promise<Record<string, string>> {
+/**
+ * The registry table made in moto at `endpoint`, and the servers' settings to share it; with
+ * `sharedSnapshots`, a bucket there for their snapshots too.
+ */
+export async function sharedRegistry(
+  endpoint: string,
+  { sharedSnapshots = false } = {},
+): Promise<Record<string, string>> {
   const table = 'symphony-bench-rooms'
+  const bucket = 'symphony-bench-snapshots'
   const aws = {
     AWS_ENDPOINT_URL: endpoint,
     AWS_REGION: 'us-east-1',
@@ -90,6 +102,7 @@ export async function sharedRegistry(endpoint: string): Promise<Record<string, s
   const clients = server.createAwsClients({ region: aws.AWS_REGION, endpoint })
   try {
     await server.createRegistryTable(clients.dynamo, table)
+    if (sharedSnapshots) await server.createSnapshotBucket(clients.s3, bucket)
   } finally {
     clients.dynamo.destroy()
     clients.s3.destroy()
@@ -97,6 +110,7 @@ export async function sharedRegistry(endpoint: string): Promise<Record<string, s
   return {
     ...aws,
     REGISTRY: `dynamodb://${table}`,
+    ...(sharedSnapshots ? { SNAPSHOTS: `s3://${bucket}/rooms/` } : {}),
     INTERNAL_PORT: '0',
     INTERNAL_HOST: '127.0.0.1',
     INTERNAL_TOKEN: randomBytes(16).toString('hex'),
@@ -109,6 +123,15 @@ interface ServerAwsHelpers {
     s3: { destroy(): void }
   }
   createRegistryTable(dynamo: unknown, table: string): Promise<void>
+  createSnapshotBucket(s3: unknown, bucket: string): Promise<void>
+}
+
+/** What a bench may change in the three servers' cluster. */
+export interface Cluster3Extras {
+  /** Snapshots in moto's S3, shared by the servers, not on each server's files (a failover reads them). */
+  sharedSnapshots?: boolean
+  /** Server `index`'s settings (0 to 2) from the cluster's: e.g. its dependencies through relays. */
+  envOf?: (index: number, env: Record<string, string>) => Promise<Record<string, string>>
 }
 
 /**
@@ -121,14 +144,20 @@ interface ServerAwsHelpers {
 export async function startSymphonyCluster3(
   options: StartOptions,
   placement: Placement,
+  extras: Cluster3Extras = {},
 ): Promise<StartedServer> {
-  const services = await startClusterServices(options, { registry: true })
-  const env = services.env
+  const services = await startClusterServices(options, {
+    registry: true,
+    sharedSnapshots: extras.sharedSnapshots ?? false,
+  })
+  const envOf = (index: number) => extras.envOf?.(index, services.env) ?? Promise.resolve(services.env)
   // The first migrates the metadata schema; the others find it done.
-  const first = await Promise.allSettled([startSymphony({ ...options, env })])
+  const first = await Promise.allSettled([envOf(0).then((env) => startSymphony({ ...options, env }))])
   const others =
     first[0].status === 'fulfilled'
-      ? [1, 2].map(() => startSymphony({ ...options, env, readyOnListening: true }))
+      ? [1, 2].map((index) =>
+          envOf(index).then((env) => startSymphony({ ...options, env, readyOnListening: true })),
+        )
       : []
   const started = [...first, ...(await Promise.allSettled(others))]
   const servers = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []))

@@ -1,8 +1,11 @@
 /**
- * `npm run bench:failover`: how long a room's users wait to edit again after its owner dies. A
+ * `npm run bench:failover`: how long a room's users wait to edit again after its owner fails. A
  * three-server cluster (as `npm run bench`'s cluster rows run it: a Redis journal, a registry in
- * moto's DynamoDB); each room is opened on the first server first (it owns the room), then by one
- * user on each of the two others (relayed to it). The first server is killed with SIGKILL; each
+ * moto's DynamoDB, here with the snapshots in moto's S3 so the next owner reads the owner's saves);
+ * each room is opened on the first server first (it owns the room), then by one user on each of
+ * the two others (relayed to it). Then the first server fails (`--fault`): `kill`, SIGKILL; or
+ * `cut-off`, its links to Redis and moto turn into black holes while its clients and the other
+ * servers still reach it (a partition, past which its lease of `REGISTRY_LEASE_MS` runs out). Each
  * room's user on the second server edits at once, and the bench times, per room, until that edit
  * is acknowledged (`@symphony/client`'s `hasUnsyncedChanges()` false: journaled by the next owner)
  * and until it reaches the room's user on the third server. The clients are `@symphony/client`
@@ -14,6 +17,7 @@ import { createClient, type Room, type SymphonyClient } from '@symphony/client'
 import WebSocket from 'ws'
 import { median } from '../measurement/median.js'
 import { startSymphonyCluster3 } from './cluster-services.js'
+import { type LatencyRelay, startLatencyRelay } from './latency-relay.js'
 import { cpuPinning } from './servers.js'
 
 const { values } = parseArgs({
@@ -21,8 +25,14 @@ const { values } = parseArgs({
     rooms: { type: 'string', default: '50' },
     repeat: { type: 'string', default: '3' },
     'timeout-s': { type: 'string', default: '60' },
+    fault: { type: 'string', default: 'kill' },
   },
 })
+const fault = String(values.fault)
+if (fault !== 'kill' && fault !== 'cut-off') {
+  console.error('bench:failover: --fault is kill or cut-off')
+  process.exit(2)
+}
 const rooms = Number(values.rooms)
 const repeat = Number(values.repeat)
 const timeoutMs = Number(values['timeout-s']) * 1000
@@ -55,7 +65,21 @@ interface RunResult {
 
 async function run(index: number): Promise<RunResult> {
   const pinning = cpuPinning()
-  const cluster = await startSymphonyCluster3({ cpus: pinning?.server }, 'spread')
+  // The first server's links to Redis and moto, which the cut-off fault turns into black holes.
+  const links: LatencyRelay[] = []
+  const throughLinks = async (index: number, env: Record<string, string>) => {
+    if (index !== 0 || fault !== 'cut-off') return env
+    const [redis, aws] = await Promise.all(
+      [env.JOURNAL, env.AWS_ENDPOINT_URL].map((url) => startLatencyRelay(Number(new URL(url ?? '').port), 0)),
+    )
+    links.push(redis as LatencyRelay, aws as LatencyRelay)
+    const redisUrl = `redis://127.0.0.1:${redis?.port}`
+    return { ...env, PUBSUB: redisUrl, JOURNAL: redisUrl, AWS_ENDPOINT_URL: `http://127.0.0.1:${aws?.port}` }
+  }
+  const cluster = await startSymphonyCluster3({ cpus: pinning?.server }, 'spread', {
+    sharedSnapshots: true,
+    envOf: throughLinks,
+  })
   const [ownerUrl, editorUrl, observerUrl] = cluster.urls ?? []
   const ownerPid = cluster.pids?.[0]
   if (!ownerUrl || !editorUrl || !observerUrl || !ownerPid)
@@ -75,7 +99,8 @@ async function run(index: number): Promise<RunResult> {
         timeUntil(() => room.doc.getMap('m').get('before') === true, performance.now()),
       ),
     )
-    process.kill(ownerPid, 'SIGKILL')
+    if (fault === 'kill') process.kill(ownerPid, 'SIGKILL')
+    else for (const link of links) link.blackhole()
     const killedAt = performance.now()
     const times = await Promise.all(
       editors.map(async (editor, i) => {
@@ -103,6 +128,7 @@ async function run(index: number): Promise<RunResult> {
   } finally {
     await Promise.all(clients.map((c) => c.destroy()))
     await cluster.stop()
+    await Promise.all(links.map((link) => link.close()))
   }
 }
 
@@ -113,11 +139,11 @@ for (let i = 0; i < repeat; i++) {
   const [a50, a99] = result.acknowledged
   const [r50, r99] = result.reached
   console.log(
-    `run ${i + 1}: edit acknowledged after the owner's SIGKILL p50 ${a50.toFixed(0)} ms, p99 ${a99.toFixed(0)} ms; reached the third server's user p50 ${r50.toFixed(0)} ms, p99 ${r99.toFixed(0)} ms; stuck ${result.stuck} of ${rooms}`,
+    `run ${i + 1}: edit acknowledged after the owner's ${fault === 'kill' ? 'SIGKILL' : 'cut-off'} p50 ${a50.toFixed(0)} ms, p99 ${a99.toFixed(0)} ms; reached the third server's user p50 ${r50.toFixed(0)} ms, p99 ${r99.toFixed(0)} ms; stuck ${result.stuck} of ${rooms}`,
   )
 }
 const med = (pick: (r: RunResult) => number) => median(results.map(pick)) ?? Number.NaN
 console.log(
-  `bench:failover: ${rooms} rooms, ${repeat} runs, medians: acknowledged p50 ${med((r) => r.acknowledged[0]).toFixed(0)} ms, p99 ${med((r) => r.acknowledged[1]).toFixed(0)} ms; reached p50 ${med((r) => r.reached[0]).toFixed(0)} ms, p99 ${med((r) => r.reached[1]).toFixed(0)} ms; stuck ${results.reduce((sum, r) => sum + r.stuck, 0)}`,
+  `bench:failover --fault ${fault}: ${rooms} rooms, ${repeat} runs, medians: acknowledged p50 ${med((r) => r.acknowledged[0]).toFixed(0)} ms, p99 ${med((r) => r.acknowledged[1]).toFixed(0)} ms; reached p50 ${med((r) => r.reached[0]).toFixed(0)} ms, p99 ${med((r) => r.reached[1]).toFixed(0)} ms; stuck ${results.reduce((sum, r) => sum + r.stuck, 0)}`,
 )
 process.exit(0)

@@ -5,6 +5,8 @@ export interface LatencyRelay {
   port: number
   /** From now on every chunk, either way, arrives `ms` late (in order); 0: at once. */
   setDelay(ms: number): void
+  /** From now on no byte gets through either way, on open connections or new ones (a partition). */
+  blackhole(): void
   close(): Promise<void>
 }
 
@@ -14,6 +16,7 @@ export interface LatencyRelay {
  */
 export async function startLatencyRelay(targetPort: number, delayMs: number): Promise<LatencyRelay> {
   let delay = delayMs
+  let dropped = false
   const sockets = new Set<Socket>()
   const server = createServer((client) => {
     const upstream = connect(targetPort, '127.0.0.1')
@@ -22,8 +25,9 @@ export async function startLatencyRelay(targetPort: number, delayMs: number): Pr
       socket.on('error', () => {})
       socket.on('close', () => sockets.delete(socket))
     }
-    forward(client, upstream, () => delay)
-    forward(upstream, client, () => delay)
+    const delayOf = () => (dropped ? null : delay)
+    forward(client, upstream, delayOf)
+    forward(upstream, client, delayOf)
   })
   const port = await new Promise<number>((resolve) =>
     server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)),
@@ -32,6 +36,9 @@ export async function startLatencyRelay(targetPort: number, delayMs: number): Pr
     port,
     setDelay: (ms) => {
       delay = ms
+    },
+    blackhole: () => {
+      dropped = true
     },
     close: () =>
       new Promise((resolve) => {
@@ -42,10 +49,10 @@ export async function startLatencyRelay(targetPort: number, delayMs: number): Pr
 }
 
 /**
- * Relays `from` to `to`, each chunk `delayOf()` late and in order. The end of `from` is passed on
+ * Relays `from` to `to`, each chunk `delayOf()` late and in order (null: dropped). The end of `from` is passed on
  * as late as its last chunk, so an answer followed by a close (HTTP/1.0 style) still arrives whole.
  */
-function forward(from: Socket, to: Socket, delayOf: () => number): void {
+function forward(from: Socket, to: Socket, delayOf: () => number | null): void {
   const queue: { at: number; chunk: Buffer | null }[] = []
   let timer: NodeJS.Timeout | null = null
   const pass = (chunk: Buffer | null) => {
@@ -60,6 +67,7 @@ function forward(from: Socket, to: Socket, delayOf: () => number): void {
   }
   const later = (chunk: Buffer | null) => {
     const delay = delayOf()
+    if (delay === null) return // dropped: a black hole
     if (delay === 0 && queue.length === 0) return pass(chunk)
     queue.push({ at: performance.now() + delay, chunk })
     timer ??= setTimeout(drain, delay)
