@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm run cluster`: a real local cluster to watch edits cross servers. Starts Redis (pub/sub between the
-// servers), moto (standing in for DynamoDB and S3: the room registry and the snapshots), three sync servers
+// `npm run cluster`: a real local cluster to watch edits cross servers. Starts Redis (the servers'
+// journal), moto (standing in for DynamoDB and S3: the room registry and the snapshots), three sync servers
 // on PORT+1..PORT+3 and a round-robin front proxy on PORT (default 1234). Ctrl-C stops everything: the
 // servers first (they save their rooms to S3 and leave the registry), then the proxy, Redis and moto.
 import { spawn } from 'node:child_process'
@@ -240,7 +240,7 @@ async function runCluster() {
         (s) => `  ${s.id}:     ${url(s.port).padEnd(24)} internal endpoint ${s.internalAddress ?? '-'}`,
       ),
       `  One room on two servers: ${url(servers[0].port)}?room=x  and  ${url(servers[1].port)}?room=x`,
-      `  Redis:        ${redis.url}   (pub/sub: updates and presence between the servers)`,
+      `  Redis:        ${redis.url}   (the journal: every acknowledged edit until a snapshot holds it)`,
       `  moto:         ${moto.endpoint}   (DynamoDB table ${TABLE}, S3 s3://${BUCKET}/${PREFIX})`,
       `  Auth:         ${authConfigured ? 'on' : 'off (AUTH=none; set AUTH_SECRET to turn it on)'}`,
       '  Ctrl-C stops everything.',

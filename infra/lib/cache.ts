@@ -16,13 +16,15 @@ export interface CacheProps {
 const REDIS_PORT = 6380
 
 /**
- * ElastiCache Redis for pub/sub fan-out and the update journal (Redis Streams) of the sync servers:
- * private, TLS in transit, encrypted
- * at rest, and an AUTH token kept in Secrets Manager.
+ * ElastiCache Redis for the sync servers' update journal (Redis Streams), unless the journal is on
+ * MemoryDB: private, TLS in transit, encrypted at rest, and an AUTH token kept in Secrets Manager.
  */
 export class Cache extends Construct {
   public readonly securityGroup: ec2.SecurityGroup
-  /** `PUBSUB` for the sync servers; the token goes separately as `PUBSUB_PASSWORD`. */
+  /**
+   * `PUBSUB` for the sync servers (the cluster's Redis, which holds their journal); the token goes
+   * separately as `PUBSUB_PASSWORD`.
+   */
   public readonly url: string
   public readonly authToken: secretsmanager.Secret
   public readonly replicationGroup: elasticache.CfnReplicationGroup
@@ -53,7 +55,7 @@ export class Cache extends Construct {
     })
     const failover = props.replicas > 0
     const group = new elasticache.CfnReplicationGroup(this, 'Redis', {
-      replicationGroupDescription: 'Symphony pub/sub fan-out between sync servers',
+      replicationGroupDescription: 'Symphony update journal (Redis Streams)',
       engine: 'redis',
       engineVersion: '7.1',
       cacheNodeType: props.nodeType,

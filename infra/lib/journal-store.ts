@@ -22,8 +22,8 @@ const PORT = 6379
 const ACCESS_STRING = 'on ~symphony:* &* +@all'
 
 /**
- * Amazon MemoryDB for the sync servers' update journal (Redis Streams), when pub/sub stays on
- * ElastiCache. MemoryDB answers a write only once its multi-AZ transaction log holds it, so a lost
+ * Amazon MemoryDB for the sync servers' update journal (Redis Streams), instead of ElastiCache.
+ * MemoryDB answers a write only once its multi-AZ transaction log holds it, so a lost
  * node loses no journaled update, where ElastiCache's asynchronous replica may lack the last ones.
  * Private, TLS only, and an ACL user of its own whose password is kept in Secrets Manager.
  */

@@ -26,7 +26,6 @@ export const TUNABLE_SERVER_SETTINGS = {
   API_MAX_LIST_LIMIT: integer,
   REGISTRY_WAIT_MS: integer,
   JOIN_WAIT_MS: integer,
-  PUBSUB_FLUSH_MS: integer,
   ROOM_LOAD_RETRY_MS: integer,
   ROOM_LOAD_RETRY_MAX_MS: integer,
   AWS_MAX_SOCKETS: integer,

@@ -24,8 +24,9 @@ export interface SymphonySettings {
     allowedCidr: string | undefined
     allowedHosts: string | undefined
   }
-  redis: { nodeType: string; replicas: number }
-  /** Where the update journal lives: beside pub/sub on ElastiCache, or on MemoryDB (see `JournalSettings`). */
+  /** The ElastiCache Redis that holds the journal; unset with the journal on MemoryDB. */
+  redis: { nodeType: string; replicas: number } | undefined
+  /** Where the update journal lives: on ElastiCache, or on MemoryDB instead (see `JournalSettings`). */
   journal: JournalSettings
   database: { instanceType: string; multiAz: boolean; storageGiB: number; engineVersion: string }
   natGateways: number
@@ -174,6 +175,11 @@ export function parseSettings(
   for (const key of ['journalNodeType', 'journalReplicas'] as const) {
     if (c[key] !== undefined && c.journalStore !== 'memorydb') {
       throw new Error(`context ${key}: only with journalStore=memorydb`)
+    }
+  }
+  for (const key of ['redisNodeType', 'redisReplicas'] as const) {
+    if (c[key] !== undefined && c.journalStore === 'memorydb') {
+      throw new Error(`context ${key}: not with journalStore=memorydb (there is no ElastiCache then)`)
     }
   }
   if (c.domainName && !c.certificateArn) {

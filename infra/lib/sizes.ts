@@ -3,9 +3,10 @@
 export type CpuArchitectureName = 'x86_64' | 'arm64'
 
 /**
- * `elasticache`: the journal shares pub/sub's Redis, whose primary's loss can take the acknowledged
- * updates since each room's last snapshot with it. `memorydb`: a MemoryDB cluster of its own, which
- * acknowledges a write only once its multi-AZ transaction log holds it.
+ * `elasticache`: the journal on an ElastiCache Redis, whose primary's loss can take the acknowledged
+ * updates since each room's last snapshot with it. `memorydb`: on a MemoryDB cluster instead, which
+ * acknowledges a write only once its multi-AZ transaction log holds it; no ElastiCache is made then,
+ * since the journal is all the servers keep in Redis.
  */
 export type JournalSettings =
   | { store: 'elasticache' }

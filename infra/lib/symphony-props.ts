@@ -90,9 +90,12 @@ export interface SymphonyProps {
     /** More `Host` names it answers, comma-separated; `*`: any. */
     allowedHosts?: string
   }
-  /** Overrides the preset's ElastiCache Redis (pub/sub, and the journal unless `journal` says MemoryDB). */
+  /**
+   * Overrides the preset's ElastiCache Redis, which holds the update journal. Not with the journal on
+   * MemoryDB: then there is no ElastiCache.
+   */
   redis?: Partial<RedisSize>
-  /** `{ store: 'memorydb' }`: the journal on a MemoryDB cluster of its own. Default: beside pub/sub. */
+  /** `{ store: 'memorydb' }`: the journal on a MemoryDB cluster instead of ElastiCache. Default: ElastiCache. */
   journal?: { store: 'elasticache' } | MemoryDbJournalProps
   /** Overrides the preset's RDS Postgres (the dashboard's metadata). */
   database?: Partial<DatabaseSize>
@@ -164,7 +167,8 @@ export interface ResolvedSizes {
   size: SizeName
   sync: SyncSize
   dashboard: { cpu: number; memoryMiB: number }
-  redis: RedisSize
+  /** Unset with the journal on MemoryDB: no ElastiCache is made. */
+  redis: RedisSize | undefined
   journal: JournalSettings
   database: DatabaseSize
   natGateways: number
@@ -189,14 +193,24 @@ export function resolveSizes(props: SymphonyProps): ResolvedSizes {
   const dashboard = { cpu: props.dashboard?.cpu ?? 256, memoryMiB: props.dashboard?.memoryMiB ?? 512 }
   checkFargateMemory('dashboard.memoryMiB', dashboard.cpu, dashboard.memoryMiB)
   const journal = props.journal
+  const redisSet = Object.values(props.redis ?? {}).some((value) => value !== undefined)
+  if (journal?.store === 'memorydb' && redisSet) {
+    throw new SymphonyPropsError(
+      'redis',
+      'only with the journal on ElastiCache (with MemoryDB there is none)',
+    )
+  }
   return {
     size,
     sync: { cpu, memoryMiB, minTasks, maxTasks },
     dashboard,
-    redis: {
-      nodeType: props.redis?.nodeType ?? preset.redis.nodeType,
-      replicas: count('redis.replicas', props.redis?.replicas ?? preset.redis.replicas, 0, 5),
-    },
+    redis:
+      journal?.store === 'memorydb'
+        ? undefined
+        : {
+            nodeType: props.redis?.nodeType ?? preset.redis.nodeType,
+            replicas: count('redis.replicas', props.redis?.replicas ?? preset.redis.replicas, 0, 5),
+          },
     journal:
       journal?.store === 'memorydb'
         ? {

@@ -16,8 +16,14 @@ import { PublicEntry } from './public-entry.js'
 import { parseServerSettings } from './server-settings.js'
 import { Storage } from './storage.js'
 import { addSymphonyOutputs } from './symphony-outputs.js'
-import { type ResolvedSizes, resolveSizes, type SymphonyProps, SymphonyPropsError } from './symphony-props.js'
-import { SyncService } from './sync-service.js'
+import {
+  type RedisSize,
+  type ResolvedSizes,
+  resolveSizes,
+  type SymphonyProps,
+  SymphonyPropsError,
+} from './symphony-props.js'
+import { type JournalRedis, SyncService } from './sync-service.js'
 
 /**
  * The whole backend as one construct, for a stack of its own (the bundled app's `SymphonyStack`)
@@ -32,8 +38,9 @@ export class Symphony extends Construct {
   /** The VPC it made; unset when given one. */
   public readonly network: Network | undefined
   public readonly storage: Storage
-  public readonly cache: Cache
-  /** The journal's own MemoryDB cluster (`journal: { store: 'memorydb' }`); unset, it shares the cache. */
+  /** The ElastiCache Redis that holds the update journal; unset with the journal on MemoryDB. */
+  public readonly cache: Cache | undefined
+  /** The journal's MemoryDB cluster (`journal: { store: 'memorydb' }`); unset, the journal is in `cache`. */
   public readonly journal: JournalStore | undefined
   public readonly database: Database
   public readonly entry: PublicEntry
@@ -99,12 +106,21 @@ export class Symphony extends Construct {
       data: props.subnets?.data ?? DEFAULT_SUBNETS.data,
     }
     const dataSubnets = vpc.selectSubnets(subnets.data)
-    this.cache = new Cache(this, 'Cache', { vpc, subnets: dataSubnets, ...sizes.redis })
-    const { journal } = sizes
-    this.journal =
+    // The journal is all the servers keep in Redis: one store or the other, never both.
+    const { journal, redis } = sizes
+    const journalRedis: JournalRedis =
       journal.store === 'memorydb'
-        ? new JournalStore(this, 'Journal', { name, vpc, subnets: dataSubnets, ...journal })
-        : undefined
+        ? {
+            store: 'memorydb',
+            cluster: new JournalStore(this, 'Journal', { name, vpc, subnets: dataSubnets, ...journal }),
+          }
+        : {
+            store: 'elasticache',
+            // resolveSizes leaves redis unset only with the journal on MemoryDB.
+            cache: new Cache(this, 'Cache', { vpc, subnets: dataSubnets, ...(redis as RedisSize) }),
+          }
+    this.cache = journalRedis.store === 'elasticache' ? journalRedis.cache : undefined
+    this.journal = journalRedis.store === 'memorydb' ? journalRedis.cluster : undefined
     this.database = new Database(this, 'Database', {
       vpc,
       subnets: subnets.data,
@@ -132,8 +148,7 @@ export class Symphony extends Construct {
       subnets: subnets.tasks,
       listener: this.entry.syncListener,
       storage: this.storage,
-      cache: this.cache,
-      journal: this.journal,
+      journal: journalRedis,
       database: this.database,
       ...sizes.sync,
       authJwksUrl: props.authJwksUrl,
@@ -190,7 +205,7 @@ export class Symphony extends Construct {
     if (policy === undefined) return
     // Neither Redis nor MemoryDB data outlives its cluster without a snapshot; MemoryDB takes none
     // from CloudFormation, so SNAPSHOT keeps its cluster instead.
-    if (policy !== RemovalPolicy.DESTROY) this.cache.replicationGroup.applyRemovalPolicy(policy)
+    if (policy !== RemovalPolicy.DESTROY) this.cache?.replicationGroup.applyRemovalPolicy(policy)
     if (policy !== RemovalPolicy.DESTROY) {
       this.journal?.cluster.applyRemovalPolicy(
         policy === RemovalPolicy.SNAPSHOT ? RemovalPolicy.RETAIN : policy,

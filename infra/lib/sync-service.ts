@@ -15,6 +15,14 @@ import { MetricsCollector } from './observability/collector.js'
 import { SYNC_SERVER_METRICS } from './observability/metrics.js'
 import type { Storage } from './storage.js'
 
+/**
+ * Where the servers' update journal lives: the cache, handed over as the cluster's Redis (`PUBSUB`),
+ * or a MemoryDB cluster of its own (`JOURNAL`).
+ */
+export type JournalRedis =
+  | { store: 'elasticache'; cache: Cache }
+  | { store: 'memorydb'; cluster: JournalStore }
+
 export interface SyncServiceProps {
   /** The deployment's name: its secrets are `<name>/api-secret` and `<name>/webhook-signing-key`. */
   name: string
@@ -24,9 +32,7 @@ export interface SyncServiceProps {
   subnets: ec2.SubnetSelection
   listener: elbv2.ApplicationListener
   storage: Storage
-  cache: Cache
-  /** The journal's own store; unset, the servers journal to the cache (`PUBSUB`'s Redis). */
-  journal?: JournalStore | undefined
+  journal: JournalRedis
   database: Database
   cpu: number
   memoryMiB: number
@@ -71,7 +77,7 @@ export function memoryBudgetBytes(memoryMiB: number): number {
 
 /**
  * The sync servers: Fargate tasks behind the load balancer (least outstanding requests, no
- * stickiness), scaling on CPU, fetching live rooms from each other on the internal port.
+ * stickiness), scaling on CPU, relaying each room's traffic to its owner on the internal port.
  */
 export class SyncService extends Construct {
   public readonly service: ecs.FargateService
@@ -96,7 +102,7 @@ export class SyncService extends Construct {
 
   constructor(scope: Construct, id: string, props: SyncServiceProps) {
     super(scope, id)
-    const { storage, cache, journal, database } = props
+    const { storage, journal, database } = props
     this.maxTasks = props.maxTasks
     this.minTasks = props.minTasks
     this.internalToken = generatedSecret(
@@ -130,10 +136,26 @@ export class SyncService extends Construct {
       : undefined
 
     const task = fargateTask(this, props.cpu, props.memoryMiB)
+    // The server journals to `JOURNAL` when set, else to the cluster's Redis (`PUBSUB`).
+    const redis: {
+      environment: Record<string, string>
+      secrets: Record<string, ecs.Secret>
+      store: Cache | JournalStore
+    } =
+      journal.store === 'memorydb'
+        ? {
+            environment: { JOURNAL: journal.cluster.url, JOURNAL_CLUSTER: '1' },
+            secrets: { JOURNAL_PASSWORD: ecs.Secret.fromSecretsManager(journal.cluster.password) },
+            store: journal.cluster,
+          }
+        : {
+            environment: { PUBSUB: journal.cache.url },
+            secrets: { PUBSUB_PASSWORD: ecs.Secret.fromSecretsManager(journal.cache.authToken) },
+            store: journal.cache,
+          }
     const secrets: Record<string, ecs.Secret> = {
       INTERNAL_TOKEN: ecs.Secret.fromSecretsManager(this.internalToken),
-      PUBSUB_PASSWORD: ecs.Secret.fromSecretsManager(cache.authToken),
-      ...(journal ? { JOURNAL_PASSWORD: ecs.Secret.fromSecretsManager(journal.password) } : {}),
+      ...redis.secrets,
       DATABASE_PASSWORD: ecs.Secret.fromSecretsManager(database.secret, 'password'),
       API_SECRET: ecs.Secret.fromSecretsManager(this.apiSecret),
       ...(this.authSecret ? { AUTH_SECRET: ecs.Secret.fromSecretsManager(this.authSecret) } : {}),
@@ -146,8 +168,7 @@ export class SyncService extends Construct {
         NODE_ENV: 'production',
         PORT: String(SYNC_PORT),
         INTERNAL_PORT: String(INTERNAL_PORT),
-        PUBSUB: cache.url,
-        ...(journal ? { JOURNAL: journal.url, JOURNAL_CLUSTER: '1' } : {}),
+        ...redis.environment,
         REGISTRY: `dynamodb://${storage.registryTable.tableName}`,
         SNAPSHOTS: storage.snapshotsUrl,
         DATABASE_URL: database.url,
@@ -208,8 +229,7 @@ export class SyncService extends Construct {
       securityGroup: this.securityGroup,
       loadBalanced: true,
     })
-    cache.allowFrom(this.securityGroup)
-    journal?.allowFrom(this.securityGroup)
+    redis.store.allowFrom(this.securityGroup)
     database.allowFrom(this.securityGroup, 'metadata from the sync servers')
 
     this.targetGroup = new elbv2.ApplicationTargetGroup(this, 'Targets', {
@@ -233,7 +253,7 @@ export class SyncService extends Construct {
         this.service.loadBalancerTarget({ containerName: container.containerName, containerPort: SYNC_PORT }),
       ],
     })
-    // Any task can serve any room (they fetch state from each other), so no stickiness.
+    // Any task can serve any room (it relays to the room's owner), so no stickiness.
     this.targetGroup.setAttribute('stickiness.enabled', 'false')
     props.listener.addTargetGroups('Sync', { targetGroups: [this.targetGroup] })
 

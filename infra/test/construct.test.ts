@@ -172,7 +172,7 @@ describe('the Symphony construct inside a stack of your own', () => {
     template.hasResourceProperties('AWS::ElastiCache::SubnetGroup', { SubnetIds: ISOLATED })
   })
 
-  it('removalPolicy DESTROY deletes every piece of data; SNAPSHOT snapshots the database and Redis', () => {
+  it('removalPolicy DESTROY deletes every piece of data; SNAPSHOT snapshots the database and Redis, keeps MemoryDB', () => {
     const destroyed = inOtherStack({
       images: prebuilt,
       removalPolicy: RemovalPolicy.DESTROY,
@@ -187,20 +187,24 @@ describe('the Symphony construct inside a stack of your own', () => {
     destroyed.hasResourceProperties('AWS::RDS::DBInstance', { DeletionProtection: false })
     destroyed.resourceCountIs('Custom::S3AutoDeleteObjects', 2)
 
-    const snapshot = inOtherStack({
+    const snapshot = inOtherStack({ images: prebuilt, removalPolicy: RemovalPolicy.SNAPSHOT }).template
+    assert.deepEqual(deletionPolicies(snapshot, 'AWS::RDS::DBInstance'), ['Snapshot'])
+    assert.deepEqual(deletionPolicies(snapshot, 'AWS::ElastiCache::ReplicationGroup'), ['Snapshot'])
+    assert.deepEqual(new Set(deletionPolicies(snapshot, 'AWS::S3::Bucket')), new Set(['Retain']))
+    assert.deepEqual(new Set(deletionPolicies(snapshot, 'AWS::Logs::LogGroup')), new Set(['Retain']))
+
+    // With the journal on MemoryDB there is no ElastiCache to keep.
+    const memoryDb = inOtherStack({
       images: prebuilt,
       removalPolicy: RemovalPolicy.SNAPSHOT,
       journal: { store: 'memorydb' },
     }).template
-    assert.deepEqual(deletionPolicies(snapshot, 'AWS::RDS::DBInstance'), ['Snapshot'])
-    assert.deepEqual(deletionPolicies(snapshot, 'AWS::ElastiCache::ReplicationGroup'), ['Snapshot'])
+    assert.deepEqual(deletionPolicies(memoryDb, 'AWS::ElastiCache::ReplicationGroup'), [])
     assert.deepEqual(
-      deletionPolicies(snapshot, 'AWS::MemoryDB::Cluster'),
+      deletionPolicies(memoryDb, 'AWS::MemoryDB::Cluster'),
       ['Retain'],
       'MemoryDB takes no snapshot',
     )
-    assert.deepEqual(new Set(deletionPolicies(snapshot, 'AWS::S3::Bucket')), new Set(['Retain']))
-    assert.deepEqual(new Set(deletionPolicies(snapshot, 'AWS::Logs::LogGroup')), new Set(['Retain']))
   })
 
   it('names its secrets, alarms and metrics after `name`, so two fit in one stack', () => {
@@ -233,6 +237,10 @@ describe('the Symphony construct inside a stack of your own', () => {
     refused(
       { shutdownTimeoutSeconds: 200 },
       /^Symphony shutdownTimeoutSeconds: must be a whole number from 5 to 110$/,
+    )
+    refused(
+      { journal: { store: 'memorydb' }, redis: { replicas: 1 } },
+      /^Symphony redis: only with the journal on ElastiCache \(with MemoryDB there is none\)$/,
     )
     assert.throws(
       () => inOtherStack({ images: prebuilt, serverSettings: { PUBSUB: 'redis://elsewhere' } as never }),

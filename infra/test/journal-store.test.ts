@@ -22,21 +22,55 @@ const only = (template: Template, type: string) => {
 }
 const environmentOf = (server: ContainerDefinition) =>
   Object.fromEntries((server.Environment ?? []).map(({ Name, Value }) => [Name, Value]))
+const secretsOf = (server: ContainerDefinition) =>
+  Object.fromEntries((server.Secrets ?? []).map(({ Name, ValueFrom }) => [Name, ValueFrom]))
+/** What makes up the ElastiCache Redis: its group, subnet group, AUTH token and security group. */
+const elastiCacheParts = (template: Template) => [
+  ...resourcesOf(template, 'AWS::ElastiCache::ReplicationGroup'),
+  ...resourcesOf(template, 'AWS::ElastiCache::SubnetGroup'),
+  ...resourcesOf(template, 'AWS::SecretsManager::Secret').filter(([id]) => id.startsWith('CacheAuthToken')),
+  ...resourcesOf(template, 'AWS::EC2::SecurityGroup').filter(([id]) => id.startsWith('CacheSecurityGroup')),
+]
 
 describe('journalStore: the update journal on ElastiCache (default) or MemoryDB', () => {
   after(removeSynthesized)
 
-  it('by default there is no MemoryDB: the journal shares pub/sub’s ElastiCache, password and all', () => {
-    const { template } = synthesize()
+  it('by default there is no MemoryDB: the journal is in the ElastiCache Redis, handed over as PUBSUB', () => {
+    const { template, stack } = synthesize()
     for (const type of ['Cluster', 'ACL', 'User', 'SubnetGroup']) {
       template.resourceCountIs(`AWS::MemoryDB::${type}`, 0)
     }
+    const [groupId] = only(template, 'AWS::ElastiCache::ReplicationGroup')
+    assert.match(groupId, /^CacheRedis/)
+    assert.equal(elastiCacheParts(template).length, 4, 'group, subnet group, AUTH token, security group')
     const server = containerNamed(template, 'server')
-    assert.equal(environmentOf(server).JOURNAL, undefined)
-    const { journal, pubsub } = parseConfig(sampleEnvironment(server)).backends
-    assert.ok(pubsub.kind === 'redis')
-    const { flushMs: _publishWindow, ...connection } = pubsub // the journal is written at each turn's end
-    assert.deepEqual(journal, { ...connection, cluster: false })
+    const environment = environmentOf(server)
+    assert.equal(environment.JOURNAL, undefined)
+    assert.equal(environment.JOURNAL_CLUSTER, undefined)
+    assert.deepEqual(environment.PUBSUB, {
+      'Fn::Join': [
+        '',
+        [
+          'rediss://',
+          { 'Fn::GetAtt': [groupId, 'PrimaryEndPoint.Address'] },
+          ':',
+          { 'Fn::GetAtt': [groupId, 'PrimaryEndPoint.Port'] },
+        ],
+      ],
+    })
+    const secrets = secretsOf(server)
+    assert.deepEqual(secrets.PUBSUB_PASSWORD, stack.resolve(stack.symphony.cache?.authToken.secretArn))
+    assert.equal(secrets.JOURNAL_PASSWORD, undefined)
+
+    // The server's own parser: a shared registry, and the journal in the cluster's Redis with its token.
+    const { journal, registry } = parseConfig(sampleEnvironment(server)).backends
+    assert.equal(registry.kind, 'dynamodb')
+    assert.equal(journal.kind, 'redis')
+    assert.equal(journal.kind === 'redis' && journal.cluster, false)
+    assert.match(
+      journal.kind === 'redis' ? journal.url : '',
+      /^rediss:\/\/:secret-x+@sample\.internal\.example:6380\/?$/,
+    )
   })
 
   describe('journalStore=memorydb', () => {
@@ -110,7 +144,18 @@ describe('journalStore: the update journal on ElastiCache (default) or MemoryDB'
       )
     })
 
-    it('hands the sync tasks JOURNAL=rediss://… at the cluster endpoint, its password as a secret; PUBSUB stays on ElastiCache', () => {
+    it('makes no ElastiCache: the journal is all the servers kept in Redis', () => {
+      assert.deepEqual(elastiCacheParts(template), [])
+      assert.equal(stack.symphony.cache, undefined)
+      const ingress = resourcesOf(template, 'AWS::EC2::SecurityGroupIngress')
+      assert.deepEqual(
+        ingress.filter(([, rule]) => (rule as Properties).FromPort === 6380),
+        [],
+        'nothing opens the ElastiCache port',
+      )
+    })
+
+    it('hands the sync tasks JOURNAL=rediss://… at the cluster endpoint, its password as a secret, and no PUBSUB', () => {
       const server = containerNamed(template, 'server')
       const environment = environmentOf(server)
       const [clusterId] = only(template, 'AWS::MemoryDB::Cluster')
@@ -127,25 +172,22 @@ describe('journalStore: the update journal on ElastiCache (default) or MemoryDB'
         ],
       })
       assert.equal(environment.JOURNAL_CLUSTER, '1')
-      assert.match(JSON.stringify(environment.PUBSUB), /ElastiCache|CacheRedis/)
+      assert.equal(environment.PUBSUB, undefined)
       const journalSecret = stack.resolve(stack.symphony.journal?.password.secretArn)
-      const secrets = Object.fromEntries(
-        (server.Secrets ?? []).map(({ Name, ValueFrom }) => [Name, ValueFrom]),
-      )
+      const secrets = secretsOf(server)
       assert.deepEqual(secrets.JOURNAL_PASSWORD, journalSecret)
-      assert.match(JSON.stringify(stack.resolve(stack.symphony.cache.authToken.secretArn)), /CacheAuthToken/)
-      assert.deepEqual(secrets.PUBSUB_PASSWORD, stack.resolve(stack.symphony.cache.authToken.secretArn))
+      assert.equal(secrets.PUBSUB_PASSWORD, undefined)
 
-      // What the server's own parser makes of it: the cluster client, over TLS, as the user.
-      const { journal, pubsub } = parseConfig(sampleEnvironment(server)).backends
+      // What the server's own parser makes of it: a shared registry, and the cluster client for the
+      // journal, over TLS, as the user.
+      const { journal, registry } = parseConfig(sampleEnvironment(server)).backends
+      assert.equal(registry.kind, 'dynamodb')
       assert.equal(journal.kind, 'redis')
       assert.equal(journal.kind === 'redis' && journal.cluster, true)
       assert.match(
         journal.kind === 'redis' ? journal.url : '',
         new RegExp(`^rediss://${user.UserName}:secret-x+@sample\\.internal\\.example:6379$`),
       )
-      assert.match(pubsub.kind === 'redis' ? pubsub.url : '', /^rediss:\/\/:secret-x+@/)
-      assert.notEqual(pubsub.kind === 'redis' && pubsub.url, journal.kind === 'redis' && journal.url)
     })
   })
 

@@ -218,7 +218,6 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
   it('alarms on each dependency the servers report down: Minimum of symphony_dependency_up < 1 for three minutes', () => {
     // Every value of the server's Dependency type, and no other (a compile-time check on both sides).
     const serverDependencies: Record<Dependency, true> = {
-      pubsub: true,
       registry: true,
       snapshots: true,
       journal: true,
@@ -385,6 +384,11 @@ describe('metrics, alarms and the operations dashboard (default settings)', () =
       assert.ok(body.includes(name), `the dashboard shows ${name}`)
     }
     assert.match(body, /alarm/, 'the alarms’ states')
+    // The servers no longer use Redis pub/sub: no series, alarm or widget of it is left.
+    const alarms = JSON.stringify(resourcesOf(template, 'AWS::CloudWatch::Alarm'))
+    for (const text of [body, alarms, JSON.stringify(SYNC_SERVER_METRICS)]) {
+      assert.doesNotMatch(text, /pubsub/i)
+    }
   })
 })
 
@@ -412,6 +416,18 @@ describe('operations under other settings', () => {
     assert.equal(maxed.Threshold, SIZES.medium.sync.maxTasks)
     const storage = alarmLike(template, /nearly out of storage/)
     assert.equal(storage.Threshold, 2 * 1024 ** 3, 'the 2 GiB cap (5 % of 50 GiB is more)')
+  })
+
+  it('with the journal on MemoryDB there is no ElastiCache, so no Redis alarms and no Redis graph', () => {
+    const { template } = synthesize({ journalStore: 'memorydb' })
+    for (const [id, alarm] of resourcesOf(template, 'AWS::CloudWatch::Alarm')) {
+      assert.doesNotMatch(JSON.stringify(alarm), /ElastiCache|Redis/, id)
+    }
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 15 + SYNC_DEPENDENCIES.length + 1 - 2)
+    const [[, dashboard] = []] = resourcesOf(template, 'AWS::CloudWatch::Dashboard') as [string, Properties][]
+    const body = JSON.stringify(dashboard?.DashboardBody)
+    assert.doesNotMatch(body, /AWS\/ElastiCache|Redis/)
+    assert.match(body, /WriteThrottleEvents/, 'the row’s other graph stays')
   })
 
   it('a fixed fleet (minTasks = maxTasks) has no SyncAtMaxTasks alarm; a scaling one has it', () => {

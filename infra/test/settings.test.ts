@@ -29,7 +29,7 @@ describe('infra settings (CDK context)', () => {
     assert.equal(settings.dashboard.allowedCidr, undefined, 'the dashboard is not on the internet')
     assert.equal(settings.alarmEmail, undefined)
     assert.equal(settings.cpuArchitecture, 'x86_64')
-    assert.deepEqual(settings.journal, { store: 'elasticache' }, 'the journal beside pub/sub')
+    assert.deepEqual(settings.journal, { store: 'elasticache' }, 'the journal in the ElastiCache Redis')
   })
 
   it('journalStore=memorydb puts the journal on MemoryDB: a small node, one shard, one replica unless told', () => {
@@ -45,7 +45,9 @@ describe('infra settings (CDK context)', () => {
       journalReplicas: '2',
     })
     assert.deepEqual(tuned.journal, { store: 'memorydb', nodeType: 'db.r7g.large', shards: 1, replicas: 2 })
+    assert.equal(tuned.redis, undefined, 'no ElastiCache: the journal was all it held')
     assert.equal(settingsFrom({ journalStore: 'elasticache' }).journal.store, 'elasticache')
+    assert.deepEqual(settingsFrom({ journalStore: 'elasticache' }).redis, SIZES.small.redis)
   })
 
   it('takes an alarm email, an allowed dashboard range and the CPU architecture', () => {
@@ -102,8 +104,7 @@ describe('infra settings (CDK context)', () => {
       taskCpu: '512',
     })
     assert.deepEqual(tuned.sync, { cpu: 512, memoryMiB: 1024, minTasks: 3, maxTasks: 12 })
-    assert.equal(tuned.redis.replicas, 2)
-    assert.equal(tuned.redis.nodeType, SIZES.medium.redis.nodeType)
+    assert.deepEqual(tuned.redis, { nodeType: SIZES.medium.redis.nodeType, replicas: 2 })
     assert.equal(tuned.database.multiAz, false)
     assert.equal(tuned.retainData, false)
     assert.equal(settingsFrom({ minTasks: 5 }).sync.maxTasks, 5, 'max follows a larger min')
@@ -161,6 +162,15 @@ describe('infra settings (CDK context)', () => {
       errorFor({ journalReplicas: '2' }),
       /^context journalReplicas: only with journalStore=memorydb$/,
     )
+    for (const [key, value] of [
+      ['redisNodeType', 'cache.t4g.small'],
+      ['redisReplicas', '1'],
+    ] as const) {
+      assert.match(
+        errorFor({ journalStore: 'memorydb', [key]: value }),
+        new RegExp(`^context ${key}: not with journalStore=memorydb \\(there is no ElastiCache then\\)$`),
+      )
+    }
     assert.match(errorFor({ shutdownTimeoutSeconds: '200' }), /^context shutdownTimeoutSeconds:/)
   })
 

@@ -320,10 +320,11 @@ describe('the synthesized stack, default settings (small, HTTP)', () => {
 
   it('hands each service exactly the settings its own parser accepts', () => {
     const sync = parseConfig(sampleEnvironment(containerNamed(template, 'server')))
-    const { pubsub, registry, snapshots, metadata } = sync.backends
-    assert.equal(pubsub.kind, 'redis')
+    const { journal, registry, snapshots, metadata } = sync.backends
+    // A shared registry takes a Redis journal: here the cluster's Redis (PUBSUB), on ElastiCache.
+    assert.equal(journal.kind, 'redis')
     assert.match(
-      pubsub.kind === 'redis' ? pubsub.url : '',
+      journal.kind === 'redis' ? journal.url : '',
       /^rediss:\/\/:secret-x+@sample\.internal\.example:6380/,
     )
     assert.equal(registry.kind, 'dynamodb')

@@ -68,7 +68,7 @@ export function testRequirements({
   return [
     {
       what: 'Redis (redis-server)',
-      why: 'pub/sub, journal and cluster tests',
+      why: 'journal and cluster tests',
       debian: ['redis-server'],
       found: exists('/usr/bin/redis-server'),
     },

@@ -42,8 +42,6 @@ export interface RedisBackend {
   url: string
   link?: Partial<RedisLinkSettings>
 }
-/** `PUBSUB`; `flushMs`: how long messages gather before one publish command (`PUBSUB_FLUSH_MS`). */
-export type PubSubConfig = { kind: 'memory' } | (RedisBackend & { flushMs?: number })
 /** `REGISTRY`; a lease is refreshed while held and ignored once `leaseMs` old (`REGISTRY_LEASE_MS`). */
 export type RegistryConfig =
   | { kind: 'memory'; leaseMs: number }
@@ -54,7 +52,7 @@ export type SnapshotsConfig =
   /** `versions`: saved versions kept per room, the current one included (`SNAPSHOT_FILE_VERSIONS`). */
   | { kind: 'file'; folder: string; versions?: number }
   | { kind: 's3'; bucket: string; prefix: string; aws: AwsClientOptions }
-/** `JOURNAL`, by default beside pub/sub; `memory` (lost at exit) only for servers built in code. */
+/** `JOURNAL`, by default the cluster's Redis (`PUBSUB`); `memory` (lost at exit) only for servers built in code. */
 export type JournalConfig =
   | { kind: 'memory' }
   | { kind: 'file'; folder: string }
@@ -73,7 +71,6 @@ export type EventsConfig =
 
 /** The backend of every port. */
 export interface Backends {
-  pubsub: PubSubConfig
   registry: RegistryConfig
   snapshots: SnapshotsConfig
   journal: JournalConfig

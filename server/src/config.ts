@@ -3,7 +3,6 @@ import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { DEFAULT_REDIS_LINK, type RedisLinkSettings } from './adapters/redis-connection.js'
-import { DEFAULT_PUBSUB_FLUSH_MS } from './adapters/redis-pubsub.js'
 import { DEFAULT_SNAPSHOT_VERSIONS, MAX_SNAPSHOT_VERSIONS } from './adapters/snapshot-versions.js'
 import type { AuthConfig } from './auth/authenticator.js'
 import {
@@ -69,7 +68,6 @@ const environment = z.object({
     .default('memory')
     .refine((v) => v === 'memory' || /^rediss?:\/\/./.test(v), 'must be "memory" or redis://host:port'),
   PUBSUB_PASSWORD: optionalText,
-  PUBSUB_FLUSH_MS: int(0, 100, DEFAULT_PUBSUB_FLUSH_MS),
   REDIS_COMMAND_TIMEOUT_MS: int(100, 600_000, DEFAULT_REDIS_LINK.commandTimeoutMs),
   REDIS_CONNECT_TIMEOUT_MS: int(100, 600_000, DEFAULT_REDIS_LINK.connectTimeoutMs),
   REDIS_KEEPALIVE_MS: int(1_000, 3_600_000, DEFAULT_REDIS_LINK.keepAliveMs),
@@ -183,13 +181,13 @@ export interface Config
 }
 
 /**
- * What start-up should warn of in a configuration it accepts: a Redis journal or pub/sub shared
- * by servers whose registry is in memory (each server would own every room its clients reach, and
- * their edits would never meet; one server alone is fine).
+ * What start-up should warn of in a configuration it accepts: a Redis journal shared by servers
+ * whose registry is in memory (each server would own every room its clients reach, and their
+ * edits would never meet; one server alone is fine).
  */
 export function configWarnings(config: Pick<Config, 'backends'>): string[] {
-  const { pubsub, journal, registry } = config.backends
-  if (registry.kind !== 'memory' || (pubsub.kind !== 'redis' && journal.kind !== 'redis')) return []
+  const { journal, registry } = config.backends
+  if (registry.kind !== 'memory' || journal.kind !== 'redis') return []
   return [
     'REGISTRY=memory with a Redis journal: run one server only. Servers that share Redis need a shared REGISTRY (dynamodb://…): each room has one owner, and with the in-memory registry every server would own every room its clients reach.',
   ]
@@ -227,15 +225,6 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     logLevel: vars.LOG_LEVEL,
     build: { version: SERVER_VERSION, commit: vars.SYMPHONY_COMMIT ?? vars.GIT_COMMIT ?? 'unknown' },
     backends: {
-      pubsub:
-        vars.PUBSUB === 'memory'
-          ? { kind: 'memory' }
-          : {
-              kind: 'redis',
-              url: withUrlPassword(vars.PUBSUB, vars.PUBSUB_PASSWORD),
-              link,
-              flushMs: vars.PUBSUB_FLUSH_MS,
-            },
       registry:
         vars.REGISTRY === 'memory'
           ? { kind: 'memory', leaseMs: vars.REGISTRY_LEASE_MS }
@@ -304,8 +293,9 @@ function folderOf(fileUrl: string): string {
 }
 
 /**
- * The update journal lives beside pub/sub: in Redis when pub/sub is, else in local files. A
- * cluster needs it shared, since the server that loads a crashed server's rooms must read it.
+ * The update journal lives in the cluster's Redis (`PUBSUB`) unless `JOURNAL` names its own, else
+ * in local files. A cluster needs it shared, since the server that loads a crashed server's rooms
+ * must read it.
  */
 function journalFrom(vars: Environment, link: RedisLinkSettings): JournalConfig {
   if (vars.JOURNAL_PASSWORD && !vars.JOURNAL) {
@@ -319,14 +309,17 @@ function journalFrom(vars: Environment, link: RedisLinkSettings): JournalConfig 
   if (vars.JOURNAL_CLUSTER === '1') {
     throw new ConfigError('JOURNAL_CLUSTER: needs a Redis journal (redis://… or rediss://…)')
   }
-  // (Without an explicit JOURNAL, internalFrom refuses a shared REGISTRY over memory pub/sub.)
-  if (vars.REGISTRY !== 'memory' && vars.JOURNAL) {
-    throw new ConfigError('JOURNAL: a shared REGISTRY needs a shared journal (redis://…), not local files')
+  if (vars.REGISTRY !== 'memory') {
+    throw new ConfigError(
+      vars.JOURNAL
+        ? 'JOURNAL: a shared REGISTRY needs a shared journal (redis://…), not local files'
+        : 'PUBSUB: a shared REGISTRY needs a shared journal: the cluster’s Redis (redis://…), or JOURNAL=redis://…',
+    )
   }
   return { kind: 'file', folder: folderOf(url) }
 }
 
-/** The link settings of every Redis connection (pub/sub and journal alike). */
+/** The link settings of every Redis connection. */
 function redisLinkFrom(vars: Environment): RedisLinkSettings {
   return {
     commandTimeoutMs: vars.REDIS_COMMAND_TIMEOUT_MS,
@@ -357,11 +350,6 @@ function metadataFrom(vars: Environment): MetadataConfig {
 function internalFrom(vars: Environment): InternalEndpointOptions | null {
   // A single server has no peers; it opens the endpoint only when given a token (for the dashboard).
   if (vars.REGISTRY === 'memory' && !vars.INTERNAL_TOKEN) return null
-  if (vars.REGISTRY !== 'memory' && vars.PUBSUB === 'memory') {
-    throw new ConfigError(
-      'PUBSUB: a shared REGISTRY needs shared pub/sub (redis://…), or servers never see each other’s edits',
-    )
-  }
   if (vars.INTERNAL_PORT !== 0 && vars.INTERNAL_PORT === vars.PORT) {
     throw new ConfigError('INTERNAL_PORT: must differ from PORT')
   }

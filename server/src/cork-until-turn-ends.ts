@@ -3,16 +3,13 @@
  * are corked on their first write and uncorked once the current batch of input has been handled,
  * so everything a stream is owed from that batch leaves in a single syscall: the busier the
  * server, the larger the batches. Used for the clients' sockets. Batches of Redis commands
- * (journal appends, then publishes) are flushed first, in that order, before any client socket
- * is uncorked: an update leaves for the journal before anyone is sent it.
+ * (journal appends) are flushed first, before any client socket is uncorked: an update leaves
+ * for the journal before anyone is sent it.
  */
 const corked = new Set<Corkable>()
-/** `flushes[0]`: the journal's; `flushes[1]`: the publishers'. */
-const flushes: [(() => void)[], (() => void)[]] = [[], []]
+/** The journal's batches, flushed before the sockets. */
+const flushes: (() => void)[] = []
 let scheduled = false
-
-/** When a batch is flushed: the journal's first, then what is published, then the sockets. */
-export type TurnStage = 'journal' | 'publish'
 
 /** A stream, or anything that holds writes until told to let them go (`WsTransport`). */
 export interface Corkable {
@@ -28,9 +25,9 @@ export function corkUntilTurnEnds(stream: Corkable): void {
 }
 
 /** Runs `flush` once the current turn's input is handled, before any corked stream is uncorked. */
-export function flushAtTurnEnd(stage: TurnStage, flush: () => void): void {
+export function flushAtTurnEnd(flush: () => void): void {
   schedule()
-  flushes[stage === 'journal' ? 0 : 1].push(flush)
+  flushes.push(flush)
 }
 
 function schedule(): void {
@@ -41,17 +38,14 @@ function schedule(): void {
 
 function endTurn(): void {
   scheduled = false
-  for (const stage of flushes) {
-    // Taken out first: a flush may schedule the next turn's work.
-    const due = stage.splice(0)
-    for (const flush of due) {
-      // A flush reports its own failures; one that throws anyway must not leave the turn's other
-      // batches unsent and every client socket corked.
-      try {
-        flush()
-      } catch (error) {
-        process.emitWarning(error as Error)
-      }
+  // Taken out first: a flush may schedule the next turn's work.
+  for (const flush of flushes.splice(0)) {
+    // A flush reports its own failures; one that throws anyway must not leave the turn's other
+    // batches unsent and every client socket corked.
+    try {
+      flush()
+    } catch (error) {
+      process.emitWarning(error as Error)
     }
   }
   // Taken out first too: a stream written to while the others are uncorked is corked anew.

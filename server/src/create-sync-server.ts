@@ -61,7 +61,6 @@ async function resolveOptions(options: SyncServerOptions): Promise<ResolvedServe
 /** The embedded adapters, under ./data like `npm start`'s; no metadata database, no webhooks. */
 function embeddedBackends(): Backends {
   return {
-    pubsub: { kind: 'memory' },
     registry: { kind: 'memory', leaseMs: DEFAULT_TIMINGS.registryLeaseMs },
     snapshots: { kind: 'file', folder: resolve('data/snapshots') },
     journal: { kind: 'file', folder: resolve('data/journal') },

@@ -4,7 +4,7 @@ import type { Dependency, DependencyOutcomes } from './ports/dependency-outcomes
 export interface DependencyState {
   ok: boolean
   /**
-   * The latest failure, while failing: its action and error code (`publish: ECONNREFUSED`), never
+   * The latest failure, while failing: its action and error code (`append: ECONNREFUSED`), never
    * its message, which may name hosts, accounts or roles and `/healthz` is public. Logs have the rest.
    */
   error?: string
@@ -12,7 +12,7 @@ export interface DependencyState {
   since?: string
 }
 
-const DEPENDENCIES: readonly Dependency[] = ['pubsub', 'registry', 'snapshots', 'journal', 'metadata']
+const DEPENDENCIES: readonly Dependency[] = ['registry', 'snapshots', 'journal', 'metadata']
 
 /**
  * Each dependency's health from the latest outcome of real operations: failing from its latest

@@ -15,13 +15,11 @@ export {
 } from './adapters/dynamo-room-registry.js'
 export { FileSnapshotStore, type FileSnapshotStoreOptions } from './adapters/file-snapshot-store.js'
 export { FileUpdateJournal, type FileUpdateJournalOptions } from './adapters/file-update-journal.js'
-export { MemoryBus, MemoryPubSub } from './adapters/memory-pubsub.js'
 export { MemoryRegistryTable, MemoryRoomRegistry } from './adapters/memory-room-registry.js'
 export { MemorySnapshotStore } from './adapters/memory-snapshot-store.js'
 export { MemoryJournalTable, MemoryUpdateJournal } from './adapters/memory-update-journal.js'
 export { NoopMetadataSink } from './adapters/noop-metadata-sink.js'
 export { PgMetadataSink, type PgMetadataSinkOptions } from './adapters/postgres/pg-metadata-sink.js'
-export { RedisPubSub, type RedisPubSubOptions } from './adapters/redis-pubsub.js'
 export { RedisUpdateJournal, type RedisUpdateJournalOptions } from './adapters/redis-update-journal.js'
 export {
   createSnapshotBucket,
@@ -30,7 +28,6 @@ export {
 } from './adapters/s3-snapshot-store.js'
 export { openAdapters } from './adapters/select-adapters.js'
 export { openMetadataSink } from './adapters/select-metadata-sink.js'
-export { openPubSub } from './adapters/select-pubsub.js'
 export { openRoomEvents } from './adapters/select-room-events.js'
 export { openRoomRegistry } from './adapters/select-room-registry.js'
 export { openSnapshotStore } from './adapters/select-snapshot-store.js'
@@ -44,7 +41,6 @@ export type {
   EventsConfig,
   JournalConfig,
   MetadataConfig,
-  PubSubConfig,
   RegistryConfig,
   SnapshotsConfig,
 } from './backends.js'
@@ -72,7 +68,6 @@ export type { BuildInfo } from './metrics.js'
 export type { AdapterContext, AdapterProbes, Adapters } from './ports/adapters.js'
 export { type Dependency, type DependencyOutcomes, IGNORED_OUTCOMES } from './ports/dependency-outcomes.js'
 export type { MetadataEvent, MetadataSink, MetadataSinkStats, ServerSample } from './ports/metadata-sink.js'
-export type { PubSub, RoomMessageHandler } from './ports/pubsub.js'
 export type { CatalogPage, CatalogQuery, CatalogRoom, RoomCatalog } from './ports/room-catalog.js'
 export { NO_ROOM_EVENTS, type RoomEvent, type RoomEventSink } from './ports/room-events.js'
 export type {

@@ -3,14 +3,12 @@
  * server's `/metrics`. A plain module without dependencies, so anything may import it.
  */
 export const ALARM_METRICS = {
-  /** Histogram: from a document update's arrival (a client's or pub/sub's) to its last local socket write. */
+  /** Histogram: from a document update's arrival (a client's, here or relayed) to its last local socket write. */
   updateHandlingSeconds: 'symphony_update_handling_seconds',
   /** Gauge: the p99 of that over the updates of the last 60 s (0 when there were none). */
   updateHandlingP99Seconds: 'symphony_update_handling_p99_seconds',
   /** Counter `{type}`: client frames by wire message type. */
   messagesReceivedByType: 'symphony_messages_received_by_type_total',
-  /** Counter `{action}`: failed pub/sub operations and connection losses. */
-  pubsubErrors: 'symphony_pubsub_errors_total',
   /** Counter `{action}`: failed room registry operations. */
   registryErrors: 'symphony_registry_errors_total',
   /** Gauge: journaled updates that no saved snapshot holds yet, over this server's rooms. */
@@ -24,17 +22,6 @@ export const ALARM_METRICS = {
 } as const
 
 export type AlarmMetricName = (typeof ALARM_METRICS)[keyof typeof ALARM_METRICS]
-
-/** Every `action` label of `symphony_pubsub_errors_total`; each is exported from start, at 0. */
-export const PUBSUB_ERROR_ACTIONS = [
-  'connection',
-  'disconnect',
-  'publish',
-  'subscribe',
-  'unsubscribe',
-  'resubscribe',
-  'heartbeat',
-] as const
 
 /** Every `action` label of `symphony_registry_errors_total`; each is exported from start, at 0. */
 export const REGISTRY_ERROR_ACTIONS = ['claim', 'release', 'lookup', 'refresh', 'probe'] as const

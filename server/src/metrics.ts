@@ -5,7 +5,7 @@ import type { JoinWaitObserver, LoadWaitObserver } from './core/room-waits.js'
 import { DependencyHealth } from './dependency-health.js'
 import { HotHistogram } from './hot-histogram.js'
 import { LatencyWindow } from './latency-window.js'
-import { ALARM_METRICS as NAMES, PUBSUB_ERROR_ACTIONS, REGISTRY_ERROR_ACTIONS } from './metric-names.js'
+import { ALARM_METRICS as NAMES, REGISTRY_ERROR_ACTIONS } from './metric-names.js'
 import type { MetadataSinkStats } from './ports/metadata-sink.js'
 
 /** What the build is, for `symphony_build_info`. */
@@ -29,7 +29,7 @@ export class ServerMetrics implements CoreMetrics {
   readonly registry = new Registry()
   readonly #updateHandling = new HotHistogram(
     NAMES.updateHandlingSeconds,
-    "From a document update's arrival (from a client or pub/sub) to its write to the other local sockets",
+    "From a document update's arrival (from a client, here or relayed) to its write to the other local sockets",
     [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
     this.registry,
   )
@@ -46,11 +46,6 @@ export class ServerMetrics implements CoreMetrics {
     app: 0,
     unknown: 0,
   }
-  readonly #pubsubErrors = this.#counter(
-    NAMES.pubsubErrors,
-    'Failed pub/sub operations and connection losses, by action',
-    ['action'],
-  )
   readonly #registryErrors = this.#counter(
     NAMES.registryErrors,
     'Failed room registry operations, by action',
@@ -64,8 +59,7 @@ export class ServerMetrics implements CoreMetrics {
   /** Every dependency's latest outcome: `/healthz` and `symphony_dependency_up`. */
   readonly dependencies = new DependencyHealth((dependency, action) => {
     if (action === 'heartbeat') this.#heartbeatsMissed.labels(dependency).inc()
-    if (dependency === 'pubsub') this.#pubsubErrors.labels(action).inc()
-    else if (dependency === 'registry') this.#registryErrors.labels(action).inc()
+    if (dependency === 'registry') this.#registryErrors.labels(action).inc()
   })
   readonly connections = this.#gauge('symphony_connections', 'Open WebSocket connections')
   readonly rooms = this.#gauge('symphony_rooms', 'Rooms loaded in memory')
@@ -242,9 +236,8 @@ export class ServerMetrics implements CoreMetrics {
     collectDefaultMetrics({ register: this.registry })
     const { registry } = this
     // Every series exists from start, so an alarm on a rate sees 0 rather than missing data.
-    for (const action of PUBSUB_ERROR_ACTIONS) this.#pubsubErrors.labels(action).inc(0)
     for (const action of REGISTRY_ERROR_ACTIONS) this.#registryErrors.labels(action).inc(0)
-    for (const dependency of ['pubsub', 'journal']) this.#heartbeatsMissed.labels(dependency).inc(0)
+    this.#heartbeatsMissed.labels('journal').inc(0)
     for (const store of ['journal', 'snapshots']) this.storageFull.labels(store).set(0)
     const recent = this.#recentUpdates
     new Gauge({

@@ -123,7 +123,7 @@ export interface SyncServerOptions {
   internal?: InternalEndpointOptions | null
   /**
    * The built-in adapter for each port, by settings (what `parseConfig` reads from SNAPSHOTS,
-   * PUBSUB…). A port not named here nor in `adapters` gets its embedded adapter: pub/sub and
+   * JOURNAL…). A port not named here nor in `adapters` gets its embedded adapter: the
    * registry in memory, snapshots and journal in ./data, no metadata, no webhooks.
    */
   backends?: Partial<Backends>

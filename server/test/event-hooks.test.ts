@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
 import * as Y from 'yjs'
-import { MemoryBus } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
 import type { ConnectionInfo } from '../src/core/server-events.js'
 import { ConnectionRefusedError } from '../src/errors.js'
@@ -260,7 +259,6 @@ describe('the onChange hook', () => {
     const onB: Call[] = []
     // Two servers of one cluster, each with its own hooks, as each process has.
     const shared = {
-      bus: new MemoryBus(),
       registryTable: new MemoryRegistryTable(),
       internal: { port: 0, advertisedHost: '127.0.0.1', token: 'internal-token-0123456789' },
     }

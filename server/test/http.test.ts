@@ -22,7 +22,7 @@ describe('operations endpoints', () => {
     assert.equal(health.rooms, 1)
     assert.equal(health.connections, 1)
     const ok = { ok: true }
-    const embedded = { pubsub: ok, registry: ok, snapshots: ok, journal: ok, metadata: ok }
+    const embedded = { registry: ok, snapshots: ok, journal: ok, metadata: ok }
     assert.deepEqual(health.dependencies, embedded, 'embedded dependencies are simply ok')
     client.destroy()
   })

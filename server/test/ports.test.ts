@@ -27,15 +27,12 @@ import {
   DynamoRoomRegistry,
   FileSnapshotStore,
   FileUpdateJournal,
-  MemoryBus,
   MemoryJournalTable,
-  MemoryPubSub,
   MemoryRegistryTable,
   MemoryRoomRegistry,
   MemorySnapshotStore,
   MemoryUpdateJournal,
   NoopMetadataSink,
-  RedisPubSub,
   RedisUpdateJournal,
   S3SnapshotStore,
   type SnapshotStore,
@@ -44,7 +41,6 @@ import {
 import {
   type JournalFixture,
   metadataSinkContract,
-  pubSubContract,
   roomRegistryContract,
   snapshotStoreContract,
   updateJournalContract,
@@ -55,42 +51,10 @@ import { type LogEntry, recordingLogger } from './helpers/recording-logger.js'
 import { destroyTestAwsClients, requireTestServices, testAwsClients, uniqueName } from './helpers/services.js'
 
 // Each port's contract suite, run against every adapter that exists. The real adapters use the
-// Redis and AWS emulator that `npm test` starts; each run gets its own channels, table and prefix.
+// Redis and AWS emulator that `npm test` starts; each run gets its own keys, table and prefix.
 // Suites and adapters both come from the built package, as an adapter author's would: a suite
 // checks errors by class (SnapshotConflictError), which an adapter loaded from src/ would not share.
 // Each port's adapters are listed together: add a new one beside its kind.
-
-pubSubContract('MemoryPubSub', async () => {
-  const bus = new MemoryBus()
-  const a = new MemoryPubSub('a', bus)
-  const b = new MemoryPubSub('b', bus)
-  return { a, b, cleanup: async () => void (await Promise.all([a.close(), b.close()])) }
-})
-
-describe('MemoryPubSub alone', () => {
-  it('knows when no other server holds a room, so peer-only work is skipped', async () => {
-    const bus = new MemoryBus()
-    const a = new MemoryPubSub('a', bus)
-    const b = new MemoryPubSub('b', bus)
-    const room = uniqueRoom('alone')
-    assert.equal(a.mayHavePeers(room), false, 'nobody subscribes')
-    await a.subscribe(room, () => {})
-    assert.equal(a.mayHavePeers(room), false, 'only a itself')
-    await b.subscribe(room, () => {})
-    assert.equal(a.mayHavePeers(room), true)
-    await b.close()
-    assert.equal(a.mayHavePeers(room), false, 'b left')
-    await a.close()
-  })
-})
-
-pubSubContract('RedisPubSub', async () => {
-  const { redisUrl } = requireTestServices()
-  const options = { channelPrefix: `${uniqueName('test')}:`, logger: silentLogger }
-  const a = new RedisPubSub('a', redisUrl, options)
-  const b = new RedisPubSub('b', redisUrl, options)
-  return { a, b, cleanup: async () => void (await Promise.all([a.close(), b.close()])) }
-})
 
 roomRegistryContract('MemoryRoomRegistry', async (leaseMs) => {
   const table = new MemoryRegistryTable()
@@ -207,70 +171,41 @@ metadataSinkContract('NoopMetadataSink', async () => new NoopMetadataSink())
 
 // What the real adapters promise beyond the contracts.
 
-describe('RedisPubSub', () => {
-  it('gathers what is published for its flush window into one command, in order (PUBSUB_FLUSH_MS)', async () => {
-    const { redisUrl } = requireTestServices()
-    const channelPrefix = `${uniqueName('flush')}:`
-    const a = new RedisPubSub('a', redisUrl, { channelPrefix, logger: silentLogger, flushMs: 600_000 })
-    const b = new RedisPubSub('b', redisUrl, { channelPrefix, logger: silentLogger })
-    const c = new RedisPubSub('c', redisUrl, { channelPrefix, logger: silentLogger, flushMs: 0 })
-    let aClosed: Promise<void> | null = null
-    try {
-      const room = uniqueRoom('flush')
-      const heard: string[] = []
-      await b.subscribe(room, (message) => heard.push(Buffer.from(message).toString()))
-      a.publish(room, Buffer.from('one'))
-      await new Promise((resolve) => setImmediate(resolve))
-      a.publish(room, Buffer.from('two')) // a later turn, same window
-      // C publishes at the end of its turn: B hears C while A still holds its window's messages.
-      c.publish(room, Buffer.from('marker'))
-      await eventually(() => heard.includes('marker'), 'B hears C')
-      assert.deepEqual(heard, ['marker'])
-      aClosed = a.close() // the window's messages leave ahead of QUIT
-      await aClosed
-      await eventually(() => heard.length === 3, "B hears A's messages")
-      assert.deepEqual(heard, ['marker', 'one', 'two'])
-    } finally {
-      await Promise.all([aClosed ?? a.close(), b.close(), c.close()])
-    }
-  })
-
-  it('re-subscribes by itself after its subscriber connection drops, and logs it', async () => {
+describe('RedisUpdateJournal', () => {
+  it('reconnects by itself after its connection is killed, logs it, and appends again', async () => {
     const { redisUrl } = requireTestServices()
     const logs: LogEntry[] = []
-    const logger = recordingLogger(logs)
-    const options = { channelPrefix: `${uniqueName('test')}:`, logger }
-    const serverB = uniqueName('b')
-    const a = new RedisPubSub(uniqueName('a'), redisUrl, options)
-    const b = new RedisPubSub(serverB, redisUrl, options)
+    const server = uniqueName('killed')
+    const journal = new RedisUpdateJournal(server, redisUrl, {
+      keyPrefix: `${uniqueName('test')}:`,
+      logger: recordingLogger(logs),
+    })
     const admin = new Redis(redisUrl)
+    const room = uniqueRoom('killed-link')
     try {
-      const room = uniqueRoom('ps')
-      const received: number[][] = []
-      await b.subscribe(room, (message) => received.push([...message]))
+      await journal.append(room, new Uint8Array([1]))
       const clients = String(await admin.call('CLIENT', 'LIST'))
       const id = /id=(\d+) .*name=(\S+)/
-        .exec(clients.split('\n').find((line) => line.includes(`name=${serverB}:sub `)) ?? '')
+        .exec(clients.split('\n').find((line) => line.includes(`name=${server}:journal `)) ?? '')
         ?.at(1)
-      assert.ok(id, "b's subscriber connection is listed")
+      assert.ok(id, "the journal's connection is listed by its name")
       await admin.call('CLIENT', 'KILL', 'ID', id)
-      // Published until one arrives: messages sent before the re-subscription are lost, as documented.
-      const timer = setInterval(() => a.publish(room, new Uint8Array([7])), 50)
-      try {
-        await eventually(() => received.length > 0, 'a message arrives after the reconnect')
-      } finally {
-        clearInterval(timer)
-      }
-      assert.deepEqual(received[0], [7])
-      const warnings = logs.filter((entry) => entry.level === 'warn').map((entry) => entry.message)
-      assert.ok(warnings.includes('redis connection lost, reconnecting'), warnings.join(', '))
+      await eventually(
+        () => logs.some((entry) => entry.message === 'redis connection lost, reconnecting'),
+        'the loss is logged',
+      )
+      await journal.append(room, new Uint8Array([2]))
+      const { updates } = await journal.read(room)
+      assert.deepEqual(
+        updates.map((update) => [...update]),
+        [[1], [2]],
+      )
     } finally {
-      await Promise.all([a.close(), b.close(), admin.quit()])
+      await journal.delete(room).catch(() => {})
+      await Promise.all([journal.close(), admin.quit()])
     }
   })
-})
 
-describe('RedisUpdateJournal', () => {
   it("keeps a room's one stream and its name, and deletes both once trimmed empty", async () => {
     const { redisUrl } = requireTestServices()
     const keyPrefix = `${uniqueName('test')}:`

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import type { RedisLinkSettings } from '../src/adapters/redis-connection.js'
-import { RedisPubSub } from '../src/adapters/redis-pubsub.js'
 import { RedisUpdateJournal } from '../src/adapters/redis-update-journal.js'
 import { DependencyHealth } from '../src/dependency-health.js'
 import type { Dependency } from '../src/ports/dependency-outcomes.js'
-import { isRoomDeletedFrame, ROOM_DELETED_FRAME } from '../src/protocol/codec.js'
 import { eventually, uniqueRoom } from './helpers/clients.js'
 import { type LogEntry, recordingLogger } from './helpers/recording-logger.js'
 import { requireTestServices, uniqueName } from './helpers/services.js'
@@ -61,17 +59,6 @@ function settledWithin<T>(promise: Promise<T>, ms: number): Promise<PromiseSettl
       setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms),
     ),
   ])
-}
-
-/** Publishes from `from` until `received` has a message, as messages sent before a resubscription are lost. */
-async function untilDelivered(from: RedisPubSub, room: string, received: number[][], message: string) {
-  const timer = setInterval(() => from.publish(room, new Uint8Array([7])), 50)
-  try {
-    await until(() => received.length > 0, message)
-  } finally {
-    clearInterval(timer)
-  }
-  assert.deepEqual(received.at(-1), [7])
 }
 
 const missed = (logs: LogEntry[], role: string) =>
@@ -166,123 +153,35 @@ describe('the journal link', () => {
       await journal.close()
     }
   })
-})
 
-describe('the pub/sub links', () => {
-  /** `a` straight to Redis, `b` through the link; `b` holds a room. */
-  async function twoServers(url: string, bOptions: { deletionRetryMs?: number } = {}) {
-    const channelPrefix = `${uniqueName('links')}:`
+  it('accepted then reset, again and again, then healed: the journal appends again', async () => {
+    const { link, url } = await openLink()
     const health = recordingHealth()
-    const logs: LogEntry[] = []
-    const a = new RedisPubSub(uniqueName('a'), requireTestServices().redisUrl, {
-      channelPrefix,
+    const journal = new RedisUpdateJournal(uniqueName('writer'), url, {
+      keyPrefix: `${uniqueName('links')}:`,
       logger: recordingLogger(),
-      link: LINK,
-    })
-    const b = new RedisPubSub(uniqueName('b'), url, {
-      channelPrefix,
-      logger: recordingLogger(logs),
       outcomes: health.outcomes,
       link: LINK,
-      ...bOptions,
     })
-    const room = uniqueRoom('held')
-    const received: number[][] = []
-    await b.subscribe(room, (message) => received.push([...message]))
-    await untilDelivered(a, room, received, 'b receives before the fault')
-    await until(() => health.ok('pubsub'), 'b proves both links')
-    const close = () => Promise.all([a.close(), b.close()])
-    return { a, b, room, received, health, logs, close }
-  }
-
-  it('half-open: the heartbeats find both dead connections, and b gets its room again on new ones', async () => {
-    const { link, url } = await openLink()
-    const { a, b, room, received, health, logs, close } = await twoServers(url)
-    let losses = 0
-    b.onPossibleLoss(() => losses++)
+    const room = uniqueRoom('reset-journal')
     try {
-      link.blackhole()
-      await until(() => !health.ok('pubsub'), 'pub/sub shows down')
-      assert.equal(health.error('pubsub'), 'heartbeat: HEARTBEAT_MISSED')
-      // The old connections stay dead after this; only new ones get through (a peer that vanished).
-      link.restore()
-      received.length = 0
-      await untilDelivered(a, room, received, 'b receives the room it held, resubscribed')
-      assert.ok(missed(logs, 'publisher') && missed(logs, 'subscriber'), 'each dead connection was found')
-      assert.ok(losses >= 1, 'b is told that it may have missed messages meanwhile')
-      await until(() => health.ok('pubsub'), 'pub/sub shows up again')
-      const back: number[][] = []
-      await a.subscribe(room, (message) => back.push([...message]))
-      // As a server that loads a room announces itself (its digest): b may hold the channel alone by
-      // now (its own announcement on reconnecting reached no one), and publishes to it only once
-      // it hears another server there.
-      a.publish(room, new Uint8Array([9]))
-      await untilDelivered(b, room, back, "b's publishes reach a again")
-    } finally {
-      await close()
-    }
-  })
-
-  /**
-   * `b` publishes a room's deletion while its link is cut, and the publish fails; then the link
-   * is restored. Resolves to a check of whether `a` has heard the deletion yet.
-   */
-  async function deletionNotTaken(setup: Awaited<ReturnType<typeof twoServers>>, link: TcpLink) {
-    const { a, b, room, health } = setup
-    const atA: number[][] = []
-    await a.subscribe(room, (message) => atA.push([...message]))
-    link.cut()
-    b.publish(room, ROOM_DELETED_FRAME)
-    await until(
-      () => health.failures.some((failure) => failure.startsWith('pubsub publish')),
-      "b's publish fails",
-    )
-    link.restore()
-    return () => atA.some((message) => isRoomDeletedFrame(new Uint8Array(message)))
-  }
-
-  it('a deletion notice Redis did not take is published again until it does', async () => {
-    const { link, url } = await openLink()
-    const setup = await twoServers(url)
-    try {
-      const heard = await deletionNotTaken(setup, link)
-      await until(heard, 'a hears the deletion')
-    } finally {
-      await setup.close()
-    }
-  })
-
-  it('closing makes a last try with the deletion notices Redis has not taken yet', async () => {
-    const { link, url } = await openLink()
-    // No retry before the close: only the close can send it.
-    const setup = await twoServers(url, { deletionRetryMs: 3_600_000 })
-    try {
-      const heard = await deletionNotTaken(setup, link)
-      await until(() => setup.health.ok('pubsub'), 'b is back')
-      await setup.b.close()
-      await until(heard, 'a hears the deletion')
-    } finally {
-      await setup.close()
-    }
-  })
-
-  it('accepted then reset, again and again, then healed: b receives again', async () => {
-    const { link, url } = await openLink()
-    const { a, room, received, health, close } = await twoServers(url)
-    try {
+      await journal.append(room, new Uint8Array([1]))
       link.cut()
       link.resetAfterAccept()
       const accepted = link.accepted
-      // Long enough for ioredis 5 to call a dead subscriber ready and refuse to reconnect it
-      // (its pending handshake failed by maxRetriesPerRequest or a command timeout mid-retry).
-      await until(() => link.accepted >= accepted + 50, 'b keeps reconnecting (a stuck client stops)')
-      assert.equal(health.ok('pubsub'), false)
+      await until(
+        () => link.accepted >= accepted + 20,
+        'the journal keeps reconnecting (a stuck client stops)',
+      )
+      assert.equal(health.ok('journal'), false)
       link.restore()
-      received.length = 0
-      await untilDelivered(a, room, received, 'b receives again after the heal')
-      await until(() => health.ok('pubsub'), 'pub/sub shows up again')
+      await until(() => health.ok('journal'), 'the journal shows up again')
+      await journal.append(room, new Uint8Array([2]))
+      const { updates } = await journal.read(room)
+      assert.deepEqual(updates.at(-1), new Uint8Array([2]))
     } finally {
-      await close()
+      await journal.close()
+      await journal.delete(room).catch(() => {})
     }
   })
 })

@@ -4,7 +4,6 @@ import { afterEach, describe, it } from 'node:test'
 import { CloseCode, internalAuthorization } from '@symphony/client/wire'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
-import { MemoryBus } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
 import { MemorySnapshotStore } from '../src/adapters/memory-snapshot-store.js'
 import { MemoryJournalTable, MemoryUpdateJournal } from '../src/adapters/memory-update-journal.js'
@@ -16,7 +15,7 @@ import { closed, openRaw } from './helpers/raw-socket.js'
 import { registryAround } from './helpers/registries.js'
 import { startTestServer, stopTestServers, TEST_INTERNAL, type TestServer } from './helpers/test-server.js'
 
-/** Servers of one process sharing pub/sub, the registry, the journal and the snapshots, relaying. */
+/** Servers of one process sharing the registry, the journal and the snapshots, relaying. */
 async function relayingServers(
   names: string[],
   limits: Partial<Limits> = {},
@@ -24,7 +23,7 @@ async function relayingServers(
 ): Promise<TestServer[]> {
   const shared = {
     ...options,
-    bus: new MemoryBus(),
+
     registryTable: new MemoryRegistryTable(),
     internal: TEST_INTERNAL,
   }

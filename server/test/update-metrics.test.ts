@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { afterEach, describe, it } from 'node:test'
-import { ALARM_METRICS, PUBSUB_ERROR_ACTIONS, REGISTRY_ERROR_ACTIONS } from '../src/metric-names.js'
+import { ALARM_METRICS, REGISTRY_ERROR_ACTIONS } from '../src/metric-names.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { metricValue } from './helpers/cluster.js'
 import { closed, openRaw, terminateRawSockets } from './helpers/raw-socket.js'
@@ -24,9 +24,6 @@ describe('operational metrics of a real server', () => {
     const text = await metricsOf(t)
     for (const name of Object.values(ALARM_METRICS)) {
       assert.match(text, new RegExp(`^# TYPE ${name} `, 'm'), `${name} is exported`)
-    }
-    for (const action of PUBSUB_ERROR_ACTIONS) {
-      assert.match(text, new RegExp(`^symphony_pubsub_errors_total\\{action="${action}"\\} 0$`, 'm'))
     }
     for (const action of REGISTRY_ERROR_ACTIONS) {
       assert.match(text, new RegExp(`^symphony_registry_errors_total\\{action="${action}"\\} 0$`, 'm'))

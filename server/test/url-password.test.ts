@@ -2,10 +2,9 @@ import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { Redis } from 'ioredis'
 import pg from 'pg'
-import { RedisPubSub } from '../src/adapters/redis-pubsub.js'
+import { RedisUpdateJournal } from '../src/adapters/redis-update-journal.js'
 import { parseConfig } from '../src/config.js'
 import { silentLogger } from '../src/logger.js'
-import { eventually } from './helpers/clients.js'
 import { requireTestServices, uniqueName } from './helpers/services.js'
 
 // Every character a URL treats specially, so a password that is not encoded breaks the login.
@@ -51,25 +50,31 @@ describe('passwords from their own variables (as a secret store hands them over)
     await assert.rejects(refused.connect(), /password authentication failed/)
   })
 
-  it('PUBSUB_PASSWORD logs in to Redis, and pub/sub works through it', async () => {
+  it('PUBSUB_PASSWORD logs in to Redis, and the journal (in that Redis) works through it', async () => {
     await redisAdmin.call('ACL', 'SETUSER', redisUser, 'on', `>${password}`, '~*', '&*', '+@all')
     const PUBSUB = urlWithoutPassword(requireTestServices().redisUrl, redisUser)
     const config = parseConfig({ AUTH: 'none', PUBSUB, PUBSUB_PASSWORD: password })
-    assert.equal(config.backends.pubsub.kind, 'redis')
-    const url = config.backends.pubsub.kind === 'redis' ? config.backends.pubsub.url : ''
-    const [a, b] = [
-      new RedisPubSub('a', url, { logger: silentLogger }),
-      new RedisPubSub('b', url, { logger: silentLogger }),
-    ]
-    const received: number[] = []
+    assert.equal(config.backends.journal.kind, 'redis')
+    const url = config.backends.journal.kind === 'redis' ? config.backends.journal.url : ''
+    const journal = new RedisUpdateJournal('a', url, {
+      keyPrefix: `${uniqueName('url-password')}:`,
+      logger: silentLogger,
+    })
     const room = uniqueName('room')
-    await b.subscribe(room, (message) => received.push(message.length))
-    a.publish(room, new Uint8Array([1, 2, 3]))
-    await eventually(() => received.length === 1, 'the message arrives through the authenticated connections')
-    await Promise.all([a.close(), b.close()])
+    try {
+      await journal.append(room, new Uint8Array([1, 2, 3]))
+      const { updates } = await journal.read(room)
+      assert.deepEqual(
+        updates.map((update) => [...update]),
+        [[1, 2, 3]],
+        'appended and read through the authenticated connection',
+      )
+    } finally {
+      await journal.close()
+    }
 
     const wrong = parseConfig({ AUTH: 'none', PUBSUB, PUBSUB_PASSWORD: 'not-the-password' })
-    const refused = new Redis(wrong.backends.pubsub.kind === 'redis' ? wrong.backends.pubsub.url : '', {
+    const refused = new Redis(wrong.backends.journal.kind === 'redis' ? wrong.backends.journal.url : '', {
       lazyConnect: true,
       retryStrategy: () => null,
     })

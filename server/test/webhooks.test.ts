@@ -4,7 +4,6 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, it } from 'node:test'
 import { Webhook } from 'standardwebhooks'
-import { MemoryBus } from '../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
 import { webhookKey } from '../src/adapters/webhooks/standard-webhooks.js'
 import { WebhookSender } from '../src/adapters/webhooks/webhook-sender.js'
@@ -141,14 +140,13 @@ describe('webhooks', () => {
 
   it('in a cluster, a change is reported once, by the server its client is on', async () => {
     const receiver = await startReceiver()
-    const bus = new MemoryBus()
     const registryTable = new MemoryRegistryTable()
     const internal = {
       port: 0,
       advertisedHost: '127.0.0.1',
       token: 'internal-token-0123456789',
     }
-    const shared = { bus, registryTable, internal }
+    const shared = { registryTable, internal }
     const [senderA, senderB] = [sender(receiver.url), sender(receiver.url)]
     const a = await startTestServer({ ...shared, serverId: 'a', adapters: { events: senderA } })
     const b = await startTestServer({ ...shared, serverId: 'b', adapters: { events: senderB } })

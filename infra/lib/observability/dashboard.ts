@@ -21,8 +21,8 @@ export interface OperationsDashboardProps {
   alarms: cloudwatch.IAlarm[]
   /** A sync-server series in the stack's namespace. */
   server: (name: SyncServerMetricName, statistic: string, period?: Duration) => cloudwatch.Metric
-  /** A Redis metric, worst node. */
-  redis: (metricName: string) => cloudwatch.IMetric
+  /** A Redis metric, worst node; unset when there is no ElastiCache (the journal on MemoryDB). */
+  redis: ((metricName: string) => cloudwatch.IMetric) | undefined
 }
 
 const minute = Duration.minutes(1)
@@ -89,11 +89,7 @@ export function operationsDashboard(
     graph(
       'Persistence',
       [server('symphony_journal_backlog_updates', 'Maximum')],
-      [
-        server('symphony_snapshot_failures_total', 'Sum'),
-        server('symphony_pubsub_errors_total', 'Sum'),
-        server('symphony_registry_errors_total', 'Sum'),
-      ],
+      [server('symphony_snapshot_failures_total', 'Sum'), server('symphony_registry_errors_total', 'Sum')],
     ),
   )
   dashboard.addWidgets(
@@ -136,10 +132,14 @@ export function operationsDashboard(
       period: minute,
     })
   dashboard.addWidgets(
-    graph('Redis (worst node, %)', [
-      props.redis('EngineCPUUtilization'),
-      props.redis('DatabaseMemoryUsagePercentage'),
-    ]),
+    ...(props.redis
+      ? [
+          graph('Redis (worst node, %)', [
+            props.redis('EngineCPUUtilization'),
+            props.redis('DatabaseMemoryUsagePercentage'),
+          ]),
+        ]
+      : []),
     graph(
       'Registry and metadata database',
       [

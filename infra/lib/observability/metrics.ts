@@ -32,7 +32,6 @@ export const SYNC_SERVER_METRICS = [
   { name: 'symphony_bytes_received_total', kind: 'counter' },
   { name: 'symphony_messages_sent_total', kind: 'counter' },
   { name: 'symphony_bytes_sent_total', kind: 'counter' },
-  { name: 'symphony_pubsub_errors_total', kind: 'counter' },
   { name: 'symphony_registry_errors_total', kind: 'counter' },
   { name: 'symphony_dependency_up', kind: 'gauge', label: DEPENDENCY_DIMENSION },
 ] as const satisfies readonly PublishedMetric[]
@@ -41,7 +40,7 @@ export const SYNC_SERVER_METRICS = [
  * The `dependency` label values of `symphony_dependency_up` (the server's `Dependency` type): each
  * is its own CloudWatch metric, and each gets an alarm.
  */
-export const SYNC_DEPENDENCIES = ['pubsub', 'registry', 'snapshots', 'journal', 'metadata'] as const
+export const SYNC_DEPENDENCIES = ['registry', 'snapshots', 'journal', 'metadata'] as const
 
 export type SyncServerMetricName = (typeof SYNC_SERVER_METRICS)[number]['name']
 

@@ -35,7 +35,7 @@ export const THRESHOLDS = {
   http5xxPerFiveMinutes: 10,
   /** Any unhealthy target for three minutes: a task is failing its health check. */
   unhealthyTargets: 1,
-  /** Redis is single-threaded: its engine thread past 80 % delays every publish. */
+  /** Redis is single-threaded: its engine thread past 80 % delays every journal append and read. */
   redisEngineCpuPercent: 80,
   /** Past 80 % of maxmemory, Redis starts evicting or refusing writes (journal streams). */
   redisMemoryPercent: 80,
@@ -75,7 +75,8 @@ export interface OperationsProps {
   entry: PublicEntry
   sync: SyncService
   dashboard: DashboardService
-  cache: Cache
+  /** The ElastiCache Redis, when the journal is on it; its alarms go with it. */
+  cache: Cache | undefined
   database: Database
   storage: Storage
   /** Email the alarm topic notifies; unset, subscribe to the topic yourself. */
@@ -177,8 +178,8 @@ export class Operations extends Construct {
     )
 
     // Each dependency as the servers see it: 0 on any one server (Minimum) means its latest operation
-    // on that dependency failed. A pub/sub outage splits every room across servers; a registry,
-    // journal, snapshot or metadata outage loses leases, durability or the dashboard's history.
+    // on that dependency failed. A registry outage lets no room change owner; a journal, snapshot or
+    // metadata outage loses durability or the dashboard's history.
     // Missing data stays "insufficient data": a silent collector is MetricsMissing's page, not five.
     const dependencyName = (dependency: string) => dependency[0]?.toUpperCase() + dependency.slice(1)
     for (const dependency of SYNC_DEPENDENCIES) {
@@ -256,47 +257,51 @@ export class Operations extends Construct {
       )
 
     // Redis: the worst node (the primary does the work; replicas follow).
-    const redis = (metricName: string) => {
-      const perNode = cache.nodeClusterIds.map(
-        (clusterId) =>
-          new cloudwatch.Metric({
-            namespace: 'AWS/ElastiCache',
-            metricName,
-            dimensionsMap: { CacheClusterId: clusterId, CacheNodeId: '0001' },
-            statistic: 'Maximum',
-            period: fiveMinutes,
-          }),
-      )
-      if (perNode.length === 1) return perNode[0] as cloudwatch.Metric
-      return new cloudwatch.MathExpression({
-        expression: `MAX([${perNode.map((_, i) => `${metricName.toLowerCase()}${i}`).join(', ')}])`,
-        usingMetrics: Object.fromEntries(perNode.map((m, i) => [`${metricName.toLowerCase()}${i}`, m])),
-        label: metricName,
-        period: fiveMinutes,
+    const redis =
+      cache &&
+      ((metricName: string) => {
+        const perNode = cache.nodeClusterIds.map(
+          (clusterId) =>
+            new cloudwatch.Metric({
+              namespace: 'AWS/ElastiCache',
+              metricName,
+              dimensionsMap: { CacheClusterId: clusterId, CacheNodeId: '0001' },
+              statistic: 'Maximum',
+              period: fiveMinutes,
+            }),
+        )
+        if (perNode.length === 1) return perNode[0] as cloudwatch.Metric
+        return new cloudwatch.MathExpression({
+          expression: `MAX([${perNode.map((_, i) => `${metricName.toLowerCase()}${i}`).join(', ')}])`,
+          usingMetrics: Object.fromEntries(perNode.map((m, i) => [`${metricName.toLowerCase()}${i}`, m])),
+          label: metricName,
+          period: fiveMinutes,
+        })
       })
+    if (redis) {
+      alarm(
+        'RedisEngineCpu',
+        'Redis’s engine thread is busy: journal appends and reads slow down.',
+        redis('EngineCPUUtilization'),
+        {
+          threshold: THRESHOLDS.redisEngineCpuPercent,
+          comparison: atLeast,
+          periods: 3,
+          missing: missing,
+        },
+      )
+      alarm(
+        'RedisMemory',
+        'Redis is close to its memory limit (journal streams).',
+        redis('DatabaseMemoryUsagePercentage'),
+        {
+          threshold: THRESHOLDS.redisMemoryPercent,
+          comparison: atLeast,
+          periods: 3,
+          missing: missing,
+        },
+      )
     }
-    alarm(
-      'RedisEngineCpu',
-      'Redis’s engine thread is busy: pub/sub and the journal slow down.',
-      redis('EngineCPUUtilization'),
-      {
-        threshold: THRESHOLDS.redisEngineCpuPercent,
-        comparison: atLeast,
-        periods: 3,
-        missing: missing,
-      },
-    )
-    alarm(
-      'RedisMemory',
-      'Redis is close to its memory limit (journal streams, pub/sub buffers).',
-      redis('DatabaseMemoryUsagePercentage'),
-      {
-        threshold: THRESHOLDS.redisMemoryPercent,
-        comparison: atLeast,
-        periods: 3,
-        missing: missing,
-      },
-    )
 
     // The registry table.
     for (const kind of ['Read', 'Write'] as const) {

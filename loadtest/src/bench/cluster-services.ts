@@ -5,7 +5,7 @@ import type { Placement } from '../virtual-users/room-run.js'
 import { pin, type StartedServer, type StartOptions, startSymphony } from './servers.js'
 
 /**
- * Our server with a cluster's adapters: Redis for pub/sub and the journal, a real Postgres for
+ * Our server with a cluster's adapters: Redis for the journal, a real Postgres for
  * metadata (snapshots stay on files: S3 has no local stand-in fast enough to be fair). Redis and
  * Postgres are pinned to the server's CPUs, so what they cost the machine shows in its latency;
  * their CPU is reported as the helpers'.

@@ -1,6 +1,6 @@
 /**
  * `npm run bench:joins`: how long a client waits to sync while users join a cluster at a steady
- * rate. Three sync servers share Redis (pub/sub and journal), DynamoDB and S3 (moto, optionally
+ * rate. Three sync servers share Redis (the journal), DynamoDB and S3 (moto, optionally
  * behind a relay that delays every chunk by `--store-latency-ms`), each room's users spread over
  * the servers as a load balancer would. Prints connect p50/p99 (socket open to the server's sync
  * step 2) and how many clients were closed before they synced, with their reasons.
@@ -112,7 +112,7 @@ async function waitFigures(servers: StartedServer[]): Promise<string> {
     servers.map(async (server) => (await fetch(`${server.url.replace(/^ws/, 'http')}/metrics`)).text()),
   )
   const total = (name: string) => texts.reduce((sum, text) => sum + (metric(text, name) ?? 0), 0)
-  const dependencies = ['pubsub', 'registry', 'peer', 'snapshots', 'journal'].map((dependency) => {
+  const dependencies = ['registry', 'snapshots', 'journal'].map((dependency) => {
     const label = `{dependency="${dependency}"}`
     const count = total(`symphony_room_load_wait_seconds_count${label}`)
     const sum = total(`symphony_room_load_wait_seconds_sum${label}`)

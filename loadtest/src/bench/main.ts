@@ -40,9 +40,9 @@ interface Contender {
 }
 
 const CONTENDERS: Contender[] = [
-  // As `npm start` runs it: file snapshots and journal, memory pub/sub, PGlite in its own process.
+  // As `npm start` runs it: file snapshots and journal, PGlite in its own process.
   { name: 'symphony', start: (o) => startSymphony(o) },
-  // As the cluster runs it: Redis pub/sub and journal, a real Postgres (both pinned beside it).
+  // As the cluster runs it: a Redis journal, a real Postgres (both pinned beside it).
   { name: 'symphony-cluster', start: (o) => startSymphonyCluster(o) },
   // What production runs: three servers sharing Redis, Postgres and a registry (one owner per room,
   // the other servers relaying to it); each room's users on one server, or over all three.

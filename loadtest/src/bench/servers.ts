@@ -36,7 +36,7 @@ export interface StartOptions {
   nodeFlags?: string[]
 }
 
-/** Our server in embedded mode (memory pub/sub and registry, file snapshots, PGlite), auth off unless `env` sets it. */
+/** Our server in embedded mode (memory registry, file snapshots and journal, PGlite), auth off unless `env` sets it. */
 export async function startSymphony(options: StartOptions = {}): Promise<StartedServer> {
   const data = mkdtempSync(join(tmpdir(), 'symphony-bench-'))
   const env = {

@@ -13,7 +13,7 @@ export interface RedisLinkSettings {
   keepAliveMs: number
   /** The longest wait between reconnection attempts (the backoff grows to it, jittered). */
   retryMaxDelayMs: number
-  /** How often each connection proves it works (a PING, or its own pub/sub message). */
+  /** How often each connection proves it works (a PING). */
   heartbeatIntervalMs: number
   /** A proof not done within this is a missed heartbeat: the link is down and reopened. */
   heartbeatTimeoutMs: number
@@ -29,11 +29,9 @@ export const DEFAULT_REDIS_LINK: RedisLinkSettings = {
 }
 
 export interface RedisConnectionOptions {
-  /** Shown by CLIENT LIST: `<serverId>:pub`, `:sub`, `:journal`. */
+  /** Shown by CLIENT LIST: `<serverId>:journal`. */
   name: string
   settings: RedisLinkSettings
-  /** A subscriber: no ready check (ioredis runs INFO, which Redis refuses in subscribed mode). */
-  subscriber?: boolean
   /** `url` names a Redis Cluster's configuration endpoint: open a cluster client. */
   cluster?: boolean
 }
@@ -57,9 +55,7 @@ export function openRedisConnection(url: string, options: RedisConnectionOptions
   return new Redis(url, {
     ...link,
     retryStrategy: retry,
-    // Subscriptions are renewed by the pub/sub adapter: exactly the rooms held at the time.
     autoResubscribe: false,
-    enableReadyCheck: !options.subscriber,
     lazyConnect: false,
   })
 }
@@ -92,7 +88,7 @@ function retryDelay(attempt: number, maxMs: number): number {
 }
 
 /**
- * QUIT waits for pending replies (so queued publishes go out), but only on a live connection:
+ * QUIT waits for pending replies (so queued appends go out), but only on a live connection:
  * while ioredis is reconnecting it would queue QUIT behind them indefinitely, so disconnect then.
  */
 export async function closeConnection(connection: RedisConnection): Promise<void> {

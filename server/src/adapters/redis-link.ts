@@ -9,52 +9,19 @@ import {
   type RedisLinkSettings,
 } from './redis-connection.js'
 
-/**
- * The connections one dependency rests on (pub/sub: a publisher and a subscriber). It is down
- * from any link's failure until every link has proven itself again.
- */
-export class DependencyLinks {
-  readonly #down = new Set<string>()
-
-  constructor(
-    readonly dependency: Dependency,
-    private readonly outcomes: DependencyOutcomes,
-  ) {}
-
-  /** No link is down. */
-  get up(): boolean {
-    return this.#down.size === 0
-  }
-
-  failed(role: string, action: string, error: unknown): void {
-    this.#down.add(role)
-    this.outcomes.failed(this.dependency, action, error)
-  }
-
-  proven(role: string): void {
-    this.#down.delete(role)
-    if (this.#down.size === 0) this.outcomes.succeeded(this.dependency)
-  }
-}
-
 export interface RedisLinkOptions<C extends RedisConnection> {
   url: string
-  /** `publisher`, `subscriber` or `journal`: in logs, and in what the dependency reports. */
-  role: string
-  /** The connection's name in CLIENT LIST, such as `<serverId>:pub`. */
+  /** The dependency it serves (`journal`): in logs, and what its failures and proofs report to. */
+  role: Dependency
+  /** The connection's name in CLIENT LIST, such as `<serverId>:journal`. */
   name: string
   settings: RedisLinkSettings
-  links: DependencyLinks
+  outcomes: DependencyOutcomes
   logger: Logger
-  /** A subscriber connection (no ready check). */
-  subscriber?: boolean
   /** A cluster client (`url` names the cluster's configuration endpoint). */
   cluster?: boolean
-  /**
-   * What proves the link each heartbeat (a PING; the journal's proof that its writer lives). None
-   * for a link proven otherwise (the subscriber).
-   */
-  prove?: (connection: C) => Promise<unknown>
+  /** What proves the link each heartbeat (a PING). */
+  prove: (connection: C) => Promise<unknown>
   /** Prepares each new connection (commands, listeners). */
   setup?: (connection: C) => void
   /** The connection is ready: after it connects, and after each reconnection. */
@@ -64,31 +31,27 @@ export interface RedisLinkOptions<C extends RedisConnection> {
 /**
  * One Redis connection whose state is what its heartbeat proves, not what ioredis reports: a
  * missed heartbeat declares it down and replaces the connection with a new one, whatever ioredis
- * believes (ioredis 5 can count a subscriber ready on a dead socket, and then refuse to
- * reconnect it as "already connected"; a half-open socket looks ready too).
+ * believes (a half-open socket looks ready).
  */
 export class RedisLink<C extends RedisConnection = Redis> {
   #connection: C
   #down = false
   #closed = false
-  readonly #heartbeat: Heartbeat | null = null
+  readonly #heartbeat: Heartbeat
 
   constructor(private readonly options: RedisLinkOptions<C>) {
     this.#connection = this.#open()
     const { heartbeatIntervalMs, heartbeatTimeoutMs } = options.settings
-    const prove = options.prove
-    if (prove) {
-      this.#heartbeat = new Heartbeat(heartbeatIntervalMs, () =>
-        withinDeadline(
-          prove(this.#connection),
-          heartbeatTimeoutMs,
-          `the heartbeat of the ${options.role} connection`,
-        ).then(
-          () => this.proven(),
-          (error: unknown) => this.missed(error),
-        ),
-      )
-    }
+    this.#heartbeat = new Heartbeat(heartbeatIntervalMs, () =>
+      withinDeadline(
+        options.prove(this.#connection),
+        heartbeatTimeoutMs,
+        `the heartbeat of the ${options.role} connection`,
+      ).then(
+        () => this.proven(),
+        (error: unknown) => this.missed(error),
+      ),
+    )
   }
 
   /** The connection now: read it for each command, as a missed heartbeat replaces it. */
@@ -113,15 +76,15 @@ export class RedisLink<C extends RedisConnection = Redis> {
     if (this.#down)
       this.options.logger.info({ role: this.options.role }, 'redis link proven by its heartbeat')
     this.#down = false
-    this.options.links.proven(this.options.role)
+    this.options.outcomes.succeeded(this.options.role)
   }
 
   /** The heartbeat did not get through: the link is down, and its connection is replaced. */
   missed(error: unknown): void {
     if (this.#closed) return
-    const { role, logger, links } = this.options
+    const { role, logger, outcomes } = this.options
     this.#down = true
-    links.failed(role, 'heartbeat', error)
+    outcomes.failed(role, 'heartbeat', error)
     logger.warn({ err: error, role }, 'redis link missed its heartbeat; reopening its connection')
     const old = this.#connection
     this.#connection = this.#open()
@@ -132,13 +95,13 @@ export class RedisLink<C extends RedisConnection = Redis> {
 
   async close(): Promise<void> {
     this.#closed = true
-    this.#heartbeat?.stop()
+    this.#heartbeat.stop()
     await closeConnection(this.#connection)
   }
 
   #open(): C {
-    const { url, role, name, settings, subscriber, cluster, links, logger } = this.options
-    const connection = openRedisConnection(url, { name, settings, subscriber, cluster }) as C
+    const { url, role, name, settings, cluster, outcomes, logger } = this.options
+    const connection = openRedisConnection(url, { name, settings, cluster }) as C
     this.options.setup?.(connection)
     // A replaced connection may still report its end: only the current one speaks for the link.
     const current = () => connection === this.#connection && !this.#closed
@@ -146,14 +109,14 @@ export class RedisLink<C extends RedisConnection = Redis> {
     connection.on('error', (error: Error) => {
       if (!current()) return
       this.#down = true
-      links.failed(role, 'connection', error)
+      outcomes.failed(role, 'connection', error)
       logger.error({ err: error, role }, 'redis connection error')
     })
     connection.on('reconnecting', (delayMs: number) => {
       if (!current()) return
       reconnecting = true
       this.#down = true
-      links.failed(role, 'disconnect', new Error(`the ${role} connection to Redis was lost`))
+      outcomes.failed(role, 'disconnect', new Error(`the ${role} connection to Redis was lost`))
       logger.warn({ role, delayMs }, 'redis connection lost, reconnecting')
     })
     connection.on('ready', () => {

@@ -6,7 +6,7 @@ import type { JournalContents, JournalPosition, UpdateJournal } from '../ports/u
 import { chunks, MAX_ITEMS_PER_COMMAND } from './command-batches.js'
 import { staleEpoch } from './epoch-fences.js'
 import { DEFAULT_REDIS_LINK, type RedisConnection, type RedisLinkSettings } from './redis-connection.js'
-import { DependencyLinks, RedisLink } from './redis-link.js'
+import { RedisLink } from './redis-link.js'
 import { roomKey } from './room-keys.js'
 
 export interface RedisUpdateJournalOptions {
@@ -127,7 +127,7 @@ export class RedisUpdateJournal implements UpdateJournal {
       name: `${server}:journal`,
       settings,
       cluster: options.cluster,
-      links: new DependencyLinks('journal', options.outcomes ?? IGNORED_OUTCOMES),
+      outcomes: options.outcomes ?? IGNORED_OUTCOMES,
       logger: options.logger,
       prove: async (redis) => {
         await redis.ping()
@@ -157,7 +157,7 @@ export class RedisUpdateJournal implements UpdateJournal {
   append(room: string, update: Uint8Array, epoch?: number): Promise<JournalPosition> {
     // Appends wait for the end of the turn and go out together (`#flush`): one command per turn
     // instead of one per update, still ahead of anything the turn sends its clients.
-    if (this.#pending.length === 0) flushAtTurnEnd('journal', this.#flush)
+    if (this.#pending.length === 0) flushAtTurnEnd(this.#flush)
     return new Promise((resolve, reject) => this.#pending.push({ room, update, epoch, resolve, reject }))
   }
 

@@ -23,7 +23,7 @@ const KEY_SAFE_ASCII = /[A-Za-z0-9._~:-]/
  * roomKey('team/doc 42') // 'team%2Fdoc%2042'
  */
 export function roomKey(room: string): string {
-  // The common case, asked for by every message published and journaled: nothing to encode.
+  // The common case, asked for by every update journaled: nothing to encode.
   if (LEGACY_NAME.test(room)) return room
   let key = ''
   for (const char of room) {

@@ -1,7 +1,6 @@
 import type { Backends } from '../backends.js'
 import type { AdapterContext, Adapters } from '../ports/adapters.js'
 import { openMetadataSink } from './select-metadata-sink.js'
-import { openPubSub } from './select-pubsub.js'
 import { openRoomEvents } from './select-room-events.js'
 import { openRoomRegistry } from './select-room-registry.js'
 import { openSnapshotStore } from './select-snapshot-store.js'
@@ -17,7 +16,6 @@ export function openAdapters(
   given: Partial<Adapters> = {},
 ): Required<Adapters> {
   return {
-    pubsub: given.pubsub ?? openPubSub(backends.pubsub, context),
     registry: given.registry ?? openRoomRegistry(backends.registry, context),
     snapshots: given.snapshots ?? openSnapshotStore(backends.snapshots),
     journal: given.journal ?? openUpdateJournal(backends.journal, context),

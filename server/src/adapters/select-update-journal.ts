@@ -6,7 +6,7 @@ import { FileUpdateJournal } from './file-update-journal.js'
 import { MemoryUpdateJournal } from './memory-update-journal.js'
 import { RedisUpdateJournal } from './redis-update-journal.js'
 
-/** The `UpdateJournal` adapter `JOURNAL` names (by default the one beside pub/sub). */
+/** The `UpdateJournal` adapter `JOURNAL` names (by default in the cluster's Redis, `PUBSUB`). */
 export function openUpdateJournal(config: JournalConfig, context: AdapterContext): UpdateJournal {
   switch (config.kind) {
     case 'memory':

@@ -2,7 +2,6 @@
 // file run by `node --test`, and it registers the tests every adapter of that port must pass.
 // Kept out of the package's main entry, so importing the server never loads node:test.
 export { metadataSinkContract } from './metadata-sink.contract.js'
-export { type PubSubPair, pubSubContract } from './pubsub.contract.js'
 export { type RegistryPair, roomRegistryContract } from './room-registry.contract.js'
 export { snapshotStoreContract } from './snapshot-store.contract.js'
 export { TRICKY_ROOM_NAMES } from './tricky-room-names.js'

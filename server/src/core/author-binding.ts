@@ -69,7 +69,7 @@ export interface AuthorBindingInit {
 /**
  * Which token subject each Yjs client id of a room belongs to: the subject that first wrote under
  * it. Kept in the document itself, in the root map `AUTHORS_ROOT` (client id → subject, and
- * `@subject` → display name), so a binding is journaled, saved, published and loaded with the
+ * `@subject` → display name), so a binding is journaled, saved, relayed and loaded with the
  * edit that made it, everywhere the room goes. The server writes the map under client ids of its
  * own (`SERVER_CLIENTS_FROM` and up), never under the document's `clientID`; clients may not
  * write it (`checkReservedWrites`).

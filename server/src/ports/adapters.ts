@@ -1,7 +1,6 @@
 import type { Logger } from '../logger.js'
 import type { DependencyOutcomes } from './dependency-outcomes.js'
 import type { MetadataSink, ServerSample } from './metadata-sink.js'
-import type { PubSub } from './pubsub.js'
 import type { RoomEventSink } from './room-events.js'
 import type { RoomRegistry, ServerAddress } from './room-registry.js'
 import type { SnapshotStore } from './snapshot-store.js'
@@ -9,7 +8,6 @@ import type { UpdateJournal } from './update-journal.js'
 
 /** One adapter per port: everything a server talks to outside its process. The server closes each at shutdown. */
 export interface Adapters {
-  pubsub: PubSub
   registry: RoomRegistry
   snapshots: SnapshotStore
   journal: UpdateJournal

@@ -1,5 +1,5 @@
 /** The services a server depends on, each with a real adapter and an embedded one. */
-export type Dependency = 'pubsub' | 'registry' | 'snapshots' | 'journal' | 'metadata'
+export type Dependency = 'registry' | 'snapshots' | 'journal' | 'metadata'
 
 /**
  * How operations on the dependencies turn out, reported by the adapters and the core as they

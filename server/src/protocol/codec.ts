@@ -6,7 +6,6 @@ import {
   encodeEventSender,
   MAX_SYNC_STATUS_PAYLOAD,
   MessageType,
-  ServerMessageType,
   SyncType,
 } from '@symphony/client/wire'
 import * as decoding from 'lib0/decoding'
@@ -17,17 +16,6 @@ import { MAX_JSON_DEPTH } from './update-scan.js'
 import type { ValueTally } from './value-cost.js'
 import { varUintSize, writeVarUint } from './var-uint.js'
 
-/** Tells the other servers holding a room that it was deleted: close its clients, save nothing. */
-export const ROOM_DELETED_FRAME = new Uint8Array([ServerMessageType.RoomDeleted])
-
-export function isRoomDeletedFrame(frame: Uint8Array): boolean {
-  return frame.length === 1 && frame[0] === ServerMessageType.RoomDeleted
-}
-
-/**
- * Asks the other servers holding a room for their clients' presence: what a server that loads the
- * room lacks (presence set earlier reached nobody, or only the servers holding it then).
- */
 const AUTH_PERMISSION_DENIED = 0
 
 /**

@@ -39,7 +39,7 @@ export interface FaultClusterOptions {
 /**
  * A real local cluster as `npm run cluster` runs it: sync server processes of the built server on
  * fixed ports (a restart comes back where the writers expect it), sharing a Redis of their own
- * (started without persistence) for pub/sub and the journal, and moto for the registry and the
+ * (started without persistence) for the journal, and moto for the registry and the
  * snapshots. Every server reaches Redis, S3 and DynamoDB through links of its own.
  */
 export class FaultCluster {

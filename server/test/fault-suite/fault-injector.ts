@@ -1,4 +1,3 @@
-import { DEFAULT_PUBSUB_FLUSH_MS } from '../../src/adapters/redis-pubsub.js'
 import type { FaultCluster } from './fault-cluster.js'
 import type { Acknowledgement, Ledger } from './ledger.js'
 import {
@@ -29,11 +28,10 @@ const ROOMS_HELD_WAIT_MS = 30_000
 /** How long an ack-kill waits for a prompt acknowledgement from its server (then it kills anyway). */
 const ACK_WAIT_MS = 5_000
 /**
- * An answer that came this soon after its newest edit was sent may have left that edit still in
- * the server's publish window, which closes at most PUBSUB_FLUSH_MS after the server applied it;
- * a slower one most likely did not.
+ * An answer that came this soon after its newest edit was sent came from the journal's
+ * confirmation, not from a saved snapshot (a save takes longer): the edit is in the journal alone.
  */
-const PROMPT_ANSWER_MS = DEFAULT_PUBSUB_FLUSH_MS
+const PROMPT_ANSWER_MS = 20
 
 export interface FaultInjectorOptions {
   cluster: FaultCluster
@@ -237,9 +235,8 @@ export class FaultInjector {
   /**
    * SIGKILLs `server` in the handler where one of its writers receives a prompt sync-status answer
    * (PROMPT_ANSWER_MS) in a room no deletion touches. The server answers once Redis confirmed the
-   * journal append, and publishes to the other servers at the end of its publish window
-   * (PUBSUB_FLUSH_MS, 20 ms): killed at once, it likely dies with the acknowledged edit in its
-   * journal stream alone (issue #46). Killed anyway after ACK_WAIT_MS.
+   * journal append: killed at once, it dies with the acknowledged edit in the room's journal
+   * stream alone, which the next owner must replay (issue #46). Killed anyway after ACK_WAIT_MS.
    */
   async #killAtAcknowledgement(server: number): Promise<void> {
     const url = this.#cluster.url(server)

@@ -19,9 +19,9 @@ export type FaultKind =
   /** The same for one server's links to S3 and/or DynamoDB. */
   | 'store-link'
   /**
-   * One server SIGKILLed as one of its writers receives a prompt acknowledgement, to land inside
-   * the server's publish window (PUBSUB_FLUSH_MS): the edit is in its journal stream, not yet on
-   * the other servers. Restarted after a while, or only after Redis restarted without persistence.
+   * One server SIGKILLed as one of its writers receives a prompt acknowledgement: the edit is in
+   * the journal alone, in no snapshot yet. Restarted after a while, or only after Redis restarted
+   * without persistence.
    */
   | 'ack-kill'
   /** The server that owns a room (holds its copy) SIGKILLed, restarted later (issue #48). */

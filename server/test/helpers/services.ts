@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { type AwsClients, createAwsClients } from '../../src/adapters/aws-clients.js'
 
 export interface TestServices {
-  /** Redis for the pub/sub adapter, e.g. `redis://127.0.0.1:6390`. */
+  /** Redis for the journal, e.g. `redis://127.0.0.1:6390`. */
   redisUrl: string
   /** The AWS emulator (S3 + DynamoDB) the real adapters are pointed at. */
   awsEndpoint: string

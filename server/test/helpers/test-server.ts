@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FileSnapshotStore } from '../../src/adapters/file-snapshot-store.js'
 import { FileUpdateJournal } from '../../src/adapters/file-update-journal.js'
-import { MemoryBus, MemoryPubSub } from '../../src/adapters/memory-pubsub.js'
 import { MemoryRegistryTable, MemoryRoomRegistry } from '../../src/adapters/memory-room-registry.js'
 import { MemorySnapshotStore } from '../../src/adapters/memory-snapshot-store.js'
 import { MemoryJournalTable, MemoryUpdateJournal } from '../../src/adapters/memory-update-journal.js'
@@ -43,10 +42,9 @@ export interface TestServer {
 }
 
 export interface TestServerOverrides extends Partial<Omit<SyncServerOptions, 'adapters'>> {
-  /** Instead of the embedded ones below (memory pub/sub and registry, files, no metadata). */
+  /** Instead of the embedded ones below (memory registry, files, no metadata). */
   adapters?: Partial<Adapters>
-  /** Shared by servers that should see each other, as Redis and DynamoDB would be. */
-  bus?: MemoryBus
+  /** Shared by servers that should see each other, as DynamoDB would be. */
   registryTable?: MemoryRegistryTable
 }
 
@@ -67,7 +65,7 @@ export async function startTestServer(overrides: TestServerOverrides = {}): Prom
   const snapshotFolder = mkdtempSync(join(tmpdir(), 'symphony-test-'))
   const serverId = overrides.serverId ?? `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
   const snapshots = overrides.adapters?.snapshots ?? new FileSnapshotStore(snapshotFolder)
-  const { bus, registryTable, ...options } = overrides
+  const { registryTable, ...options } = overrides
   const server = await createSyncServer({
     serverId,
     auth: { mode: 'none' },
@@ -78,7 +76,6 @@ export async function startTestServer(overrides: TestServerOverrides = {}): Prom
     ...options,
     limits: { ...TEST_LIMITS, ...overrides.limits },
     adapters: ({ self }) => ({
-      pubsub: new MemoryPubSub(serverId, bus),
       registry: new MemoryRoomRegistry(self, { leaseMs: 30_000, now: Date.now }, registryTable),
       metadata: new NoopMetadataSink(),
       journal: new FileUpdateJournal(join(snapshotFolder, 'journal')),
@@ -109,7 +106,7 @@ export const TEST_INTERNAL = {
 }
 
 /**
- * Two servers that share pub/sub, the room registry, the journal and the snapshots in memory, and
+ * Two servers that share the room registry, the journal and the snapshots in memory, and
  * relay to each other (one owner per room): a cluster in one process.
  */
 export async function startTestCluster(
@@ -124,7 +121,6 @@ export async function startTestCluster(
   })
   const shared = {
     ...overrides,
-    bus: new MemoryBus(),
     registryTable: new MemoryRegistryTable(),
     internal: TEST_INTERNAL,
   }

@@ -91,12 +91,12 @@ describe('configuration', () => {
         cluster: true,
         link: DEFAULT_REDIS_LINK,
       },
-      'its own password, never the pub/sub one',
+      'its own password, never the cluster Redis one',
     )
     assert.deepEqual(
       journalOf({ PUBSUB: 'rediss://cache:6380', PUBSUB_PASSWORD: 'cache-token' }),
       { kind: 'redis', url: 'rediss://:cache-token@cache:6380', cluster: false, link: DEFAULT_REDIS_LINK },
-      'beside pub/sub, with its password',
+      "in the cluster's Redis (PUBSUB), with its password",
     )
     assert.match(
       errorFor({ AUTH: 'none', PUBSUB: 'redis://cache:6379', JOURNAL_PASSWORD: 'x' }),
@@ -127,12 +127,12 @@ describe('configuration', () => {
       ...DEFAULT_AWS_HTTP,
     }
     const link = DEFAULT_REDIS_LINK
-    assert.deepEqual(backends.pubsub, { kind: 'redis', url: 'redis://cache:6379', link, flushMs: 20 })
     assert.deepEqual(
       backends.journal,
       { kind: 'redis', url: 'redis://cache:6379', cluster: false, link },
-      'beside pub/sub',
+      "in the cluster's Redis (PUBSUB)",
     )
+    assert.deepEqual(Object.keys(backends).sort(), ['events', 'journal', 'metadata', 'registry', 'snapshots'])
     const ownJournal = parseConfig({ AUTH: 'none', JOURNAL: 'redis://journal:6379' }).backends.journal
     assert.deepEqual(ownJournal, { kind: 'redis', url: 'redis://journal:6379', cluster: false, link })
     assert.deepEqual(backends.registry, { kind: 'dynamodb', table: 'symphony-rooms', leaseMs: 10_000, aws })
@@ -173,8 +173,8 @@ describe('configuration', () => {
     assert.equal(onEcs.internal?.taskMetadataUrl, 'http://169.254.170.2/v4/abc')
   })
 
-  it('gives every Redis connection, pub/sub and journal, the same link settings', () => {
-    const { pubsub, journal } = parseConfig({
+  it("gives the journal's Redis connection the REDIS_* link settings", () => {
+    const { journal } = parseConfig({
       AUTH: 'none',
       PUBSUB: 'redis://cache:6379',
       JOURNAL: 'redis://journal:6379',
@@ -184,7 +184,6 @@ describe('configuration', () => {
       REDIS_RETRY_MAX_DELAY_MS: '500',
       REDIS_HEARTBEAT_INTERVAL_MS: '1000',
       REDIS_HEARTBEAT_TIMEOUT_MS: '1500',
-      PUBSUB_FLUSH_MS: '0',
     }).backends
     const link = {
       commandTimeoutMs: 2_000,
@@ -194,9 +193,7 @@ describe('configuration', () => {
       heartbeatIntervalMs: 1_000,
       heartbeatTimeoutMs: 1_500,
     }
-    assert.deepEqual(pubsub, { kind: 'redis', url: 'redis://cache:6379', link, flushMs: 0 })
     assert.deepEqual(journal, { kind: 'redis', url: 'redis://journal:6379', cluster: false, link })
-    assert.match(errorFor({ AUTH: 'none', PUBSUB_FLUSH_MS: '101' }), /^PUBSUB_FLUSH_MS: /)
     assert.match(errorFor({ AUTH: 'none', REDIS_COMMAND_TIMEOUT_MS: '0' }), /^REDIS_COMMAND_TIMEOUT_MS: /)
     assert.match(
       errorFor({ AUTH: 'none', REDIS_HEARTBEAT_TIMEOUT_MS: 'soon' }),

@@ -5,16 +5,16 @@ import { describe, it } from 'node:test'
 import { corkUntilTurnEnds, flushAtTurnEnd } from '../../src/cork-until-turn-ends.js'
 
 describe('the end of a turn', () => {
-  it('sends the journal batch, then the publishes, then uncorks the sockets', async () => {
+  it('sends the journal batches, in order, then uncorks the sockets', async () => {
     const order: string[] = []
     const socket = new PassThrough()
     socket.on('data', () => order.push('socket'))
     corkUntilTurnEnds(socket)
     socket.write('frame')
-    flushAtTurnEnd('publish', () => order.push('publish'))
-    flushAtTurnEnd('journal', () => order.push('journal'))
+    flushAtTurnEnd(() => order.push('first batch'))
+    flushAtTurnEnd(() => order.push('second batch'))
     await once(socket, 'data')
-    assert.deepEqual(order, ['journal', 'publish', 'socket'])
+    assert.deepEqual(order, ['first batch', 'second batch', 'socket'])
   })
 
   it('a flush that throws leaves the other flushes and the sockets to go out', async () => {
@@ -23,14 +23,14 @@ describe('the end of a turn', () => {
     corkUntilTurnEnds(socket)
     socket.write('frame')
     const warned = once(process, 'warning')
-    flushAtTurnEnd('journal', () => {
+    flushAtTurnEnd(() => {
       throw new RangeError('Maximum call stack size exceeded')
     })
-    flushAtTurnEnd('journal', () => flushed.push('journal'))
-    flushAtTurnEnd('publish', () => flushed.push('publish'))
+    flushAtTurnEnd(() => flushed.push('journal'))
+    flushAtTurnEnd(() => flushed.push('another'))
     const [data] = await once(socket, 'data')
     assert.equal(String(data), 'frame')
-    assert.deepEqual(flushed, ['journal', 'publish'])
+    assert.deepEqual(flushed, ['journal', 'another'])
     const [warning] = await warned
     assert.match(String(warning), /Maximum call stack/)
   })

@@ -1,6 +1,6 @@
 /**
- * The frames Symphony's processes exchange over WebSockets and pub/sub: y-websocket's message
- * types, Symphony's opt-in extensions, and the types only servers send each other.
+ * The frames Symphony's processes exchange over WebSockets: y-websocket's message types and
+ * Symphony's opt-in extensions.
  *
  * Every frame starts with `varUint(type)`. A sync message then has `varUint(SyncType)` and
  * `varUint8Array(payload)` (y-protocols/sync); the others have `varUint8Array(payload)`.
@@ -26,17 +26,6 @@ export const MessageType = {
 
 /** Sub-types of a sync message (y-protocols/sync). */
 export const SyncType = { Step1: 0, Step2: 1, Update: 2 } as const
-
-/**
- * Messages only servers exchange over pub/sub, numbered far from the client protocol's so a
- * client sending one is refused as an unknown type.
- */
-export const ServerMessageType = {
-  /** A server's digest of a room (anti-entropy): peers answer with what it lacks. */
-  Digest: 100,
-  /** The room was deleted: close its clients and save nothing. A one-byte frame. */
-  RoomDeleted: 101,
-} as const
 
 /**
  * Sync-status messages: how a client learns that the server holds its edits.
@@ -73,7 +62,7 @@ export const MAX_SYNC_STATUS_PAYLOAD = 16
  *   sender. A read-only connection that sends one is closed with 4403 `ReadOnly`.
  * - The server relays `varUint(MESSAGE_BROADCAST) varUint8Array(the same JSON)
  *   varUint8Array(sender JSON)`, the sender (`EventSender`) stamped by the server the event came
- *   in through; other servers get and relay the same bytes over pub/sub. A reader that stops after
+ *   in through; a server relaying the client's room passes the same bytes on. A reader that stops after
  *   the payload (clients from before the sender) still reads the event.
  */
 export const MESSAGE_BROADCAST = MessageType.Broadcast

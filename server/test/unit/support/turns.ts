@@ -12,7 +12,7 @@ export async function until(check: () => boolean, what: string, maxTurns = 200):
   }
 }
 
-/** Lets everything already queued (promises, pub/sub deliveries) run to its end. */
+/** Lets everything already queued (promises, timers due now) run to its end. */
 export async function settle(turns = 10): Promise<void> {
   for (let turn = 0; turn < turns; turn++) await nextTurn()
 }
