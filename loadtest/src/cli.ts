@@ -40,7 +40,8 @@ const USAGE = `Usage:
 Run options:
   --url URL[,URL…]      the sync server, or servers: each room's users take them in turn
                         (default ws://127.0.0.1:1234)
-  --placement P         spread (a room's users take the servers in turn, default) | room (every
+  --placement P         spread (a room's users take the servers in turn, each room starting one
+                        further: default) | room (every
                         user of a room on one server, the rooms taking the servers in turn)
   --workload NAME       ${Object.values(WORKLOADS)
     .map((w) => `${w.name}`)

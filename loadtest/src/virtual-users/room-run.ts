@@ -24,7 +24,7 @@ export const PLACEMENTS = ['spread', 'room'] as const
 export type Placement = (typeof PLACEMENTS)[number]
 
 export interface RoomSettings {
-  /** A room's users connect to these in turn, so with several servers each room spans them. */
+  /** A room's users connect to these in turn (each room starting one further), so each room spans them. */
   serverUrls: string[]
   /** `room`: every user of the room on one server instead, the rooms taking the servers in turn. */
   placement?: Placement | undefined
@@ -141,8 +141,12 @@ export class RoomRun {
 
   #setup(number: number, isObserver: boolean): UserSetup {
     const { serverUrls, workload, measures, placement } = this.settings
-    const turn =
-      placement === 'room' ? Math.floor(this.plan.firstUser / workload.perRoom) : number - this.plan.firstUser
+    // Spread: member i of room k on server k + i, so each room spans the servers and the rooms'
+    // owners (the server its first joiner, the observer, reaches) take the servers in turn, as
+    // behind a load balancer. Before, every room's observer landed on the first server, which
+    // owned every room. Room: every member of room k on server k.
+    const room = Math.floor(this.plan.firstUser / workload.perRoom)
+    const turn = placement === 'room' ? room : room + number - this.plan.firstUser
     return {
       serverUrl: serverUrls[turn % serverUrls.length] as string,
       room: this.plan.name,
