@@ -13,6 +13,7 @@ function contender(name: string, rssKiBPerUser: number | null): ContenderResult 
     medians,
     helperCpuPercent: null,
     helperRssKiBPerUser: null,
+    heapKiBPerUser: null,
     roomsHeld: null,
     troubled: 0,
   }

@@ -33,6 +33,8 @@ export interface ContenderResult {
   helperRssKiBPerUser: number | null
   /** Rooms held in memory, summed over the servers (`symphony_rooms`) halfway through the steady state. */
   roomsHeld: number | null
+  /** Our servers' V8 heap in use in the steady state (median) above before the run, per user, KiB. */
+  heapKiBPerUser: number | null
   /** Runs with errors, drops or diverged rooms, which make a comparison suspect. */
   troubled: number
   /** Set when the server could not be built or started. */
@@ -56,6 +58,7 @@ export function summarize(
   reports: Report[],
   helpers: { cpuPercent: number[]; rssKiBPerUser: number[] },
   roomsHeld: number[] = [],
+  heapKiBPerUser: number[] = [],
 ): ContenderResult {
   const medians = Object.fromEntries(
     FIGURE_NAMES.map((figure) => [figure, round(median(reports.map(FIGURES[figure])))]),
@@ -70,6 +73,7 @@ export function summarize(
     helperCpuPercent: round(median(helpers.cpuPercent)),
     helperRssKiBPerUser: round(median(helpers.rssKiBPerUser)),
     roomsHeld: round(median(roomsHeld)),
+    heapKiBPerUser: round(median(heapKiBPerUser)),
     troubled,
   }
 }
@@ -96,18 +100,29 @@ export function formatComparison(c: Comparison): string {
       ...FIGURE_NAMES,
       'helpers CPU (%)',
       'helpers RSS per user (KiB)',
+      'heap used per user (KiB)',
       'rooms held',
       'troubled runs',
     ]),
-    row(['---', ...FIGURE_NAMES.map(() => '---'), '---', '---', '---', '---']),
+    row(['---', ...FIGURE_NAMES.map(() => '---'), '---', '---', '---', '---', '---']),
     ...c.contenders.map((r) =>
       r.unavailable
-        ? row([r.name, `no result: ${r.unavailable}`, ...FIGURE_NAMES.slice(1).map(() => ''), '', '', '', ''])
+        ? row([
+            r.name,
+            `no result: ${r.unavailable}`,
+            ...FIGURE_NAMES.slice(1).map(() => ''),
+            '',
+            '',
+            '',
+            '',
+            '',
+          ])
         : row([
             r.name,
             ...FIGURE_NAMES.map((f) => cell(r.medians[f])),
             cell(r.helperCpuPercent),
             cell(r.helperRssKiBPerUser),
+            cell(r.heapKiBPerUser),
             cell(r.roomsHeld),
             String(r.troubled),
           ]),

@@ -9,6 +9,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
+import { median } from '../measurement/median.js'
 import { serverStatsSource } from '../measurement/server-stats.js'
 import type { Report } from '../reporting/report-schema.js'
 import type { Protocol } from '../virtual-users/wire.js'
@@ -116,6 +117,7 @@ try {
     const helperCpu = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
     const helperRss = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
     const roomsHeld = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
+    const heapPerUser = new Map<string, number[]>(contenders.map((c) => [c.name, []]))
     const unavailable = new Map<string, string>()
     for (let round = 0; round < repeat; round++) {
       // Alternate the order, so a noisy neighbour does not always land on the same one.
@@ -139,9 +141,17 @@ try {
           const startedAt = performance.now()
           // Halfway through the steady state: how many copies of the rooms the servers hold.
           const halfway = (Number(values.ramp) + Number(values.duration) / 2) * 1000
-          const held = contender.name.startsWith('symphony')
-            ? delay(halfway).then(() => roomsHeldBy(server.urls ?? [server.url]))
+          const ours = contender.name.startsWith('symphony')
+          const urls = server.urls ?? [server.url]
+          const held = ours
+            ? delay(halfway).then(() => summedMetric(urls, 'symphony_rooms'))
             : Promise.resolve(null)
+          // The servers' V8 heap in use, read each second of the steady state, above where it was
+          // before the run: what the users' state costs, without the allocator's and GC's headroom.
+          const heapBefore = ours ? await summedMetric(urls, 'nodejs_heap_size_used_bytes') : null
+          const steadyFrom = (Number(values.ramp) + 3) * 1000
+          const heapReadings =
+            heapBefore === null ? null : everySecond(urls, steadyFrom, Number(values.duration) - 3)
           const report = await runGenerator({
             urls: server.urls ?? [server.url],
             placement: server.placement,
@@ -167,6 +177,9 @@ try {
           reports.get(contender.name)?.push(report)
           const copies = await held
           if (copies !== null) roomsHeld.get(contender.name)?.push(copies)
+          const heapSteady = median((await heapReadings) ?? [])
+          if (heapBefore !== null && heapSteady !== null)
+            heapPerUser.get(contender.name)?.push((heapSteady - heapBefore) / 1024 / report.workload.users)
           console.log(`  ${rooms} rooms, round ${round + 1}: ${contender.name} ${oneLine(report)}`)
         } catch (error) {
           // A server that cannot keep up at this size is reported, not waited for round after round.
@@ -184,6 +197,7 @@ try {
         reports.get(c.name) ?? [],
         { cpuPercent: helperCpu.get(c.name) ?? [], rssKiBPerUser: helperRss.get(c.name) ?? [] },
         roomsHeld.get(c.name) ?? [],
+        heapPerUser.get(c.name) ?? [],
       )
       const reason = unavailable.get(c.name)
       return reason ? { ...result, unavailable: reason } : result
@@ -202,13 +216,13 @@ try {
   rmSync(folder, { recursive: true, force: true })
 }
 
-/** `symphony_rooms` summed over the servers at `urls`; null if one did not answer. */
-async function roomsHeldBy(urls: string[]): Promise<number | null> {
+/** The unlabelled metric `name` summed over the servers at `urls`; null if one did not answer. */
+async function summedMetric(urls: string[], name: string): Promise<number | null> {
   try {
     const counts = await Promise.all(
       urls.map(async (url) => {
         const text = await (await fetch(`${url.replace(/^ws/, 'http')}/metrics`)).text()
-        return Number(/^symphony_rooms (\S+)$/m.exec(text)?.[1] ?? Number.NaN)
+        return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN)
       }),
     )
     const sum = counts.reduce((a, b) => a + b, 0)
@@ -216,6 +230,18 @@ async function roomsHeldBy(urls: string[]): Promise<number | null> {
   } catch {
     return null
   }
+}
+
+/** The servers' heap in use, summed, each second for `seconds` from `fromMs` on. */
+async function everySecond(urls: string[], fromMs: number, seconds: number): Promise<number[]> {
+  await delay(fromMs)
+  const readings: number[] = []
+  for (let i = 0; i < seconds; i++) {
+    const heap = await summedMetric(urls, 'nodejs_heap_size_used_bytes')
+    if (heap !== null) readings.push(heap)
+    await delay(1000)
+  }
+  return readings
 }
 
 /** Reads the helpers' RSS each second until stopped; `stop()` gives its highest minus its lowest. */
