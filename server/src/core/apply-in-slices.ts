@@ -62,11 +62,8 @@ export async function applyInSlices(
   // before any of it is built (one it could not read costs what its slices do, one at a time).
   if (cost) reserve({ ...cost, bytes: 0 })
   let builtBytes = cost?.builtBytes ?? 0
-  const contentOf = (slice: Uint8Array) => {
-    const content = { ...contentCostOf(slice), bytes: 0 }
-    reserve(content)
-    return content.builtBytes
-  }
+  // A slice's bytes were reserved with the state's: only its content is left to reserve.
+  const contentOf = (slice: Uint8Array) => costOf(slice, reserve, 0).builtBytes
   for (const [index, slice] of slices.entries()) {
     if (!cost) builtBytes += contentOf(slice)
     Y.applyUpdate(doc, slice, origin)
@@ -96,8 +93,9 @@ export type PieceCost = ContentCost & { bytes: number }
 
 const NO_RESERVATION = () => {}
 
-function costOf(piece: Uint8Array, reserve: (cost: PieceCost) => void): PieceCost {
-  const cost = { ...contentCostOf(piece), bytes: piece.length }
+/** What `piece` costs, reserved; `bytes` counts its encoding unless reserved already. */
+function costOf(piece: Uint8Array, reserve: (cost: PieceCost) => void, bytes = piece.length): PieceCost {
+  const cost = { ...contentCostOf(piece), bytes }
   reserve(cost)
   return cost
 }

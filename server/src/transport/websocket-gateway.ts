@@ -168,12 +168,11 @@ export class WebSocketGateway {
     if (socket.destroyed) return
     // A token's subject is one user however it connects; without one (no auth, or a token
     // naming no subject), the address stands for the user.
-    const heldBy =
-      identity.userId === ANONYMOUS_USER
-        ? `address:${request.socket.remoteAddress}`
-        : `user:${identity.userId}`
+    const anonymous = identity.userId === ANONYMOUS_USER
+    const heldBy = anonymous ? `address:${request.socket.remoteAddress}` : `user:${identity.userId}`
     const id = `${this.#idPrefix}${++this.#nextId}`
-    const pacedAs = identity.userId === ANONYMOUS_USER ? id : heldBy
+    // Each anonymous connection is paced on its own: an address may be a whole office behind NAT.
+    const pacedAs = anonymous ? id : heldBy
     const wait = Math.max(
       this.deps.retryLater.secondsLeft(roomKey(room)),
       this.deps.retryLater.secondsLeft(writerKey(pacedAs, room)),
