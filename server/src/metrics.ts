@@ -311,19 +311,32 @@ export class ServerMetrics implements CoreMetrics {
     ).set(budget.limitBytes)
   }
 
-  /** Journaled updates no saved snapshot holds yet, read at scrape time. */
-  /** `symphony_rooms_relayed`: rooms whose clients here are relayed to the server that owns them. */
-  watchRelayedRooms(rooms: () => number): void {
+  /**
+   * `symphony_rooms_relayed` and `symphony_connections_relayed`: the rooms whose clients here are
+   * relayed to the server that owns them, and those clients. `symphony_connections` counts the
+   * sessions of the rooms this server owns (its own clients and those relayed to it), so a
+   * server's open client sockets are its own clients plus these.
+   */
+  watchRelayed(relayed: { readonly relayedRooms: number; readonly relayedConnections: number }): void {
     new Gauge({
       name: 'symphony_rooms_relayed',
       help: 'Rooms whose clients on this server are relayed to the server that owns them (no copy here)',
       registers: [this.registry],
       collect() {
-        this.set(rooms())
+        this.set(relayed.relayedRooms)
+      },
+    })
+    new Gauge({
+      name: 'symphony_connections_relayed',
+      help: 'Client connections on this server relayed to the server that owns their room',
+      registers: [this.registry],
+      collect() {
+        this.set(relayed.relayedConnections)
       },
     })
   }
 
+  /** Journaled updates no saved snapshot holds yet, read at scrape time. */
   watchJournalBacklog(backlog: () => number): void {
     new Gauge({
       name: NAMES.journalBacklogUpdates,

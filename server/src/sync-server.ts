@@ -245,7 +245,7 @@ export class SyncServer {
       logger,
     })
     this.#relayParts = { host, links }
-    this.metrics.watchRelayedRooms(() => links.relayedRooms)
+    this.metrics.watchRelayed(links)
     return {
       links,
       ownerElsewhere: (room) =>

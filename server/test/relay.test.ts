@@ -89,6 +89,18 @@ describe('a room owned by one server, its clients on others relayed', () => {
       'b’s presence reaches a',
     )
     assert.equal(b.server.manager.roomCount, 0, 'still no copy on the edge')
+    const gauges = async (server: TestServer) => {
+      const text = await (await fetch(`${server.httpUrl}/metrics`)).text()
+      const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
+      return [
+        'symphony_rooms',
+        'symphony_connections',
+        'symphony_rooms_relayed',
+        'symphony_connections_relayed',
+      ].map(value)
+    }
+    assert.deepEqual(await gauges(a), [1, 3, 0, 0], 'a owns the room: its client and the two relayed to it')
+    assert.deepEqual(await gauges(b), [0, 0, 1, 2], 'b relays the room, with its two clients')
   })
 
   it('sends the owner’s clients on when it stops, and the room carries on from the next owner', async () => {

@@ -68,6 +68,13 @@ export class RelayLinks {
     return rooms.size
   }
 
+  /** Clients relayed now. */
+  get relayedConnections(): number {
+    let sessions = 0
+    for (const link of this.#links.values()) sessions += link.sessionCount
+    return sessions
+  }
+
   /** Whether nothing listened at `address` lately: the owner there is gone, its process exited. */
   unreachable(address: string): boolean {
     const at = this.#unreachable.get(address)
@@ -170,6 +177,10 @@ class RelayLink {
 
   close(): void {
     this.#socket.terminate()
+  }
+
+  get sessionCount(): number {
+    return this.#sessions.size
   }
 
   *rooms(): Iterable<string> {
