@@ -108,7 +108,7 @@ export class SyncService extends Construct {
     this.internalToken = generatedSecret(
       this,
       'InternalToken',
-      'Symphony INTERNAL_TOKEN (peer state fetch)',
+      'Symphony INTERNAL_TOKEN (relay links and requests between sync servers)',
       48,
     )
     this.authSecret = props.authJwksUrl
@@ -220,7 +220,7 @@ export class SyncService extends Construct {
     this.securityGroup.addIngressRule(
       this.securityGroup,
       ec2.Port.tcp(INTERNAL_PORT),
-      'peer state fetch between sync servers',
+      'relay links and requests between sync servers (internal port)',
     )
     this.service = privateService(this, {
       cluster: props.cluster,
