@@ -201,6 +201,57 @@ describe('a room owned by one server, its clients on others relayed', () => {
     assert.equal(claims, 1, 'one claim for the burst')
   })
 
+  it('asks the registry again when its check after a lease lapse goes unanswered: a copy nobody writes to does not stay', async () => {
+    const registryTable = new MemoryRegistryTable()
+    const [journals, snapshots] = [new MemoryJournalTable(), new MemorySnapshotStore()]
+    const adapters = () => ({ journal: new MemoryUpdateJournal(journals), snapshots })
+    let hangLookup = false
+    let toldLapse: ((lapse: 'run-out' | 'renewed') => void) | undefined
+    const around = registryAround(
+      'a',
+      (call, pass) => {
+        if (call !== 'ownerOf' || !hangLookup) return pass()
+        hangLookup = false
+        return new Promise(() => {}) // this one lookup never answers
+      },
+      registryTable,
+    )
+    const registry = {
+      ...around,
+      onLeaseLapsed: (listener: (lapse: 'run-out' | 'renewed') => void) => {
+        toldLapse = listener
+        around.onLeaseLapsed(listener)
+      },
+    }
+    const a = await startTestServer({
+      serverId: 'a',
+      internal: TEST_INTERNAL,
+      registryWaitMs: 100,
+      adapters: { ...adapters(), registry },
+    })
+    const b = await startTestServer({
+      serverId: 'b',
+      registryTable,
+      internal: TEST_INTERNAL,
+      adapters: adapters(),
+    })
+    const room = uniqueRoom('unanswered-check')
+    const idle = nodeClient(a.wsUrl).enter(room)
+    await idle.whenSynced()
+    assert.equal(a.server.manager.roomCount, 1, 'a owns the room')
+    // a's lease lapses (a stall, say) and b takes the room meanwhile.
+    const lease = registryTable.servers.get('a')
+    if (!lease) throw new Error("a's lease is in the table")
+    lease.expiresAt = 0
+    const onB = nodeClient(b.wsUrl).enter(room)
+    await onB.whenSynced()
+    assert.equal(b.server.manager.roomCount, 1, 'b owns the room now')
+    // a's renewal after the lapse makes it check; that first lookup goes unanswered.
+    hangLookup = true
+    toldLapse?.('renewed')
+    await eventually(() => a.server.manager.roomCount === 0, 'a gave its stale copy up', 5_000)
+  })
+
   it('relays a client whose room another server claimed while this one looked it up, rather than closing it', async () => {
     const registryTable = new MemoryRegistryTable()
     const [journals, snapshots] = [new MemoryJournalTable(), new MemorySnapshotStore()]

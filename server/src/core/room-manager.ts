@@ -132,8 +132,15 @@ export class RoomManager {
     deps.journal.onPossibleLoss?.(() => this.#saveJournaledRooms())
     deps.registry.onLeaseLapsed((lapse) => {
       this.#leaseRunOut = lapse === 'run-out'
-      if (lapse === 'run-out') this.#giveUpUnconfirmable()
-      else void this.#checkOwnership()
+      if (lapse === 'run-out') {
+        this.#giveUpUnconfirmable()
+        return
+      }
+      deps.logger.warn(
+        { rooms: this.#lives.size },
+        "this server's lease had run out: checking that its rooms are still its own",
+      )
+      void this.#checkOwnership()
     })
     this.#app = new AppPersistence({
       hooks: deps.hooks ?? {},
@@ -602,29 +609,37 @@ export class RoomManager {
     void life.lose()
   }
 
-  async #checkOwnership(): Promise<void> {
+  /**
+   * After a lapse of this server's lease: asks the registry who owns each room it holds, and gives
+   * up those another server took meanwhile (also a room nobody writes to, whose clients would
+   * otherwise see it as it was).
+   */
+  async #checkOwnership(lives = [...this.#lives.values()]): Promise<void> {
     const { registry, logger } = this.deps
-    logger.warn(
-      { rooms: this.#lives.size },
-      "this server's lease had run out: checking that its rooms are still its own",
-    )
+    const unanswered: RoomLife<Loaded>[] = []
     await Promise.all(
-      [...this.#lives.values()].map(async (life) => {
+      lives.map(async (life) => {
         const loaded = life.loaded
         if (!loaded) return
         const owner = await within(
           registry.ownerOf(life.name),
           this.#registryWaitMs,
           'the owner lookup',
-        ).catch(
-          () => undefined, // not answered: a write's fence, or the next lapse, tells
-        )
-        if (owner === undefined) return
+        ).catch(() => undefined)
+        if (owner === undefined) {
+          unanswered.push(life)
+          return
+        }
         if (owner && owner.serverId === this.options.serverId && owner.epoch === loaded.epoch) return
         logger.warn({ room: life.name, owner }, 'another server owns the room now; closing its clients here')
         void life.lose()
       }),
     )
+    // Asked again until answered: a room nobody writes to meets no fence that would tell, and would
+    // stay served here, as it was, beside the room at its new owner.
+    if (unanswered.length > 0) {
+      setTimeout(() => void this.#checkOwnership(unanswered), this.#registryWaitMs).unref()
+    }
   }
 
   /** A later owner fenced this server's writes of the room: it stops serving it at once. */
