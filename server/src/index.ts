@@ -71,6 +71,7 @@ export type { MetadataEvent, MetadataSink, MetadataSinkStats, ServerSample } fro
 export type { CatalogPage, CatalogQuery, CatalogRoom, RoomCatalog } from './ports/room-catalog.js'
 export { NO_ROOM_EVENTS, type RoomEvent, type RoomEventSink } from './ports/room-events.js'
 export type {
+  LeaseLapse,
   OwnershipClaim,
   RoomOwner,
   RoomOwnership,

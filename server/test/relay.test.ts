@@ -8,6 +8,7 @@ import { MemoryRegistryTable } from '../src/adapters/memory-room-registry.js'
 import { MemorySnapshotStore } from '../src/adapters/memory-snapshot-store.js'
 import { MemoryJournalTable, MemoryUpdateJournal } from '../src/adapters/memory-update-journal.js'
 import type { Limits } from '../src/config.js'
+import type { LeaseLapse } from '../src/ports/room-registry.js'
 import { connectSynced, destroyClients, eventually, uniqueRoom } from './helpers/clients.js'
 import { deferred } from './helpers/deferred.js'
 import { destroyNodeClients, nodeClient, recordErrors } from './helpers/node-client.js'
@@ -206,7 +207,7 @@ describe('a room owned by one server, its clients on others relayed', () => {
     const [journals, snapshots] = [new MemoryJournalTable(), new MemorySnapshotStore()]
     const adapters = () => ({ journal: new MemoryUpdateJournal(journals), snapshots })
     let hangLookup = false
-    let toldLapse: ((lapse: 'run-out' | 'renewed') => void) | undefined
+    let toldLapse: ((lapse: LeaseLapse) => void) | undefined
     const around = registryAround(
       'a',
       (call, pass) => {
@@ -218,7 +219,7 @@ describe('a room owned by one server, its clients on others relayed', () => {
     )
     const registry = {
       ...around,
-      onLeaseLapsed: (listener: (lapse: 'run-out' | 'renewed') => void) => {
+      onLeaseLapsed: (listener: (lapse: LeaseLapse) => void) => {
         toldLapse = listener
         around.onLeaseLapsed(listener)
       },

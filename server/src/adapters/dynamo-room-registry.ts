@@ -13,8 +13,14 @@ import {
 } from '@aws-sdk/client-dynamodb'
 import type { Logger } from '../logger.js'
 import { type DependencyOutcomes, IGNORED_OUTCOMES } from '../ports/dependency-outcomes.js'
-import type { OwnershipClaim, RoomOwner, RoomRegistry, ServerAddress } from '../ports/room-registry.js'
-import { LeaseHeartbeat, type LeaseLapse, type LeaseOptions } from './lease-heartbeat.js'
+import type {
+  LeaseLapse,
+  OwnershipClaim,
+  RoomOwner,
+  RoomRegistry,
+  ServerAddress,
+} from '../ports/room-registry.js'
+import { LeaseHeartbeat, type LeaseOptions } from './lease-heartbeat.js'
 import { RecoveryProbe } from './recovery-probe.js'
 import { claimStep, isLiveOwner, type OwnerRecord, type ServerLease } from './room-ownership-rules.js'
 

@@ -1,16 +1,11 @@
+import type { LeaseLapse } from '../ports/room-registry.js'
+
 export interface LeaseOptions {
   /** How long a server's lease stays valid without a renewal (the rooms it owns live by it). */
   leaseMs: number
   /** Clock, injectable for tests. */
   now: () => number
 }
-
-/**
- * The moments of a lapse: `run-out`, the lease last written ran out with no renewal since (the
- * registry did not answer, or the process stalled, for longer than a lease): other servers may
- * take its rooms from now on; `renewed`, a renewal after that: they may have taken them meanwhile.
- */
-export type LeaseLapse = 'run-out' | 'renewed'
 
 /**
  * Renews this server's lease a few times per lease period, so one missed renewal never lets a

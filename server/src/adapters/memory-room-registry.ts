@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import type { OwnershipClaim, RoomOwner, RoomRegistry, ServerAddress } from '../ports/room-registry.js'
-import { LeaseHeartbeat, type LeaseLapse, type LeaseOptions } from './lease-heartbeat.js'
+import type {
+  LeaseLapse,
+  OwnershipClaim,
+  RoomOwner,
+  RoomRegistry,
+  ServerAddress,
+} from '../ports/room-registry.js'
+import { LeaseHeartbeat, type LeaseOptions } from './lease-heartbeat.js'
 import { claimStep, isLiveOwner, type OwnerRecord, type ServerLease } from './room-ownership-rules.js'
 
 /** The in-process table behind `MemoryRoomRegistry`: the rooms' owners, the servers' leases. */

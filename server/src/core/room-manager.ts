@@ -583,12 +583,6 @@ export class RoomManager {
   }
 
   /**
-   * This server's lease ran out before its renewal (a stall, a registry cut off): each room it
-   * holds may be another server's by now, which no write of its own has found fenced yet (a room
-   * nobody writes to). Each is asked of the registry; one owned elsewhere, or by nobody, is given
-   * up at once, and its clients come back to reach its owner.
-   */
-  /**
    * This server's lease ran out unrenewed, so another server may take its rooms: those whose edits
    * it cannot confirm (an append failed, and no snapshot holds it) are given up now, their clients
    * closed to reconnect where the room can be confirmed. Fencing already keeps it from
@@ -610,9 +604,10 @@ export class RoomManager {
   }
 
   /**
-   * After a lapse of this server's lease: asks the registry who owns each room it holds, and gives
-   * up those another server took meanwhile (also a room nobody writes to, whose clients would
-   * otherwise see it as it was).
+   * This server's lease ran out before its renewal (a stall, a registry cut off): each room it
+   * holds may be another server's by now, which no write of its own has found fenced yet (a room
+   * nobody writes to). Each is asked of the registry; one owned elsewhere, or by nobody, is given
+   * up at once, and its clients come back to reach its owner.
    */
   async #checkOwnership(lives = [...this.#lives.values()]): Promise<void> {
     const { registry, logger } = this.deps

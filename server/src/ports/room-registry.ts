@@ -1,3 +1,9 @@
+/**
+ * The moments of a lapse of a server's lease: `run-out`, the lease last written ran out with no
+ * renewal since; `renewed`, a renewal landed after that.
+ */
+export type LeaseLapse = 'run-out' | 'renewed'
+
 /** A server, and where its internal port is reached. */
 export interface ServerAddress {
   serverId: string
@@ -44,7 +50,7 @@ export interface RoomOwnership {
    * rooms from now on; and with `renewed` when a renewal lands after that: they may have taken its
    * rooms meanwhile, fenced writes it has not made yet, or deleted them.
    */
-  onLeaseLapsed(listener: (lapse: 'run-out' | 'renewed') => void): void
+  onLeaseLapsed(listener: (lapse: LeaseLapse) => void): void
   /**
    * Whether its epochs outlive this server's process (a registry the servers share). Only then do
    * the owners' writes carry them: Redis and S3 keep a fence longer than the embedded registry,
