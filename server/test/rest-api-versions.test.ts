@@ -11,7 +11,7 @@ import { cleanUpAfterTest } from './helpers/cleanup.js'
 import { connectClient, connectSynced, eventually, synced, uniqueRoom } from './helpers/clients.js'
 import { startServerProcess } from './helpers/server-process.js'
 import { startTestServer, type TestServer } from './helpers/test-server.js'
-import { versionsApi as sharedVersionsApi, versionHolding } from './helpers/versions.js'
+import { savedVersionHolding, versionsApi as sharedVersionsApi, versionHolding } from './helpers/versions.js'
 
 const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 const auth = { authorization: `Bearer ${API_SECRET}` }
@@ -149,11 +149,7 @@ describe('REST API: versions', () => {
       a.doc.getText('text').insert(0, 'hello world')
       a.doc.getArray('list').push(['x', 'y'])
       const version = { text: 'hello world', list: ['x', 'y'] }
-      let saved: string | null = null
-      await eventually(async () => {
-        saved = await versionHolding(api, room, version)
-        return saved !== null
-      }, 'the version is saved')
+      const saved = await savedVersionHolding(api, room, version)
       a.doc.getText('text').delete(0, 6)
       a.doc.getArray('list').delete(0, 1)
       await eventually(

@@ -16,7 +16,7 @@ import * as Y from 'yjs'
 import { launchChromium } from './helpers/browser.js'
 import { eventually, uniqueRoom } from './helpers/clients.js'
 import { TEST_SECRET } from './helpers/tokens.js'
-import { versionHolding, versionsApi } from './helpers/versions.js'
+import { savedVersionHolding, versionHolding, versionsApi } from './helpers/versions.js'
 import { addShape, boardDocument, boardOf, openWhiteboard, waitForBoard } from './helpers/whiteboard.js'
 
 const START = fileURLToPath(new URL('../../scripts/start.mjs', import.meta.url))
@@ -203,15 +203,10 @@ describe('AUTH_SECRET=… npm start: the demos work with auth on, through the de
     const api = { httpUrl: base(), apiSecret: started.apiSecret }
     const saved = await boardOf(a)
     const savedDocument = await boardDocument(a)
-    let first: string | null = null
-    await eventually(
-      async () => {
-        first = await versionHolding(api, room, savedDocument)
-        return first !== null
-      },
-      'a version holds the rectangle',
-      10_000,
-    )
+    const first = await savedVersionHolding(api, room, savedDocument, {
+      message: 'a version holds the rectangle',
+      timeoutMs: 10_000,
+    })
     // Then a second shape, from the backend.
     assert.equal(await postEllipse(rest, authorization), 204)
     await Promise.all([a, b].map((page) => page.waitForSelector('ellipse[data-shape-id="posted"]')))

@@ -3,14 +3,9 @@ import { after, before, describe, it } from 'node:test'
 import type { Browser } from 'playwright-core'
 import { launchChromium } from './helpers/browser.js'
 import { eventually, uniqueRoom } from './helpers/clients.js'
-import { type ClusterServer, useTestCluster } from './helpers/cluster.js'
-import { type RestApi, type Version, versionHolding, versionsApi } from './helpers/versions.js'
+import { CLUSTER_API_SECRET, type ClusterServer, clusterRest, useTestCluster } from './helpers/cluster.js'
+import { savedVersionHolding, type Version, versionHolding, versionsApi } from './helpers/versions.js'
 import { addShape, boardDocument, boardOf, drag, openWhiteboard, waitForBoard } from './helpers/whiteboard.js'
-
-const API_SECRET = 'api-secret-for-tests-0123456789abcdef'
-
-/** A cluster server's REST API. */
-const rest = (server: ClusterServer): RestApi => ({ httpUrl: server.httpUrl, apiSecret: API_SECRET })
 
 /**
  * Issue 36's "done when" on the cluster: three built server processes on real Redis and S3 object
@@ -23,7 +18,7 @@ describe('restore in a real local cluster, seen by whiteboards in Chromium', () 
   let servers: ClusterServer[]
   before(async () => {
     const launched = launchChromium() // while the servers start
-    const env = { API_SECRET, SNAPSHOT_INTERVAL_MS: '200' } // versions to restore come quickly
+    const env = { API_SECRET: CLUSTER_API_SECRET, SNAPSHOT_INTERVAL_MS: '200' } // versions to restore come quickly
     servers = await Promise.all(['wb-a', 'wb-b', 'wb-c'].map((name) => cluster.start(name, env)))
     browser = await launched
   })
@@ -44,15 +39,10 @@ describe('restore in a real local cluster, seen by whiteboards in Chromium', () 
     const saved = await boardOf(onA)
     await waitForBoard(onB, saved)
     const savedDocument = await boardDocument(onA)
-    let first: string | null = null
-    await eventually(
-      async () => {
-        first = await versionHolding(rest(c), room, savedDocument)
-        return first !== null
-      },
-      'the one-rectangle board is a saved version, listed by the REST API',
-      15_000,
-    )
+    const first = await savedVersionHolding(clusterRest(c), room, savedDocument, {
+      message: 'the one-rectangle board is a saved version, listed by the REST API',
+      timeoutMs: 15_000,
+    })
 
     // Then B moves the rectangle and A adds an ellipse; that board is saved too.
     await drag(onB, [200, 150], [450, 350])
@@ -62,12 +52,12 @@ describe('restore in a real local cluster, seen by whiteboards in Chromium', () 
     assert.notDeepEqual(changed, saved)
     const changedDocument = await boardDocument(onB)
     await eventually(
-      async () => (await versionHolding(rest(c), room, changedDocument)) !== null,
+      async () => (await versionHolding(clusterRest(c), room, changedDocument)) !== null,
       'the changed board is a saved version too',
       15_000,
     )
 
-    const restored = await versionsApi(rest(c), room, `/${first}/restore`, 'POST')
+    const restored = await versionsApi(clusterRest(c), room, `/${first}/restore`, 'POST')
     assert.equal(restored.status, 200, JSON.stringify(restored.body))
     await Promise.all([waitForBoard(onA, saved), waitForBoard(onB, saved)])
     assert.deepEqual(await boardDocument(onB), savedDocument)
@@ -75,11 +65,11 @@ describe('restore in a real local cluster, seen by whiteboards in Chromium', () 
     // The restore is the newest version, of its own, holding the restored board.
     const { restored: from, version } = restored.body as { restored: string; version: string }
     assert.equal(from, first)
-    const { body } = await versionsApi(rest(a), room, '?limit=1')
+    const { body } = await versionsApi(clusterRest(a), room, '?limit=1')
     const [newest] = body.versions as Version[]
     assert.equal(newest?.id, version, 'the restore is listed as the newest version')
     assert.notEqual(version, first)
-    assert.deepEqual((await versionsApi(rest(b), room, `/${version}/document`)).body, savedDocument)
+    assert.deepEqual((await versionsApi(clusterRest(b), room, `/${version}/document`)).body, savedDocument)
     await Promise.all([onA.context().close(), onB.context().close()])
   })
 })

@@ -18,6 +18,12 @@ const LEASE_MS = 2_000
 /** The REST API's secret for cluster servers started with `API_SECRET: CLUSTER_API_SECRET`. */
 export const CLUSTER_API_SECRET = 'api-secret-for-tests-0123456789abcdef'
 
+/** A cluster server's REST API, for the versions helpers (started with `API_SECRET: CLUSTER_API_SECRET`). */
+export const clusterRest = (server: { httpUrl: string }) => ({
+  httpUrl: server.httpUrl,
+  apiSecret: CLUSTER_API_SECRET,
+})
+
 /** A call to a room's REST API on a cluster server started with `CLUSTER_API_SECRET`. */
 export function roomApi(server: { port: number }, room: string, rest = '', init: RequestInit = {}) {
   return fetch(`http://127.0.0.1:${server.port}/api/v1/rooms/${encodeURIComponent(room)}${rest}`, {

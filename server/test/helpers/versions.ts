@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util'
+import { eventually } from '../../src/contracts/eventually.js'
 
 export interface Version {
   id: string
@@ -34,4 +35,23 @@ export async function versionHolding(
     if (isDeepStrictEqual(document, json)) return version.id // root types come in any order
   }
   return null
+}
+
+/** Waits until one of the room's newest versions holds `json` (`versionHolding`), and returns its id. */
+export async function savedVersionHolding(
+  api: RestApi,
+  room: string,
+  json: unknown,
+  { message = 'the version is saved', timeoutMs = 15_000 } = {},
+): Promise<string> {
+  let id: string | null = null
+  await eventually(
+    async () => {
+      id = await versionHolding(api, room, json)
+      return id !== null
+    },
+    message,
+    timeoutMs,
+  )
+  return id as unknown as string // eventually returned: set
 }
