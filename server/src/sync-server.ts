@@ -7,7 +7,6 @@ import { documentMemory } from './core/document-memory.js'
 import { DocumentReads } from './core/document-reads.js'
 import { EventStream } from './core/event-stream.js'
 import { MemoryBudget } from './core/memory-budget.js'
-import { RetryLater } from './core/pacing.js'
 import { RoomManager } from './core/room-manager.js'
 import { RoomStateSource } from './core/room-state-source.js'
 import type { ServerEvents } from './core/server-events.js'
@@ -141,7 +140,7 @@ export class SyncServer {
       saveWaitMs: options.apiSaveWaitMs,
     })
     const authenticator = createAuthenticator(options.auth)
-    const retryLater = new RetryLater()
+    const { retryLater } = this.manager
     const sessions = new RoomSessions({
       manager: this.manager,
       events: this.#events,

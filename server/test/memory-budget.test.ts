@@ -370,6 +370,13 @@ describe('the server-wide memory budget', () => {
     assert.equal((await closed(refused)).code, CloseCode.TryAgainLater, 'no room loads meanwhile')
     saves.resolve()
     await eventually(() => t.server.manager.loadedRoom(growing) === undefined, 'the grown room unloads')
+    // Its clients wait at the door before they come back: a room shed and loaded again at once, over
+    // and over, read 28 MB from the store each time (issue 47's attack: 1,350 sheds in 30 s).
+    const loads = store.statesRead
+    const door = await refusedStatus(`${t.wsUrl}/${growing}`)
+    assert.deepEqual([door.status, JSON.parse(door.body).error.code], [503, 'SERVER_BUSY'])
+    assert.equal(door.retryAfter, '1', 'one second after its first shedding')
+    assert.equal(store.statesRead, loads, 'not read again meanwhile')
     assert.equal(t.server.memory.documents(), 'within')
     assert.equal(stays.provider.wsconnected, true, 'the bigger idle room is served on')
     assert.equal(await closedWith(t, 'MemoryBudgetExceeded'), 1)

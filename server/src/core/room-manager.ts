@@ -18,7 +18,7 @@ import { LoadReservation } from './document-memory.js'
 import type { EventStream } from './event-stream.js'
 import { incarnationKey } from './incarnation.js'
 import { type MemoryCharges, UNBOUNDED_MEMORY } from './memory-budget.js'
-import { BuildPace } from './pacing.js'
+import { BuildPace, RetryLater, roomKey } from './pacing.js'
 import { Room } from './room.js'
 import type { RoomOptions } from './room-init.js'
 import { type JournalOutcomes, RoomJournal } from './room-journal.js'
@@ -121,6 +121,8 @@ export class RoomManager {
   /** What each user's app messages being handled hold, across the rooms. */
   readonly #appMessageQuota: AppMessageQuota
   readonly #buildPace = new BuildPace()
+  /** Who was refused as busy, turned away at the door until their wait is over (a shed room's clients too). */
+  readonly retryLater = new RetryLater()
   /** This server's lease ran out unrenewed: other servers may take its rooms now. */
   #leaseRunOut = false
 
@@ -696,7 +698,11 @@ export class RoomManager {
     })
     let writer: SnapshotWriter | null = null
     const room = new Room({
-      onShed: () => life.unloadWhenFree(),
+      onShed: () => {
+        // Its clients wait at the door: loaded again at once, it was shed again and again.
+        this.retryLater.refused(roomKey(name))
+        life.unloadWhenFree()
+      },
       name,
       doc,
       loadedBytes,
