@@ -71,7 +71,9 @@ describe('beforeApply, one update at a time per room', () => {
     bob.doc.getText('t').insert(0, 'typed, then the tab closed')
     await eventually(() => asked, 'the hook is deciding')
     bob.destroy()
-    await eventually(() => t.server.manager.roomState(room) === 'unloading', 'the room starts to unload')
+    // The unload is posted to the room's mailbox behind the update being decided, and waits for it.
+    await eventually(() => t.server.manager.roomSteps(room) === 2, 'the room is to unload after it')
+    assert.equal(t.server.manager.roomState(room), 'live')
     decide.resolve()
     await eventually(() => t.server.manager.roomState(room) === 'gone', 'the room unloaded')
     assert.equal((await t.server.room(room).toJSON()).t, 'typed, then the tab closed')

@@ -14,6 +14,7 @@ import {
   structIndexAt,
   structsOf,
 } from '../protocol/yjs-internals.js'
+import type { RoomJournal } from './room-journal.js'
 import type { RoomMember } from './room-member.js'
 import type { Writer } from './update-origin.js'
 
@@ -87,8 +88,6 @@ export class AuthorBinding {
   readonly #write: AuthorBindingInit['write']
   /** The client id this server writes bindings with, chosen at its first. */
   #writer: number | null = null
-  /** Bindings being written: one at a time, as each takes the writer's next clocks. */
-  #writing: Promise<unknown> = Promise.resolve()
   /** Client ids whose binding is being written, with its subject. */
   readonly #pending = new Map<number, { subject: string; written: Promise<unknown> }>()
 
@@ -158,11 +157,14 @@ export class AuthorBinding {
     return { bytes, structs: clients.length + 1 }
   }
 
-  /** Binds `clients` to `writer`'s subject; resolves once the binding is applied (or failed). */
+  /**
+   * Binds `clients` to `writer`'s subject; resolves once the binding is applied (or failed). Called
+   * in the room's mailbox, so bindings are written one at a time, each taking the writer's next
+   * clocks; an update checked meanwhile outside it is told to wait for them.
+   */
   bind(clients: number[], writer: Writer): Promise<unknown> {
     const { userId: subject, name } = writer.identity
-    const written = this.#writing.then(() => this.#bindNow(clients, subject, name))
-    this.#writing = written.catch(() => {})
+    const written = this.#bindNow(clients, subject, name)
     const pending = { subject, written }
     for (const client of clients) this.#pending.set(client, pending)
     return written.finally(() => {
@@ -245,4 +247,36 @@ function holdsLive(structs: IntegratedStruct[], start: number, end: number): boo
     if (struct instanceof Item && !struct.deleted) return true
   }
   return false
+}
+
+/** Transaction origin of the room's author bindings. */
+const BINDING = Symbol('binding')
+
+/** What writing a binding needs of its room. */
+export interface BindingRoom {
+  journal: Pick<RoomJournal, 'recordBeforeApplying' | 'durable'>
+  /** Applies an update to the document (trusted: the server's own). */
+  apply(update: Uint8Array, origin: symbol): unknown
+  /** Sends an update to the room's connections. */
+  broadcast(update: Uint8Array): void
+  /** Resolves once the room ends: it saves no more. */
+  ended: Promise<void>
+}
+
+/**
+ * Writes a binding (`AuthorBinding`'s `write`): journaled first and applied once the journal
+ * confirms it, then sent to the clients. If the journal fails, it is applied (a snapshot can then
+ * hold it) and sent once the snapshot is saved; a room that ends meanwhile saves no more, and its
+ * mailbox must not wait for that save for ever.
+ */
+export async function writeBinding(update: Uint8Array, room: BindingRoom): Promise<void> {
+  const journaled = room.journal.recordBeforeApplying(update)
+  const appended = await journaled.appended
+  try {
+    room.apply(update, BINDING)
+  } finally {
+    journaled.applied()
+  }
+  const saved = appended || (await Promise.race([room.journal.durable().then(() => true), room.ended]))
+  if (saved === true) room.broadcast(update)
 }

@@ -18,8 +18,8 @@ export interface BigUpdateRoom {
   approval: UpdateApproval | null
   journal: Pick<RoomJournal, 'recordBeforeApplying'>
   memory: MemoryCharges
-  /** The room was destroyed (unloaded, deleted, lost): nothing more is applied. */
-  destroyed(): boolean
+  /** Runs a step in the room's mailbox (`RoomMailbox`): false, not run, once the room is freed. */
+  post(step: () => Promise<boolean>): Promise<boolean>
   /** Applies one slice; true if it changed the document. Its building is reserved already. */
   apply(slice: Uint8Array, writer: Writer): boolean
 }
@@ -27,14 +27,12 @@ export interface BigUpdateRoom {
 /**
  * A room's big updates (an offline copy synced whole, a long paste): each checked and cut into
  * slices by the worker thread, then applied a slice per event-loop turn, so every other room is
- * served in between. They take turns per room, and each reserves its size against the ceiling
- * before it waits, so concurrent ones are checked against each other. Each is journaled before its
+ * served in between. They take turns in the room's mailbox, each with its size reserved against
+ * the ceiling while it runs. Each is journaled before its
  * first slice, as anyone may see that slice from then on. Its memory is reserved from the server's
  * budget on arrival, and it is refused (`ServerBusyError`) when the budget cannot take it.
  */
 export class BigUpdates {
-  #turns: Promise<unknown> = Promise.resolve()
-
   constructor(private readonly room: BigUpdateRoom) {}
 
   /**
@@ -42,21 +40,26 @@ export class BigUpdates {
    * `ServerBusyError` at once when the budget has no memory for it.
    */
   apply(writer: Writer, update: Uint8Array): Promise<boolean> {
+    return this.#reserved(update, () => this.room.post(() => this.#apply(writer, update)))
+  }
+
+  /** `apply`, from a step already running in the room's mailbox. */
+  applyInStep(writer: Writer, update: Uint8Array): Promise<boolean> {
+    return this.#reserved(update, () => this.#apply(writer, update))
+  }
+
+  /** Runs `applying` with the update's memory reserved from the budget, or refuses it at once. */
+  #reserved(update: Uint8Array, applying: () => Promise<boolean>): Promise<boolean> {
     const { memory } = this.room
     const reserved = BIG_UPDATE_RESERVE_FACTOR * update.length
     if (!memory.reserve('big-update', reserved)) {
       throw new ServerBusyError('the server has no memory to spare for an update this big now; retry later')
     }
-    const turn = this.#turns
-      .then(() => this.#apply(writer, update))
-      .finally(() => memory.charge('big-update', -reserved))
-    this.#turns = turn.catch(() => {})
-    return turn
+    return applying().finally(() => memory.charge('big-update', -reserved))
   }
 
   async #apply(writer: Writer, update: Uint8Array): Promise<boolean> {
-    const { doc, bounds, checks, journal, destroyed } = this.room
-    if (destroyed()) return false
+    const { doc, bounds, checks, journal } = this.room
     bounds.ensureRoomFor(update.length)
     // Refused here, before the worker reads it, when the document has no room for any more structs.
     const maxStructs = bounds.structsLeft()
@@ -66,11 +69,8 @@ export class BigUpdates {
     bounds.reserveBigBytes(update.length)
     try {
       const cut = await checkAndSlice(update, Y.encodeStateVector(doc), maxStructs)
-      if (destroyed()) return false
       // Checked whole on the worker by now: the app may build the document it would make.
-      const approval = this.room.approval
-      if (approval) await approval.inTurn(() => approval.approve(writer, update))
-      if (destroyed()) return false
+      await this.room.approval?.approve(writer, update)
       // From here until it is applied, no other client writes where it does.
       const release = checks.reserve(cut.ranges)
       let changed = false
@@ -79,7 +79,7 @@ export class BigUpdates {
           bounds.ensureRoomFor(binding.bytes)
           bounds.ensureStructsFor(cut.structs + binding.structs)
         }
-        if (!(await checks.checkSliced(cut, writer, destroyed, roomForBinding))) return false
+        await checks.checkSliced(cut, writer, roomForBinding)
         bounds.ensureStructsFor(cut.structs) // against what other updates added meanwhile
         bounds.ensureMemoryFor(
           { structs: cut.structs, bytes: update.length, builtBytes: cut.builtBytes },
@@ -92,7 +92,6 @@ export class BigUpdates {
           // journaled, and what is applied must also be forwarded.
           for (const [index, slice] of cut.slices.entries()) {
             if (index > 0) await nextTurn()
-            if (destroyed()) return false
             changed = this.room.apply(slice, writer) || changed
           }
         } finally {

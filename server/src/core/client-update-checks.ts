@@ -57,17 +57,15 @@ export class ClientUpdateChecks {
 
   /**
    * Checks a big update the worker sliced (the guard's part ran there), comparing a slice per
-   * event-loop turn, and binds the ids it writes. Resolves true once it may be applied now (in
-   * the same turn: nothing it was checked against has changed), false if `gone()` meanwhile.
-   * Call `reserve` first.
+   * event-loop turn, and binds the ids it writes. Resolves once it may be applied now (in the
+   * same turn: nothing it was checked against has changed). Call `reserve` first.
    */
   async checkSliced(
     update: CutUpdate,
     writer: Writer,
-    gone: () => boolean,
     /** Throws if the document has no room for the binding (before anything is bound). */
     ensureRoomFor: (binding: BindingSize) => void,
-  ): Promise<boolean> {
+  ): Promise<void> {
     for (;;) {
       this.authors.checkServerParts(update.server, this.#held)
       const before = this.#heldOf(update.ranges)
@@ -76,13 +74,12 @@ export class ClientUpdateChecks {
         if (!this.#held.overlaps(update.sliceRanges[index] as ClockRanges)) continue
         this.#held.compare(slice)
         await nextTurn()
-        if (gone()) return false
       }
       const authorship = this.authors.admit(update.ranges, this.#held, writer)
       if (authorship.kind === 'apply') {
         // Peers may have brought structs under its ids while it was compared: then compare again.
         if (this.#heldOf(update.ranges) === before && waitingStructs(this.#doc)?.update === waitingBefore) {
-          return true
+          return
         }
         continue
       }
@@ -90,7 +87,6 @@ export class ClientUpdateChecks {
         ensureRoomFor(this.authors.sizeOfBinding(authorship.clients, writer))
         await this.authors.bind(authorship.clients, writer)
       } else await authorship.until
-      if (gone()) return false
     }
   }
 

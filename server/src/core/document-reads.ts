@@ -1,4 +1,5 @@
 import { ServerBusyError } from '../errors.js'
+import { SerialQueue } from '../serial-queue.js'
 import { documentJsonText } from './apply-in-slices.js'
 import type { MemoryCharges } from './memory-budget.js'
 
@@ -22,24 +23,16 @@ const TEXT_BYTES_PER_BYTE = 4
  * (503, retry later), never queued without end.
  */
 export class DocumentReads {
-  #queued = 0
-  #turns: Promise<unknown> = Promise.resolve()
+  readonly #reads = new SerialQueue()
 
   constructor(private readonly memory: MemoryCharges) {}
 
   /** `state`'s document as JSON text; `documentBytes`: what its document holds, when known (a loaded room's charge). */
   async jsonText(state: Uint8Array, documentBytes?: number): Promise<string> {
-    if (this.#queued >= MAX_DOCUMENT_READS) {
+    if (this.#reads.posted >= MAX_DOCUMENT_READS) {
       throw new ServerBusyError(`${MAX_DOCUMENT_READS} documents are being read as JSON; retry later`)
     }
-    this.#queued++
-    const turn = this.#turns.then(() => this.#read(state, documentBytes))
-    this.#turns = turn.catch(() => {})
-    try {
-      return await turn
-    } finally {
-      this.#queued--
-    }
+    return this.#reads.post(() => this.#read(state, documentBytes))
   }
 
   async #read(state: Uint8Array, documentBytes: number | undefined): Promise<string> {

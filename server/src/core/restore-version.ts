@@ -2,7 +2,6 @@ import { within } from '../deadline.js'
 import { fromSnapshotStore, RoomDeletedError, VersionNotRestorableError } from '../errors.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { EventStream } from './event-stream.js'
-import { restoreOnWorker } from './restore-on-worker.js'
 import type { RoomHold } from './room-manager.js'
 
 export interface RestoreVersionDeps {
@@ -36,27 +35,11 @@ export interface RestoreOutcome {
  * in the new one's history, so no update of it can bring it back), `RoomDeletedError` when the room
  * is deleted while it restores (the deletion wins), and as a client's update would.
  */
-export function restoreVersion(deps: RestoreVersionDeps, name: string, id: string): Promise<RestoreOutcome> {
-  // One restore of a room at a time here, each made from the state the one before left: two made
-  // from one state would each bring back what was deleted since, twice (text and lists doubled).
-  const queue = restoring.get(deps) ?? new Map<string, Promise<void>>()
-  restoring.set(deps, queue)
-  const run = (queue.get(name) ?? Promise.resolve()).then(() => restoreNow(deps, name, id))
-  const settled = run.then(
-    () => {},
-    () => {},
-  )
-  queue.set(name, settled)
-  void settled.then(() => {
-    if (queue.get(name) === settled) queue.delete(name)
-  })
-  return run
-}
-
-/** Each server's restores under way, by room (the deps are the server's). */
-const restoring = new WeakMap<RestoreVersionDeps, Map<string, Promise<void>>>()
-
-async function restoreNow(deps: RestoreVersionDeps, name: string, id: string): Promise<RestoreOutcome> {
+export async function restoreVersion(
+  deps: RestoreVersionDeps,
+  name: string,
+  id: string,
+): Promise<RestoreOutcome> {
   const version = await fromSnapshotStore(deps.snapshots.readVersion(name, id))
   if (version.deleted) {
     throw new VersionNotRestorableError(`version ${id} is the room's deletion: it holds no document`)
@@ -69,10 +52,8 @@ async function restoreNow(deps: RestoreVersionDeps, name: string, id: string): P
       )
     }
     const { room } = hold
-    // Made off this thread; the room may change meanwhile, and the update merges with that as an
-    // edit made at the same time would.
-    const update = await restoreOnWorker(room.encodeState(), version.state)
-    await room.applyUpdate(update, { kind: 'restore', version: id })
+    // One restore of a room at a time, each made from the state the one before left (`Room.restore`).
+    await room.restore(version.state, { kind: 'restore', version: id })
     const saved = await within(
       room.durable().then(() => deps.save(name)),
       deps.saveWaitMs,

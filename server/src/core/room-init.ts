@@ -9,6 +9,7 @@ import type { EventStream } from './event-stream.js'
 import type { MemoryCharges } from './memory-budget.js'
 import type { BuildPace } from './pacing.js'
 import type { RoomJournal } from './room-journal.js'
+import type { RoomMailbox } from './room-mailbox.js'
 
 export interface RoomOptions {
   maxDocumentBytes: number
@@ -55,6 +56,8 @@ export interface RoomInit {
   hooks?: RoomHooks
   /** How fast each user's edits may build (server-wide): a writer past it waits. */
   buildPace?: Pick<BuildPace, 'built'>
+  /** The room instance's one queue (its life's, `RoomLife.mailbox`); a room of its own if none. */
+  mailbox?: RoomMailbox
 }
 
 /** The hooks a room runs itself: on the updates and app messages of its writers. */

@@ -1,5 +1,6 @@
 import { RoomMovedError, ServerBusyError } from '../errors.js'
 import { Waiters } from '../waiters.js'
+import { RoomMailbox } from './room-mailbox.js'
 
 /**
  * The states of one room instance on a server, from its first acquire until it is gone:
@@ -76,8 +77,9 @@ export interface RoomLifeOptions<Loaded> {
 }
 
 /**
- * One room instance's life on this server: its state, its holders, its grace timer, and one
- * serial queue on which loading, unloading and deletion run one after another. A holder releases
+ * One room instance's life on this server: its state, its holders, its grace timer, and its
+ * mailbox, on which loading, unloading and its end run one after another, and after the writes
+ * posted before them. A holder releases
  * exactly the instance it acquired; a deletion takes effect at once (the state says `deleting`
  * before anything is awaited), so no joiner is ever admitted to a room being deleted.
  */
@@ -89,7 +91,8 @@ export class RoomLife<Loaded> {
   #graceTimer: NodeJS.Timeout | null = null
   /** Shed to free memory (`unloadWhenFree`): the next grace period is none. */
   #withoutGrace = false
-  #queue: Promise<void> = Promise.resolve()
+  /** The instance's one queue: its life's steps, and the room's writes that wait (`RoomMailbox`). */
+  readonly mailbox = new RoomMailbox()
   #deletion: Promise<void> | null = null
   /** Set once a later owner took the room: its end here (see `lose`). */
   #loss: Promise<void> | null = null
@@ -184,8 +187,8 @@ export class RoomLife<Loaded> {
   }
 
   /**
-   * Deletes this instance: `deleting` at once, its clients closed; then, after whatever step runs
-   * now (a load, a final save), its saves settle, it is freed, and once `recorded` (the tombstone
+   * Deletes this instance: `deleting` at once, its clients closed; then, after the steps posted
+   * before (a load, a final save, writes that wait), its saves settle, it is freed, and once `recorded` (the tombstone
    * is written) its journal goes. If the tombstone could not be written, the journal stays: the
    * deletion failed, and nothing acknowledged may be lost by it.
    */
@@ -208,7 +211,7 @@ export class RoomLife<Loaded> {
 
   /**
    * A later owner fenced this one's writes: `lost` at once, its clients closed (they come back and
-   * reach the new owner) and its saves stopped; then, after whatever step runs now, it is freed
+   * reach the new owner) and its saves stopped; then, after the steps posted before, it is freed
    * without a final save, which would be refused (or, before the new owner saved, stand for edits
    * it never confirmed). Nothing it acknowledged is lost: each was journaled before the fence.
    */
@@ -223,7 +226,7 @@ export class RoomLife<Loaded> {
   }
 
   /**
-   * The end of a deleted or lost instance, after whatever step runs now: `close` its clients (also
+   * The end of a deleted or lost instance, after the steps posted before: `close` its clients (also
    * those admitted before the load finished), wait out its saves, free it, then `after`; gone.
    */
   #end(
@@ -331,14 +334,9 @@ export class RoomLife<Loaded> {
     this.#changeWaiters.resolveAll()
   }
 
-  /** Runs `step` after every step queued before it. */
+  /** Runs `step` after every step posted before it. */
   #run<T>(step: () => Promise<T>): Promise<T> {
-    const result = this.#queue.then(step)
-    this.#queue = result.then(
-      () => {},
-      () => {},
-    )
-    return result
+    return this.mailbox.post(step)
   }
 
   #startGrace(delayMs: number): void {

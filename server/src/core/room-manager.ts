@@ -259,6 +259,11 @@ export class RoomManager {
     return this.#lives.get(name)?.state ?? 'gone'
   }
 
+  /** The steps posted to the room's mailbox and not settled yet (`RoomMailbox`); 0 if it is gone. */
+  roomSteps(name: string): number {
+    return this.#lives.get(name)?.mailbox.posted ?? 0
+  }
+
   /** Saves the room now if it is loaded and has unsaved changes; rejects if the save fails. */
   async save(name: string): Promise<void> {
     await this.#lives.get(name)?.loaded?.writer.flush()
@@ -411,6 +416,8 @@ export class RoomManager {
 
   /** Releases and frees every room (after `flushAll`, at shutdown). */
   async unloadAll(): Promise<void> {
+    // Saved already: a write in a room's mailbox still waiting for a save stops waiting.
+    for (const loaded of this.#loadedRooms()) loaded.room.end()
     await Promise.all([...this.#lives.values()].map((life) => life.unloadNow()))
   }
 
@@ -426,18 +433,18 @@ export class RoomManager {
       retryUnloadMs: this.options.snapshot.retryMaxMs,
       steps: {
         load: () => this.#load(life),
-        saveBeforeUnload: async (loaded) => {
-          await loaded.room.approvalsSettled() // an update accepted after its author left is kept
-          await loaded.writer.flush()
-        },
+        // After the writes posted before it (an update accepted after its author left is kept).
+        saveBeforeUnload: (loaded) => loaded.writer.flush(),
         closeDeleted: (loaded) => {
           loaded.writer.stop()
+          loaded.room.end()
           for (const connection of [...loaded.room.connections]) {
             connection.close(CloseCode.RoomDeleted, 'the room was deleted')
           }
         },
         closeLost: (loaded) => {
           loaded.writer.stop()
+          loaded.room.end()
           for (const connection of [...loaded.room.connections]) {
             connection.close(CloseCode.TryAgainLater, 'another server owns the room now: reconnect')
           }
@@ -721,6 +728,7 @@ export class RoomManager {
         appMessageQuota: this.#appMessageQuota,
       },
       buildPace: this.#buildPace,
+      mailbox: life.mailbox,
     })
     writer = new SnapshotWriter({
       room,

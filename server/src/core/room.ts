@@ -1,5 +1,6 @@
 import { CloseCode, type EventSender } from '@symphony/client/wire'
 import * as Y from 'yjs'
+import { deferred } from '../deferred.js'
 import { ProtocolError } from '../errors.js'
 import {
   checkBroadcast,
@@ -19,7 +20,7 @@ import { clockOf, waitingChanged, waitingOf } from '../protocol/yjs-internals.js
 import type { AppMessages } from './app-messages.js'
 import { absorbState, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
 import { applySentUpdate } from './apply-sent-update.js'
-import { type Author, NO_BINDING } from './author-binding.js'
+import { type Author, NO_BINDING, writeBinding } from './author-binding.js'
 import { BigUpdates } from './big-updates.js'
 import { changeOriginOf, PEER_ORIGIN } from './change-origin.js'
 import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
@@ -28,17 +29,17 @@ import { DocumentEncodings } from './document-encodings.js'
 import { type MemoryCharges, type MemoryHolder, UNBOUNDED_MEMORY } from './memory-budget.js'
 import { afterBuilding, type BuildPace } from './pacing.js'
 import type { PresenceTable } from './presence-table.js'
+import { restoreOnWorker } from './restore-on-worker.js'
 import { roomHookParts } from './room-hook-parts.js'
 import type { RoomInit, RoomObserver, RoomOptions } from './room-init.js'
+import { RoomMailbox } from './room-mailbox.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { RoomPresence } from './room-presence.js'
 import type { UpdateApproval } from './update-approval.js'
-import { type ApiOrigin, apiWriter, type Writer } from './update-origin.js'
+import { type ApiOrigin, apiWriter, type Write, type Writer } from './update-origin.js'
 
 /** Transaction origin of the app's first content for a new room (`onLoad`). */
 const SEEDED = Symbol('seeded')
-/** Transaction origin of the room's author bindings (`AuthorBinding`). */
-const BINDING = Symbol('binding')
 
 const UNOBSERVED: RoomObserver = { messageReceived() {}, updateHandled() {} }
 
@@ -75,6 +76,9 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly #observer: RoomObserver
   readonly #events: RoomInit['events']
   readonly #memory: MemoryCharges
+  readonly #mailbox: RoomMailbox
+  /** Resolved once the room ends (`end`). */
+  readonly #ended = deferred()
 
   constructor({
     name,
@@ -91,7 +95,9 @@ export class Room implements MemberRoom, MemoryHolder {
     memory,
     hooks,
     buildPace,
+    mailbox,
   }: RoomInit) {
+    this.#mailbox = mailbox ?? new RoomMailbox()
     this.#memory = memory ?? UNBOUNDED_MEMORY
     this.#presence = new RoomPresence(this.#memory, options.maxPresenceBytes)
     this.name = name
@@ -118,7 +124,13 @@ export class Room implements MemberRoom, MemoryHolder {
       budget: options.waiting,
       enabled: options.bindAuthors ?? false,
       ownerOf: (clientId) => this.#presence.ownerOf(clientId),
-      write: (update) => this.#writeBinding(update),
+      write: (update) =>
+        writeBinding(update, {
+          journal,
+          apply: (binding, origin) => this.#apply(binding, origin),
+          broadcast: (binding) => this.#broadcast(encodeUpdate(binding), null),
+          ended: this.#ended.promise,
+        }),
     })
     const hookParts = roomHookParts({
       room: name,
@@ -139,7 +151,7 @@ export class Room implements MemberRoom, MemoryHolder {
       approval: this.#approval,
       journal,
       memory: this.#memory,
-      destroyed: () => this.#destroyed,
+      post: async (step) => (await this.#post(step)) ?? false,
       apply: (slice, writer) => this.#apply(slice, writer, 0),
     })
     doc.on('afterTransaction', this.#recordChange)
@@ -218,7 +230,12 @@ export class Room implements MemberRoom, MemoryHolder {
           connection.denyWrite()
           return
         }
-        return this.#applyWrite(connection, message, frame, receivedAt)
+        return this.#applyWrite({
+          writer: connection,
+          update: message.update,
+          frame: message.kind === 'update' ? frame : null,
+          receivedAt,
+        })
       case 'awareness': {
         this.#presence.received(connection, message.update)
         // A client alone here hears nothing else, and its provider drops a connection silent
@@ -266,32 +283,54 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   /**
-   * Applies `update` from `origin`, with every check a client's update gets. The REST API and a
-   * restore write here, under `API_SUBJECT`, as no connection.
-   * Throws, or returns a promise that rejects, as `receive` does.
+   * Applies `update` from `origin`, with every check a client's update gets. The REST API writes
+   * here, under `API_SUBJECT`, as no connection. Throws, or returns a promise that rejects, as
+   * `receive` does.
    */
   applyUpdate(update: Uint8Array, origin: ApiOrigin): Promise<void> | undefined {
-    const receivedAt = performance.now()
-    const message = { kind: 'update', update } as const
-    const frame = encodeUpdate(update)
-    this.#observer.messageReceived(message.kind)
+    this.#observer.messageReceived('update')
     if (isEmptyUpdate(update)) return
-    const writer = apiWriter(origin)
-    return this.#applyWrite(writer, message, frame, receivedAt)
+    return this.#applyWrite({ writer: apiWriter(origin), update, frame: null, receivedAt: performance.now() })
   }
 
-  /** A writer's update: a big one applied a slice per turn, any other at once. */
-  #applyWrite(
-    writer: Writer,
-    message: Message & { update: Uint8Array },
-    frame: Uint8Array,
-    receivedAt: number,
-  ): Promise<void> | undefined {
-    if (message.update.length > SLICE_ABOVE_BYTES)
-      return this.#bigUpdates.apply(writer, message.update).then((changed) => {
-        if (changed) this.#forward(writer, message, frame, receivedAt)
+  /**
+   * Makes the document saved state `version`'s content (`restoreUpdate`, made off this thread from
+   * the room as it is then), written as the REST API writes, in one step of the room's mailbox: two
+   * restores made from one state would each bring back what was deleted since, twice.
+   */
+  restore(version: Uint8Array, origin: ApiOrigin & { kind: 'restore' }): Promise<void> {
+    return this.#post(async () => {
+      const update = await restoreOnWorker(this.encodeState(), version)
+      this.#observer.messageReceived('update')
+      if (isEmptyUpdate(update)) return
+      await this.#writeInStep({
+        writer: apiWriter(origin),
+        update,
+        frame: null,
+        receivedAt: performance.now(),
       })
-    return this.#applyClientUpdate(writer, message, frame, receivedAt)
+    })
+  }
+
+  /** A writer's update: a big one applied a slice per turn, any other at once unless it waits. */
+  #applyWrite(write: Write): Promise<void> | undefined {
+    if (write.update.length > SLICE_ABOVE_BYTES)
+      return this.#bigUpdates.apply(write.writer, write.update).then((changed) => {
+        if (changed) this.#forward(write)
+      })
+    return this.#applyClientUpdate(write)
+  }
+
+  /** `#applyWrite`, from a step already running in the mailbox: nothing posted, all of it here. */
+  async #writeInStep(write: Write): Promise<void> {
+    if (write.update.length > SLICE_ABOVE_BYTES) {
+      if (await this.#bigUpdates.applyInStep(write.writer, write.update)) this.#forward(write)
+      return
+    }
+    if (this.#approval) return this.#applyApproved(this.#approval, write)
+    const checked = this.#checks.check(write.update, write.writer)
+    if (checked.authorship.kind !== 'apply') return this.#applyOnceBound(write, checked)
+    this.#applyChecked(write, checked.scanned)
   }
 
   /** `document.changed` for a change of `writer`'s (null: an earlier owner's snapshot); nothing built if nobody listens. */
@@ -342,7 +381,13 @@ export class Room implements MemberRoom, MemoryHolder {
     return changed
   }
 
+  /** It ends (deleted, or lost): it saves no more, so a write in its mailbox stops waiting for a save. */
+  end(): void {
+    this.#ended.resolve()
+  }
+
   destroy(): void {
+    this.end()
     this.#destroyed = true
     this.#presence.release()
     this.#bounds.release()
@@ -366,82 +411,62 @@ export class Room implements MemberRoom, MemoryHolder {
   }
 
   /**
-   * A client's update, applied in one go once checked (`ClientUpdateChecks`); an update that is
-   * the first write under a client id waits for its binding to be journaled (a promise, so the
-   * connection's later frames wait their turn).
+   * A client's update, applied in one go once checked (`ClientUpdateChecks`); one the app's
+   * `beforeApply` decides, or the first write under a client id (which waits for its binding to
+   * be journaled), is a step in the mailbox (a promise, so the connection's later frames wait
+   * their turn).
    */
-  #applyClientUpdate(
-    connection: Writer,
-    message: Message & { update: Uint8Array },
-    frame: Uint8Array,
-    receivedAt: number,
-  ): Promise<void> | undefined {
-    const checked = this.#checks.check(message.update, connection)
-    const { builtBytes } = checked.scanned
+  #applyClientUpdate(write: Write): Promise<void> | undefined {
+    const { writer, update } = write
+    const checked = this.#checks.check(update, writer)
     const paced = (applying?: Promise<void>) =>
-      afterBuilding(this.#buildPace, connection.pacedAs, builtBytes, applying)
-    if (this.#approval)
-      return paced(this.#applyApproved(this.#approval, connection, message, frame, receivedAt))
+      afterBuilding(this.#buildPace, writer.pacedAs, checked.scanned.builtBytes, applying)
+    const approval = this.#approval
+    if (approval) return paced(this.#post(() => this.#applyApproved(approval, write)))
     if (checked.authorship.kind !== 'apply')
-      return paced(this.#applyOnceBound(connection, message, frame, receivedAt, checked))
-    this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
+      return paced(this.#post(() => this.#applyOnceBound(write, checked)))
+    this.#applyChecked(write, checked.scanned)
     return paced()
   }
 
   /**
    * An update that passed the server's checks, once the app's `beforeApply` accepts it: checked
    * again then, as other writers may have changed the room while the hook ran. Nothing of it is
-   * journaled, applied or bound before.
+   * journaled, applied or bound before. A step in the mailbox: the room unloads only after it, so
+   * an update accepted after its author left is still journaled and saved.
    */
-  #applyApproved(
-    approval: UpdateApproval,
-    connection: Writer,
-    message: Message & { update: Uint8Array },
-    frame: Uint8Array,
-    receivedAt: number,
-  ): Promise<void> {
-    return approval.inTurn(async () => {
-      await approval.approve(connection, message.update)
-      if (this.#destroyed) return
-      const checked = this.#checks.check(message.update, connection)
-      if (checked.authorship.kind !== 'apply') {
-        return this.#applyOnceBound(connection, message, frame, receivedAt, checked)
-      }
-      this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
-    })
+  async #applyApproved(approval: UpdateApproval, write: Write): Promise<void> {
+    await approval.approve(write.writer, write.update)
+    const checked = this.#checks.check(write.update, write.writer)
+    if (checked.authorship.kind !== 'apply') return this.#applyOnceBound(write, checked)
+    this.#applyChecked(write, checked.scanned)
   }
 
   /**
-   * Resolves once no update waits for `beforeApply` (those accepted are applied by then): the room
-   * unloads only after, so an update accepted after its author left is still journaled and saved.
+   * Runs `step` in the mailbox after the steps posted before it, or not at all (undefined) once the
+   * room is freed: none is freed while a step runs, its end being a step too.
    */
-  async approvalsSettled(): Promise<void> {
-    await this.#approval?.settled()
+  #post<T>(step: () => Promise<T>): Promise<T | undefined> {
+    return this.#mailbox.post(() => (this.#destroyed ? undefined : step()))
   }
 
-  async #applyOnceBound(
-    connection: Writer,
-    message: Message & { update: Uint8Array },
-    frame: Uint8Array,
-    receivedAt: number,
-    first: CheckedUpdate,
-  ): Promise<void> {
+  /** A step in the mailbox: binds the client ids the update writes first, then applies it. */
+  async #applyOnceBound({ writer, update, ...write }: Write, first: CheckedUpdate): Promise<void> {
     let checked = first
     while (checked.authorship.kind !== 'apply') {
       const { authorship } = checked
       // Refused before anything is bound, the binding counted with the update.
       const binding =
         authorship.kind === 'bind'
-          ? this.#checks.authors.sizeOfBinding(authorship.clients, connection)
+          ? this.#checks.authors.sizeOfBinding(authorship.clients, writer)
           : NO_BINDING
-      this.#ensureSpaceFor(message.update, checked.scanned, binding)
+      this.#ensureSpaceFor(update, checked.scanned, binding)
       await (authorship.kind === 'bind'
-        ? this.#checks.authors.bind(authorship.clients, connection)
+        ? this.#checks.authors.bind(authorship.clients, writer)
         : authorship.until)
-      if (this.#destroyed) return
-      checked = this.#checks.check(message.update, connection) // the room changed meanwhile
+      checked = this.#checks.check(update, writer) // the room changed meanwhile
     }
-    this.#applyChecked(connection, message, frame, receivedAt, checked.scanned)
+    this.#applyChecked({ writer, update, ...write }, checked.scanned)
   }
 
   /**
@@ -458,52 +483,21 @@ export class Room implements MemberRoom, MemoryHolder {
     )
   }
 
-  #applyChecked(
-    connection: Writer,
-    message: Message & { update: Uint8Array },
-    frame: Uint8Array,
-    receivedAt: number,
-    scanned: ScannedUpdate,
-  ): void {
-    this.#ensureSpaceFor(message.update, scanned)
+  #applyChecked(write: Write, scanned: ScannedUpdate): void {
+    this.#ensureSpaceFor(write.update, scanned)
     // An update that changes nothing (a client resending what the room has) goes nowhere.
-    if (!this.#apply(message.update, connection, scanned.builtBytes)) return
+    if (!this.#apply(write.update, write.writer, scanned.builtBytes)) return
     // Journaled before it is forwarded: whatever anyone saw survives a crash of this server.
-    this.#journal.record(message.update)
-    this.#forward(connection, message, frame, receivedAt)
+    this.#journal.record(write.update)
+    this.#forward(write)
   }
 
   /** Sends a client's applied update to the room's other connections. */
-  #forward(
-    connection: Writer,
-    message: Message & { update: Uint8Array },
-    frame: Uint8Array,
-    receivedAt: number,
-  ): void {
-    // A sync step 2 is forwarded as an update: same payload, only the sub-type differs.
-    const forwarded = message.kind === 'update' ? frame : encodeUpdate(message.update)
-    this.#broadcast(forwarded, connection)
+  #forward({ writer, update, frame, receivedAt }: Write): void {
+    // A sync step 2 (or a write with no frame) is forwarded as an update: same payload.
+    this.#broadcast(frame ?? encodeUpdate(update), writer)
     this.#observer.updateHandled(receivedAt)
-    this.#emitChange(connection)
-  }
-
-  /**
-   * Writes a binding (`AuthorBinding`): journaled first and applied once the journal confirms it,
-   * then sent to the clients. If the journal fails, it is applied (a snapshot can then
-   * hold it) and sent once the snapshot is saved.
-   */
-  async #writeBinding(update: Uint8Array): Promise<void> {
-    const journaled = this.#journal.recordBeforeApplying(update)
-    const appended = await journaled.appended
-    try {
-      if (this.#destroyed) return
-      this.#apply(update, BINDING)
-    } finally {
-      journaled.applied()
-    }
-    if (!appended) await this.durable()
-    if (this.#destroyed) return
-    this.#broadcast(encodeUpdate(update), null)
+    this.#emitChange(writer)
   }
 
   /**

@@ -1,6 +1,7 @@
 import { isOutOfSpace, RoomDeletedError, SnapshotConflictError, StaleEpochError } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
+import { SerialQueue } from '../serial-queue.js'
 import type { CoreMetrics } from './core-metrics.js'
 import type { EventStream } from './event-stream.js'
 import type { RoomJournal } from './room-journal.js'
@@ -68,7 +69,8 @@ const MAX_CONFLICTS_PER_WRITE = 10
  */
 export class SnapshotWriter {
   #savedVersion: number
-  #tail: Promise<void> = Promise.resolve()
+  /** Its writes, one at a time. */
+  readonly #writes = new SerialQueue()
   #timer: NodeJS.Timeout | null = null
   #failures = 0
   #stopped = false
@@ -124,9 +126,7 @@ export class SnapshotWriter {
    * scheduled either way, so the change is never lost to a failure.
    */
   flush(): Promise<void> {
-    const run = this.#tail.then(() => (this.dirty ? this.#write() : undefined))
-    this.#tail = run.catch(() => {})
-    return run
+    return this.#writes.post(() => (this.dirty ? this.#write() : undefined))
   }
 
   /**
@@ -146,7 +146,7 @@ export class SnapshotWriter {
 
   /** Resolves when the writes queued so far have finished (or failed). */
   settled(): Promise<void> {
-    return this.#tail
+    return this.#writes.settled()
   }
 
   #schedule(delayMs: number): void {

@@ -32,35 +32,16 @@ export interface UpdateApprovalInit {
  */
 export class UpdateApproval {
   readonly #init: UpdateApprovalInit
-  /** The last of the room's updates waiting for `beforeApply` (see `inTurn`). */
-  #turns: Promise<void> = Promise.resolve()
 
   constructor(init: UpdateApprovalInit) {
     this.#init = init
   }
 
   /**
-   * Runs `step` once every update before it is decided by `beforeApply` and, if accepted, applied:
-   * one at a time per room, so each check sees the room as the update before left it (two async
-   * checks side by side could each pass while both together break the app's rule).
+   * Decides one update. The room asks in its mailbox (`RoomMailbox`), one update at a time, so
+   * each check sees the room as the update before left it (two async checks side by side could
+   * each pass while both together break the app's rule).
    */
-  inTurn<T>(step: () => Promise<T>): Promise<T> {
-    const turn = this.#turns.then(step)
-    this.#turns = turn.then(
-      () => {},
-      () => {},
-    )
-    return turn
-  }
-
-  /** Resolves once no update waits for its turn (those accepted are applied by then). */
-  async settled(): Promise<void> {
-    for (let tail = this.#turns; ; tail = this.#turns) {
-      await tail
-      if (tail === this.#turns) return
-    }
-  }
-
   async approve(writer: Writer, update: Uint8Array): Promise<void> {
     const { room, beforeApply, timeoutMs } = this.#init
     let scratch: { doc: Y.Doc; reserved: number } | null = null

@@ -23,3 +23,12 @@ export type Writer = Pick<RoomMember, 'identity' | 'canWrite'> &
 export function apiWriter(origin: ApiOrigin): Writer {
   return { identity: { userId: API_SUBJECT, name: null }, canWrite: true, origin }
 }
+
+/** One write on its way into a room: who sent it, its update, and the frame that carried it. */
+export interface Write {
+  writer: Writer
+  update: Uint8Array
+  /** The update frame it came in, forwarded as it is; null: encoded when forwarded (a sync step 2, the REST API). */
+  frame: Uint8Array | null
+  receivedAt: number
+}
