@@ -94,6 +94,46 @@ describe('the server-wide memory budget', () => {
     assert.match(metrics, new RegExp(`symphony_memory_budget_limit_bytes ${limit}`))
   })
 
+  it('keeps a user whose socket was shed (4013) at the door before that room sends it the whole state again', async () => {
+    const limit = 8 * MiB
+    const t = await startTestServer({
+      auth: { mode: 'jwt', secret: TEST_SECRET },
+      limits: { memoryBudgetBytes: limit },
+    })
+    const room = uniqueRoom('shed-reader')
+    const url = async (sub: string) =>
+      `${t.wsUrl}/${room}?token=${await signToken({ room, access: 'rw', sub })}`
+    const writer = await connectSynced(t.wsUrl, room, {
+      token: await signToken({ room, access: 'rw', sub: 'ann' }),
+    })
+    await fill(t, room, writer, 2 * MiB)
+    const sockets: WebSocket[] = []
+    let door: Awaited<ReturnType<typeof refusedStatus>> | null = null
+    // Readers that never read, each asking for the whole state (another 2 MiB each), until one is
+    // shed (4013) and she is kept at the door.
+    for (let n = 0; n < 20 && !door; n++) {
+      const version = t.server.manager.loadedRoom(room)?.version ?? 0
+      writer.doc.getMap('m').set('n', n) // a version of its own: each answer another 2 MiB
+      await eventually(() => (t.server.manager.loadedRoom(room)?.version ?? 0) > version, 'a new version')
+      try {
+        const socket = await nonReading(await url('eve'))
+        for (let request = 0; request < 10; request++) socket.send(SYNC_REQUEST)
+        sockets.push(socket)
+      } catch {
+        door = await refusedStatus(await url('eve'))
+      }
+    }
+    assert.ok(door, 'she is kept at the door')
+    assert.deepEqual([door.status, JSON.parse(door.body).error.code], [503, 'SERVER_BUSY'])
+    assert.equal(door.retryAfter, '1')
+    for (const socket of sockets) socket.terminate()
+    await eventually(async () => (await closedWith(t, 'MemoryBudgetExceeded')) > 0, 'one of hers was shed')
+    const other = await connectSynced(t.wsUrl, room, {
+      token: await signToken({ room, access: 'rw', sub: 'bob' }),
+    })
+    assert.equal(other.provider.wsconnected, true, 'another user is not held back')
+  })
+
   it('queues no second sync answer behind one the socket has not taken', async () => {
     const t = await startTestServer()
     const room = uniqueRoom('in-flight')

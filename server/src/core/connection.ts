@@ -7,7 +7,7 @@ import { type AwarenessEntry, encodePermissionDenied } from '../protocol/codec.j
 import type { CoreMetrics } from './core-metrics.js'
 import type { EventStream } from './event-stream.js'
 import type { MemoryBudget, MemoryHolder } from './memory-budget.js'
-import { type RetryLater, writerKey } from './pacing.js'
+import { type RetryLater, userKey } from './pacing.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { TokenBucket } from './token-bucket.js'
 
@@ -188,6 +188,8 @@ export class Connection implements RoomMember, MemoryHolder {
 
   /** The server is over its memory budget and this connection holds among the most. */
   shed(): void {
+    // Its user waits at the door: back at once, it had the room send it the whole state again.
+    this.#retryLater?.refused(userKey(this.pacedAs, this.roomName))
     this.close(CloseCode.MemoryBudgetExceeded, 'the server is short of memory; reconnect later')
   }
 
@@ -450,7 +452,7 @@ export class Connection implements RoomMember, MemoryHolder {
 
   #fail(error: unknown): void {
     const { code, reason } = closeAnswer(error)
-    if (error instanceof ServerBusyError) this.#retryLater?.refused(writerKey(this.pacedAs, this.roomName))
+    if (error instanceof ServerBusyError) this.#retryLater?.refused(userKey(this.pacedAs, this.roomName))
     if (code === CloseCode.InternalError) {
       this.#logger.error(
         { err: error, room: this.roomName, connection: this.id },

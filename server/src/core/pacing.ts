@@ -47,8 +47,8 @@ export class RetryLater {
 
 /** The key of a room that could not load: everyone waits, the room does not fit. */
 export const roomKey = (room: string) => `room\n${room}`
-/** The key of a writer whose edit of `room` was refused: only they wait. */
-export const writerKey = (heldBy: string, room: string) => `writer\n${heldBy}\n${room}`
+/** The key of a user refused in `room` (an edit refused, a socket shed): only they wait. */
+export const userKey = (heldBy: string, room: string) => `user\n${heldBy}\n${room}`
 
 const MiB = 1024 * 1024
 /**

@@ -18,7 +18,7 @@ import type { Limits } from '../config.js'
 import type { Identity } from '../core/connection.js'
 import type { CoreMetrics } from '../core/core-metrics.js'
 import type { EventStream } from '../core/event-stream.js'
-import { type RetryLater, roomKey, writerKey } from '../core/pacing.js'
+import { type RetryLater, roomKey, userKey } from '../core/pacing.js'
 import type { ConnectionInfo } from '../core/server-events.js'
 import { callWithin, DeadlineError } from '../deadline.js'
 import { AUTH_FAILED, httpAnswer } from '../error-answers.js'
@@ -175,7 +175,7 @@ export class WebSocketGateway {
     const pacedAs = anonymous ? id : heldBy
     const wait = Math.max(
       this.deps.retryLater.secondsLeft(roomKey(room)),
-      this.deps.retryLater.secondsLeft(writerKey(pacedAs, room)),
+      this.deps.retryLater.secondsLeft(userKey(pacedAs, room)),
     )
     if (wait > 0) {
       return refuse(

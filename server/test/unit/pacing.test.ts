@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { BuildPace, RetryLater, roomKey, writerKey } from '../../src/core/pacing.js'
+import { BuildPace, RetryLater, roomKey, userKey } from '../../src/core/pacing.js'
 
 const MB = 1_000_000
 
@@ -32,11 +32,11 @@ describe('RetryLater', () => {
   it('turns a refused key away for a second, twice as long each time it is refused again while remembered', () => {
     const waits = new RetryLater()
     const t = performance.now()
-    const ada = writerKey('user:ada', 'doc')
+    const ada = userKey('user:ada', 'doc')
     assert.equal(waits.secondsLeft(ada, t), 0)
     waits.refused(ada, t)
     assert.equal(waits.secondsLeft(ada, t), 1)
-    assert.equal(waits.secondsLeft(writerKey('user:bob', 'doc'), t), 0, 'another user in the room')
+    assert.equal(waits.secondsLeft(userKey('user:bob', 'doc'), t), 0, 'another user in the room')
     assert.equal(waits.secondsLeft(roomKey('doc'), t), 0, 'the room itself')
     assert.equal(waits.secondsLeft(ada, t + 1_000), 0, 'the wait is over')
     waits.refused(ada, t + 1_000)
