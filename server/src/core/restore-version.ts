@@ -1,5 +1,5 @@
 import { within } from '../deadline.js'
-import { fromSnapshotStore, RoomDeletedError, VersionNotRestorableError } from '../errors.js'
+import { fromSnapshotStore, RoomDeletedError, RoomMovedError, VersionNotRestorableError } from '../errors.js'
 import type { SnapshotStore } from '../ports/snapshot-store.js'
 import type { EventStream } from './event-stream.js'
 import type { RoomHold } from './room-manager.js'
@@ -52,28 +52,33 @@ export async function restoreVersion(
       )
     }
     const { room } = hold
-    // One restore of a room at a time, each made from the state the one before left (`Room.restore`).
-    await room.restore(version.state, { kind: 'restore', version: id })
-    const saved = await within(
-      room.durable().then(() => deps.save(name)),
-      deps.saveWaitMs,
-      'saving the restore',
-    ).then(
-      () => true,
-      // Past the wait, or the store failing: applied and journaled, and the writer retries the save.
-      () => false,
-    )
-    const newest = saved
-      ? await deps.snapshots.listVersions(name, { limit: 1 }).then(
-          (page) => page.versions[0]?.id,
-          () => null, // restored and saved all the same
-        )
-      : null
-    // A deletion that met the restore wins: one outcome, never a restore of a room that is gone.
-    if (hold.deleted())
+    // In one step of the room's mailbox, applied, saved and told, each restore made from the room
+    // the one before left, and saved as a version of its own (`Room.restore`).
+    const outcome = await room.restore(version.state, { kind: 'restore', version: id }, async () => {
+      const saved = await within(
+        room.durable().then(() => deps.save(name)),
+        deps.saveWaitMs,
+        'saving the restore',
+      ).then(
+        () => true,
+        // Past the wait, or the store failing: applied and journaled, and the writer retries the save.
+        () => false,
+      )
+      const newest = saved
+        ? await deps.snapshots.listVersions(name, { limit: 1 }).then(
+            (page) => page.versions[0]?.id,
+            () => null, // restored and saved all the same
+          )
+        : null
+      // A deletion that met the restore wins: one outcome, never a restore of a room that is gone.
+      if (hold.deleted()) return null
+      deps.events.emit({ type: 'document.restored', room: name, version: id, at: Date.now() })
+      return { restored: id, version: newest ?? null, saved }
+    })
+    if (outcome) return outcome
+    if (hold.deleted() || outcome === null)
       throw new RoomDeletedError(`room ${name} was deleted while version ${id} was restored`)
-    deps.events.emit({ type: 'document.restored', room: name, version: id, at: Date.now() })
-    return { restored: id, version: newest ?? null, saved }
+    throw new RoomMovedError(`room ${name} is served by another server now; retry the restore`)
   } finally {
     hold.release()
   }

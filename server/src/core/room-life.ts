@@ -89,6 +89,8 @@ export class RoomLife<Loaded> {
   #holders = 0
   #loaded: Loaded | null = null
   #graceTimer: NodeJS.Timeout | null = null
+  /** An unload is posted to the mailbox and has not started. */
+  #unloadPosted = false
   /** Shed to free memory (`unloadWhenFree`): the next grace period is none. */
   #withoutGrace = false
   /** The instance's one queue: its life's steps, and the room's writes that wait (`RoomMailbox`). */
@@ -298,6 +300,8 @@ export class RoomLife<Loaded> {
   /** The grace period ended with nobody holding the room: final save, then free. */
   async #unload(): Promise<void> {
     if (this.#state !== 'live' || this.#holders > 0) return
+    // Writes posted behind this step (their holders came and went while it waited) go first.
+    if (this.mailbox.posted > 1) return this.#startGrace(0)
     const loaded = this.#loaded as Loaded
     this.#enter('unloading')
     try {
@@ -343,7 +347,12 @@ export class RoomLife<Loaded> {
     this.#cancelGrace()
     this.#graceTimer = setTimeout(() => {
       this.#graceTimer = null
-      void this.#run(() => this.#unload())
+      if (this.#unloadPosted) return // one unload in the mailbox at a time
+      this.#unloadPosted = true
+      void this.#run(() => {
+        this.#unloadPosted = false
+        return this.#unload()
+      })
     }, delayMs)
     this.#graceTimer.unref()
   }

@@ -77,8 +77,9 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly #events: RoomInit['events']
   readonly #memory: MemoryCharges
   readonly #mailbox: RoomMailbox
-  /** Resolved once the room ends (`end`). */
+  /** Resolved once the room ends (`end`): writes posted and not started are not run. */
   readonly #ended = deferred()
+  #hasEnded = false
 
   constructor({
     name,
@@ -298,17 +299,23 @@ export class Room implements MemberRoom, MemoryHolder {
    * the room as it is then), written as the REST API writes, in one step of the room's mailbox: two
    * restores made from one state would each bring back what was deleted since, twice.
    */
-  restore(version: Uint8Array, origin: ApiOrigin & { kind: 'restore' }): Promise<void> {
+  restore<T>(
+    version: Uint8Array,
+    origin: ApiOrigin & { kind: 'restore' },
+    /** What follows in the same step (its save): restores follow each other whole. */
+    then: () => Promise<T>,
+  ): Promise<T | undefined> {
     return this.#post(async () => {
       const update = await restoreOnWorker(this.encodeState(), version)
       this.#observer.messageReceived('update')
-      if (isEmptyUpdate(update)) return
-      await this.#writeInStep({
-        writer: apiWriter(origin),
-        update,
-        frame: null,
-        receivedAt: performance.now(),
-      })
+      if (!isEmptyUpdate(update))
+        await this.#writeInStep({
+          writer: apiWriter(origin),
+          update,
+          frame: null,
+          receivedAt: performance.now(),
+        })
+      return then()
     })
   }
 
@@ -383,6 +390,7 @@ export class Room implements MemberRoom, MemoryHolder {
 
   /** It ends (deleted, or lost): it saves no more, so a write in its mailbox stops waiting for a save. */
   end(): void {
+    this.#hasEnded = true
     this.#ended.resolve()
   }
 
@@ -444,10 +452,10 @@ export class Room implements MemberRoom, MemoryHolder {
 
   /**
    * Runs `step` in the mailbox after the steps posted before it, or not at all (undefined) once the
-   * room is freed: none is freed while a step runs, its end being a step too.
+   * room has ended (`end`): none is freed while a step runs, its end being a step too.
    */
   #post<T>(step: () => Promise<T>): Promise<T | undefined> {
-    return this.#mailbox.post(() => (this.#destroyed ? undefined : step()))
+    return this.#mailbox.post(() => (this.#hasEnded ? undefined : step()))
   }
 
   /** A step in the mailbox: binds the client ids the update writes first, then applies it. */

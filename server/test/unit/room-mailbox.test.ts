@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
+import * as Y from 'yjs'
 import { MemoryUpdateJournal } from '../../src/adapters/memory-update-journal.js'
 import { uniqueRoom } from '../../src/contracts/unique-room.js'
 import { RoomMailbox } from '../../src/core/room-mailbox.js'
@@ -8,7 +9,7 @@ import { AUTHORS_ROOT } from '../../src/protocol/update-scan.js'
 import { ControlledSnapshotStore } from '../helpers/controlled-store.js'
 import { deferred } from '../helpers/deferred.js'
 import { TestWorld } from './support/test-world.js'
-import { until } from './support/turns.js'
+import { settle, until } from './support/turns.js'
 
 let world: TestWorld | undefined
 
@@ -64,5 +65,38 @@ describe('a room’s mailbox', () => {
     assert.equal(server.manager.roomSteps(room), 1, 'the write waits in the mailbox')
     await server.manager.delete(room) // its end is posted behind the waiting write
     assert.equal(server.manager.roomState(room), 'gone')
+  })
+
+  it('unloads only after the writes posted behind its unload: an edit decided after its author came and left is saved', async () => {
+    world = new TestWorld()
+    const first = deferred()
+    let asked = 0
+    const server = world.server({
+      options: { roomGraceMs: 0 },
+      hooks: {
+        beforeApply: async () => {
+          if (++asked === 1) await first.promise // the first decision takes long
+        },
+      },
+    })
+    const room = uniqueRoom()
+    const ann = server.connect(room)
+    await ann.ready
+    ann.doc.getText('t').insert(0, 'ann')
+    await until(() => asked === 1, 'ann’s edit is being decided')
+    ann.disconnect()
+    await until(() => server.manager.roomSteps(room) === 2, 'the unload is posted behind it')
+    const cy = server.connect(room)
+    await cy.ready
+    cy.doc.getMap('m').set('cy', 'was here')
+    await until(() => server.manager.roomSteps(room) === 3, 'cy’s edit is posted behind the unload')
+    cy.disconnect()
+    await settle()
+    first.resolve()
+    await until(() => server.manager.roomState(room) === 'gone', 'unloaded', 1_000)
+    const stored = new Y.Doc()
+    Y.applyUpdate(stored, (await world.snapshots.load(room))?.state ?? new Uint8Array([0, 0]))
+    assert.equal(stored.getText('t').toString(), 'ann')
+    assert.equal(stored.getMap('m').get('cy'), 'was here', 'cy’s edit is saved, not dropped')
   })
 })
