@@ -335,28 +335,60 @@ async function startBystanders(urls: string[], intervalMs: number) {
 }
 
 /** Writes `parts` into the room and waits until a fresh client is sent at least as much. */
+/** How long the setup may take to fill one room before the bench stops with the reason. */
+const FILL_DEADLINE_MS = 120_000
+
+/**
+ * Writes `parts` into the room at `url` and waits until a reader gets about all of it. A writer
+ * closed or turned away before then (the server busy loading what the setup wrote before: 1013,
+ * or 503 at the door) writes again on a new socket once a second has passed; past
+ * `FILL_DEADLINE_MS` the bench stops, naming the last refusal, rather than waiting for ever.
+ */
 async function fill(url: string, ...parts: Uint8Array[]): Promise<void> {
-  const writer = await openSocket(url)
-  for (const part of parts) writer.send(syncUpdate(part))
   const bytes = parts.reduce((sum, part) => sum + part.length, 0)
+  const deadline = performance.now() + FILL_DEADLINE_MS
+  let writer: { socket: LeanWebSocket | null; closed: string | null } = { socket: null, closed: 'not open' }
   for (;;) {
-    const size = await new Promise<number>((resolve) => {
-      const socket: LeanWebSocket = new LeanWebSocket(url, {
-        open: () => socket.send(syncStep1(Y.encodeStateVector(new Y.Doc()))),
-        message: (data) => {
-          const frame = readFrame(data)
-          if (frame.type !== 'sync' || frame.kind !== SYNC_STEP2) return
-          socket.close()
-          resolve(frame.payload.length)
-        },
-        refused: () => resolve(0),
-        close: () => resolve(0),
-      })
-    })
-    if (size >= bytes * 0.9) break
-    await sleep(200)
+    if (writer.closed !== null) {
+      if (performance.now() > deadline) throw new Error(`filling ${url.split('?')[0]}: ${writer.closed}`)
+      writer = await writeAll(url, parts).catch((error: Error) => ({ socket: null, closed: error.message }))
+    }
+    if ((await stateSize(url)) >= bytes * 0.9) break
+    await sleep(writer.closed === null ? 200 : 1_000)
   }
-  writer.close()
+  writer.socket?.close()
+}
+
+/** A socket that sent `parts`, and why it closed once it does. */
+async function writeAll(url: string, parts: Uint8Array[]) {
+  const writer: { socket: LeanWebSocket | null; closed: string | null } = { socket: null, closed: null }
+  writer.socket = await openSocket(url, (code, reason) => {
+    writer.closed = `closed ${code} ${reason}`
+  })
+  for (const part of parts) writer.socket.send(syncUpdate(part))
+  return writer
+}
+
+/** The size of the room's whole state, as a new reader is sent it (0: not sent within 30 s). */
+function stateSize(url: string): Promise<number> {
+  return new Promise<number>((resolve) => {
+    const timer = setTimeout(() => {
+      socket.terminate()
+      resolve(0)
+    }, 30_000)
+    const socket: LeanWebSocket = new LeanWebSocket(url, {
+      open: () => socket.send(syncStep1(Y.encodeStateVector(new Y.Doc()))),
+      message: (data) => {
+        const frame = readFrame(data)
+        if (frame.type !== 'sync' || frame.kind !== SYNC_STEP2) return
+        clearTimeout(timer)
+        socket.close()
+        resolve(frame.payload.length)
+      },
+      refused: () => resolve(0),
+      close: () => resolve(0),
+    })
+  })
 }
 
 /** The HTTP status an upgrade to `url` is refused with, or `open` if it is taken. */
@@ -374,13 +406,16 @@ function refusedStatus(url: string): Promise<string> {
   })
 }
 
-function openSocket(url: string): Promise<LeanWebSocket> {
+function openSocket(
+  url: string,
+  closed: (code: number, reason: string) => void = () => {},
+): Promise<LeanWebSocket> {
   return new Promise((resolve, reject) => {
     const socket: LeanWebSocket = new LeanWebSocket(url, {
       open: () => resolve(socket),
       message: () => {},
       refused: (status, reason) => reject(new Error(`refused: ${status} ${reason}`)),
-      close: () => {},
+      close: closed,
     })
   })
 }
