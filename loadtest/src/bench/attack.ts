@@ -90,6 +90,8 @@ const serverEnv = Object.fromEntries(
 /** As many structs as a document may hold: the server's `MAX_DOCUMENT_STRUCTS` (default 500,000). */
 const atCeiling = Number(values.structs ?? serverEnv.MAX_DOCUMENT_STRUCTS ?? 500_000)
 const TARGET_RSS_MIB = 768
+/** How long the setup may take to fill one room before the bench stops with the reason. */
+const FILL_DEADLINE_MS = 120_000
 /** The server's defaults, which this bench runs against. */
 const MAX_MESSAGE_BYTES = 16 * MiB
 const MAX_PRESENCE_BYTES = 16 * 1024
@@ -335,9 +337,6 @@ async function startBystanders(urls: string[], intervalMs: number) {
 }
 
 /** Writes `parts` into the room and waits until a fresh client is sent at least as much. */
-/** How long the setup may take to fill one room before the bench stops with the reason. */
-const FILL_DEADLINE_MS = 120_000
-
 /**
  * Writes `parts` into the room at `url` and waits until a reader gets about all of it. A writer
  * closed or turned away before then (the server busy loading what the setup wrote before: 1013,
