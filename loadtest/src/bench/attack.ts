@@ -80,6 +80,8 @@ const { values } = parseArgs({
     'probe-ms': { type: 'string', default: '100' },
     'text-readers': { type: 'string', default: '150' },
     'text-mib': { type: 'string', default: '20' },
+    /** Reads the server's /metrics once a second: where its RSS is (V8 heap, external memory). */
+    'memory-split': { type: 'boolean', default: false },
   },
 })
 const MiB = 2 ** 20
@@ -184,6 +186,7 @@ try {
   timing.phase('attack')
   const attackCpu = process.cpuUsage()
   console.log(`attack: ${values.duration} s, server RSS before ${quietRss.toFixed(0)} MiB`)
+  const split = values['memory-split'] ? memorySplit(server.url.replace(/^ws/, 'http')) : null
   const textTally = new CloseTally()
   const text = textReaders > 0 ? wholeStateReaders(attackUrl('attack/text'), textReaders, textTally) : null
   const attacks: Running[] = [
@@ -256,6 +259,7 @@ try {
     `  target ≤ ${TARGET_RSS_MIB} MiB: ${peak <= TARGET_RSS_MIB ? 'met' : 'NOT met'}${rss.exited() ? ' (the server exited during the run)' : ''}`,
   )
   console.log(`  RSS by second (max): ${rss.bySecond().join(' ')}`)
+  if (split) for (const line of split.stop()) console.log(`  ${line}`)
   console.log(
     `bystanders (${bystanderUrls.length} rooms, an edit every ${values['probe-ms']} ms): ` +
       `quiet p50 ${quiet.p50} ms, p99 ${quiet.p99} ms (${quiet.count}); ` +
@@ -417,6 +421,32 @@ function openSocket(
       close: closed,
     })
   })
+}
+
+/** The server's V8 heap (used, total) and external memory by second, in MiB, from its /metrics. */
+function memorySplit(httpUrl: string) {
+  const names = [
+    'nodejs_heap_size_used_bytes',
+    'nodejs_heap_size_total_bytes',
+    'nodejs_external_memory_bytes',
+  ]
+  const seconds: number[][] = []
+  const timer = setInterval(() => {
+    fetch(`${httpUrl}/metrics`)
+      .then((response) => response.text())
+      .then((text) => {
+        const mib = (name: string) =>
+          Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 2 ** 20
+        seconds.push(names.map((name) => Math.round(mib(name))))
+      })
+      .catch(() => {}) // a second without a reading
+  }, 1_000)
+  return {
+    stop(): string[] {
+      clearInterval(timer)
+      return names.map((name, i) => `${name} by second (MiB): ${seconds.map((row) => row[i]).join(' ')}`)
+    },
+  }
 }
 
 /** Samples a process's resident memory every 100 ms (Linux). */
