@@ -5,7 +5,9 @@
  * each room is opened on the first server first (it owns the room), then by one user on each of
  * the two others (relayed to it). Then the first server fails (`--fault`): `kill`, SIGKILL; or
  * `cut-off`, its links to Redis and moto turn into black holes while its clients and the other
- * servers still reach it (a partition, past which its lease of `REGISTRY_LEASE_MS` runs out). Each
+ * servers still reach it (a partition, past which its lease of `REGISTRY_LEASE_MS` runs out); or
+ * `drain`, SIGTERM: it saves, releases and closes its clients, and the next owner loads the room
+ * from the store and the journal (`--room-kib`: the text each room holds, what that load reads). Each
  * room's user on the second server edits at once, and the bench times, per room, until that edit
  * is acknowledged (`@symphony/client`'s `hasUnsyncedChanges()` false: journaled by the next owner)
  * and until it reaches the room's user on the third server. The clients are `@symphony/client`
@@ -26,11 +28,15 @@ const { values } = parseArgs({
     repeat: { type: 'string', default: '3' },
     'timeout-s': { type: 'string', default: '60' },
     fault: { type: 'string', default: 'kill' },
+    /** Text each room holds before the fault, in KiB: what the next owner loads. */
+    'room-kib': { type: 'string', default: '0' },
   },
 })
-const fault = String(values.fault)
-if (fault !== 'kill' && fault !== 'cut-off') {
-  console.error('bench:failover: --fault is kill or cut-off')
+const fault = String(values.fault) as 'kill' | 'cut-off' | 'drain'
+const FAULT_NAMES = { kill: 'SIGKILL', 'cut-off': 'cut-off', drain: 'SIGTERM (drain)' }
+const roomKib = Number(values['room-kib'])
+if (fault !== 'kill' && fault !== 'cut-off' && fault !== 'drain') {
+  console.error('bench:failover: --fault is kill, cut-off or drain')
   process.exit(2)
 }
 const rooms = Number(values.rooms)
@@ -52,6 +58,16 @@ async function timeUntil(done: () => boolean, start: number): Promise<number> {
   return performance.now() - start
 }
 
+/** Whether process `pid` still runs. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
 }
@@ -61,6 +77,8 @@ interface RunResult {
   reached: [p50: number, p99: number]
   /** Rooms whose edit was not acknowledged, or did not reach the third user, within the timeout. */
   stuck: number
+  /** With `drain`: ms from the SIGTERM until the owner's process had exited. */
+  exitedMs: number
 }
 
 async function run(index: number): Promise<RunResult> {
@@ -93,15 +111,23 @@ async function run(index: number): Promise<RunResult> {
     const editors = names.map((name) => atEditor.enter(name))
     const observers = names.map((name) => atObserver.enter(name))
     await Promise.all([...editors, ...observers].map((room) => room.whenSynced()))
-    for (const room of owned) room.doc.getMap('m').set('before', true)
+    const text = 'x'.repeat(roomKib * 1024)
+    for (const room of owned) {
+      if (text) room.doc.getText('t').insert(0, text)
+      room.doc.getMap('m').set('before', true)
+    }
     await Promise.all(
       observers.map((room) =>
         timeUntil(() => room.doc.getMap('m').get('before') === true, performance.now()),
       ),
     )
     if (fault === 'kill') process.kill(ownerPid, 'SIGKILL')
+    else if (fault === 'drain') process.kill(ownerPid, 'SIGTERM')
     else for (const link of links) link.blackhole()
     const killedAt = performance.now()
+    // A draining owner still acknowledges until it lets go: the edit is made once it has exited,
+    // and timed from the SIGTERM (what its users wait through: the drain, then the next load).
+    const exitedMs = fault === 'drain' ? await timeUntil(() => !alive(ownerPid), killedAt) : Number.NaN
     const times = await Promise.all(
       editors.map(async (editor, i) => {
         editor.doc.getMap('m').set('after', i)
@@ -124,6 +150,7 @@ async function run(index: number): Promise<RunResult> {
       acknowledged: [percentile(acknowledged, 50), percentile(acknowledged, 99)],
       reached: [percentile(reached, 50), percentile(reached, 99)],
       stuck: times.filter((t) => Number.isNaN(t.acknowledged) || Number.isNaN(t.reached)).length,
+      exitedMs,
     }
   } finally {
     await Promise.all(clients.map((c) => c.destroy()))
@@ -139,7 +166,7 @@ for (let i = 0; i < repeat; i++) {
   const [a50, a99] = result.acknowledged
   const [r50, r99] = result.reached
   console.log(
-    `run ${i + 1}: edit acknowledged after the owner's ${fault === 'kill' ? 'SIGKILL' : 'cut-off'} p50 ${a50.toFixed(0)} ms, p99 ${a99.toFixed(0)} ms; reached the third server's user p50 ${r50.toFixed(0)} ms, p99 ${r99.toFixed(0)} ms; stuck ${result.stuck} of ${rooms}`,
+    `run ${i + 1}: edit acknowledged after the owner's ${FAULT_NAMES[fault]} p50 ${a50.toFixed(0)} ms, p99 ${a99.toFixed(0)} ms; reached the third server's user p50 ${r50.toFixed(0)} ms, p99 ${r99.toFixed(0)} ms; stuck ${result.stuck} of ${rooms}${Number.isNaN(result.exitedMs) ? '' : `; the owner exited after ${result.exitedMs.toFixed(0)} ms`}`,
   )
 }
 const med = (pick: (r: RunResult) => number) => median(results.map(pick)) ?? Number.NaN
