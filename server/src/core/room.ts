@@ -36,7 +36,7 @@ import { RoomMailbox } from './room-mailbox.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { RoomPresence } from './room-presence.js'
 import type { UpdateApproval } from './update-approval.js'
-import { type ApiOrigin, apiWriter, type Write, type Writer } from './update-origin.js'
+import { type ApiOrigin, apiWrite, type Write, type Writer } from './update-origin.js'
 
 /** Transaction origin of the app's first content for a new room (`onLoad`). */
 const SEEDED = Symbol('seeded')
@@ -291,7 +291,7 @@ export class Room implements MemberRoom, MemoryHolder {
   applyUpdate(update: Uint8Array, origin: ApiOrigin): Promise<void> | undefined {
     this.#observer.messageReceived('update')
     if (isEmptyUpdate(update)) return
-    return this.#applyWrite({ writer: apiWriter(origin), update, frame: null, receivedAt: performance.now() })
+    return this.#applyWrite(apiWrite(origin, update))
   }
 
   /**
@@ -308,13 +308,7 @@ export class Room implements MemberRoom, MemoryHolder {
     return this.#post(async () => {
       const update = await restoreOnWorker(this.encodeState(), version)
       this.#observer.messageReceived('update')
-      if (!isEmptyUpdate(update))
-        await this.#writeInStep({
-          writer: apiWriter(origin),
-          update,
-          frame: null,
-          receivedAt: performance.now(),
-        })
+      if (!isEmptyUpdate(update)) await this.#writeInStep(apiWrite(origin, update))
       return then()
     })
   }
@@ -335,9 +329,7 @@ export class Room implements MemberRoom, MemoryHolder {
       return
     }
     if (this.#approval) return this.#applyApproved(this.#approval, write)
-    const checked = this.#checks.check(write.update, write.writer)
-    if (checked.authorship.kind !== 'apply') return this.#applyOnceBound(write, checked)
-    this.#applyChecked(write, checked.scanned)
+    return this.#checkAndApplyInStep(write)
   }
 
   /** `document.changed` for a change of `writer`'s (null: an earlier owner's snapshot); nothing built if nobody listens. */
@@ -445,6 +437,11 @@ export class Room implements MemberRoom, MemoryHolder {
    */
   async #applyApproved(approval: UpdateApproval, write: Write): Promise<void> {
     await approval.approve(write.writer, write.update)
+    return this.#checkAndApplyInStep(write)
+  }
+
+  /** In a step: checks the update against the room as it is now, binds its authors if need be, applies it. */
+  #checkAndApplyInStep(write: Write): Promise<void> | undefined {
     const checked = this.#checks.check(write.update, write.writer)
     if (checked.authorship.kind !== 'apply') return this.#applyOnceBound(write, checked)
     this.#applyChecked(write, checked.scanned)

@@ -32,3 +32,8 @@ export interface Write {
   frame: Uint8Array | null
   receivedAt: number
 }
+
+/** A write of the REST API's (or a restore's), arriving now. */
+export function apiWrite(origin: ApiOrigin, update: Uint8Array): Write {
+  return { writer: apiWriter(origin), update, frame: null, receivedAt: performance.now() }
+}
