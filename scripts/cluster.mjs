@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { pinnedNodeBinary } from './lib/pinned-node.mjs'
 import { prettyLine } from './lib/pretty-log.mjs'
 import { startRoundRobinProxy } from './lib/round-robin-proxy.mjs'
-import { serverNodeFlags } from './lib/server-node-flags.mjs'
+import { serverEnv, serverNodeFlags } from './lib/server-node-flags.mjs'
 import { startMoto, startRedis } from './lib/services.mjs'
 
 /** Marks the process that runs the cluster, in a process group of its own (see superviseCluster). */
@@ -139,13 +139,13 @@ async function runCluster() {
     const child = spawn(process.execPath, [...serverNodeFlags(process.env.NODE_OPTIONS), MAIN], {
       cwd: root,
       // LOG_LEVEL stays at info at least: the 'listening' line is how this script sees a server is up.
-      env: {
+      env: serverEnv({
         ...sharedEnv,
         PORT: String(port),
         INTERNAL_PORT: String(internalPort),
         SERVER_ID: id,
         LOG_LEVEL: ['debug', 'info'].includes(sharedEnv.LOG_LEVEL) ? sharedEnv.LOG_LEVEL : 'info',
-      },
+      }),
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     const server = { id, port, child, listening: false, stopping: false }

@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { runOnPinnedNode } from './lib/pinned-node.mjs'
 import { prettyLine } from './lib/pretty-log.mjs'
-import { serverNodeFlags } from './lib/server-node-flags.mjs'
+import { serverEnv, serverNodeFlags } from './lib/server-node-flags.mjs'
 
 // The server runs on the Node the images ship (package.json devEngines), whatever this machine's is.
 await runOnPinnedNode(import.meta.url)
@@ -68,7 +68,7 @@ function startDashboard(databaseUrl) {
 run(
   '../server/dist/main.js',
   'sync',
-  env,
+  serverEnv(env),
   (line) => {
     if (line.includes('"msg":"embedded Postgres (PGlite) serving"')) startDashboard(JSON.parse(line).url)
     if (line.includes('"msg":"listening"') && /^postgres(ql)?:/.test(database)) startDashboard(database)

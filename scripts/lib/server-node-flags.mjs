@@ -14,3 +14,23 @@ export const SERVER_NODE_FLAGS = ['--max-semi-space-size=16']
 export function serverNodeFlags(nodeOptions = '') {
   return /semi-space/.test(nodeOptions) ? [] : SERVER_NODE_FLAGS
 }
+
+// glibc's malloc, which holds every Buffer's bytes, serves a block of 128 KiB or more with a mapping
+// of its own, returned to the system when freed, until it frees one: from then on blocks up to that
+// size (16 MiB, after one big message) come from its heaps, which give back only their top. Small
+// blocks that stay (a room's state, a socket's buffers) then pin the freed megabytes around them: a
+// big update, a big room's join or a document read left the server's RSS 100–200 MiB higher for
+// good. A fixed threshold keeps every big block in its own mapping (BENCHMARKS.md, "2026-12-07,
+// late night (issue #47)": the attack mix's peak RSS 718–769 MiB with it, 816–890 without). Set in
+// the sync server's image too; a value of the environment's own wins.
+export const SERVER_MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' }
+
+/**
+ * `env` with the malloc setting added unless it has one.
+ * @template {Record<string, string | undefined>} Env
+ * @param {Env} env
+ * @returns {Env}
+ */
+export function serverEnv(env) {
+  return { ...SERVER_MALLOC_ENV, ...env }
+}

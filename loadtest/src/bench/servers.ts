@@ -4,7 +4,7 @@ import { availableParallelism, homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { serverNodeFlags } from '@symphony/dev-scripts/server-node-flags'
+import { SERVER_MALLOC_ENV, serverNodeFlags } from '@symphony/dev-scripts/server-node-flags'
 import { freePort } from '@symphony/dev-scripts/services'
 import type { Placement } from '../virtual-users/room-run.js'
 
@@ -50,9 +50,10 @@ export async function startSymphony(options: StartOptions = {}): Promise<Started
     ...options.env,
     LOG_LEVEL: 'info', // readiness is read from the log
   }
-  // With the V8 flags `npm start` gives it (unless NODE_OPTIONS sets its own).
+  // With the V8 flags and malloc setting `npm start` gives it (unless the environment has its own).
   const flags = serverNodeFlags(options.env?.NODE_OPTIONS ?? process.env.NODE_OPTIONS)
-  const child = launch(join(root, 'server/dist/main.js'), env, options.cpus, [
+  const malloc = process.env.MALLOC_MMAP_THRESHOLD_ ? {} : SERVER_MALLOC_ENV
+  const child = launch(join(root, 'server/dist/main.js'), { ...malloc, ...env }, options.cpus, [
     ...flags,
     ...(options.nodeFlags ?? []),
   ])
