@@ -40,7 +40,8 @@ describe('npx cdk synth at the root (offline, no Docker, no AWS account)', () =>
     // The sync tasks say which build they run (symphony_build_info): the checkout's commit.
     const head = spawnSync('git', ['rev-parse', '--short=12', 'HEAD'], { encoding: 'utf8' }).stdout.trim()
     assert.match(head, /^[0-9a-f]{12}$/)
-    assert.match(run.stdout, new RegExp(`- Name: SYMPHONY_COMMIT\\s+Value: ${head}`))
+    // Quoted when it reads as a number (all digits, or digits around one e): YAML keeps it a string.
+    assert.match(run.stdout, new RegExp(`- Name: SYMPHONY_COMMIT\\s+Value: "?${head}"?\\n`))
   })
 
   it('stops on a bad context value with one line naming the key', () => {
