@@ -16,7 +16,7 @@ import * as Y from 'yjs'
 import { launchChromium } from './helpers/browser.js'
 import { eventually, uniqueRoom } from './helpers/clients.js'
 import { TEST_SECRET } from './helpers/tokens.js'
-import { savedVersionHolding, versionHolding, versionsApi } from './helpers/versions.js'
+import { savedVersionHolding, versionsApi } from './helpers/versions.js'
 import { addShape, boardDocument, boardOf, openWhiteboard, waitForBoard } from './helpers/whiteboard.js'
 
 const START = fileURLToPath(new URL('../../scripts/start.mjs', import.meta.url))
