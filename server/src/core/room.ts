@@ -14,20 +14,15 @@ import {
   type Message,
   unhandledMessage,
 } from '../protocol/codec.js'
-import { contentCostOf, type ScannedUpdate } from '../protocol/update-scan.js'
-import { structsAdded } from '../protocol/update-structs.js'
-import { clockOf, waitingChanged, waitingOf } from '../protocol/yjs-internals.js'
 import type { AppMessages } from './app-messages.js'
 import { absorbState, SLICE_ABOVE_BYTES } from './apply-in-slices.js'
-import { applySentUpdate } from './apply-sent-update.js'
-import { type Author, NO_BINDING, writeBinding } from './author-binding.js'
+import { type Author, writeBinding } from './author-binding.js'
 import { BigUpdates } from './big-updates.js'
 import { changeOriginOf, PEER_ORIGIN } from './change-origin.js'
-import { type CheckedUpdate, ClientUpdateChecks } from './client-update-checks.js'
+import { ClientUpdateChecks } from './client-update-checks.js'
 import { DocumentBounds } from './document-bounds.js'
 import { DocumentEncodings } from './document-encodings.js'
 import { type MemoryCharges, type MemoryHolder, UNBOUNDED_MEMORY } from './memory-budget.js'
-import { afterBuilding, type BuildPace } from './pacing.js'
 import type { PresenceTable } from './presence-table.js'
 import { restoreOnWorker } from './restore-on-worker.js'
 import { roomHookParts } from './room-hook-parts.js'
@@ -35,8 +30,8 @@ import type { RoomInit, RoomObserver, RoomOptions } from './room-init.js'
 import { RoomMailbox } from './room-mailbox.js'
 import type { MemberRoom, RoomMember } from './room-member.js'
 import { RoomPresence } from './room-presence.js'
-import type { UpdateApproval } from './update-approval.js'
 import { type ApiOrigin, apiWrite, type Write, type Writer } from './update-origin.js'
+import { WritePipeline } from './write-pipeline.js'
 
 /** Transaction origin of the app's first content for a new room (`onLoad`). */
 const SEEDED = Symbol('seeded')
@@ -54,11 +49,9 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly connections = new Set<RoomMember>()
   readonly #presence: RoomPresence
   readonly #checks: ClientUpdateChecks
-  /** The app's `beforeApply`, if it has one: asked before each write is applied. */
-  readonly #approval: UpdateApproval | null
+  readonly #writes: WritePipeline
   /** The app's own message types (`hooks.messages`), if it has any. */
   readonly #appMessages: AppMessages | null
-  readonly #buildPace: Pick<BuildPace, 'built'> | null
   /** Grows with every applied change; the snapshot writer compares it with what it saved. */
   version = 0
   /** The document's size, structs and memory, bounded and charged. */
@@ -67,8 +60,6 @@ export class Room implements MemberRoom, MemoryHolder {
   #destroyed = false
   readonly #encodings: DocumentEncodings
   readonly #bigUpdates: BigUpdates
-  /** Set by the afterTransaction listener: whether the last applied update changed anything. */
-  #lastApplyChanged = false
   readonly #options: RoomOptions
   readonly #journal: RoomInit['journal']
   readonly #onChange: () => void
@@ -119,7 +110,6 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#onShed = onShed ?? (() => {})
     this.#observer = observer ?? UNOBSERVED
     this.#events = events
-    this.#buildPace = buildPace ?? null
     this.#checks = new ClientUpdateChecks({
       doc,
       budget: options.waiting,
@@ -128,7 +118,7 @@ export class Room implements MemberRoom, MemoryHolder {
       write: (update) =>
         writeBinding(update, {
           journal,
-          apply: (binding, origin) => this.#apply(binding, origin),
+          apply: (binding, origin) => this.#writes.apply(binding, origin),
           broadcast: (binding) => this.#broadcast(encodeUpdate(binding), null),
           ended: this.#ended.promise,
         }),
@@ -143,19 +133,28 @@ export class Room implements MemberRoom, MemoryHolder {
       state: () => this.encodeState(),
       broadcast: (payload, sender) => this.broadcastEvent(payload, sender),
     })
-    this.#approval = hookParts.approval
     this.#appMessages = hookParts.appMessages
+    this.#writes = new WritePipeline({
+      doc,
+      bounds: this.#bounds,
+      checks: this.#checks,
+      approval: hookParts.approval,
+      buildPace: buildPace ?? null,
+      journal,
+      post: (step) => this.#post(step),
+      changed: (bytes, built) => this.#changed(bytes, built),
+      forward: (write) => this.#forward(write),
+    })
     this.#bigUpdates = new BigUpdates({
       doc,
       bounds: this.#bounds,
       checks: this.#checks,
-      approval: this.#approval,
+      approval: hookParts.approval,
       journal,
       memory: this.#memory,
       post: async (step) => (await this.#post(step)) ?? false,
-      apply: (slice, writer) => this.#apply(slice, writer, 0),
+      apply: (slice, writer) => this.#writes.apply(slice, writer, 0),
     })
-    doc.on('afterTransaction', this.#recordChange)
   }
 
   /** Starts syncing a connection: our state vector, so it sends what we lack, and who is here. */
@@ -319,7 +318,7 @@ export class Room implements MemberRoom, MemoryHolder {
       return this.#bigUpdates.apply(write.writer, write.update).then((changed) => {
         if (changed) this.#forward(write)
       })
-    return this.#applyClientUpdate(write)
+    return this.#writes.write(write)
   }
 
   /** `#applyWrite`, from a step already running in the mailbox: nothing posted, all of it here. */
@@ -328,8 +327,7 @@ export class Room implements MemberRoom, MemoryHolder {
       if (await this.#bigUpdates.applyInStep(write.writer, write.update)) this.#forward(write)
       return
     }
-    if (this.#approval) return this.#applyApproved(this.#approval, write)
-    return this.#checkAndApplyInStep(write)
+    return this.#writes.writeInStep(write)
   }
 
   /** `document.changed` for a change of `writer`'s (null: an earlier owner's snapshot); nothing built if nobody listens. */
@@ -402,49 +400,12 @@ export class Room implements MemberRoom, MemoryHolder {
    * edit, so it is saved, and trusted (the app's own, not a client's: no check).
    */
   seed(update: Uint8Array): void {
-    if (this.#apply(update, SEEDED)) this.#journal.record(update)
+    if (this.#writes.apply(update, SEEDED)) this.#journal.record(update)
   }
 
   /** Every binding of a client id to a token subject, by client id. */
   authors(): Author[] {
     return this.#checks.authors.authors()
-  }
-
-  /**
-   * A client's update, applied in one go once checked (`ClientUpdateChecks`); one the app's
-   * `beforeApply` decides, or the first write under a client id (which waits for its binding to
-   * be journaled), is a step in the mailbox (a promise, so the connection's later frames wait
-   * their turn).
-   */
-  #applyClientUpdate(write: Write): Promise<void> | undefined {
-    const { writer, update } = write
-    const checked = this.#checks.check(update, writer)
-    const paced = (applying?: Promise<void>) =>
-      afterBuilding(this.#buildPace, writer.pacedAs, checked.scanned.builtBytes, applying)
-    const approval = this.#approval
-    if (approval) return paced(this.#post(() => this.#applyApproved(approval, write)))
-    if (checked.authorship.kind !== 'apply')
-      return paced(this.#post(() => this.#applyOnceBound(write, checked)))
-    this.#applyChecked(write, checked.scanned)
-    return paced()
-  }
-
-  /**
-   * An update that passed the server's checks, once the app's `beforeApply` accepts it: checked
-   * again then, as other writers may have changed the room while the hook ran. Nothing of it is
-   * journaled, applied or bound before. A step in the mailbox: the room unloads only after it, so
-   * an update accepted after its author left is still journaled and saved.
-   */
-  async #applyApproved(approval: UpdateApproval, write: Write): Promise<void> {
-    await approval.approve(write.writer, write.update)
-    return this.#checkAndApplyInStep(write)
-  }
-
-  /** In a step: checks the update against the room as it is now, binds its authors if need be, applies it. */
-  #checkAndApplyInStep(write: Write): Promise<void> | undefined {
-    const checked = this.#checks.check(write.update, write.writer)
-    if (checked.authorship.kind !== 'apply') return this.#applyOnceBound(write, checked)
-    this.#applyChecked(write, checked.scanned)
   }
 
   /**
@@ -455,48 +416,6 @@ export class Room implements MemberRoom, MemoryHolder {
     return this.#mailbox.post(() => (this.#hasEnded ? undefined : step()))
   }
 
-  /** A step in the mailbox: binds the client ids the update writes first, then applies it. */
-  async #applyOnceBound({ writer, update, ...write }: Write, first: CheckedUpdate): Promise<void> {
-    let checked = first
-    while (checked.authorship.kind !== 'apply') {
-      const { authorship } = checked
-      // Refused before anything is bound, the binding counted with the update.
-      const binding =
-        authorship.kind === 'bind'
-          ? this.#checks.authors.sizeOfBinding(authorship.clients, writer)
-          : NO_BINDING
-      this.#ensureSpaceFor(update, checked.scanned, binding)
-      await (authorship.kind === 'bind'
-        ? this.#checks.authors.bind(authorship.clients, writer)
-        : authorship.until)
-      checked = this.#checks.check(update, writer) // the room changed meanwhile
-    }
-    this.#applyChecked({ writer, update, ...write }, checked.scanned)
-  }
-
-  /**
-   * Refuses an update the document has no room for, with the binding it makes first if any: bytes,
-   * structs, or the server's memory.
-   */
-  #ensureSpaceFor(update: Uint8Array, scanned: ScannedUpdate, binding = NO_BINDING): void {
-    this.#bounds.ensureRoomFor(update.length + binding.bytes)
-    const structs = structsAdded(scanned, (client) => clockOf(this.doc, client)) + binding.structs
-    this.#bounds.ensureStructsFor(structs)
-    this.#bounds.ensureMemoryFor(
-      { structs, bytes: update.length + binding.bytes, builtBytes: scanned.builtBytes },
-      false,
-    )
-  }
-
-  #applyChecked(write: Write, scanned: ScannedUpdate): void {
-    this.#ensureSpaceFor(write.update, scanned)
-    // An update that changes nothing (a client resending what the room has) goes nowhere.
-    if (!this.#apply(write.update, write.writer, scanned.builtBytes)) return
-    // Journaled before it is forwarded: whatever anyone saw survives a crash of this server.
-    this.#journal.record(write.update)
-    this.#forward(write)
-  }
-
   /** Sends a client's applied update to the room's other connections. */
   #forward({ writer, update, frame, receivedAt }: Write): void {
     // A sync step 2 (or a write with no frame) is forwarded as an update: same payload.
@@ -505,46 +424,11 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#emitChange(writer)
   }
 
-  /**
-   * Applies an update; true if it changed the document, or what it holds waiting for missing
-   * dependencies (waiting parts are forwarded, journaled and saved like the rest). `built`: what
-   * its content builds (`contentCostOf`), if already known.
-   */
-  #apply(update: Uint8Array, origin: unknown, built?: number): boolean {
-    const waitingBefore = waitingOf(this.doc)
-    this.#lastApplyChanged = false
-    let changed = false
-    try {
-      applySentUpdate(this.doc, update, origin)
-    } finally {
-      // Also when an observer failed after Yjs applied the bytes: the document did change, and
-      // must be saved and encoded anew, never held in memory alone.
-      changed = this.#lastApplyChanged || waitingChanged(this.doc, waitingBefore)
-      if (changed) this.#changed(update.length, built ?? contentCostOf(update).builtBytes)
-    }
-    return changed
-  }
-
   #changed(bytes: number, built: number): void {
     this.#bounds.changed(bytes, built)
     this.version++
     this.#encodings.changed()
     this.#onChange()
-  }
-
-  readonly #recordChange = (transaction: Y.Transaction): void => {
-    if (transaction.deleteSet.clients.size > 0) this.#bounds.deleted()
-    if (this.#lastApplyChanged || transaction.deleteSet.clients.size > 0) {
-      this.#lastApplyChanged = true
-      return
-    }
-    // Read in place: a copy of the state vector per transaction is garbage of O(clients).
-    for (const [client, clock] of transaction.afterState) {
-      if (transaction.beforeState.get(client) !== clock) {
-        this.#lastApplyChanged = true
-        return
-      }
-    }
   }
 
   /** What the room's document is charged. */
