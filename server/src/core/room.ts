@@ -72,33 +72,18 @@ export class Room implements MemberRoom, MemoryHolder {
   readonly #ended = deferred()
   #hasEnded = false
 
-  constructor({
-    name,
-    doc,
-    loadedBytes,
-    loadedBuiltBytes,
-    options,
-    journal,
-    logger,
-    onChange,
-    onShed,
-    observer,
-    events,
-    memory,
-    hooks,
-    buildPace,
-    mailbox,
-  }: RoomInit) {
-    this.#mailbox = mailbox ?? new RoomMailbox()
-    this.#memory = memory ?? UNBOUNDED_MEMORY
+  constructor(init: RoomInit) {
+    const { name, doc, options, journal, events } = init
+    this.#mailbox = init.mailbox ?? new RoomMailbox()
+    this.#memory = init.memory ?? UNBOUNDED_MEMORY
     this.#presence = new RoomPresence(this.#memory, options.maxPresenceBytes)
     this.name = name
     this.doc = doc
     this.#encodings = new DocumentEncodings(doc, (state) => this.#bounds.measured(state))
     this.#bounds = new DocumentBounds({
       doc,
-      loadedBytes,
-      loadedBuiltBytes: loadedBuiltBytes ?? 0,
+      loadedBytes: init.loadedBytes,
+      loadedBuiltBytes: init.loadedBuiltBytes ?? 0,
       ceilings: options,
       memory: this.#memory,
       encode: () => this.encodeState(),
@@ -106,9 +91,9 @@ export class Room implements MemberRoom, MemoryHolder {
     this.#memory.track(this, 'room')
     this.#options = options
     this.#journal = journal
-    this.#onChange = onChange
-    this.#onShed = onShed ?? (() => {})
-    this.#observer = observer ?? UNOBSERVED
+    this.#onChange = init.onChange
+    this.#onShed = init.onShed ?? (() => {})
+    this.#observer = init.observer ?? UNOBSERVED
     this.#events = events
     this.#checks = new ClientUpdateChecks({
       doc,
@@ -125,11 +110,11 @@ export class Room implements MemberRoom, MemoryHolder {
     })
     const hookParts = roomHookParts({
       room: name,
-      hooks,
+      hooks: init.hooks,
       maxBytes: options.maxPresenceBytes,
       memory: this.#memory,
       events,
-      logger,
+      logger: init.logger,
       state: () => this.encodeState(),
       broadcast: (payload, sender) => this.broadcastEvent(payload, sender),
     })
@@ -139,7 +124,7 @@ export class Room implements MemberRoom, MemoryHolder {
       bounds: this.#bounds,
       checks: this.#checks,
       approval: hookParts.approval,
-      buildPace: buildPace ?? null,
+      buildPace: init.buildPace ?? null,
       journal,
       post: (step) => this.#post(step),
       changed: (bytes, built) => this.#changed(bytes, built),
