@@ -130,25 +130,38 @@ export function createRestApi(deps: RestApiDeps): ApiHandler {
     const name = target.room
     if (!isValidRoomName(name)) throw new ApiRefusal(400, 'ROOM_NAME_INVALID', ROOM_NAME_RULE)
     const owner = await ownerOf(name, caller)
-    if (owner) return { owner }
-    const route = `${request.method} ${target.part && `/${target.part}`}`
-    const room = deps.room(name)
-    switch (route) {
-      case 'GET /document':
-        return { status: 200, jsonText: await room.jsonText() }
-      case 'GET /authors':
-        return { status: 200, json: { authors: await room.authors() } }
-      case 'GET /update':
-        return { status: 200, bytes: await diffFor(room, decodeStateVector(query.get('stateVector'))) }
-      case 'POST /update':
-        await room.applyUpdate(await readBody(request, deps.limits.maxMessageBytes))
-        return { status: 204 }
-      case 'DELETE ':
-        await room.delete()
-        return { status: 204 }
-      default:
-        throw new ApiRefusal(405, 'METHOD_NOT_ALLOWED', `${request.method} is not a method of this route`)
-    }
+    return owner
+      ? { owner }
+      : roomReply(deps, name, `${request.method} ${target.part && `/${target.part}`}`, {
+          request,
+          query,
+        })
+  }
+}
+
+/** The answer to `route` (method and part, `GET /document`) of a room this server serves. */
+async function roomReply(
+  deps: RestApiDeps,
+  name: string,
+  route: string,
+  { request, query }: { request: IncomingMessage; query: URLSearchParams },
+): Promise<Reply> {
+  const room = deps.room(name)
+  switch (route) {
+    case 'GET /document':
+      return { status: 200, jsonText: await room.jsonText() }
+    case 'GET /authors':
+      return { status: 200, json: { authors: await room.authors() } }
+    case 'GET /update':
+      return { status: 200, bytes: await diffFor(room, decodeStateVector(query.get('stateVector'))) }
+    case 'POST /update':
+      await room.applyUpdate(await readBody(request, deps.limits.maxMessageBytes))
+      return { status: 204 }
+    case 'DELETE ':
+      await room.delete()
+      return { status: 204 }
+    default:
+      throw new ApiRefusal(405, 'METHOD_NOT_ALLOWED', `${request.method} is not a method of this route`)
   }
 }
 

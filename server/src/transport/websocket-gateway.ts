@@ -32,6 +32,14 @@ import type { ClientSession, RoomSessions, SessionOpening } from './room-session
 import { SocketLiveness } from './socket-liveness.js'
 import { WsTransport } from './ws-transport.js'
 
+/** Refuses an upgrade with `status` and the error `code` (and a `Retry-After`). */
+type Refuse = <C extends ServerErrorCode>(
+  status: ServerErrorStatus<C>,
+  code: C,
+  message: string,
+  retryAfterSeconds?: number,
+) => void
+
 interface LiveSocket {
   socket: WebSocket
   transport: WsTransport
@@ -135,12 +143,7 @@ export class WebSocketGateway {
 
   async #upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     let refusedRoom: string | null = null
-    const refuse = <C extends ServerErrorCode>(
-      status: ServerErrorStatus<C>,
-      code: C,
-      message: string,
-      retryAfterSeconds?: number,
-    ) => {
+    const refuse: Refuse = (status, code, message, retryAfterSeconds) => {
       this.#refused(refusedRoom, code)
       refuseUpgrade(socket, status, code, message, retryAfterSeconds)
     }
@@ -185,33 +188,8 @@ export class WebSocketGateway {
         wait,
       )
     }
-    const { onConnect } = this.deps
-    if (onConnect) {
-      const { userId, name, info, access } = identity
-      const timeoutMs = this.#hookTimeoutMs
-      try {
-        await callWithin(
-          () => onConnect({ room, connectionId: id, userId, name, info, access }),
-          timeoutMs,
-          'the onConnect hook',
-        )
-      } catch (error) {
-        if (error instanceof DeadlineError) {
-          this.deps.logger.warn(
-            { room, timeoutMs },
-            'onConnect did not answer in time; the connection is refused as busy',
-          )
-          return refuse(
-            503,
-            'SERVER_BUSY',
-            `the server's check of this connection took over ${timeoutMs} ms; retry later`,
-          )
-        }
-        const answer = httpAnswer(error)
-        if (answer.code === 'INTERNAL_ERROR')
-          this.deps.logger.error({ err: error, room }, 'the onConnect hook failed')
-        return refuse(answer.status, answer.code, answer.message)
-      }
+    if (this.deps.onConnect) {
+      if (!(await this.#letInByApp(room, id, identity, refuse))) return
       if (socket.destroyed) return
     }
     const owner = (await this.deps.relay?.ownerElsewhere(room)) ?? null
@@ -223,6 +201,45 @@ export class WebSocketGateway {
     this.#server.handleUpgrade(request, socket, head, (ws) =>
       this.#accept(ws, { room, identity, capabilities, incarnation, id, heldBy, pacedAs, owner }),
     )
+  }
+
+  /** Asks the app's `onConnect` (within `HOOK_TIMEOUT_MS`); false once it refused the connection (`refuse` called). */
+  async #letInByApp(
+    room: string,
+    connectionId: string,
+    identity: Identity,
+    refuse: Refuse,
+  ): Promise<boolean> {
+    const { onConnect } = this.deps
+    if (!onConnect) return true
+    const { userId, name, info, access } = identity
+    const timeoutMs = this.#hookTimeoutMs
+    try {
+      await callWithin(
+        () => onConnect({ room, connectionId, userId, name, info, access }),
+        timeoutMs,
+        'the onConnect hook',
+      )
+      return true
+    } catch (error) {
+      if (error instanceof DeadlineError) {
+        this.deps.logger.warn(
+          { room, timeoutMs },
+          'onConnect did not answer in time; the connection is refused as busy',
+        )
+        refuse(
+          503,
+          'SERVER_BUSY',
+          `the server's check of this connection took over ${timeoutMs} ms; retry later`,
+        )
+        return false
+      }
+      const answer = httpAnswer(error)
+      if (answer.code === 'INTERNAL_ERROR')
+        this.deps.logger.error({ err: error, room }, 'the onConnect hook failed')
+      refuse(answer.status, answer.code, answer.message)
+      return false
+    }
   }
 
   /** New upgrades are refused with 503 from now on. */
