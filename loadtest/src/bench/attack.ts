@@ -29,6 +29,7 @@ import { parseArgs } from 'node:util'
 import { SignJWT } from 'jose'
 import * as Y from 'yjs'
 import { addEncoded, newHistogram, summarize } from '../measurement/histogram.js'
+import { metric } from '../measurement/server-stats.js'
 import { LeanWebSocket } from '../virtual-users/lean-websocket.js'
 import { readFrame, SYNC_STEP2, syncStep1, syncUpdate } from '../virtual-users/wire.js'
 import type { BystanderCommand, BystanderReport } from './attack-bystanders.js'
@@ -340,7 +341,6 @@ async function startBystanders(urls: string[], intervalMs: number) {
   }
 }
 
-/** Writes `parts` into the room and waits until a fresh client is sent at least as much. */
 /**
  * Writes `parts` into the room at `url` and waits until a reader gets about all of it. A writer
  * closed or turned away before then (the server busy loading what the setup wrote before: 1013,
@@ -435,8 +435,7 @@ function memorySplit(httpUrl: string) {
     fetch(`${httpUrl}/metrics`)
       .then((response) => response.text())
       .then((text) => {
-        const mib = (name: string) =>
-          Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? 0) / 2 ** 20
+        const mib = (name: string) => (metric(text, name) ?? 0) / 2 ** 20
         seconds.push(names.map((name) => Math.round(mib(name))))
       })
       .catch(() => {}) // a second without a reading

@@ -4,7 +4,7 @@ import { availableParallelism, homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { SERVER_MALLOC_ENV, serverNodeFlags } from '@symphony/dev-scripts/server-node-flags'
+import { serverEnv, serverNodeFlags } from '@symphony/dev-scripts/server-node-flags'
 import { freePort } from '@symphony/dev-scripts/services'
 import type { Placement } from '../virtual-users/room-run.js'
 
@@ -52,11 +52,12 @@ export async function startSymphony(options: StartOptions = {}): Promise<Started
   }
   // With the V8 flags and malloc setting `npm start` gives it (unless the environment has its own).
   const flags = serverNodeFlags(options.env?.NODE_OPTIONS ?? process.env.NODE_OPTIONS)
-  const malloc = process.env.MALLOC_MMAP_THRESHOLD_ ? {} : SERVER_MALLOC_ENV
-  const child = launch(join(root, 'server/dist/main.js'), { ...malloc, ...env }, options.cpus, [
-    ...flags,
-    ...(options.nodeFlags ?? []),
-  ])
+  const child = launch(
+    join(root, 'server/dist/main.js'),
+    serverEnv({ ...process.env, ...env }),
+    options.cpus,
+    [...flags, ...(options.nodeFlags ?? [])],
+  )
   // Listening comes first; with a metadata database, wait for its migration too, so a run does
   // not measure the server's start-up.
   const ready =
@@ -170,7 +171,7 @@ function hasTaskset(): boolean {
 
 function launch(
   script: string,
-  env: Record<string, string>,
+  env: NodeJS.ProcessEnv,
   cpus: string | undefined,
   nodeFlags: readonly string[] = [],
 ): ChildProcess {
@@ -180,7 +181,7 @@ function launch(
   return spawn(command, args, spawnOptions(env))
 }
 
-function spawnOptions(env: Record<string, string> = {}) {
+function spawnOptions(env: NodeJS.ProcessEnv = {}) {
   return { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] as ('ignore' | 'pipe')[] }
 }
 

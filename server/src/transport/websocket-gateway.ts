@@ -188,8 +188,9 @@ export class WebSocketGateway {
         wait,
       )
     }
-    if (this.deps.onConnect) {
-      if (!(await this.#letInByApp(room, id, identity, refuse))) return
+    const { onConnect } = this.deps
+    if (onConnect) {
+      if (!(await this.#letInByApp(onConnect, { room, connectionId: id, identity }, refuse))) return
       if (socket.destroyed) return
     }
     const owner = (await this.deps.relay?.ownerElsewhere(room)) ?? null
@@ -205,13 +206,10 @@ export class WebSocketGateway {
 
   /** Asks the app's `onConnect` (within `HOOK_TIMEOUT_MS`); false once it refused the connection (`refuse` called). */
   async #letInByApp(
-    room: string,
-    connectionId: string,
-    identity: Identity,
+    onConnect: NonNullable<GatewayDeps['onConnect']>,
+    { room, connectionId, identity }: { room: string; connectionId: string; identity: Identity },
     refuse: Refuse,
   ): Promise<boolean> {
-    const { onConnect } = this.deps
-    if (!onConnect) return true
     const { userId, name, info, access } = identity
     const timeoutMs = this.#hookTimeoutMs
     try {
